@@ -1,0 +1,1 @@
+"""geoeval config groups (Hydra). Shipped as the package `geoeval.conf`."""

@@ -1,0 +1,5 @@
+import sys
+
+from geoeval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Offline agents served as Inspect model providers (`geoeval/<agent>`)."""

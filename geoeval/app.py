@@ -1,0 +1,142 @@
+"""The Hydra application behind `python -m geoeval` and the `geoeval` console script.
+
+Config groups live in `conf/` (shipped as the package `geoeval.conf`); user experiments in
+`./experiments/*.yaml` are found through `geoeval.core.experiments_path`.
+A single run is one job; `-m` (or an experiment that sets `hydra.mode: MULTIRUN`) makes a sweep,
+which `SweepCallback` wraps in one parent MLflow run and ends with a sweep table and plot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from geoeval.core.config import validate_config
+from geoeval.core.errors import GeoevalError
+from geoeval.core.experiments_path import register as _register_experiments_path
+
+_register_experiments_path()
+
+SWEEP_POINTS = "sweep_points.jsonl"
+
+
+def _fail(exc: GeoevalError) -> None:
+    print(f"geoeval: error: {exc}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _job_label(hc: Any) -> str:
+    if hc.mode == RunMode.MULTIRUN:
+        return f"job{hc.job.num}:{hc.job.override_dirname or 'base'}"
+    return hc.job.override_dirname or "run"
+
+
+def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
+    from geoeval.core import tracking
+    from geoeval.core.job import run_job
+    from geoeval.core.reports_job import print_outcome, write_job_reports
+
+    try:
+        spec = validate_config(cfg)
+    except GeoevalError as exc:
+        _fail(exc)
+    hc = HydraConfig.get()
+    out_dir = Path(hc.runtime.output_dir)
+    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    try:
+        outcome = run_job(spec, out_dir=out_dir)
+    except GeoevalError as exc:
+        _fail(exc)
+    artifacts = write_job_reports(outcome) + [out_dir / "resolved_config.yaml"]
+    if spec.tracking.enabled:
+        outcome.mlflow_run_id = tracking.log_job(
+            outcome, parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV), artifacts=artifacts + [Path(p) for p in outcome.log_paths_all],
+            run_name=_job_label(hc),
+        )
+    if hc.mode == RunMode.MULTIRUN:
+        point = {
+            "job": hc.job.num,
+            "overrides": dict(o.split("=", 1) for o in hc.overrides.task if "=" in o),
+            "metrics": outcome.metrics,
+            "run_hash": outcome.run_hash,
+            "mlflow_run_id": outcome.mlflow_run_id,
+            "n": len(outcome.results),
+        }
+        with open(Path(hc.sweep.dir) / SWEEP_POINTS, "a") as f:
+            f.write(json.dumps(point) + "\n")
+    print_outcome(outcome)
+    return outcome.metrics
+
+
+def _sweep_combinations(config: DictConfig) -> list[list[str]]:
+    """Every job's override list, expanded as Hydra's basic sweeper will expand it."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = list(config.hydra.overrides.task)
+    params = config.hydra.sweeper.get("params") or {}
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    overrides = [f"{k}={v}" for k, v in params.items() if k not in given] + overrides
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
+    return [list(c) for c in batches[0]] if batches else [[]]
+
+
+class SweepCallback(Callback):
+    """Validates every job of a sweep before the first one starts, opens the parent MLflow run,
+    and at the end writes the sweep table and plot and logs them to the parent run."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+
+        from geoeval.core import tracking
+
+        loader = GlobalHydra.instance().config_loader()
+        specs = []
+        try:
+            for combo in _sweep_combinations(config):
+                cfg = loader.load_configuration(config_name=config.hydra.job.config_name, overrides=combo, run_mode=RunMode.RUN)
+                specs.append(validate_config(cfg))
+        except GeoevalError as exc:
+            _fail(exc)
+        except Exception as exc:  # Hydra's own errors (unknown group option, bad override)
+            print(f"geoeval: error: {exc}", file=sys.stderr)
+            raise SystemExit(2)
+        spec = specs[0]
+        print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
+        if spec.tracking.enabled:
+            params = {"sweep.jobs": str(len(specs)), "sweep.overrides": " ".join(config.hydra.overrides.task)}
+            run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}", params)
+            os.environ[tracking.PARENT_RUN_ENV] = run_id
+            self._tracking = spec.tracking
+            self._experiment = spec.experiment_name
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from geoeval.core import tracking
+        from geoeval.core.reports_job import write_sweep_reports
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        points_file = sweep_dir / SWEEP_POINTS
+        if not points_file.exists():
+            return
+        points = [json.loads(line) for line in points_file.read_text().splitlines() if line.strip()]
+        artifacts, summary = write_sweep_reports(points, sweep_dir)
+        run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
+        if run_id and getattr(self, "_tracking", None) is not None:
+            tracking.log_parent_artifacts(self._tracking, self._experiment, run_id, artifacts)
+            print(f"[geoeval] MLflow parent run: {run_id}")
+        print(summary)
+
+
+@hydra.main(config_path="pkg://geoeval.conf", config_name="config", version_base="1.3")
+def hydra_main(cfg: DictConfig) -> Any:
+    return run_hydra_job(cfg)

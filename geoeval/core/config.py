@@ -1,0 +1,243 @@
+"""Typed schemas for every config group, and validation of a composed Hydra config.
+
+Hydra composes YAML; these pydantic models say what each group may contain. `validate_config`
+runs before any work starts: an unknown key, a wrong type or an out-of-range value stops the run
+with a `GeoevalError` that names the key (`suite.resolution`, `runner.num_workers`, ...) and says
+what is allowed. Suite-specific groups (`env`, `suite`) are validated by the schemas their suite
+registers, so a plugin suite brings its own schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from geoeval.core.errors import GeoevalError
+
+
+class Strict(BaseModel):
+    """Base for every schema: unknown keys are errors, values are not silently coerced."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class GenerateSettings(Strict):
+    """Inspect `GenerateConfig` fields a researcher sets per model (None = provider default)."""
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    seed: int | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    reasoning_tokens: int | None = Field(default=None, gt=0)
+    max_connections: int | None = Field(default=None, gt=0)
+    timeout: int | None = Field(default=None, gt=0)
+
+
+class ModelSpec(Strict):
+    """`model=`: any Inspect model string, e.g. `geoeval/oracle`, `openai/gpt-4o`,
+    `openai-api/local/qwen2.5`, `vllm/...`, `ollama/llama3.1`, `mockllm/model`."""
+
+    name: str
+    base_url: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)  # provider model_args
+    config: GenerateSettings = Field(default_factory=GenerateSettings)
+
+    @field_validator("name")
+    @classmethod
+    def _has_provider(cls, v: str) -> str:
+        if "/" not in v:
+            raise ValueError("must be '<provider>/<model>', e.g. 'geoeval/oracle' or 'openai/gpt-4o'")
+        return v
+
+    @property
+    def provider(self) -> str:
+        return self.name.split("/", 1)[0]
+
+
+class JudgeSpec(Strict):
+    """`judge=`: an ensemble of judges whose scores are averaged. `rules` is the deterministic
+    offline judge of each suite; any other entry is an Inspect model string run at
+    `temperature` (0 by default, as the papers require)."""
+
+    models: list[str] = Field(default_factory=lambda: ["rules"], min_length=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    votes: int = Field(default=1, ge=1, description="runs per judge; the majority/mean is taken")
+
+
+class MetricsSpec(Strict):
+    """`metrics=`: which metrics (by registered name) to compute, and which are totals."""
+
+    name: str
+    metrics: list[str] = Field(min_length=1)
+    sum_metrics: list[str] = Field(default_factory=list)
+
+
+class RunnerSpec(Strict):
+    """`runner=`: `local` runs in-process; `ray` shards samples over Ray workers."""
+
+    name: Literal["local", "ray"] = "local"
+    num_workers: int = Field(default=2, ge=1)
+    num_cpus: int | None = Field(default=None, ge=1, description="CPUs for a local Ray")
+    address: str | None = Field(default=None, description="None: start a local Ray; 'auto' or 'ray://host:port'")
+    max_retries: int = Field(default=2, ge=0)
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
+
+
+class TrackingSpec(Strict):
+    """`tracking=`: MLflow. `tracking_uri` None means the local store under `mlruns/`."""
+
+    enabled: bool = True
+    tracking_uri: str | None = None
+    artifact_location: str | None = None
+    experiment_name: str | None = None
+
+
+class RunSpec(Strict):
+    """The whole validated run: one job of a (multi)run."""
+
+    seed: int = 0
+    experiment_name: str = "default"
+    results_db: str = "results/geoeval.duckdb"
+    log_dir: str = "logs"
+    work_dir: str = "results/work"
+    limit: int | None = Field(default=None, ge=1)
+    epochs: int = Field(default=1, ge=1)
+    env: BaseModel
+    suite: BaseModel
+    model: ModelSpec
+    judge: JudgeSpec
+    metrics: MetricsSpec
+    runner: RunnerSpec
+    tracking: TrackingSpec
+
+    def semantic_dict(self) -> dict[str, Any]:
+        """What determines the scores: everything except where and how the run executes."""
+        return {
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "limit": self.limit,
+            "env": self.env.model_dump(mode="json"),
+            "suite": self.suite.model_dump(mode="json"),
+            "model": self.model.model_dump(mode="json"),
+            "judge": self.judge.model_dump(mode="json"),
+            "metrics": self.metrics.model_dump(mode="json"),
+        }
+
+    def config_hash(self) -> str:
+        """Keys the warehouse: the same scoring config gives the same hash, whatever the runner."""
+        blob = json.dumps(self.semantic_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.semantic_dict()
+        d.update(
+            experiment_name=self.experiment_name,
+            results_db=self.results_db,
+            log_dir=self.log_dir,
+            work_dir=self.work_dir,
+            runner=self.runner.model_dump(mode="json"),
+            tracking=self.tracking.model_dump(mode="json"),
+        )
+        return d
+
+
+_TOP_LEVEL = {
+    "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
+    "env", "suite", "model", "judge", "metrics", "runner", "tracking",
+}
+
+
+def _format_errors(group: str, err: ValidationError, model: type[BaseModel]) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join([group, *(str(p) for p in e["loc"])]) if group else ".".join(str(p) for p in e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(model.model_fields))
+            msg = f"unknown key (allowed keys: {allowed})"
+        elif "input" in e and not isinstance(e["input"], (dict, list)):
+            msg = f"{msg} (got {e['input']!r})"
+        lines.append(f"  {key}: {msg}")
+    return "\n".join(lines)
+
+
+def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
+    if not isinstance(data, dict):
+        raise GeoevalError(f"Invalid config: `{group}` must be a mapping, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise GeoevalError("Invalid config:\n" + _format_errors(group, err, model)) from None
+
+
+def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
+    if isinstance(cfg, DictConfig):
+        try:
+            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        except Exception as exc:  # omegaconf raises several types; all mean a bad value
+            raise GeoevalError(f"Invalid config: {exc}") from None
+    else:
+        data = dict(cfg)
+    data.pop("hydra", None)
+    return data  # type: ignore[return-value]
+
+
+def validate_config(cfg: DictConfig | dict) -> RunSpec:
+    """Validate a composed config into a RunSpec, or raise GeoevalError naming every bad key."""
+    from geoeval.core import registry
+
+    data = to_container(cfg)
+    unknown = sorted(set(data) - _TOP_LEVEL)
+    if unknown:
+        raise GeoevalError(
+            f"Invalid config: unknown top-level key(s) {', '.join(unknown)} "
+            f"(allowed: {', '.join(sorted(_TOP_LEVEL))})"
+        )
+    for group in ("env", "suite", "model", "judge", "metrics", "runner", "tracking"):
+        if group not in data or data[group] is None:
+            raise GeoevalError(f"Invalid config: missing config group `{group}` (choose one with {group}=<option>)")
+
+    suite_data = data["suite"]
+    if not isinstance(suite_data, dict) or "name" not in suite_data:
+        raise GeoevalError("Invalid config: suite.name is required")
+    suite = registry.get_suite(str(suite_data["name"]))
+
+    parts: dict[str, Any] = {
+        "suite": _validate_group("suite", suite.config_schema, suite_data),
+        "env": _validate_group("env", suite.env_schema, data["env"]),
+        "model": _validate_group("model", ModelSpec, data["model"]),
+        "judge": _validate_group("judge", JudgeSpec, data["judge"]),
+        "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
+        "runner": _validate_group("runner", RunnerSpec, data["runner"]),
+        "tracking": _validate_group("tracking", TrackingSpec, data["tracking"]),
+    }
+    scalars = {k: v for k, v in data.items() if k not in parts}
+    try:
+        spec = RunSpec.model_validate({**scalars, **parts})
+    except ValidationError as err:
+        raise GeoevalError("Invalid config:\n" + _format_errors("", err, RunSpec)) from None
+
+    registry.check_provider(spec.model.name, key="model.name")
+    for j in spec.judge.models:
+        if j != "rules":
+            registry.check_provider(j, key="judge.models")
+    known = registry.metric_names(suite.name)
+    bad = [m for m in spec.metrics.metrics if m not in known]
+    if bad:
+        raise GeoevalError(
+            f"Invalid config: metrics.metrics: unknown metric(s) {', '.join(bad)} for suite "
+            f"'{suite.name}' (available: {', '.join(sorted(known))})"
+        )
+    bad_tools = [t for t in getattr(spec.suite, "tools", []) if t not in registry.tool_names()]
+    if bad_tools:
+        raise GeoevalError(
+            f"Invalid config: suite.tools: unknown tool(s) {', '.join(bad_tools)} "
+            f"(available: {', '.join(sorted(registry.tool_names())) or 'none'})"
+        )
+    return spec

@@ -1,0 +1,12 @@
+"""The one error type for mistakes a user can cause.
+
+A `GeoevalError` means "something you gave geoeval (a config, an input, a file) is wrong"; its
+message says what to change. Anything else that escapes geoeval is a bug and should surface as one,
+so the CLI prints a `GeoevalError` as one line and lets every other exception show its traceback.
+"""
+
+from __future__ import annotations
+
+
+class GeoevalError(Exception):
+    """A mistake the user can fix (config, inputs, files). The message says what to change."""

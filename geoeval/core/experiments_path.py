@@ -1,0 +1,108 @@
+"""Puts the user's `./experiments/` folder on Hydra's search path as the `experiment` group.
+
+`python -m geoeval +experiment=my_study` finds `experiments/my_study.yaml` in the current
+directory (or in $GEOEVAL_EXPERIMENTS_DIR) before the experiments shipped in `conf/experiment/`.
+Hydra maps a group to a sub-folder of a search-path root, so a plain `file://` entry would need
+`experiments/experiment/my_study.yaml`; this config source serves the folder itself as that group.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+from hydra.core.config_search_path import ConfigSearchPath
+from hydra.core.object_type import ObjectType
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
+from hydra.plugins.search_path_plugin import SearchPathPlugin
+from omegaconf import OmegaConf
+
+GROUP = "experiment"
+
+
+def experiments_dir() -> Path:
+    return Path(os.environ.get("GEOEVAL_EXPERIMENTS_DIR", Path.cwd() / "experiments")).resolve()
+
+
+class ExperimentsDirConfigSource(ConfigSource):
+    """Serves `<dir>/<name>.yaml` as `experiment/<name>`; nothing else."""
+
+    def __init__(self, provider: str, path: str) -> None:
+        if path.find("://") == -1:
+            path = f"{self.scheme()}://{path}"
+        super().__init__(provider=provider, path=path)
+
+    @staticmethod
+    def scheme() -> str:
+        return "geoeval-experiments"
+
+    def _real(self, config_path: str) -> Optional[Path]:
+        config_path = config_path.strip("/")
+        if config_path == GROUP:
+            return Path(self.path)
+        if config_path.startswith(GROUP + "/"):
+            return Path(self.path) / config_path[len(GROUP) + 1 :]
+        if config_path == "":
+            return Path(self.path).parent / "__geoeval_root__"
+        return None
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        real = self._real(self._normalize_file_name(config_path))
+        if real is None or not real.is_file():
+            raise ConfigLoadError(f"Config not found : {config_path}")
+        text = real.read_text(encoding="utf-8")
+        header = ConfigSource._get_header_dict(text[:512])
+        return ConfigResult(
+            config=OmegaConf.create(OmegaConf.load(real)),
+            path=f"{self.scheme()}://{self.path}",
+            provider=self.provider,
+            header=header,
+        )
+
+    def available(self) -> bool:
+        return Path(self.path).is_dir()
+
+    def is_group(self, config_path: str) -> bool:
+        if config_path.strip("/") == "":
+            return True
+        real = self._real(config_path)
+        return real is not None and real.is_dir()
+
+    def is_config(self, config_path: str) -> bool:
+        real = self._real(self._normalize_file_name(config_path))
+        return real is not None and real.is_file()
+
+    def list(self, config_path: str, results_filter: Optional[ObjectType]) -> List[str]:
+        files: List[str] = []
+        if config_path.strip("/") == "":
+            if results_filter in (None, ObjectType.GROUP):
+                files.append(GROUP)
+            return files
+        real = self._real(config_path)
+        if real is None or not real.is_dir():
+            return files
+        for entry in sorted(os.listdir(real)):
+            self._list_add_result(files=files, file_path=f"{config_path}/{entry}", file_name=entry, results_filter=results_filter)
+        return sorted(set(files))
+
+
+class GeoevalExperimentsSearchPath(SearchPathPlugin):
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        folder = experiments_dir()
+        if folder.is_dir():
+            # prepend so that a user's experiment of the same name wins over the shipped one
+            search_path.prepend(provider="geoeval-experiments", path=f"{ExperimentsDirConfigSource.scheme()}://{folder}")
+
+
+def register() -> None:
+    """Register the config source and the search-path plugin with Hydra (idempotent). Done in
+    code rather than through the `hydra_plugins` namespace package, which editable installs
+    hide from Hydra's plugin scan."""
+    from hydra._internal.sources_registry import SourcesRegistry
+    from hydra.core.plugins import Plugins
+
+    SourcesRegistry.instance().register(ExperimentsDirConfigSource)
+    plugins = Plugins.instance()
+    if GeoevalExperimentsSearchPath not in plugins.class_name_to_class.values():
+        plugins.register(GeoevalExperimentsSearchPath)

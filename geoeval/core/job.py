@@ -1,0 +1,91 @@
+"""One job: a validated RunSpec taken from environment to tracked, aggregated results.
+
+environment -> samples -> skip what the warehouse already holds (resume) -> runner (local|ray)
+-> results streamed into the warehouse -> aggregation -> reports and MLflow.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from geoeval.core import registry
+from geoeval.core.aggregate import aggregate
+from geoeval.core.records import SampleResult
+from geoeval.core.runner import run_samples
+from geoeval.core.warehouse import Warehouse
+
+
+@dataclass
+class JobOutcome:
+    run_hash: str
+    spec: Any
+    results: list[SampleResult]
+    metrics: dict[str, float]
+    log_paths: list[str]  # Inspect logs written by this invocation
+    resumed: int  # samples found already scored
+    ran: int  # samples evaluated now
+    out_dir: Path
+    artifacts: list[Path] = field(default_factory=list)
+    mlflow_run_id: str | None = None
+    log_paths_all: list[str] = field(default_factory=list)  # also those of earlier, resumed invocations
+    seconds: float = 0.0
+
+
+def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tracker: Any = None) -> JobOutcome:
+    started = time.time()
+    suite = registry.get_suite(spec.suite.name)
+    run_hash = spec.config_hash()
+    out_dir = Path(out_dir or Path(spec.work_dir) / "runs" / run_hash)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
+
+    env = suite.build_env(spec)
+    samples = suite.build_samples(spec, env)
+    if spec.limit:
+        samples = samples[: spec.limit]
+    wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
+
+    with Warehouse(spec.results_db) as wh:
+        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=spec.to_dict(), experiment=spec.experiment_name)
+        done = wh.finished_keys(run_hash) & wanted
+        todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
+        if done:
+            print(f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run", file=sys.stderr)
+        wh.set_run_status(run_hash, "running")
+        bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
+                   disable=not progress, file=sys.stderr, dynamic_ncols=True)
+
+        def sink(result: SampleResult) -> None:
+            if (result.sample_id, result.epoch) not in wanted:
+                return
+            wh.write_results([result])
+            bar.update(1)
+
+        log_dir = Path(spec.log_dir).resolve() / run_hash
+        try:
+            log_paths = run_samples(spec, env, todo, sink, log_dir)
+        except BaseException:
+            wh.set_run_status(run_hash, "interrupted")
+            raise
+        finally:
+            bar.close()
+        results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
+        missing = len(wanted) - len(results)
+        wh.set_run_status(run_hash, "finished" if missing == 0 else f"incomplete ({missing} missing)")
+
+    metrics = aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics))
+    outcome = JobOutcome(
+        run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
+        resumed=len(done), ran=len(todo), out_dir=out_dir,
+    )
+    outcome.log_paths_all = sorted(str(p) for p in log_dir.glob("*.eval"))
+    outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
+    outcome.seconds = time.time() - started
+    return outcome

@@ -1,0 +1,191 @@
+"""The registry of suites, metrics and tools, and plugin discovery.
+
+The core never imports a suite directly: suites (built-in or plugin) register themselves here when
+their module is imported. Built-in suites are imported from `geoeval.suites`; plugins are found
+through the `geoeval.plugins` entry-point group, or named by a `_target_`-style dotted path in
+`plugins:` of the config (`GEOEVAL_PLUGINS` env var, comma-separated, does the same).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from geoeval.core.errors import GeoevalError
+
+PLUGIN_GROUP = "geoeval.plugins"
+
+
+class MetricContext(Protocol):
+    """What a metric function sees for one sample (see `geoeval.core.scoring.MetricInput`)."""
+
+    answer: str
+    target: list[str]
+    metadata: dict[str, Any]
+
+
+MetricFn = Callable[[Any], float]
+
+
+@dataclass
+class MetricSpec:
+    name: str
+    fn: MetricFn
+    suites: tuple[str, ...] | None  # None: applies to every suite
+    description: str = ""
+
+
+@dataclass
+class ToolSpec:
+    """A tool factory: called with the sample-independent environment handle of the suite,
+    returns an Inspect `Tool`."""
+
+    name: str
+    factory: Callable[..., Any]
+    suites: tuple[str, ...] | None
+    description: str = ""
+
+
+class SuiteSpec(Protocol):
+    """What a suite provides (see `geoeval.suites.maptab.suite.MapTabSuite` for the reference one)."""
+
+    name: str
+    config_schema: type[BaseModel]
+    env_schema: type[BaseModel]
+
+    def build_env(self, spec: Any) -> Any: ...  # returns a picklable environment handle
+    def build_samples(self, spec: Any, env: Any) -> list[Any]: ...  # Inspect Samples
+    def build_task(self, spec: Any, env: Any, samples: list[Any]) -> Any: ...  # Inspect Task
+    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Any]: ...
+
+
+@dataclass
+class _Registry:
+    suites: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, MetricSpec] = field(default_factory=dict)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+    loaded: bool = False
+
+
+_REG = _Registry()
+
+
+def register_suite(suite: Any) -> Any:
+    """Register a suite instance (or class, instantiated with no arguments)."""
+    obj = suite() if isinstance(suite, type) else suite
+    _REG.suites[obj.name] = obj
+    return suite
+
+
+def register_metric(name: str, *, suites: list[str] | tuple[str, ...] | None = None, description: str = ""):
+    """Decorator: `@register_metric("ema", suites=["maptab"])` on `fn(ctx) -> float`."""
+
+    def deco(fn: MetricFn) -> MetricFn:
+        _REG.metrics[name] = MetricSpec(name, fn, tuple(suites) if suites else None, description or (fn.__doc__ or "").strip())
+        return fn
+
+    return deco
+
+
+def register_tool(name: str, *, suites: list[str] | tuple[str, ...] | None = None, description: str = ""):
+    """Decorator: `@register_tool("station_neighbors", suites=["maptab"])` on `factory(env) -> Tool`."""
+
+    def deco(factory: Callable[..., Any]) -> Callable[..., Any]:
+        _REG.tools[name] = ToolSpec(name, factory, tuple(suites) if suites else None, description)
+        return factory
+
+    return deco
+
+
+def load_plugins(extra: list[str] | None = None) -> None:
+    """Import built-in suites, every `geoeval.plugins` entry point, and dotted paths in `extra`
+    or `GEOEVAL_PLUGINS`. Idempotent."""
+    if not _REG.loaded:
+        importlib.import_module("geoeval.suites")
+        for ep in entry_points(group=PLUGIN_GROUP):
+            try:
+                ep.load()
+            except Exception as exc:  # a broken plugin must not hide which one it is
+                raise GeoevalError(f"Plugin entry point '{ep.name}' ({ep.value}) failed to load: {exc}") from exc
+        _REG.loaded = True
+    paths = list(extra or []) + [p for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
+    for path in paths:
+        load_target(path.strip())
+
+
+def load_target(path: str) -> Any:
+    """Import `pkg.module` or `pkg.module:attr` / `pkg.module.attr` (Hydra `_target_` style)."""
+    module_name, _, attr = path.partition(":")
+    try:
+        if attr:
+            return getattr(importlib.import_module(module_name), attr)
+        try:
+            return importlib.import_module(path)
+        except ModuleNotFoundError:
+            mod, _, attr = path.rpartition(".")
+            return getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError) as exc:
+        raise GeoevalError(f"Cannot import plugin target '{path}': {exc}") from None
+
+
+def get_suite(name: str) -> Any:
+    load_plugins()
+    if name not in _REG.suites:
+        raise GeoevalError(
+            f"Invalid config: suite.name: unknown suite '{name}' (available: {', '.join(sorted(_REG.suites))})"
+        )
+    return _REG.suites[name]
+
+
+def suite_names() -> list[str]:
+    load_plugins()
+    return sorted(_REG.suites)
+
+
+def get_metric(name: str) -> MetricSpec:
+    load_plugins()
+    return _REG.metrics[name]
+
+
+def metric_names(suite: str | None = None) -> set[str]:
+    load_plugins()
+    return {n for n, m in _REG.metrics.items() if suite is None or m.suites is None or suite in m.suites}
+
+
+def get_tool(name: str) -> ToolSpec:
+    load_plugins()
+    if name not in _REG.tools:
+        raise GeoevalError(f"unknown tool '{name}' (available: {', '.join(sorted(_REG.tools)) or 'none'})")
+    return _REG.tools[name]
+
+
+def tool_names() -> set[str]:
+    load_plugins()
+    return set(_REG.tools)
+
+
+def provider_names() -> set[str]:
+    """Every provider a model string may name: Inspect's built-in ones and every `@modelapi`
+    registered so far (geoeval's offline agents included), read from Inspect's registry."""
+    import inspect_ai.model._providers.providers  # noqa: F401  registers Inspect's providers
+    from inspect_ai._util.registry import registry_find
+
+    import geoeval.agents.providers  # noqa: F401  registers geoeval/*
+
+    return {str(o.__registry_info__.name).split("/")[-1] for o in registry_find(lambda i: i.type == "modelapi")}
+
+
+def check_provider(model: str, *, key: str) -> None:
+    provider = model.split("/", 1)[0]
+    valid = provider_names()
+    if provider not in valid:
+        raise GeoevalError(
+            f"Invalid config: {key}: unknown model provider '{provider}' in '{model}' "
+            f"(valid providers: {', '.join(sorted(valid))})"
+        )

@@ -1,0 +1,297 @@
+"""Reports: Markdown tables like the papers', sweep plots, and per-sample Parquet files.
+
+Everything here reads results or aggregated rows and writes text or files; nothing computes a
+metric (that is `aggregate`'s job), so a table and the MLflow metrics of a run always agree.
+Plots use matplotlib's Agg canvas directly (no pyplot, no global figure state), so they work on a
+headless machine and from several threads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_table
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import SampleResult
+from geoeval.core.warehouse import SCORE_ARROW_SCHEMA
+
+# -- tables -----------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def format_cell(value: Any, floatfmt: str = ".3f") -> str:
+    """One table cell as text: None -> "", floats with `floatfmt`, lists joined by ", ", and
+    "|" and line breaks escaped so that the cell cannot break a pipe table."""
+    if value is None:
+        text = ""
+    elif isinstance(value, float):
+        text = format(value, floatfmt)
+    elif isinstance(value, (list, tuple)):
+        text = ", ".join(format_cell(item, floatfmt) for item in value)
+    else:
+        text = str(value)
+    return text.replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+
+
+def markdown_table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, floatfmt: str = ".3f"
+) -> str:
+    """A GitHub pipe table of `rows` (no trailing newline).
+
+    `columns` picks and orders the columns; by default every key, in order of first appearance.
+    A missing key is an empty cell. Columns whose values are all numbers are right-aligned. With
+    no columns at all the table is the empty string.
+    """
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    columns = list(columns)
+    if not columns:
+        return ""
+    cells = [[format_cell(row.get(column), floatfmt) for column in columns] for row in rows]
+    header = [format_cell(column) for column in columns]
+    widths = [
+        max([3, len(header[i]), *(len(line[i]) for line in cells)]) for i in range(len(columns))
+    ]
+    numeric = [
+        any(row.get(column) is not None for row in rows)
+        and all(_is_number(row.get(column)) for row in rows if row.get(column) is not None)
+        for column in columns
+    ]
+
+    def line(values: list[str]) -> str:
+        padded = [
+            value.rjust(width) if right else value.ljust(width)
+            for value, width, right in zip(values, widths, numeric)
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "| " + " | ".join(
+        "-" * (width - 1) + ":" if right else "-" * width for width, right in zip(widths, numeric)
+    ) + " |"
+    return "\n".join([line(header), rule, *(line(values) for values in cells)])
+
+
+def summary_markdown(
+    results: Sequence[SampleResult],
+    metrics: Sequence[str],
+    *,
+    title: str,
+    sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
+    floatfmt: str = ".3f",
+) -> str:
+    """A Markdown report of one run or suite, laid out like the papers' tables.
+
+    A title, a line saying how many samples (and which models) and which metrics are sums, the
+    overall metrics, then tables by setting and level, by setting, by level, and by task and level
+    (each only where the results have those dimensions; metrics in `sum_metrics` are summed,
+    the others averaged over the samples that carry them).
+    """
+    metrics = list(metrics)
+    models = sorted({r.model for r in results if r.model})
+    intro = f"{len(results)} samples"
+    if models:
+        intro += f"; model{'s' if len(models) > 1 else ''}: {', '.join(models)}"
+    summed = [m for m in metrics if m in sum_metrics]
+    intro += ". Metrics are means over samples"
+    intro += f", except {', '.join(summed)} (summed)." if summed else "."
+    sections = [f"# {title}", intro, "## Overall", markdown_table(
+        group_table(results, [], metrics, sum_metrics=sum_metrics), floatfmt=floatfmt
+    )]
+
+    def present(dimension: str) -> bool:
+        return any(getattr(r.dims, dimension) for r in results)
+
+    splits: list[tuple[str, list[str]]] = []
+    if present("setting") and present("level"):
+        splits.append(("By setting and level", ["setting", "level"]))
+    if present("setting"):
+        splits.append(("By setting", ["setting"]))
+    if present("level"):
+        splits.append(("By level", ["level"]))
+    if present("task") and present("level"):
+        splits.append(("By task and level", ["task", "level"]))
+    elif present("task"):
+        splits.append(("By task", ["task"]))
+    for heading, by in splits:
+        rows = group_table(results, by, metrics, sum_metrics=sum_metrics)
+        sections += [f"## {heading}", markdown_table(rows, [*by, *metrics, "n"], floatfmt)]
+    return "\n\n".join(sections) + "\n"
+
+
+# -- sweeps -----------------------------------------------------------------------------------
+
+
+def fraction_label(value: float) -> str:
+    """A sweep value as the papers print it: powers of two as "1", "2", "1/2", ..., "1/32";
+    anything else with `g` formatting."""
+    if value > 0 and math.log2(value).is_integer():
+        fraction = Fraction(value)
+        return str(fraction.numerator) if fraction.denominator == 1 else str(fraction)
+    return format(value, "g")
+
+
+def _x_value(point: dict[str, Any], x: str) -> float:
+    if x not in point:
+        raise GeoevalError(f"sweep point {point!r} has no {x!r}: give every point an {x!r} value")
+    try:
+        return float(point[x])
+    except (TypeError, ValueError):
+        raise GeoevalError(
+            f"sweep point {point!r} has a non-numeric {x!r} ({point[x]!r}): plot a numeric x"
+        ) from None
+
+
+def _is_numeric_x(points: Sequence[dict[str, Any]], x: str) -> bool:
+    def numeric(value: Any) -> bool:
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return False
+        return not isinstance(value, bool)
+
+    return all(numeric(point.get(x)) for point in points)
+
+
+def _sweep_groups(points: Sequence[dict[str, Any]], by: str | None) -> dict[str, list[dict]]:
+    """Points by their `by` value, in order of first appearance (one group "" without `by`)."""
+    groups: dict[str, list[dict]] = {}
+    for point in points:
+        groups.setdefault(str(point.get(by, "")) if by else "", []).append(point)
+    return groups
+
+
+def sweep_table(
+    points: Sequence[dict[str, Any]],
+    x: str,
+    metrics: Sequence[str],
+    by: str | None = None,
+    floatfmt: str = ".3f",
+) -> str:
+    """A Markdown table of a sweep: one row per point, columns [by], x, metrics.
+
+    Rows keep the `by` groups in order of first appearance and, within a group, go from the
+    largest x to the smallest (resolution 1, 1/2, ..., 1/32, as the papers print them); x is
+    written with `fraction_label`. When some x is not a number (e.g. a job name) the points keep
+    their order and x is written as given. A metric a point lacks is an empty cell.
+    """
+    numeric_x = _is_numeric_x(points, x)
+    rows = []
+    for group, members in _sweep_groups(points, by).items():
+        if numeric_x:
+            members = sorted(members, key=lambda p: -_x_value(p, x))
+        for point in members:
+            row: dict[str, Any] = {by: group} if by else {}
+            if numeric_x:
+                row[x] = fraction_label(_x_value(point, x))
+            else:
+                row[x] = point.get(x)
+            row.update({metric: point.get(metric) for metric in metrics})
+            rows.append(row)
+    columns = [*([by] if by else []), x, *metrics]
+    return markdown_table(rows, columns, floatfmt)
+
+
+def plot_sweep(
+    points: Sequence[dict[str, Any]],
+    x: str,
+    metrics: Sequence[str],
+    path: str | Path,
+    *,
+    by: str | None = None,
+    title: str | None = None,
+    log2_x: bool = True,
+) -> Path:
+    """Plot a sweep as a PNG at `path` (parent folders created) and return the path.
+
+    One line per metric, and per `by` group when `by` is given (labelled "metric (group)").
+    With `log2_x` the x axis is log2 with a tick at every x value, labelled by `fraction_label`
+    ("1", "1/2", ..., "1/32"); x values must then be positive.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
+
+    xs = sorted({_x_value(point, x) for point in points})
+    if log2_x and any(value <= 0 for value in xs):
+        raise GeoevalError(
+            f"a log2 axis needs positive {x!r} values, got {fraction_label(min(xs))}: "
+            "pass log2_x=False"
+        )
+    figure = Figure(figsize=(6.4, 4.2), dpi=120)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    for group, members in _sweep_groups(points, by).items():
+        ordered = sorted(members, key=lambda p: _x_value(p, x))
+        for metric in metrics:
+            line = [
+                (_x_value(p, x), float(p[metric])) for p in ordered if p.get(metric) is not None
+            ]
+            if not line:
+                continue
+            label = f"{metric} ({group})" if by else metric
+            axes.plot([a for a, _ in line], [b for _, b in line], marker="o", label=label)
+    if log2_x:
+        axes.set_xscale("log", base=2)
+        axes.xaxis.set_minor_locator(NullLocator())
+    if xs:
+        axes.set_xticks(xs)
+        axes.set_xticklabels([fraction_label(value) for value in xs])
+    axes.set_xlabel(x)
+    axes.set_ylabel(metrics[0] if len(metrics) == 1 else "score")
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend()
+    figure.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+    return out
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def write_per_sample_parquet(results: Sequence[SampleResult], path: str | Path) -> Path:
+    """Write one row per (sample, epoch, metric) of `results` to Parquet, with the columns and
+    types of `Warehouse.export_parquet` (`SCORE_ARROW_SCHEMA`); parent folders are created.
+    Rows are ordered by run_hash, sample_id, epoch, metric. Returns the path."""
+    columns: dict[str, list[Any]] = {name: [] for name in SCORE_ARROW_SCHEMA.names}
+    ordered = sorted(results, key=lambda r: (r.run_hash, r.sample_id, r.epoch))
+    for result in ordered:
+        dims = result.dims
+        for metric in sorted(result.scores):
+            row = {
+                "run_hash": result.run_hash,
+                "sample_id": result.sample_id,
+                "epoch": result.epoch,
+                "model": result.model,
+                "metric": metric,
+                "value": result.scores[metric],
+                "suite": dims.suite,
+                "task_family": dims.task_family,
+                "task": dims.task,
+                "level": dims.level,
+                "setting": dims.setting,
+                "capabilities": list(dims.capabilities),
+                "extra": json.dumps(dims.extra, sort_keys=True),
+                "error": result.error,
+            }
+            for name, value in row.items():
+                columns[name].append(value)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pydict(columns, schema=SCORE_ARROW_SCHEMA), out)
+    return out

@@ -1,0 +1,83 @@
+"""Reports written after a job and after a sweep: the files a person looks at, which are also
+logged to MLflow (summary table, per-sample Parquet, plots)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from geoeval.core.reports import markdown_table, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
+
+
+def write_job_reports(outcome: Any) -> list[Path]:
+    out = Path(outcome.out_dir)
+    metrics = list(outcome.spec.metrics.metrics)
+    title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
+    summary = out / "summary.md"
+    summary.write_text(summary_markdown(outcome.results, metrics, title=title))
+    parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
+    return [summary, Path(parquet), *outcome.artifacts]
+
+
+def print_outcome(outcome: Any) -> None:
+    print((Path(outcome.out_dir) / "summary.md").read_text())
+    print(f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
+          f"{outcome.seconds:.1f} s)")
+    if outcome.mlflow_run_id:
+        print(f"MLflow run: {outcome.mlflow_run_id}")
+    for p in outcome.log_paths_all:
+        print(f"Inspect log: {p}")
+    print(f"outputs: {outcome.out_dir}")
+    sys.stdout.flush()
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path], str]:
+    """The sweep table and plot: x is the first numeric swept key (e.g. suite.resolution),
+    lines are split by the other swept keys (e.g. suite.setting)."""
+    points = sorted(points, key=lambda p: p["job"])
+    keys = sorted({k for p in points for k in p["overrides"]})
+    swept = [k for k in keys if len({p["overrides"].get(k) for p in points}) > 1]
+
+    def numeric(k: str) -> bool:
+        try:
+            [float(p["overrides"][k]) for p in points if k in p["overrides"]]
+            return True
+        except ValueError:
+            return False
+
+    x_key = next((k for k in swept if numeric(k)), swept[0] if swept else None)
+    by_keys = [k for k in swept if k != x_key]
+    metric_names = [m for m in ("ema", "pma", "pr", "acc", "ar", "ses") if all(m in p["metrics"] for p in points)]
+    if not metric_names:
+        metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m})[:3]
+    rows = []
+    for p in points:
+        row: dict[str, Any] = {}
+        if x_key:
+            v = p["overrides"].get(x_key)
+            row[_short(x_key)] = float(v) if x_key and numeric(x_key) else v
+        if by_keys:
+            row["group"] = ",".join(f"{_short(k)}={p['overrides'].get(k)}" for k in by_keys)
+        for m in metric_names:
+            row[m] = p["metrics"].get(m)
+        row["n"] = p.get("n")
+        rows.append(row)
+    x_name = _short(x_key) if x_key else "job"
+    if not x_key:
+        for r, p in zip(rows, points):
+            r["job"] = p["job"]
+    table = sweep_table(rows, x=x_name, metrics=metric_names, by="group" if by_keys else None)
+    md = sweep_dir / "sweep_table.md"
+    md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
+    artifacts = [md]
+    if x_key and numeric(x_key):
+        png = plot_sweep(rows, x=x_name, metrics=metric_names, path=sweep_dir / "sweep_plot.png",
+                         by="group" if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
+                         log2_x=x_name == "resolution")
+        artifacts.append(Path(png))
+    return artifacts, md.read_text()

@@ -1,0 +1,258 @@
+"""`geoeval results`: a leaderboard of the runs in the results warehouse, or raw SQL over it.
+
+    geoeval results                               # every run: mean of each metric, n samples
+    geoeval results --suite maptab --metric ema --metric ds --by level
+    geoeval results --sql "SELECT level, avg(value) FROM scores GROUP BY level"
+    geoeval results --format csv > leaderboard.csv
+
+The leaderboard has one row per run: its hash (first 12 characters), model, suite, the labels
+found in its config (`LABEL_KEYS`, e.g. resolution or setting), the mean of each metric (DS, and
+any metric a run's config lists in `metrics.sum_metrics`, summed) and n, the number of
+(sample, epoch) results. `--by` splits
+each run's row further by dimensions (level, setting, task, capabilities, extra keys); `model`,
+the default, adds nothing because every run row already names its model. Runs are sorted by
+their overall value of the first metric, best first; a run's split rows stay together under it.
+
+The database is opened read-only: this command never changes it (an `--sql` that writes fails).
+Mistakes (a missing file, bad SQL, an unknown metric) print one line to stderr and return 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_table
+from geoeval.core.errors import GeoevalError
+from geoeval.core.reports import fraction_label, markdown_table
+from geoeval.core.warehouse import Warehouse
+
+#: Where the results live unless --db or GEOEVAL_DB says otherwise (relative to the current dir).
+DEFAULT_DB = Path("results") / "geoeval.duckdb"
+
+#: Config keys shown as leaderboard columns when a run's config has them (as a scalar, at any
+#: depth; the shallowest wins): what tells apart two runs of one model on one suite.
+LABEL_KEYS: tuple[str, ...] = ("label", "setting", "resolution")
+
+# Leaderboard columns that come from the run itself, so `--by` naming them adds no split.
+_RUN_COLUMNS = ("run_hash", "model", "suite")
+
+
+def default_db_path() -> Path:
+    """`$GEOEVAL_DB` if set, else results/geoeval.duckdb under the current directory."""
+    env = os.environ.get("GEOEVAL_DB")
+    return Path(env) if env else Path.cwd() / DEFAULT_DB
+
+
+def run_labels(config: dict[str, Any]) -> dict[str, str]:
+    """The `LABEL_KEYS` found in a run's config, searched breadth-first (the shallowest scalar
+    wins), as text; numbers are written like sweep values (0.5 -> "1/2")."""
+    labels: dict[str, str] = {}
+    level: list[Any] = [config]
+    while level:
+        below: list[Any] = []
+        for node in level:
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for key, value in items:
+                if isinstance(value, (dict, list)):
+                    below.append(value)
+                elif key in LABEL_KEYS and key not in labels and value is not None:
+                    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                    labels[key] = fraction_label(float(value)) if is_number else str(value)
+        level = below
+    return labels
+
+
+def configured_sum_metrics(config: dict[str, Any]) -> frozenset[str]:
+    """The metrics a run's config declares as totals (`metrics.sum_metrics`), if any."""
+    metrics = config.get("metrics")
+    listed = metrics.get("sum_metrics") if isinstance(metrics, dict) else None
+    return frozenset(str(m) for m in listed) if isinstance(listed, list) else frozenset()
+
+
+def _split_list(values: Sequence[str] | None) -> list[str]:
+    """Repeated and comma-separated option values, in order, without blanks or repeats."""
+    items = [part.strip() for value in values or [] for part in value.split(",")]
+    return list(dict.fromkeys(item for item in items if item))
+
+
+def leaderboard(
+    warehouse: Warehouse,
+    *,
+    suite: str | None = None,
+    metrics: Sequence[str] | None = None,
+    by: Sequence[str] = ("model",),
+    sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The leaderboard's (columns, rows); see the module docstring. Metrics in `sum_metrics`, and
+    those any listed run's config declares as totals (`metrics.sum_metrics`), are summed; the
+    others averaged. A `suite` with no runs, or a metric no run has, is a `GeoevalError` naming
+    what there is."""
+    runs = warehouse.runs(suite)
+    if suite is not None and not runs:
+        suites = sorted({run["suite"] for run in warehouse.runs() if run["suite"]})
+        raise GeoevalError(
+            f"no runs of suite {suite!r} in {warehouse.path}: choose one of "
+            f"{', '.join(suites) if suites else '(none: the database has no runs yet)'}"
+        )
+    results = [result for run in runs for result in warehouse.results(run["run_hash"])]
+    sum_metrics = frozenset(sum_metrics).union(
+        *(configured_sum_metrics(run["config"]) for run in runs)
+    )
+    available = sorted({metric for result in results for metric in result.scores})
+    if metrics:
+        unknown = [metric for metric in metrics if metric not in available]
+        if unknown:
+            raise GeoevalError(
+                f"no scores for metric {', '.join(map(repr, unknown))}: choose from "
+                f"{', '.join(available) if available else '(none: no scores stored yet)'}"
+            )
+        metrics = list(metrics)
+    else:
+        metrics = available
+    splits = [name for name in by if name not in _RUN_COLUMNS]
+    labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
+    label_columns = [key for key in LABEL_KEYS if any(key in found for found in labels.values())]
+
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in group_table(results, ["run_hash", *splits], metrics, sum_metrics=sum_metrics):
+        grouped.setdefault(row.pop("run_hash"), []).append(row)
+    overall = {
+        row["run_hash"]: row
+        for row in group_table(results, ["run_hash"], metrics[:1], sum_metrics=sum_metrics)
+    }
+
+    def best_first(run: dict[str, Any]) -> tuple[bool, float]:
+        value = overall.get(run["run_hash"], {}).get(metrics[0]) if metrics else None
+        missing = value is None or math.isnan(value)
+        return (missing, 0.0 if missing else -value)
+
+    # runs best first by their overall first metric (stable: ties keep the oldest first); a
+    # run's split rows stay together under it, in dimension order
+    rows: list[dict[str, Any]] = []
+    for run in sorted(runs, key=best_first):
+        head = {"run": run["run_hash"][:12], "model": run["model"], "suite": run["suite"]}
+        head.update({key: labels[run["run_hash"]].get(key, "") for key in label_columns})
+        # a registered run with nothing stored yet still gets its row, with n = 0
+        empty = {**{name: "" for name in splits}, **{m: None for m in metrics}, "n": 0}
+        for split_row in grouped.get(run["run_hash"], [empty]):
+            rows.append({**head, **split_row})
+    columns = ["run", "model", "suite", *label_columns, *splits, *metrics, "n"]
+    return columns, rows
+
+
+def _unique_columns(columns: Sequence[str]) -> list[str]:
+    """SQL may name two columns alike (`SELECT 1 AS a, 2 AS a`); rows are dicts, so number them."""
+    seen: dict[str, int] = {}
+    unique = []
+    for column in columns:
+        seen[column] = seen.get(column, 0) + 1
+        unique.append(column if seen[column] == 1 else f"{column}_{seen[column]}")
+    return unique
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    return value
+
+
+def render(columns: Sequence[str], rows: Sequence[dict[str, Any]], fmt: str) -> str:
+    """The rows as a Markdown table, CSV, or a JSON list of objects."""
+    if fmt == "markdown":
+        return markdown_table(rows, columns)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
+        return buffer.getvalue().rstrip("\n")
+    if fmt == "json":
+        records = [{c: _json_value(row.get(c)) for c in columns} for row in rows]
+        return json.dumps(records, indent=2, default=str)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="geoeval results",
+        description="Show the runs stored in the results database as a leaderboard, or run SQL "
+        "over it (tables: runs, samples, scores).",
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="the results database (default: $GEOEVAL_DB, else results/geoeval.duckdb)",
+    )
+    parser.add_argument("--suite", help="only the runs of this suite")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        help="a metric to show (repeat, or separate with commas; default: every metric stored)",
+    )
+    parser.add_argument(
+        "--by",
+        action="append",
+        help="split each run by these dimensions (e.g. level,setting; default: model)",
+    )
+    parser.add_argument("--sql", help='run this SQL instead, e.g. "SELECT * FROM runs"')
+    parser.add_argument(
+        "--format", choices=("markdown", "csv", "json"), default="markdown", help="output format"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `geoeval results`; returns the exit status (0 ok, 2 a user mistake)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed its usage line; report, don't exit
+        return exit_.code if isinstance(exit_.code, int) else 2
+    db = args.db if args.db is not None else default_db_path()
+    try:
+        with Warehouse(db, read_only=True) as warehouse:
+            if args.sql is not None:
+                columns, tuples = warehouse.query(args.sql)
+                columns = _unique_columns(columns)
+                rows = [dict(zip(columns, values)) for values in tuples]
+            else:
+                if not warehouse.runs() and args.suite is None:
+                    print(f"no runs in {db} yet", file=sys.stderr)
+                    return 0
+                columns, rows = leaderboard(
+                    warehouse,
+                    suite=args.suite,
+                    metrics=_split_list(args.metric) or None,
+                    by=_split_list(args.by) or ["model"],
+                )
+    except GeoevalError as error:
+        print(f"geoeval results: error: {error}", file=sys.stderr)
+        return 2
+    except duckdb.Error as error:  # a damaged or foreign file, read by DuckDB
+        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        print(f"geoeval results: error: reading {db} failed: {message}", file=sys.stderr)
+        return 2
+    if columns:
+        print(render(columns, rows, args.format))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

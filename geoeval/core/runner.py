@@ -1,0 +1,175 @@
+"""Runners: where the shards of a job execute.
+
+- `local`: one shard, in this process.
+- `ray`: samples are dealt round-robin into `runner.num_workers` shards; each shard is a Ray task
+  that runs Inspect on its samples and streams every finished sample into a Ray queue; the driver
+  drains the queue into the warehouse as results arrive. A failed shard is resubmitted (only its
+  unfinished samples) up to `runner.max_retries` times.
+
+Both runners hand results to the same sink, and aggregation sorts them by sample id, so the merged
+metrics of a Ray run equal those of a local run of the same config exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import SampleResult
+
+Sink = Callable[[SampleResult], None]
+
+
+def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
+    """Deal samples round-robin into at most n non-empty shards (keeps shards balanced in cost
+    when the dataset is ordered by map or category)."""
+    shards = [samples[i::n] for i in range(max(1, n))]
+    return [s for s in shards if s]
+
+
+def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+    from geoeval.core.inspect_bridge import run_shard
+
+    if not samples:
+        return []
+    return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir)
+
+
+# ---------------------------------------------------------------- Ray
+
+
+def _ray_temp_dir(spec: Any) -> str:
+    # Ray puts unix sockets under its temp dir; their paths must stay short (< 108 bytes).
+    preferred = Path(spec.work_dir).resolve() / "ray"
+    if len(str(preferred)) <= 60:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return str(preferred)
+    return tempfile.mkdtemp(prefix="geoeval-ray-")
+
+
+def ensure_ray(spec: Any) -> None:
+    """Start a local Ray, or connect to `runner.address`, once per process. An unreachable
+    cluster gives one clear error after `runner.connect_timeout_s` instead of retrying forever."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = spec.runner.address
+    env_vars = {k: v for k, v in os.environ.items() if k.startswith(("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_"))}
+    runtime_env = {"env_vars": env_vars} if env_vars else None
+    if address is None:
+        # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
+        os.environ.pop("RAY_ADDRESS", None)
+        ray.init(
+            num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            _temp_dir=_ray_temp_dir(spec),
+            runtime_env=runtime_env,
+            configure_logging=False,
+        )
+        return
+
+    failure: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+        except BaseException as exc:  # reported below with the address
+            failure.append(exc)
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(spec.runner.connect_timeout_s)
+    if t.is_alive() or failure:
+        why = f"{type(failure[0]).__name__}: {failure[0]}" if failure else f"no answer within {spec.runner.connect_timeout_s:g} s"
+        raise GeoevalError(
+            f"Cannot reach the Ray cluster at runner.address={address!r} ({why}). "
+            "Start the cluster, fix the address, or use runner.address=null for a local Ray."
+        )
+
+
+def _remote_shard_fn():
+    import ray
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str) -> list[str]:
+        from geoeval.core.inspect_bridge import run_shard
+
+        def to_queue(result: SampleResult) -> None:
+            queue.put(result.model_dump(mode="json"))
+
+        return run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+
+    return run_shard_remote
+
+
+def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+    import ray
+    from ray.util.queue import Empty, Queue
+
+    if not samples:
+        return []
+    ensure_ray(spec)
+    remote = _remote_shard_fn()
+    queue = Queue()
+    shards = shard_samples(samples, spec.runner.num_workers)
+    received: set[tuple[str, int]] = set()
+    attempts = {i: 0 for i in range(len(shards))}
+    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir)): i for i, shard in enumerate(shards)}
+    log_paths: list[str] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                item = queue.get(block=False)
+            except Empty:
+                return
+            result = SampleResult.model_validate(item)
+            received.add((result.sample_id, result.epoch))
+            sink(result)
+
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
+        drain()
+        for ref in ready:
+            i = pending.pop(ref)
+            try:
+                log_paths.extend(ray.get(ref))
+            except Exception as exc:
+                drain()
+                attempts[i] += 1
+                left = [s for s in shards[i] if any((str(s.id), e) not in received for e in range(1, spec.epochs + 1))]
+                if attempts[i] > spec.runner.max_retries:
+                    raise GeoevalError(
+                        f"Shard {i} failed {attempts[i]} time(s) (runner.max_retries={spec.runner.max_retries}); "
+                        f"{len(left)} sample(s) unfinished and can be resumed by rerunning. Last error: {exc}"
+                    ) from exc
+                print(f"[geoeval] shard {i} failed ({type(exc).__name__}); retry {attempts[i]}/{spec.runner.max_retries} "
+                      f"with {len(left)} unfinished sample(s)", file=sys.stderr)
+                if left:
+                    shards[i] = left
+                    pending[remote.remote(spec, env, left, i, queue, str(log_dir))] = i
+    # results put just before a shard returned may still be in flight
+    deadline = time.time() + 2.0
+    while time.time() < deadline:
+        before = len(received)
+        drain()
+        if len(received) == before:
+            break
+    return log_paths
+
+
+def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+    if spec.runner.name == "ray":
+        return run_ray(spec, env, samples, sink, log_dir)
+    return run_local(spec, env, samples, sink, log_dir)

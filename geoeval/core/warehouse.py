@@ -1,0 +1,607 @@
+"""The results warehouse: every run, sample and score of a project in one DuckDB file.
+
+Three tables, one row shape for every suite:
+
+- `runs`: one row per run (keyed by the config hash `run_hash`), with its config and status;
+- `samples`: one row per evaluated (sample, epoch) of a run, with its answer and dimensions;
+- `scores`: one row per (sample, epoch, metric), with the sample's dimensions repeated so that
+  any split is a plain `GROUP BY` without a join.
+
+plus `schema_version`, which records the schema the file was written with so that a later geoeval
+can migrate it (see `_MIGRATIONS`).
+
+Resume: the runner asks `finished_keys(run_hash)` before it starts and skips what is stored.
+`write_results` writes a batch of samples and all their scores in one transaction, so a run that is
+killed midway never leaves a sample without its scores: what is stored is finished.
+
+Rewrites replace: writing a (run_hash, sample_id, epoch) that is already stored replaces the sample
+row and its whole score set (a metric missing from the new write does not linger from the old one).
+Writing the same result twice therefore leaves the file as one write would.
+
+Concurrency: DuckDB lets one process hold a file for writing. Each `Warehouse` opens its own
+connection; only the driver process writes (Ray workers return results to it). A second process
+that opens the same file gets a `GeoevalError` saying so.
+
+Every value reaches DuckDB as a bound parameter, never interpolated into SQL text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions, SampleResult
+
+#: The schema this code writes. Bump it, and add the step to `_MIGRATIONS`, when a table changes.
+SCHEMA_VERSION = 1
+
+#: `_MIGRATIONS[n]` holds the statements that take a file from schema version n to n + 1.
+_MIGRATIONS: dict[int, list[str]] = {}
+
+_DIMENSION_COLUMNS_DDL = """
+    suite VARCHAR NOT NULL,
+    task_family VARCHAR NOT NULL,
+    task VARCHAR NOT NULL,
+    level VARCHAR NOT NULL,
+    setting VARCHAR NOT NULL,
+    capabilities VARCHAR[] NOT NULL,
+    extra JSON NOT NULL"""
+
+_SCHEMA_DDL = [
+    """CREATE TABLE IF NOT EXISTS schema_version (
+        version INTEGER NOT NULL,
+        applied_at TIMESTAMPTZ NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS runs (
+        run_hash VARCHAR PRIMARY KEY,
+        suite VARCHAR NOT NULL,
+        model VARCHAR NOT NULL,
+        experiment VARCHAR,
+        config_json JSON NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL,
+        status VARCHAR NOT NULL,
+        mlflow_run_id VARCHAR
+    )""",
+    f"""CREATE TABLE IF NOT EXISTS samples (
+        run_hash VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL,
+        epoch INTEGER NOT NULL,
+        model VARCHAR NOT NULL,
+        answer VARCHAR NOT NULL,
+        explanation VARCHAR NOT NULL,
+        error VARCHAR,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,{_DIMENSION_COLUMNS_DDL},
+        completed_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (run_hash, sample_id, epoch)
+    )""",
+    f"""CREATE TABLE IF NOT EXISTS scores (
+        run_hash VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL,
+        epoch INTEGER NOT NULL,
+        metric VARCHAR NOT NULL,
+        value DOUBLE,{_DIMENSION_COLUMNS_DDL},
+        PRIMARY KEY (run_hash, sample_id, epoch, metric)
+    )""",
+]
+
+#: Status a run gets when it is first registered; the runner moves it on with `set_run_status`.
+REGISTERED = "registered"
+
+#: The columns of `scores_frame`, `export_parquet` and `reports.write_per_sample_parquet`, with
+#: their Arrow types as `export_parquet` writes them (DuckDB names a list's item "element"), so a
+#: Parquet file written from results in memory reads back the same: one row per
+#: (sample, epoch, metric); `capabilities` is a list of strings, `extra` a JSON object as text,
+#: `error` the sample's error (null when it did not error).
+SCORE_ARROW_SCHEMA = pa.schema(
+    [
+        ("run_hash", pa.string()),
+        ("sample_id", pa.string()),
+        ("epoch", pa.int32()),
+        ("model", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("suite", pa.string()),
+        ("task_family", pa.string()),
+        ("task", pa.string()),
+        ("level", pa.string()),
+        ("setting", pa.string()),
+        ("capabilities", pa.list_(pa.field("element", pa.string()))),
+        ("extra", pa.string()),
+        ("error", pa.string()),
+    ]
+)
+SCORE_COLUMNS: tuple[str, ...] = tuple(SCORE_ARROW_SCHEMA.names)
+
+# The run's model wins over the sample's (they agree unless a scorer left the sample's empty).
+_SCORES_SELECT = """
+    SELECT s.run_hash, s.sample_id, s.epoch,
+           COALESCE(NULLIF(r.model, ''), p.model, '') AS model,
+           s.metric, s.value, s.suite, s.task_family, s.task, s.level, s.setting,
+           s.capabilities, CAST(s.extra AS VARCHAR) AS extra, p.error
+    FROM scores s
+    LEFT JOIN samples p USING (run_hash, sample_id, epoch)
+    LEFT JOIN runs r USING (run_hash)
+"""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _first_line(error: BaseException) -> str:
+    """DuckDB's messages run over several lines (a caret under the SQL); the first one says what
+    failed."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _open_failure(path: Path, error: duckdb.Error) -> str:
+    """What to do when DuckDB cannot open `path`, by its reason."""
+    message = _first_line(error)
+    if "lock" in message.lower():
+        return (
+            f"cannot open {path}: another process holds it ({message}). DuckDB allows one "
+            "writing process per file: wait for the run that uses it to finish, or use another "
+            "--db path"
+        )
+    if "different configuration" in message:
+        return (
+            f"cannot open {path} read-only: this process already has it open for writing; "
+            "use that Warehouse instead"
+        )
+    return (
+        f"cannot open {path} as a DuckDB database ({message}): point --db at a geoeval "
+        "results file"
+    )
+
+
+class Warehouse:
+    """One DuckDB results file, opened for the life of this object.
+
+    `Warehouse(path)` creates the file (and its parent folders) and the tables if missing;
+    `Warehouse(":memory:")` keeps everything in memory. `Warehouse(path, read_only=True)` opens an
+    existing file for reading only (the `geoeval results` CLI does this): statements that write
+    fail, and a missing file is a `GeoevalError`. Use it as a context manager, or call `close()`.
+    One object is safe to share between threads of one process (calls are serialised); other
+    processes must not write the same file while it is open.
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        in_memory = str(path) == ":memory:"
+        if read_only and not in_memory and not self.path.is_file():
+            raise GeoevalError(
+                f"no results database at {self.path}: run an evaluation first, or point --db "
+                "(or GEOEVAL_DB) at an existing .duckdb file"
+            )
+        if not in_memory:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(
+                ":memory:" if in_memory else str(self.path), read_only=read_only
+            )
+        except duckdb.Error as error:
+            raise GeoevalError(_open_failure(self.path, error)) from None
+        try:
+            self._prepare_schema()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Later calls raise."""
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"Warehouse({str(self.path)!r}, {mode})"
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The open connection (for callers that need DuckDB directly, e.g. a custom report)."""
+        if self._con is None:
+            raise RuntimeError(f"{self!r} is closed")
+        return self._con
+
+    def _prepare_schema(self) -> None:
+        con = self.con
+        tables = {
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()
+        }
+        if self.read_only:
+            if "schema_version" not in tables:
+                raise GeoevalError(
+                    f"{self.path} is not a geoeval results database (it has no schema_version "
+                    "table): point --db at the file a geoeval run wrote"
+                )
+        else:
+            for statement in _SCHEMA_DDL:
+                con.execute(statement)
+        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        version = row[0] if row else None
+        if version is None:
+            if self.read_only:
+                raise GeoevalError(f"{self.path} has no schema version: it was not fully created")
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
+            return
+        if version > SCHEMA_VERSION:
+            raise GeoevalError(
+                f"{self.path} has schema version {version}, newer than this geoeval understands "
+                f"({SCHEMA_VERSION}): upgrade geoeval, or use another --db path"
+            )
+        if version < SCHEMA_VERSION:
+            if self.read_only:
+                raise GeoevalError(
+                    f"{self.path} has schema version {version}; this geoeval needs "
+                    f"{SCHEMA_VERSION}: open it once for writing (any geoeval run) to migrate it"
+                )
+            self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        con = self.con
+        con.begin()
+        try:
+            while version < SCHEMA_VERSION:
+                for statement in _MIGRATIONS[version]:
+                    con.execute(statement)
+                version += 1
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def register_run(
+        self,
+        run_hash: str,
+        *,
+        suite: str,
+        model: str,
+        config: dict[str, Any],
+        experiment: str | None = None,
+    ) -> None:
+        """Insert the run, or update it if it exists (a resume): suite, model, config and
+        `updated_at` are overwritten; `created_at`, `status` and `mlflow_run_id` are kept, and so
+        is `experiment` when the new one is None. `config` must be JSON-serialisable (values that
+        are not, such as paths, are stored as their `str`)."""
+        config_json = json.dumps(config, sort_keys=True, default=str)
+        now = _now()
+        with self._lock:
+            self.con.execute(
+                """
+                INSERT INTO runs (run_hash, suite, model, experiment, config_json, created_at,
+                                  updated_at, status, mlflow_run_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
+                ON CONFLICT (run_hash) DO UPDATE SET
+                    suite = excluded.suite,
+                    model = excluded.model,
+                    experiment = COALESCE(excluded.experiment, runs.experiment),
+                    config_json = excluded.config_json,
+                    updated_at = excluded.updated_at
+                """,
+                [run_hash, suite, model, experiment, config_json, now, now, REGISTERED],
+            )
+
+    def set_run_status(self, run_hash: str, status: str, mlflow_run_id: str | None = None) -> None:
+        """Set the run's status (e.g. "running", "finished", "failed"); `mlflow_run_id` is kept
+        when None. The run must be registered (a `LookupError` otherwise: that is a bug)."""
+        with self._lock:
+            row = self.con.execute(
+                """
+                UPDATE runs SET status = ?, mlflow_run_id = COALESCE(?, mlflow_run_id),
+                                updated_at = ?
+                WHERE run_hash = ?
+                RETURNING run_hash
+                """,
+                [status, mlflow_run_id, _now(), run_hash],
+            ).fetchall()
+        if not row:
+            raise LookupError(f"run {run_hash!r} is not registered: call register_run first")
+
+    def runs(self, suite: str | None = None) -> list[dict[str, Any]]:
+        """Every run that is registered or has samples, oldest first (then by hash), as dicts:
+        run_hash, suite, model, experiment, config (dict), created_at, updated_at, status,
+        mlflow_run_id, n_samples. A run with samples but no `runs` row takes its suite and model
+        from its samples and has status None. `suite` keeps only that suite's runs."""
+        sql = """
+            WITH s AS (
+                SELECT run_hash, min(suite) AS suite, min(model) AS model, count(*) AS n_samples
+                FROM samples GROUP BY run_hash
+            ),
+            h AS (SELECT run_hash FROM runs UNION SELECT run_hash FROM s)
+            SELECT h.run_hash,
+                   COALESCE(r.suite, s.suite) AS suite,
+                   COALESCE(NULLIF(r.model, ''), s.model, '') AS model,
+                   r.experiment, CAST(r.config_json AS VARCHAR), r.created_at, r.updated_at,
+                   r.status, r.mlflow_run_id, COALESCE(s.n_samples, 0)
+            FROM h LEFT JOIN runs r USING (run_hash) LEFT JOIN s USING (run_hash)
+            WHERE ? IS NULL OR COALESCE(r.suite, s.suite) = ?
+            ORDER BY r.created_at NULLS LAST, h.run_hash
+        """
+        with self._lock:
+            rows = self.con.execute(sql, [suite, suite]).fetchall()
+        keys = (
+            "run_hash",
+            "suite",
+            "model",
+            "experiment",
+            "config",
+            "created_at",
+            "updated_at",
+            "status",
+            "mlflow_run_id",
+            "n_samples",
+        )
+        runs = []
+        for row in rows:
+            run = dict(zip(keys, row))
+            run["config"] = json.loads(run["config"]) if run["config"] is not None else {}
+            runs.append(run)
+        return runs
+
+    # -- samples and scores ------------------------------------------------------------------
+
+    def finished_keys(self, run_hash: str, *, include_errors: bool = True) -> set[tuple[str, int]]:
+        """The (sample_id, epoch) pairs of `run_hash` already stored; the runner skips them on
+        resume. With `include_errors=False`, samples stored with an error are left out, so a
+        resume retries them (their new result then replaces the stored one)."""
+        sql = "SELECT sample_id, epoch FROM samples WHERE run_hash = ?"
+        if not include_errors:
+            sql += " AND error IS NULL"
+        with self._lock:
+            rows = self.con.execute(sql, [run_hash]).fetchall()
+        return {(sample_id, int(epoch)) for sample_id, epoch in rows}
+
+    def write_results(self, results: Sequence[SampleResult]) -> None:
+        """Store a batch of results in ONE transaction: every sample row with all its score rows,
+        or (on any error) nothing. A result whose (run_hash, sample_id, epoch) is already stored
+        replaces it, score set included; within one batch the last of duplicates wins."""
+        latest: dict[tuple[str, str, int], SampleResult] = {}
+        for result in results:
+            latest[(result.run_hash, result.sample_id, result.epoch)] = result
+        if not latest:
+            return
+        samples, scores = _batch_tables(list(latest.values()), completed_at=_now())
+        with self._lock:
+            con = self.con
+            # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
+            con.register("_geoeval_new_samples", samples)
+            con.register("_geoeval_new_scores", scores)
+            try:
+                con.begin()
+                try:
+                    # Delete first, then insert: a rewrite replaces the whole score set.
+                    for table in ("scores", "samples"):
+                        con.execute(
+                            f"""
+                            DELETE FROM {table} USING _geoeval_new_samples AS n
+                            WHERE {table}.run_hash = n.run_hash
+                              AND {table}.sample_id = n.sample_id
+                              AND {table}.epoch = n.epoch
+                            """
+                        )
+                    con.execute(
+                        f"INSERT INTO samples ({', '.join(_SAMPLE_TABLE_COLUMNS)}) "
+                        f"SELECT {', '.join(_SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
+                    )
+                    self._insert_scores()
+                    con.commit()
+                except BaseException:
+                    con.rollback()
+                    raise
+            finally:
+                con.unregister("_geoeval_new_samples")
+                con.unregister("_geoeval_new_scores")
+
+    def _insert_scores(self) -> None:
+        """The second half of `write_results`' transaction (a seam the tests break on purpose)."""
+        self.con.execute(
+            f"INSERT INTO scores ({', '.join(_SCORE_TABLE_COLUMNS)}) "
+            f"SELECT {', '.join(_SCORE_TABLE_COLUMNS)} FROM _geoeval_new_scores"
+        )
+
+    def results(self, run_hash: str) -> list[SampleResult]:
+        """The stored results of `run_hash`, rebuilt as `SampleResult`s, ordered by
+        (sample_id, epoch) (string order of sample_id). Scores keep their metric order sorted."""
+        with self._lock:
+            samples = self.con.execute(
+                """
+                SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
+                       output_tokens, suite, task_family, task, level, setting, capabilities,
+                       CAST(extra AS VARCHAR)
+                FROM samples WHERE run_hash = ? ORDER BY sample_id, epoch
+                """,
+                [run_hash],
+            ).fetchall()
+            score_rows = self.con.execute(
+                "SELECT sample_id, epoch, metric, value FROM scores WHERE run_hash = ? "
+                "ORDER BY sample_id, epoch, metric",
+                [run_hash],
+            ).fetchall()
+        scores: dict[tuple[str, int], dict[str, float]] = {}
+        for sample_id, epoch, metric, value in score_rows:
+            scores.setdefault((sample_id, epoch), {})[metric] = value
+        rebuilt = []
+        for row in samples:
+            (sample_id, epoch, model, answer, explanation, error, input_tokens, output_tokens,
+             suite, task_family, task, level, setting, capabilities, extra) = row  # fmt: skip
+            rebuilt.append(
+                SampleResult(
+                    run_hash=run_hash,
+                    sample_id=sample_id,
+                    epoch=epoch,
+                    model=model,
+                    answer=answer,
+                    explanation=explanation,
+                    error=error,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    scores=scores.get((sample_id, epoch), {}),
+                    dims=Dimensions(
+                        suite=suite,
+                        task_family=task_family,
+                        task=task,
+                        level=level,
+                        setting=setting,
+                        capabilities=tuple(capabilities),
+                        extra=json.loads(extra),
+                    ),
+                )
+            )
+        return rebuilt
+
+    def scores_frame(self, run_hash: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per stored score, with the columns `SCORE_COLUMNS` (dimensions, the run's
+        model, the sample's error), ordered by run_hash, sample_id, epoch, metric. `run_hash`
+        selects one run, a list of runs, or (None) all of them."""
+        sql = _SCORES_SELECT
+        params: list[Any] = []
+        if run_hash is not None:
+            hashes = [run_hash] if isinstance(run_hash, str) else list(run_hash)
+            sql += " WHERE list_contains(?, s.run_hash)"
+            params.append(hashes)
+        sql += " ORDER BY s.run_hash, s.sample_id, s.epoch, s.metric"
+        with self._lock:
+            cursor = self.con.execute(sql, params)
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        frame = pd.DataFrame.from_records(rows, columns=columns)
+        if frame.empty:
+            frame = frame.astype({"epoch": "int64", "value": "float64"})
+        return frame
+
+    def export_parquet(self, run_hash: str, path: str | Path) -> Path:
+        """Write the run's per-sample scores (one row per (sample, epoch, metric), columns
+        `SCORE_COLUMNS`) to a Parquet file; parent folders are created. Returns the path."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # COPY takes the target as text, so the path is the one non-parameter: it is ours (not
+        # data from a sample) and quoted by doubling single quotes.
+        target = str(out).replace("'", "''")
+        with self._lock:
+            self.con.execute(
+                f"COPY ({_SCORES_SELECT} WHERE s.run_hash = ? "
+                "ORDER BY s.sample_id, s.epoch, s.metric) "
+                f"TO '{target}' (FORMAT parquet)",
+                [run_hash],
+            )
+        return out
+
+    # -- raw SQL -----------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run one SQL statement (the `geoeval results --sql` escape hatch) and return
+        (column names, rows). A statement that returns nothing gives ([], []). Bad SQL is a
+        `GeoevalError` carrying DuckDB's first message line."""
+        with self._lock:
+            try:
+                cursor = self.con.execute(sql, list(params) if params is not None else None)
+                if cursor.description is None:
+                    return [], []
+                columns = [d[0] for d in cursor.description]
+                return columns, cursor.fetchall()
+            except duckdb.Error as error:
+                raise GeoevalError(f"SQL failed: {_first_line(error)}") from None
+
+
+_DIMENSION_FIELDS = (
+    ("suite", pa.string()),
+    ("task_family", pa.string()),
+    ("task", pa.string()),
+    ("level", pa.string()),
+    ("setting", pa.string()),
+    ("capabilities", pa.list_(pa.string())),
+    ("extra", pa.string()),  # a JSON object as text; DuckDB casts it to JSON on insert
+)
+_KEY_FIELDS = (("run_hash", pa.string()), ("sample_id", pa.string()), ("epoch", pa.int32()))
+_SAMPLES_ARROW = pa.schema(
+    [
+        *_KEY_FIELDS,
+        ("model", pa.string()),
+        ("answer", pa.string()),
+        ("explanation", pa.string()),
+        ("error", pa.string()),
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        *_DIMENSION_FIELDS,
+        ("completed_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+_SCORES_ARROW = pa.schema(
+    [*_KEY_FIELDS, ("metric", pa.string()), ("value", pa.float64()), *_DIMENSION_FIELDS]
+)
+_SAMPLE_TABLE_COLUMNS = tuple(_SAMPLES_ARROW.names)
+_SCORE_TABLE_COLUMNS = tuple(_SCORES_ARROW.names)
+
+
+def _batch_tables(
+    results: Sequence[SampleResult], *, completed_at: datetime
+) -> tuple[pa.Table, pa.Table]:
+    """The `samples` and `scores` rows of a batch, as Arrow tables with the tables' types."""
+    samples: dict[str, list[Any]] = {name: [] for name in _SAMPLES_ARROW.names}
+    scores: dict[str, list[Any]] = {name: [] for name in _SCORES_ARROW.names}
+    for result in results:
+        dims = result.dims
+        dimension_values = {
+            "suite": dims.suite,
+            "task_family": dims.task_family,
+            "task": dims.task,
+            "level": dims.level,
+            "setting": dims.setting,
+            "capabilities": list(dims.capabilities),
+            "extra": json.dumps(dims.extra, sort_keys=True),
+        }
+        key = {"run_hash": result.run_hash, "sample_id": result.sample_id, "epoch": result.epoch}
+        sample_row = {
+            **key,
+            "model": result.model,
+            "answer": result.answer,
+            "explanation": result.explanation,
+            "error": result.error,
+            "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens,
+            **dimension_values,
+            "completed_at": completed_at,
+        }
+        for name, value in sample_row.items():
+            samples[name].append(value)
+        for metric, value in result.scores.items():
+            score_row = {**key, "metric": metric, "value": value, **dimension_values}
+            for name, column_value in score_row.items():
+                scores[name].append(column_value)
+    return (
+        pa.Table.from_pydict(samples, schema=_SAMPLES_ARROW),
+        pa.Table.from_pydict(scores, schema=_SCORES_ARROW),
+    )
+
+
+__all__ = ["REGISTERED", "SCHEMA_VERSION", "SCORE_ARROW_SCHEMA", "SCORE_COLUMNS", "Warehouse"]

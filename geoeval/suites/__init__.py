@@ -1,0 +1,4 @@
+"""Built-in suites. Importing this package registers them (and their metrics, tools and agent
+policies) with `geoeval.core.registry`."""
+
+from geoeval.suites.maptab import suite as _maptab_suite  # noqa: F401

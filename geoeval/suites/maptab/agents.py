@@ -1,0 +1,162 @@
+"""MapTab's offline baselines. Both answer only from what the sample shows them.
+
+- `table_baseline` parses the tables in the prompt and runs geoeval's exact route solver on them
+  (fewest stations for criteria-free queries, the weighted cost J otherwise). Without tables
+  (Map-only) it cannot see the network and answers that it cannot.
+- `perception_baseline` reads the map image: OCR for the station labels, pixel colours for lines
+  and markers (`perception.py`). The topology comes from the image; numeric attributes, when the
+  setting provides tables, come from the tables. Without an image (Edge_tab-only) it reads the
+  tables like the table baseline. As labels become unreadable at low resolution it finds fewer
+  stations, and its accuracy falls.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hashlib
+import io
+from collections import OrderedDict
+from typing import Any
+
+from inspect_ai.model import ChatMessage
+from inspect_ai.tool import ToolInfo
+
+from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
+
+CANNOT = "I cannot determine the route from the information given."
+
+
+def _texts_and_image(messages: list[ChatMessage]) -> tuple[str, str, Any]:
+    system, user, image = "", "", None
+    for msg in messages:
+        content = msg.content
+        parts = [content] if isinstance(content, str) else list(content)
+        for part in parts:
+            if isinstance(part, str):
+                text = part
+            elif getattr(part, "type", "") == "text":
+                text = part.text
+            elif getattr(part, "type", "") == "image":
+                image = part.image
+                continue
+            else:
+                continue
+            if msg.role == "system":
+                system += text + "\n"
+            elif msg.role == "user":
+                user += text + "\n"
+    return system, user, image
+
+
+def _decode_image(ref: str):
+    from PIL import Image
+
+    if ref.startswith("data:"):
+        data = base64.b64decode(ref.split(",", 1)[1])
+    else:
+        with open(ref, "rb") as f:
+            data = f.read()
+    return data, Image.open(io.BytesIO(data)).convert("RGB")
+
+
+def solve_from_tables(parsed: Any) -> str | None:
+    """The route a table reader computes, or None when the tables do not carry the network."""
+    from geoeval.suites.maptab.queries import graph_from_tables
+    from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
+
+    edges = parsed.tables.get("Edge Table")
+    if not edges:
+        return None
+    g = graph_from_tables(edges, parsed.tables.get("Vertex Table"), None, "metromap")
+    return _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, optimal_routes)
+
+
+def _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, optimal_routes) -> str | None:
+    if parsed.source not in g.stations or parsed.target not in g.stations:
+        return None
+    if parsed.weights:
+        routes = optimal_routes(g, parsed.source, parsed.target, tuple(parsed.weights))
+        return routes[0] if routes else None
+    paths = fewest_station_routes(g, parsed.source, parsed.target)
+    if not paths:
+        return None
+    return annotate(g, paths[0])[0]
+
+
+def table_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    from geoeval.suites.maptab.queries import parse_prompt
+
+    _, user, _ = _texts_and_image(messages)
+    try:
+        parsed = parse_prompt(user)
+        route = solve_from_tables(parsed)
+    except Exception as exc:  # an unparseable prompt is this agent's failure, not the run's
+        route, _ = None, exc
+    return answer_or_submit(route or CANNOT, tools, messages)
+
+
+_PERCEIVED: OrderedDict[str, Any] = OrderedDict()
+
+
+def perceive(data: bytes, img: Any) -> Any:
+    """OCR + topology of an image, memoised per image (a map is shown to many queries)."""
+    from geoeval.suites.maptab.perception import read_map_image
+
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _PERCEIVED:
+        _PERCEIVED[key] = read_map_image(img)
+        while len(_PERCEIVED) > 64:
+            _PERCEIVED.popitem(last=False)
+    return _PERCEIVED[key]
+
+
+def _restrict_to_perceived(g: Any, pm: Any) -> Any:
+    """Keep only the table edges whose two stations were both read off the image and joined
+    there: the perceived topology with the tables' attributes."""
+    from geoeval.suites.maptab.graph import MetroMap
+
+    names = list(g.stations)
+
+    def to_table(name: str) -> str | None:
+        best = max(names, key=lambda n: difflib.SequenceMatcher(None, n.lower(), name.lower()).ratio())
+        return best if difflib.SequenceMatcher(None, best.lower(), name.lower()).ratio() >= 0.5 else None
+
+    seen = set()
+    for a, b, _colors in pm.edges:
+        ta, tb = to_table(a), to_table(b)
+        if ta and tb and ta != tb:
+            seen.add(frozenset((ta, tb)))
+    edges = [e for e in g.edges if frozenset((e.a, e.b)) in seen]
+    return MetroMap(name=g.name, scenario=g.scenario, stations=dict(g.stations), edges=edges, lines=g.lines)
+
+
+def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    from geoeval.suites.maptab.perception import route_on_perceived
+    from geoeval.suites.maptab.queries import parse_prompt
+    from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
+
+    _, user, image_ref = _texts_and_image(messages)
+    route = None
+    try:
+        parsed = parse_prompt(user)
+        if image_ref is None:
+            route = solve_from_tables(parsed)
+        else:
+            data, img = _decode_image(image_ref)
+            pm = perceive(data, img)
+            if parsed.weights and parsed.tables.get("Edge Table"):
+                from geoeval.suites.maptab.queries import graph_from_tables
+
+                g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None, "metromap")
+                route = _solve_on_graph(_restrict_to_perceived(g, pm), parsed, annotate, fewest_station_routes,
+                                        format_route, optimal_routes)
+            else:
+                route = route_on_perceived(pm, parsed.source, parsed.target)
+    except Exception:  # unreadable image or prompt: the agent fails this sample, visibly
+        route = None
+    return answer_or_submit(route or CANNOT, tools, messages)
+
+
+register_policy("table_baseline", "maptab", table_baseline)
+register_policy("perception_baseline", "maptab", perception_baseline)

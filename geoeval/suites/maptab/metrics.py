@@ -1,0 +1,129 @@
+"""MapTab route-planning metrics (appendix C.1), written to score exactly as the authors'
+evaluator does (`maptab_infer/evaluate.py` in the public MapTab repository).
+
+* A response is split on "-" as it is; each piece is compared after stripping and lower-casing.
+* Two stations match when difflib's `SequenceMatcher` ratio is >= 0.5.
+* EMA: 1 when the response has the same number of stations as some reference and every position
+  matches; for Metromap, a position where either side contains "(transfer)" must be equal character
+  for character (unstripped, as the authors compare). Any reference counts.
+* PMA: the number of leading positions that match (similarity only: the authors' prefix count does
+  not apply the transfer rule) divided by the reference length, best over the references, rounded
+  to 4 decimals.
+* DS: Map_Difficulty + Query_Difficulty scores (Easy=1, Medium=2, Hard=3) when EMA is 1, else 0;
+  the DS of a set is the SUM over its items. Like the authors, an unknown level scores 0.
+
+`extract_route` is geoeval's own help for chatty answers (the authors only read
+`<route_begin>...<route_end>` tags or a whole code fence); scorers apply it before `ema`/`pma`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Iterable
+
+TRANSFER_MARK = "(transfer)"
+MATCH_THRESHOLD = 0.5
+DIFFICULTY_SCORES = {"easy": 1, "medium": 2, "hard": 3}
+
+_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
+_TAG = re.compile(r"<route_begin>\s*(.*?)\s*<route_end>", re.IGNORECASE | re.DOTALL)
+_LABEL = re.compile(r"^(?:final\s+|optimal\s+|best\s+)?(?:route|answer|path)\s*[:：]\s*", re.IGNORECASE)
+
+
+def split_route(response: str) -> list[str]:
+    """The stations of a route string: split on "-" with nothing stripped (as the authors do)."""
+    return ("" if response is None else str(response)).split("-")
+
+
+def extract_route(response: str) -> str:
+    """The route line of a free-form answer, or "" when it has none.
+
+    Order: a `<route_begin>...<route_end>` tag (the authors' QA-guided format); else the text inside
+    code fences (or the whole text); of that, the last line that contains "-", with surrounding
+    markdown emphasis / quotes and a leading "Route:" / "Answer:" label removed.
+    """
+    text = "" if response is None else str(response)
+    tag = _TAG.search(text)
+    if tag:
+        return tag.group(1).strip()
+    fenced = _FENCE.findall(text)
+    if fenced:
+        text = "\n".join(fenced)
+    candidates = [line.strip() for line in text.splitlines() if "-" in line]
+    if not candidates:
+        return ""
+    line = candidates[-1].strip().strip("*`'\"").strip()
+    line = _LABEL.sub("", line).strip().strip("*`'\"").strip()
+    return line.rstrip(".。")
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib ratio of the stripped, lower-cased names."""
+    return difflib.SequenceMatcher(None, a.strip().lower(), b.strip().lower()).ratio()
+
+
+def station_match(pred: str, ref: str, scenario: str = "metromap") -> bool:
+    """Whether a predicted station counts as the reference station at the same position (EMA rule).
+
+    Metromap: a position where either side carries "(transfer)" must be identical; elsewhere, and
+    always for Travelmap, the similarity must be >= 0.5.
+    """
+    if scenario == "metromap" and (TRANSFER_MARK in pred or TRANSFER_MARK in ref):
+        return pred == ref
+    return similarity(pred, ref) >= MATCH_THRESHOLD
+
+
+def _as_route_list(routes: str | Iterable[str]) -> list[str]:
+    return [routes] if isinstance(routes, str) else list(routes)
+
+
+def ema(response: str, routes: str | Iterable[str], scenario: str = "metromap") -> float:
+    """Exact Match Accuracy of one response: 1.0 if it equals some reference route, else 0.0."""
+    predicted = split_route(response)
+    for route in _as_route_list(routes):
+        gold = split_route(route)
+        if len(gold) == len(predicted) and all(
+            station_match(p, g, scenario) for p, g in zip(predicted, gold)
+        ):
+            return 1.0
+    return 0.0
+
+
+def pma(response: str, routes: str | Iterable[str], scenario: str = "metromap") -> float:
+    """Partial Match Accuracy: longest matching prefix / reference length, best over references,
+    rounded to 4 decimals. Matching is by similarity only (the authors' prefix rule), so a missing
+    "(transfer)" does not cut the prefix. `scenario` is accepted for a uniform signature."""
+    predicted = split_route(response)
+    best = 0.0
+    for route in _as_route_list(routes):
+        gold = split_route(route)
+        if not gold:
+            continue
+        matched = 0
+        for g, p in zip(gold, predicted):
+            if similarity(p, g) < MATCH_THRESHOLD:
+                break
+            matched += 1
+        best = max(best, matched / len(gold))
+    return round(best, 4)
+
+
+def difficulty_score(level: str) -> int:
+    """Easy=1, Medium=2, Hard=3 (case-insensitive). Raises ValueError for anything else."""
+    key = str(level).strip().lower()
+    if key not in DIFFICULTY_SCORES:
+        raise ValueError(f"unknown difficulty level {level!r}; expected Easy, Medium or Hard")
+    return DIFFICULTY_SCORES[key]
+
+
+def ds(ema_value: float, map_difficulty: str, query_difficulty: str) -> float:
+    """Difficulty-aware Score of one item: map + query difficulty score when EMA is 1, else 0.
+    An unknown level gives 0, as in the authors' evaluator. Sum it over a set."""
+    if ema_value != 1:
+        return 0.0
+    a = DIFFICULTY_SCORES.get(str(map_difficulty).strip().lower())
+    b = DIFFICULTY_SCORES.get(str(query_difficulty).strip().lower())
+    if a is None or b is None:
+        return 0.0
+    return float(a + b)

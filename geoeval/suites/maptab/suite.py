@@ -1,0 +1,242 @@
+"""The MapTab suite: config schemas, environment, samples, task and metrics, registered with the
+core registry.
+
+Route planning (RP) only, for now: the 12 categories of appendix B.2 with the cost model of the
+"Task Definition" section. A sample is one RP query; its input is the system prompt, the question
+with the tables its category allows, and (for settings with a map) the rendered map image at
+`suite.resolution` × full size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
+from pydantic import Field, field_validator
+
+from geoeval.core.config import Strict
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions
+from geoeval.core.registry import register_suite
+
+Category = Literal["map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix"]
+Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_vertex_tab", "map_mix_tab"]
+
+# Input setting of each RP category (appendix B.2).
+SETTING_OF: dict[str, str] = {
+    "map_only": "map",
+    "edge_only": "edge_tab",
+    "map_edge": "map_edge_tab",
+    **{c: "map_edge_vertex_tab" for c in ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR")},
+    "mix": "map_mix_tab",
+}
+
+# Capabilities an RP category exercises. Table 1 of the paper maps only the QA types; for RP
+# geoeval tags path planning always, plus what the input setting demands (documented in README).
+def capabilities_of(category: str) -> tuple[str, ...]:
+    setting = SETTING_OF[category]
+    caps = ["path_planning"]
+    if setting.startswith("map"):
+        caps.append("visual_perception")
+    if "tab" in setting:
+        caps.append("table_understanding")
+    if setting.startswith("map") and "tab" in setting:
+        caps.append("cross_modal_alignment")
+    if category not in ("map_only", "edge_only", "map_edge"):
+        caps.append("numerical_reasoning")
+    return tuple(caps)
+
+
+class MapTabEnvConfig(Strict):
+    """`env=maptab_synthetic`: seeded synthetic Metromaps (appendix E.1 ranges)."""
+
+    name: Literal["maptab_synthetic"] = "maptab_synthetic"
+    n_maps: int = Field(default=3, ge=1, le=500)
+    n_lines: int = Field(default=3, ge=1, le=12)
+    stations_per_line: tuple[int, int] = (6, 9)
+    width: int = Field(default=2000, ge=400, le=20000)
+    height: int = Field(default=1600, ge=300, le=20000)
+    loop_probability: float = Field(default=0.2, ge=0.0, le=1.0)
+    seed: int | None = None
+
+    @field_validator("stations_per_line")
+    @classmethod
+    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
+        if not (2 <= v[0] <= v[1]):
+            raise ValueError("must be [min, max] with 2 <= min <= max")
+        return v
+
+
+class MapTabSuiteConfig(Strict):
+    """`suite=maptab`."""
+
+    name: Literal["maptab"] = "maptab"
+    scenario: Literal["metromap"] = "metromap"
+    categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
+    setting: Literal["all", "map", "edge_tab", "map_edge_tab", "map_edge_vertex_tab", "map_mix_tab"] = "all"
+    n_per_category: int = Field(default=4, ge=1, le=10000)
+    resolution: float = Field(default=1.0, gt=0.0, le=1.0, description="image size factor, 0 < r <= 1")
+    table_format: Literal["csv", "json"] = "csv"
+    language: Literal["en"] = "en"
+    solver: Literal["generate", "react"] = "generate"
+    tools: list[str] = Field(default_factory=list)
+    message_limit: int = Field(default=12, ge=2)
+
+    def selected_categories(self) -> list[str]:
+        cats = [c for c in self.categories if self.setting == "all" or SETTING_OF[c] == self.setting]
+        if not cats:
+            raise GeoevalError(
+                f"Invalid config: suite.setting={self.setting!r} keeps none of suite.categories={self.categories} "
+                f"(that setting's categories: {sorted(c for c, s in SETTING_OF.items() if s == self.setting)})"
+            )
+        return cats
+
+
+def _env_seed(spec: Any) -> int:
+    return spec.env.seed if spec.env.seed is not None else spec.seed
+
+
+class MapTabSuite:
+    name = "maptab"
+    config_schema = MapTabSuiteConfig
+    env_schema = MapTabEnvConfig
+
+    # ------------------------------------------------------------ environment
+    def build_env(self, spec: Any):
+        from geoeval.suites.maptab.difficulty import gs, mc, tercile_levels, wasp
+        from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
+        from geoeval.suites.maptab.generator import generate_metro_map, run_quality_checks
+
+        seed = _env_seed(spec)
+        cfg = spec.env.model_dump(mode="json")
+        key = env_key(cfg, seed)
+        root = Path(spec.work_dir) / "envs" / f"maptab-{key}"
+        db = root / "env.duckdb"
+        if not db.exists():
+            maps = []
+            for i in range(spec.env.n_maps):
+                m = generate_metro_map(
+                    seed * 1000 + i,
+                    n_lines=spec.env.n_lines,
+                    stations_per_line=tuple(spec.env.stations_per_line),
+                    width=spec.env.width,
+                    height=spec.env.height,
+                    loop_probability=spec.env.loop_probability,
+                    name=f"metro{seed:03d}_{i:03d}",
+                )
+                problems = run_quality_checks(m)
+                if problems:
+                    raise GeoevalError(f"generated map {m.name} failed quality checks: {problems}")
+                maps.append(m)
+            # Map difficulty (appendix C.2): Metromap uses GS and WASP, min-max normalised over the
+            # maps of this environment, averaged, then split 1:1:1.
+            raw = {m.name: {"gs": gs(m), "wasp": wasp(m), "mc": mc(m)} for m in maps}
+            levels = _map_levels(raw, tercile_levels)
+            diff = {n: {**raw[n], "level": levels[n]} for n in raw}
+            save_maps(db, maps, diff, {"env_key": key, "seed": str(seed)})
+        maps = load_maps(db)
+        import duckdb
+
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            levels = dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
+        finally:
+            con.close()
+        return MapTabEnv(db_path=str(db.resolve()), image_dir=str((root / "images").resolve()),
+                         map_names=tuple(m.name for m in maps), map_difficulty=levels)
+
+    # ------------------------------------------------------------ samples
+    def build_samples(self, spec: Any, env: Any) -> list[Sample]:
+        from geoeval.suites.maptab.environment import image_data_uri, load_maps, map_image
+        from geoeval.suites.maptab.queries import build_rp_queries, system_prompt, user_prompt
+        from geoeval.suites.maptab.tables import edge_table, format_table, mix_table, vertex_table
+
+        suite_cfg: MapTabSuiteConfig = spec.suite
+        categories = suite_cfg.selected_categories()
+        samples: list[Sample] = []
+        for i, m in enumerate(load_maps(env.db_path)):
+            queries = build_rp_queries(m, categories, suite_cfg.n_per_category, seed=_env_seed(spec) * 7919 + i,
+                                       map_difficulty=env.map_difficulty.get(m.name, "Easy"))
+            image_uri = None
+            for q in queries:
+                setting = SETTING_OF[q.category]
+                tables = _tables_for(q, m, suite_cfg.table_format, edge_table, vertex_table, mix_table, format_table)
+                content: list[Any] = [ContentText(text=user_prompt(q, tables, suite_cfg.table_format))]
+                if setting.startswith("map"):
+                    if image_uri is None:
+                        image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
+                    content.append(ContentImage(image=image_uri))
+                dims = Dimensions(
+                    suite="maptab", task_family="rp", task=q.category, level=q.map_difficulty.lower(), setting=setting,
+                    capabilities=capabilities_of(q.category),
+                    extra={"query_level": q.query_difficulty.lower(), "resolution": f"{suite_cfg.resolution:g}",
+                           "scenario": q.scenario, "map": m.name, "table_format": suite_cfg.table_format,
+                           "language": suite_cfg.language, "style": str(q.style)},
+                )
+                samples.append(Sample(
+                    id=q.id,
+                    input=[ChatMessageSystem(content=system_prompt(q.category, q.scenario, q.weights)),
+                           ChatMessageUser(content=content)],
+                    target=list(q.routes),
+                    metadata={
+                        "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
+                        "map": m.name, "source": q.source, "destination": q.target,
+                        "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
+                        "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
+                        "dims": dims.model_dump(mode="json"),
+                    },
+                ))
+        return samples
+
+    # ------------------------------------------------------------ task
+    def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
+        from geoeval.suites.maptab.task import make_task
+
+        return make_task(spec.suite, env, samples, spec.metrics.metrics)
+
+    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
+        return []
+
+
+def _map_levels(raw: dict[str, dict[str, float]], tercile_levels) -> dict[str, str]:
+    names = sorted(raw)
+
+    def norm(key: str) -> list[float]:
+        vals = [raw[n][key] for n in names]
+        lo, hi = min(vals), max(vals)
+        return [0.0 if hi == lo else (v - lo) / (hi - lo) for v in vals]
+
+    score = [(a + b) / 2 for a, b in zip(norm("gs"), norm("wasp"))]
+    return dict(zip(names, tercile_levels(score)))
+
+
+def _tables_for(q: Any, m: Any, fmt: str, edge_table, vertex_table, mix_table, format_table) -> dict[str, str]:
+    """Only the columns the query needs are given to the model (appendix B.2)."""
+    cols_edge_free = ["Edge", "Line"]
+    crit = {"T": ["Time"], "P": ["Price"], "C": ["Comfort Level"], "R": ["Reliability"]}
+    setting = SETTING_OF[q.category]
+    if setting == "map":
+        return {}
+    if setting in ("edge_tab", "map_edge_tab"):
+        return {"Edge Table": format_table(edge_table(m, cols_edge_free), fmt)}
+    if setting == "map_mix_tab":
+        return {"Vertex Table": format_table(mix_table(m), fmt)}
+    wanted = [c for letter in q.category for c in crit[letter]]
+    edge_cols = ["Edge", "Line", *wanted]
+    vertex_cols = ["Vertex", "Line", *wanted]
+    if "Time" in wanted:
+        vertex_cols.append("Transfer Time")
+    return {
+        "Edge Table": format_table(edge_table(m, edge_cols), fmt),
+        "Vertex Table": format_table(vertex_table(m, vertex_cols), fmt),
+    }
+
+
+register_suite(MapTabSuite)
+
+# metrics, tools and agent policies of the suite register on import
+from geoeval.suites.maptab import agents as _agents  # noqa: E402,F401
+from geoeval.suites.maptab import scorers as _scorers  # noqa: E402,F401

@@ -1,0 +1,36 @@
+"""A tool plugin: the agent asks which stations are adjacent to a station on the current map.
+It really queries the environment's DuckDB file, with parameterised SQL."""
+
+from __future__ import annotations
+
+import json
+
+from inspect_ai.solver._task_state import sample_state
+from inspect_ai.tool import Tool, ToolError, tool
+
+from geoeval.core.registry import register_tool
+from geoeval.suites.maptab.environment import station_neighbors
+
+
+@register_tool("station_neighbors", suites=["maptab"], description="Adjacent stations of a station")
+def station_neighbors_tool(env) -> Tool:
+    @tool(name="station_neighbors")
+    def factory() -> Tool:
+        async def execute(station: str) -> str:
+            """List the stations adjacent to a station on the current map, with their lines.
+
+            Args:
+                station: The exact station name.
+            """
+            state = sample_state()
+            map_name = (state.metadata or {}).get("map") if state else None
+            if not map_name:
+                raise ToolError("no map is associated with this sample")
+            rows = station_neighbors(env.db_path, map_name, station)
+            if not rows:
+                raise ToolError(f"unknown station {station!r} (names are case-sensitive)")
+            return json.dumps(rows)
+
+        return execute
+
+    return factory()

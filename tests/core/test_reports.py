@@ -1,0 +1,166 @@
+"""Reports: exact table text, real PNGs, Parquet rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.reports import (
+    fraction_label,
+    markdown_table,
+    plot_sweep,
+    summary_markdown,
+    sweep_table,
+    write_per_sample_parquet,
+)
+from geoeval.core.warehouse import SCORE_COLUMNS
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def r(sample_id, scores, *, level="", setting="", task="", model="m", error=None):
+    return SampleResult(
+        run_hash="run",
+        sample_id=sample_id,
+        model=model,
+        scores=scores,
+        error=error,
+        dims=Dimensions(suite="maptab", level=level, setting=setting, task=task),
+    )
+
+
+def test_markdown_table_exact_text() -> None:
+    rows = [
+        {"model": "gpt", "ema": 0.5, "n": 10},
+        {"model": "a|b", "ema": 1 / 3, "n": 2, "note": "line\nbreak"},
+        {"model": "none", "ema": None, "n": 0},
+    ]
+    assert markdown_table(rows) == (
+        "| model |   ema |   n | note       |\n"
+        "| ----- | ----: | --: | ---------- |\n"
+        "| gpt   | 0.500 |  10 |            |\n"
+        "| a\\|b  | 0.333 |   2 | line break |\n"
+        "| none  |       |   0 |            |"
+    )
+
+
+def test_markdown_table_columns_and_format() -> None:
+    rows = [{"a": 1.23456, "b": "x", "c": [1, 2]}]
+    assert markdown_table(rows, ["c", "a"], floatfmt=".1f") == (
+        "| c    |   a |\n"
+        "| ---- | --: |\n"
+        "| 1, 2 | 1.2 |"
+    )
+    assert markdown_table([], ["a", "b"]) == "| a   | b   |\n| --- | --- |"
+    assert markdown_table([]) == ""
+
+
+def test_summary_markdown_has_overall_then_setting_and_level_tables() -> None:
+    results = [
+        r("1", {"ema": 1.0, "ds": 1.0}, level="easy", setting="map", model="gpt"),
+        r("2", {"ema": 0.0, "ds": 0.0}, level="hard", setting="map", model="gpt"),
+        r("3", {"ema": 1.0, "ds": 3.0}, level="hard", setting="edge_tab", model="gpt"),
+    ]
+    text = summary_markdown(results, ["ema", "ds"], title="MapTab RP")
+    assert text.startswith(
+        "# MapTab RP\n\n3 samples; model: gpt. Metrics are means over samples, except ds "
+        "(summed).\n\n## Overall\n\n"
+        "|   ema |    ds |   n |\n"
+        "| ----: | ----: | --: |\n"
+        "| 0.667 | 4.000 |   3 |\n"
+    )
+    assert (
+        "## By setting and level\n\n"
+        "| setting  | level |   ema |    ds |   n |\n"
+        "| -------- | ----- | ----: | ----: | --: |\n"
+        "| edge_tab | hard  | 1.000 | 3.000 |   1 |\n"
+        "| map      | easy  | 1.000 | 1.000 |   1 |\n"
+        "| map      | hard  | 0.000 | 0.000 |   1 |\n"
+    ) in text
+    assert "## By level" in text and "## By setting\n" in text
+    assert "## By task" not in text  # no result has a task
+    assert text.endswith("\n")
+
+
+POINTS = [
+    {"resolution": res, "setting": setting, "ema": ema, "pma": pma}
+    for setting, values in {
+        "map": [(1, 0.9, 0.95), (0.5, 0.7, 0.8), (0.03125, 0.1, 0.2)],
+        "edge_tab": [(0.5, 0.6, 0.7), (1, 0.8, 0.9)],
+    }.items()
+    for res, ema, pma in values
+]
+
+
+def test_fraction_labels() -> None:
+    assert [fraction_label(2.0**-k) for k in range(6)] == ["1", "1/2", "1/4", "1/8", "1/16", "1/32"]
+    assert fraction_label(4) == "4"
+    assert fraction_label(0.3) == "0.3"
+
+
+def test_sweep_table_exact_text() -> None:
+    assert sweep_table(POINTS, "resolution", ["ema", "pma"], by="setting") == (
+        "| setting  | resolution |   ema |   pma |\n"
+        "| -------- | ---------- | ----: | ----: |\n"
+        "| map      | 1          | 0.900 | 0.950 |\n"
+        "| map      | 1/2        | 0.700 | 0.800 |\n"
+        "| map      | 1/32       | 0.100 | 0.200 |\n"
+        "| edge_tab | 1          | 0.800 | 0.900 |\n"
+        "| edge_tab | 1/2        | 0.600 | 0.700 |"
+    )
+    assert sweep_table([{"resolution": 0.25, "ema": 0.5}], "resolution", ["ema", "pma"]) == (
+        "| resolution |   ema | pma |\n"
+        "| ---------- | ----: | --- |\n"
+        "| 1/4        | 0.500 |     |"
+    )
+
+
+def test_sweep_table_keeps_the_order_of_non_numeric_x() -> None:
+    points = [{"job": "b-run", "ema": 0.5}, {"job": "a-run", "ema": 1.0}]
+    assert sweep_table(points, "job", ["ema"]) == (
+        "| job   |   ema |\n"
+        "| ----- | ----: |\n"
+        "| b-run | 0.500 |\n"
+        "| a-run | 1.000 |"
+    )
+
+
+def test_plot_sweep_writes_a_png(tmp_path: Path) -> None:
+    out = plot_sweep(
+        POINTS, "resolution", ["ema", "pma"], tmp_path / "plots" / "sweep.png", by="setting",
+        title="Resolution sweep",
+    )  # fmt: skip
+    assert out == tmp_path / "plots" / "sweep.png"
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 5000
+    linear = plot_sweep(POINTS, "resolution", ["ema"], tmp_path / "linear.png", log2_x=False)
+    assert linear.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_plot_sweep_refuses_a_log_axis_over_zero(tmp_path: Path) -> None:
+    with pytest.raises(GeoevalError, match="log2_x=False"):
+        plot_sweep([{"steps": 0, "ema": 1.0}], "steps", ["ema"], tmp_path / "p.png")
+    with pytest.raises(GeoevalError, match="no 'steps'"):
+        plot_sweep([{"ema": 1.0}], "steps", ["ema"], tmp_path / "p.png")
+    with pytest.raises(GeoevalError, match="non-numeric 'steps'"):
+        plot_sweep([{"steps": "many", "ema": 1.0}], "steps", ["ema"], tmp_path / "p.png")
+
+
+def test_write_per_sample_parquet_has_one_row_per_score(tmp_path: Path) -> None:
+    results = [
+        r("2", {"pma": 0.5, "ema": 1.0}, level="easy"),
+        r("1", {"ema": 0.0}, error="timeout"),
+    ]
+    table = pq.read_table(write_per_sample_parquet(results, tmp_path / "a" / "s.parquet"))
+    assert table.column_names == list(SCORE_COLUMNS)
+    rows = table.to_pylist()
+    assert [(row["sample_id"], row["metric"], row["value"], row["error"]) for row in rows] == [
+        ("1", "ema", 0.0, "timeout"),
+        ("2", "ema", 1.0, None),
+        ("2", "pma", 0.5, None),
+    ]
+    assert rows[1]["level"] == "easy" and rows[1]["extra"] == "{}"

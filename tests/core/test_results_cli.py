@@ -1,0 +1,192 @@
+"""`geoeval results`: the leaderboard, raw SQL, and one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.results_cli import main, run_labels
+from geoeval.core.warehouse import Warehouse
+
+
+def r(run_hash, sample_id, model, scores, level, query_level="q1") -> SampleResult:
+    return SampleResult(
+        run_hash=run_hash,
+        sample_id=sample_id,
+        model=model,
+        scores=scores,
+        dims=Dimensions(suite="maptab", level=level, extra={"query_level": query_level}),
+    )
+
+
+WEAK = "aaaaaaaaaaaa1111"  # ema 0.25, ds 1
+STRONG = "bbbbbbbbbbbb2222"  # ema 0.75, ds 2
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "results" / "geoeval.duckdb"
+    with Warehouse(path) as wh:
+        wh.register_run(
+            WEAK, suite="maptab", model="weak", config={"suite": {"resolution": 0.5}, "seed": 1}
+        )
+        wh.register_run(
+            STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}}
+        )
+        wh.register_run("lp1", suite="lifeplanner", model="weak", config={"label": "baseline"})
+        wh.write_results(
+            [
+                r(WEAK, "s1", "weak", {"ema": 0.5, "ds": 1.0}, "easy"),
+                r(WEAK, "s2", "weak", {"ema": 0.0, "ds": 0.0}, "hard", "q2"),
+                r(STRONG, "s1", "strong", {"ema": 1.0, "ds": 1.0}, "easy"),
+                r(STRONG, "s2", "strong", {"ema": 0.5, "ds": 1.0}, "hard", "q2"),
+            ]
+        )
+    return path
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_default_leaderboard_one_row_per_run_best_first(db: Path, capsys) -> None:
+    code, out, err = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
+                             "--metric", "ds")  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out == (
+        "| run          | model  | suite  | resolution |   ema |    ds |   n |\n"
+        "| ------------ | ------ | ------ | ---------- | ----: | ----: | --: |\n"
+        "| bbbbbbbbbbbb | strong | maptab | 1          | 0.750 | 2.000 |   2 |\n"
+        "| aaaaaaaaaaaa | weak   | maptab | 1/2        | 0.250 | 1.000 |   2 |\n"
+    )
+
+
+def test_all_runs_and_all_metrics_by_default(db: Path, capsys) -> None:
+    code, out, _ = run_cli(capsys, "--db", str(db), "--format", "json")
+    rows = json.loads(out)
+    assert code == 0
+    # metrics default to every stored metric, sorted: ds first, so runs sort by ds (summed)
+    assert list(rows[0]) == ["run", "model", "suite", "label", "resolution", "ds", "ema", "n"]
+    assert [(row["run"], row["ds"], row["n"]) for row in rows] == [
+        ("bbbbbbbbbbbb", 2.0, 2),
+        ("aaaaaaaaaaaa", 1.0, 2),
+        ("lp1", None, 0),  # registered, nothing stored yet
+    ]
+    assert rows[2]["label"] == "baseline"
+
+
+def test_by_splits_each_run_and_keeps_its_rows_together(db: Path, capsys) -> None:
+    code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
+                           "--by", "model,level", "--format", "csv")  # fmt: skip
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(row["run"], row["level"], row["ema"], row["n"]) for row in rows] == [
+        ("bbbbbbbbbbbb", "easy", "1.0", "1"),
+        ("bbbbbbbbbbbb", "hard", "0.5", "1"),
+        ("aaaaaaaaaaaa", "easy", "0.5", "1"),
+        ("aaaaaaaaaaaa", "hard", "0.0", "1"),
+    ]
+    code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ds",
+                           "--by", "query_level", "--format", "json")  # fmt: skip
+    assert [(row["run"], row["query_level"], row["ds"]) for row in json.loads(out)] == [
+        ("bbbbbbbbbbbb", "q1", 1.0),
+        ("bbbbbbbbbbbb", "q2", 1.0),
+        ("aaaaaaaaaaaa", "q1", 1.0),
+        ("aaaaaaaaaaaa", "q2", 0.0),
+    ]
+
+
+def test_sql_prints_a_table(db: Path, capsys) -> None:
+    code, out, err = run_cli(
+        capsys, "--db", str(db), "--sql",
+        "SELECT level, count(*) AS n, sum(value) AS total FROM scores WHERE metric = 'ds' "
+        "GROUP BY level ORDER BY level",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out == (
+        "| level |   n | total |\n"
+        "| ----- | --: | ----: |\n"
+        "| easy  |   2 | 2.000 |\n"
+        "| hard  |   2 | 1.000 |\n"
+    )
+    code, out, _ = run_cli(capsys, "--db", str(db), "--sql", "SELECT 1 AS a, 2 AS a",
+                           "--format", "json")  # fmt: skip
+    assert json.loads(out) == [{"a": 1, "a_2": 2}]
+
+
+def test_db_from_env_and_default_path(db: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("GEOEVAL_DB", str(db))
+    code, out, _ = run_cli(capsys, "--sql", "SELECT count(*) AS runs FROM runs", "--format", "csv")
+    assert (code, out) == (0, "runs\n3\n")
+    monkeypatch.delenv("GEOEVAL_DB")
+    monkeypatch.chdir(db.parent.parent)  # results/geoeval.duckdb under the current dir
+    code, out, _ = run_cli(capsys, "--sql", "SELECT count(*) AS runs FROM runs", "--format", "csv")
+    assert (code, out) == (0, "runs\n3\n")
+
+
+def one_line_error(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_missing_db_is_one_line(tmp_path: Path, capsys) -> None:
+    err = one_line_error(*run_cli(capsys, "--db", str(tmp_path / "nope.duckdb")))
+    assert "no results database at" in err
+    assert not (tmp_path / "nope.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sql", "SELEC * FROM runs"], "SQL failed: Parser Error"),
+        (["--sql", "SELECT * FROM nowhere"], "SQL failed: Catalog Error"),
+        (["--suite", "mapatb"], "no runs of suite 'mapatb'"),
+        (["--metric", "emma"], "no scores for metric 'emma': choose from ds, ema"),
+        (["--by", "levle"], "unknown dimension 'levle'"),
+    ],
+)
+def test_user_mistakes_are_one_line(db: Path, capsys, args: list[str], message: str) -> None:
+    assert message in one_line_error(*run_cli(capsys, "--db", str(db), *args))
+
+
+def test_the_database_is_opened_read_only(db: Path, capsys) -> None:
+    err = one_line_error(*run_cli(capsys, "--db", str(db), "--sql", "DROP TABLE scores"))
+    assert "read-only" in err
+    with Warehouse(db, read_only=True) as wh:
+        assert wh.query("SELECT count(*) FROM scores")[1] == [(8,)]
+
+
+def test_bad_arguments_return_2_without_exiting(db: Path, capsys) -> None:
+    code, _, err = run_cli(capsys, "--db", str(db), "--format", "xml")
+    assert code == 2 and "invalid choice" in err
+
+
+def test_an_empty_database_says_so(tmp_path: Path, capsys) -> None:
+    Warehouse(tmp_path / "empty.duckdb").close()
+    code, out, err = run_cli(capsys, "--db", str(tmp_path / "empty.duckdb"))
+    assert (code, out) == (0, "") and "no runs" in err
+
+
+def test_metrics_a_run_config_declares_as_totals_are_summed(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "r.duckdb"
+    with Warehouse(path) as wh:
+        wh.register_run("h", suite="s", model="m", config={"metrics": {"sum_metrics": ["pts"]}})
+        wh.write_results([r("h", "a", "m", {"pts": 2.0, "acc": 1.0}, "easy"),
+                          r("h", "b", "m", {"pts": 3.0, "acc": 0.0}, "easy")])  # fmt: skip
+    code, out, _ = run_cli(capsys, "--db", str(path), "--format", "json")
+    assert code == 0
+    assert [(row["acc"], row["pts"]) for row in json.loads(out)] == [(0.5, 5.0)]
+
+
+def test_run_labels_take_the_shallowest_scalar() -> None:
+    config = {"a": {"b": {"setting": "deep"}}, "suite": {"setting": "map", "resolution": 0.125},
+              "resolution_list": [0.5], "label": None}  # fmt: skip
+    assert run_labels(config) == {"setting": "map", "resolution": "1/8"}
