@@ -179,6 +179,8 @@ def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
 def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         try:
+            # Hydra's own node is not ours to validate, and holds values only set per job
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
         except Exception as exc:  # omegaconf raises several types; all mean a bad value
             raise GeoevalError(f"Invalid config: {exc}") from None

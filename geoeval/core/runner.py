@@ -1,7 +1,7 @@
 """Runners: where the shards of a job execute.
 
 - `local`: one shard, in this process.
-- `ray`: samples are dealt round-robin into `runner.num_workers` shards; each shard is a Ray task
+- `ray`: samples are split into `runner.num_workers` balanced shards (see `shard_samples`); each shard is a Ray task
   that runs Inspect on its samples and streams every finished sample into a Ray queue; the driver
   drains the queue into the warehouse as results arrive. A failed shard is resubmitted (only its
   unfinished samples) up to `runner.max_retries` times.
@@ -28,10 +28,24 @@ Sink = Callable[[SampleResult], None]
 
 
 def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
-    """Deal samples round-robin into at most n non-empty shards (keeps shards balanced in cost
-    when the dataset is ordered by map or category)."""
-    shards = [samples[i::n] for i in range(max(1, n))]
-    return [s for s in shards if s]
+    """Split samples into at most n non-empty shards.
+
+    Samples that share `metadata["shard_key"]` (MapTab: the map, whose image an OCR agent reads
+    once per process) stay in one shard; groups go to the least-loaded shard, largest first, so
+    shards stay balanced. Samples without a key are dealt one by one. Order within a shard keeps
+    the dataset's order. Deterministic for a given sample list.
+    """
+    n = max(1, n)
+    groups: dict[str, list[Any]] = {}
+    for i, s in enumerate(samples):
+        key = (getattr(s, "metadata", None) or {}).get("shard_key")
+        groups.setdefault(str(key) if key is not None else f"__sample{i}", []).append(s)
+    shards: list[list[Any]] = [[] for _ in range(n)]
+    for key in sorted(groups, key=lambda k: (-len(groups[k]), k)):
+        target = min(range(n), key=lambda j: (len(shards[j]), j))
+        shards[target].extend(groups[key])
+    position = {id(s): i for i, s in enumerate(samples)}
+    return [sorted(sh, key=lambda s: position[id(s)]) for sh in shards if sh]
 
 
 def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:

@@ -39,6 +39,7 @@ def to_inspect(messages: list[dict]) -> list:
 
 class BaselineServer(BaseHTTPRequestHandler):
     requests: list[dict] = []
+    replies: list[dict] = []
 
     def log_message(self, *args) -> None:  # keep test output clean
         pass
@@ -54,6 +55,7 @@ class BaselineServer(BaseHTTPRequestHandler):
             message["tool_calls"] = [{"id": f"call_{len(BaselineServer.requests)}", "type": "function",
                                       "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)}}]
             finish = "tool_calls"
+        BaselineServer.replies.append(message)
         payload = json.dumps({
             "id": f"chatcmpl-{len(BaselineServer.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", "baseline"),
@@ -86,7 +88,9 @@ def test_openai_api_provider_against_local_server(tmp_path):
     # the model was really asked over HTTP, offered the submit tool, and answered through it
     assert BaselineServer.requests
     assert any(any(t["function"]["name"] == "submit" for t in r.get("tools") or []) for r in BaselineServer.requests)
-    assert any(m["role"] == "tool" for r in BaselineServer.requests for m in r["messages"])
+    # every answer crossed the wire as a `submit` tool call (react ends once submit is called)
+    assert BaselineServer.replies and all(r.get("tool_calls") for r in BaselineServer.replies)
+    assert all(r["tool_calls"][0]["function"]["name"] == "submit" for r in BaselineServer.replies)
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     ema = con.execute("SELECT value FROM scores WHERE metric = 'ema'").fetchall()
     model = con.execute("SELECT DISTINCT model FROM samples").fetchall()

@@ -58,7 +58,7 @@ def _keys(scenario: Scenario) -> tuple[str, str, str]:
     return ("city", "station_1", "station_2") if scenario == "metromap" else ("scenic_spot", "spot_1", "spot_2")
 
 
-def test_set_path(root: Path, scenario: Scenario, category: str) -> Path:
+def rp_test_set_path(root: Path, scenario: Scenario, category: str) -> Path:
     return Path(root) / scenario / "data" / "test_set" / (
         f"{scenario}_shortest_path_query_{CATEGORY_SUFFIX[category]}_test_set.json"
     )
@@ -192,7 +192,7 @@ def write_authors_layout(
         by_category.setdefault(q.category, []).append(query_item(q, m))
     map_key = _keys(scenario)[0]
     for category, items in by_category.items():
-        p = test_set_path(root, scenario, category)
+        p = rp_test_set_path(root, scenario, category)
         p.parent.mkdir(parents=True, exist_ok=True)
         existing = load_test_set(p) if p.is_file() else []
         kept = [

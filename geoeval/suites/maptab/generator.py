@@ -16,7 +16,8 @@ Layout (what the renderer and the perception agents rely on)
   interchange. Layouts where two lines share a track segment, or where two diagonal steps cross
   inside a grid cell (a crossing without a station), are rejected and redrawn. Hence every edge is
   a straight segment between consecutive stations of one line, no two segments overlap or cross
-  away from a station, and a unit segment passes no closer than ~115 px to any other station.
+  away from a station, and a unit segment passes no closer than ~110 px (pitch/sqrt(2)) to any
+  other station.
 * The union of the lines must be connected; otherwise the layout is redrawn. With three or more
   lines the first `PREFER_CYCLE_ATTEMPTS` draws also require a cycle formed by different lines (so
   that a query usually has competing routes); after that any valid layout is accepted.
@@ -30,7 +31,8 @@ Choices where the paper is silent
 * Line names follow E.1's "x Line" form using the line's colour ("Red Line"), which also helps
   a colour-reading perception agent.
 * Station names are synthetic, English-like and pairwise dissimilar: the difflib ratio of any two
-  lower-cased names is < 0.5, because the authors' scorer accepts a station when the ratio is >= 0.5.
+  lower-cased names is < 0.5 in both argument orders (SequenceMatcher is not symmetric), because
+  the authors' scorer accepts a station when the ratio is >= 0.5.
 * Attribute values (E.1, Metromap): edge Time U{2.00..3.00}, Price U{0.00..1.50},
   Comfort U{0.00..1.00}, Reliability 0; station dwell Time U{0.50..2.00}, Price 0,
   Comfort U{0.00..1.00}, Reliability U{0.50..1.00}; Transfer Time U{5..15} (integer) at stations on
@@ -55,7 +57,7 @@ PALETTE: tuple[tuple[str, str], ...] = (
     ("Blue", "#0072CE"),
     ("Green", "#00A651"),
     ("Orange", "#F7941D"),
-    ("Purple", "#8E44AD"),
+    ("Purple", "#8E24AA"),
     ("Pink", "#E4007C"),
     ("Teal", "#00A0A0"),
     ("Brown", "#A0522D"),
@@ -360,8 +362,10 @@ def _station_names(rng: random.Random, n: int) -> list[str]:
             word = rng.choice(free_words)
             candidate = f"{candidate} {word}"
         low = candidate.lower()
+        # SequenceMatcher is not symmetric, and the scorer may compare in either order
         if any(
             difflib.SequenceMatcher(None, low, other).ratio() >= NAME_SIMILARITY_LIMIT
+            or difflib.SequenceMatcher(None, other, low).ratio() >= NAME_SIMILARITY_LIMIT
             for other in lowered
         ):
             continue

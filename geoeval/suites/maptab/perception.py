@@ -33,6 +33,7 @@ import difflib
 import heapq
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,7 +48,7 @@ WORK_MIN_LONG_SIDE = 1600
 # grey and white (text, marker outlines, background) are not.
 _MIN_CHROMA = 60
 _MIN_BRIGHTEST_CHANNEL = 80
-_PALETTE_MERGE_DISTANCE = 50.0  # RGB distance under which two colour peaks are one colour
+_PALETTE_MERGE_DISTANCE = 40.0  # RGB distance under which a colour peak is an earlier one (or its tint)
 _PALETTE_ASSIGN_DISTANCE = 90.0  # RGB distance under which a pixel takes a palette colour
 
 # Station markers, in working pixels.
@@ -58,7 +59,7 @@ _DARK_MAX_CHROMA = 60  # ... and nearly achromatic
 _RAYS = 36
 _RING_MIN_FRACTION = 0.85  # share of rays that must cross the dark ring
 _MIN_COLOUR_RAYS = 2  # rays that must meet a line colour just outside the ring
-_INTERCHANGE_GAP_RATIO = 1.25  # outer radii of the two marker kinds differ at least this much
+_MARKER_GROUP_RATIO = 1.2  # marker kinds differ in outer radius at least this much
 _INTERCHANGE_MIN_OUTER_RADIUS = 14.5  # used when the sizes do not split into two groups
 
 # Edges, in working pixels.
@@ -186,6 +187,8 @@ def _colour_layer(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cluster chromatic pixels into a palette of line colours.
 
     Returns (palette K x 3 float, per-pixel palette index with -1 for none, chroma).
+    Works on the distinct colours with their pixel counts, which are far fewer than the
+    pixels.
     """
     h, w = rgb.shape[:2]
     rgb16 = rgb.astype(np.int16)
@@ -193,64 +196,63 @@ def _colour_layer(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     chroma = maxc - rgb16.min(axis=2)
     chromatic = (chroma >= _MIN_CHROMA) & (maxc >= _MIN_BRIGHTEST_CHANNEL)
     index = np.full((h, w), -1, dtype=np.int8)
-    pix = rgb[chromatic].astype(np.float32)
-    if len(pix) == 0:
-        return np.zeros((0, 3), np.float32), index, chroma
+    px = rgb[chromatic].astype(np.int32)
+    empty = np.zeros((0, 3), np.float32)
+    if len(px) == 0:
+        return empty, index, chroma
+    packed = (px[:, 0] << 16) | (px[:, 1] << 8) | px[:, 2]
+    uniq, inverse, weight = np.unique(packed, return_inverse=True, return_counts=True)
+    colours = np.stack([(uniq >> 16) & 255, (uniq >> 8) & 255, uniq & 255], axis=1).astype(np.float32)
 
-    q = (pix // 32).astype(np.int32)
+    q = (colours // 32).astype(np.int32)
     bins = q[:, 0] * 64 + q[:, 1] * 8 + q[:, 2]
-    counts = np.bincount(bins, minlength=512)
+    counts = np.bincount(bins, weights=weight, minlength=512)
     # A line is long and thick, so its pure colour owns many pixels. Tints (a colour
     # mixed with white at a stroke's rim) and mixes of two colours are spread over many
-    # bins with fewer pixels each, and are recognised as such, not as new lines.
+    # bins with fewer pixels each; tints are recognised as such, not as new lines.
     min_count = max(60, int(0.0004 * h * w))
     centres: list[np.ndarray] = []
     for b in np.argsort(-counts, kind="stable"):
         if counts[b] < min_count or len(centres) >= 24:
             break
-        mean = pix[bins == b].mean(axis=0)
+        sel = bins == b
+        mean = (colours[sel] * weight[sel, None]).sum(axis=0) / weight[sel].sum()
         if centres and _explained_by(mean, np.stack(centres)):
             continue
         centres.append(mean)
     if not centres:
-        return np.zeros((0, 3), np.float32), index, chroma
+        return empty, index, chroma
 
-    palette = np.stack(centres)
-    for _ in range(2):  # refine the centres on the pixels they clearly own
-        d = np.linalg.norm(pix[:, None, :] - palette[None, :, :], axis=2)
+    palette = np.stack(centres).astype(np.float32)
+    for _ in range(2):  # refine each centre on the colours it clearly owns
+        d = np.linalg.norm(colours[:, None, :] - palette[None, :, :], axis=2)
         nearest = d.argmin(axis=1)
-        dmin = d[np.arange(len(pix)), nearest]
+        dmin = d[np.arange(len(colours)), nearest]
         for i in range(len(palette)):
-            core = pix[(nearest == i) & (dmin < 45)]
-            if len(core):
-                palette[i] = np.median(core, axis=0)
-    d = _blend_distance(pix, palette)
+            core = (nearest == i) & (dmin < 45)
+            if core.any():
+                palette[i] = (colours[core] * weight[core, None]).sum(axis=0) / weight[core].sum()
+    d = _blend_distance(colours, palette)
     nearest = d.argmin(axis=1)
-    dmin = d[np.arange(len(pix)), nearest]
-    assigned = np.where(dmin < _PALETTE_ASSIGN_DISTANCE, nearest, -1).astype(np.int8)
+    dmin = d[np.arange(len(colours)), nearest]
+    assigned = np.where(dmin < _PALETTE_ASSIGN_DISTANCE, nearest, -1)
     # Drop palette entries that own almost nothing after refinement.
-    owned = np.bincount(assigned[assigned >= 0], minlength=len(palette))
+    owned = np.bincount(assigned[assigned >= 0], weights=weight[assigned >= 0], minlength=len(palette))
     keep = [i for i in range(len(palette)) if owned[i] >= min_count]
     remap = np.full(len(palette) + 1, -1, dtype=np.int8)
     for new, old in enumerate(keep):
         remap[old] = new
-    assigned = remap[assigned]  # -1 indexes the last slot, which stays -1
-    index[chromatic] = assigned
+    index[chromatic] = remap[assigned][inverse]  # -1 indexes the last slot, which stays -1
     return palette[keep], index, chroma
 
 
 def _explained_by(colour: np.ndarray, palette: np.ndarray) -> bool:
-    """Whether `colour` is a palette colour, one of its tints, or a mix of two of them."""
-    if _blend_distance(colour[None, :], palette, max_tint=0.95).min() < _PALETTE_MERGE_DISTANCE:
-        return True
-    for i in range(len(palette)):
-        for j in range(i + 1, len(palette)):
-            a, b = palette[i], palette[j]
-            ab = b - a
-            t = float(np.clip(np.dot(colour - a, ab) / max(float(np.dot(ab, ab)), 1e-6), 0.0, 1.0))
-            if np.linalg.norm(colour - (a + t * ab)) < 0.6 * _PALETTE_MERGE_DISTANCE:
-                return True
-    return False
+    """Whether `colour` is one of the palette colours or one of their tints.
+
+    (Mixes of two line colours are not tested: a mix of, say, green and blue can look
+    just like a genuine teal line; such mixes own too few pixels to become peaks anyway.)
+    """
+    return bool(_blend_distance(colour[None, :], palette, max_tint=0.95).min() < _PALETTE_MERGE_DISTANCE)
 
 
 def _sample(arr: np.ndarray, xs: np.ndarray, ys: np.ndarray, fill) -> np.ndarray:
@@ -265,6 +267,12 @@ def _sample(arr: np.ndarray, xs: np.ndarray, ys: np.ndarray, fill) -> np.ndarray
 
 
 def _detect_markers(gray: np.ndarray, chroma: np.ndarray, cidx: np.ndarray, rgb: np.ndarray) -> list[_Marker]:
+    """Station markers: enclosed, round, white blobs ringed by a dark achromatic outline
+    that at least one line colour touches from outside.
+
+    The last condition is what separates markers from the holes of letters such as "o":
+    the renderer keeps labels well clear of strokes.
+    """
     h, w = gray.shape
     whiteish = (rgb.min(axis=2) >= 200) & (chroma <= 40)
     dark = (gray < _DARK_GRAY) & (chroma < _DARK_MAX_CHROMA)
@@ -314,26 +322,39 @@ def _detect_markers(gray: np.ndarray, chroma: np.ndarray, cidx: np.ndarray, rgb:
         if not colours:
             continue
         markers.append(_Marker(float(cx), float(cy), float(np.median(ring_starts)), outer, colours))
-    _classify_interchanges(markers)
     return markers
 
 
-def _classify_interchanges(markers: list[_Marker]) -> None:
-    """Interchange markers are drawn larger: split the outer radii at their widest ratio
-    gap when there is one, else fall back to an absolute size."""
+def _classify_markers(markers: list[_Marker]) -> list[_Marker]:
+    """Tell interchange markers from ordinary ones, and drop impostors.
+
+    Marker sizes fall into groups (sorted outer radii split wherever one is at least
+    `_MARKER_GROUP_RATIO` times the previous). Most stations are ordinary and all ordinary
+    markers are drawn alike, so the most populous group is the ordinary one; larger groups
+    are interchanges, and smaller ones are impostors (in practice the hole of a letter such
+    as "b" or "Q" in a label squeezed against a stroke). With one group only, an absolute
+    size decides.
+    """
     if not markers:
-        return
-    radii = sorted(mk.outer for mk in markers)
-    split = None
-    best = _INTERCHANGE_GAP_RATIO
-    for a, b in zip(radii, radii[1:]):
-        if a > 0 and b / a >= best:
-            best, split = b / a, (a + b) / 2
-    for mk in markers:
-        if split is not None:
-            mk.interchange = mk.outer > split
-        else:
+        return []
+    order = sorted(markers, key=lambda mk: mk.outer)
+    groups: list[list[_Marker]] = [[order[0]]]
+    for prev, mk in zip(order, order[1:]):
+        if prev.outer > 0 and mk.outer / prev.outer >= _MARKER_GROUP_RATIO:
+            groups.append([])
+        groups[-1].append(mk)
+    if len(groups) == 1:
+        for mk in markers:
             mk.interchange = mk.outer >= _INTERCHANGE_MIN_OUTER_RADIUS
+        return list(markers)
+    ordinary = max(range(len(groups)), key=lambda g: (len(groups[g]), -g))
+    kept = set()
+    for g, group in enumerate(groups):
+        for mk in group:
+            if g >= ordinary:
+                mk.interchange = g > ordinary
+                kept.add(id(mk))
+    return [mk for mk in markers if id(mk) in kept]
 
 
 def _find_legend_frames(gray: np.ndarray, chroma: np.ndarray) -> list[tuple[int, int, int, int]]:
@@ -363,6 +384,13 @@ def _inside(x: float, y: float, rect: tuple[int, int, int, int]) -> bool:
 
 
 def _detect_edges(markers: list[_Marker], cidx: np.ndarray, n_colours: int) -> list[tuple[int, int, tuple[int, ...]]]:
+    """Pairs of markers joined by a straight stroke: (i, j, palette indices on it).
+
+    For every pair whose segment passes no third marker, the band along the segment
+    (`_EDGE_HALF_WINDOW` to either side, wide enough for a bundle of parallel strokes) is
+    sampled; each colour that runs through most of it at a steady offset is a line on
+    the edge.
+    """
     edges = []
     offsets = np.arange(-_EDGE_HALF_WINDOW, _EDGE_HALF_WINDOW + 1, 1.0)
     for i in range(len(markers)):
@@ -509,8 +537,6 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
     `ocr` is a RapidOCR-compatible callable (`ocr(ndarray) -> (results, elapse)`, results
     as `[box_points, text, score]`); by default the shared RapidOCR engine.
     """
-    import time
-
     rgb0 = np.asarray(img.convert("RGB"))
     h0, w0 = rgb0.shape[:2]
     k = _working_factor(w0, h0)
@@ -523,7 +549,7 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
         mk for mk in _detect_markers(gray, chroma, cidx, rgb)
         if not any(_inside(mk.x, mk.y, f) for f in frames)
     ]
-    _classify_interchanges(markers)
+    markers = _classify_markers(markers)
     edges = _detect_edges(markers, cidx, len(palette))
 
     # Only text should be left for OCR: strokes, markers and the legend go white.
@@ -556,8 +582,10 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
     stations: dict[str, PerceivedStation] = {}
     for mi, mk in enumerate(markers):
         colours = tuple(hex_palette[c] for c in mk.colours)
+        # Back to input-image pixels (resize maps pixel centres: x_in = (x + 0.5) / k - 0.5).
         stations[names[mi]] = PerceivedStation(
-            names[mi], mk.x / k, mk.y / k, mk.interchange or len(colours) >= 2, colours
+            names[mi], (mk.x + 0.5) / k - 0.5, (mk.y + 0.5) / k - 0.5,
+            mk.interchange or len(colours) >= 2, colours,
         )
     perceived_edges = [(names[i], names[j], tuple(hex_palette[c] for c in cs)) for i, j, cs in edges]
     return PerceivedMap(
@@ -600,7 +628,8 @@ def route_on_perceived(pm: PerceivedMap, source: str, target: str) -> str | None
     if s is None or t is None:
         return None
     if s == t:
-        return source
+        # The same station for two different names means one of them was not read.
+        return source if _similarity(source, target) == 1.0 else None
 
     adjacency: dict[str, list[tuple[str, tuple[str, ...]]]] = {n: [] for n in names}
     for a, b, colours in pm.edges:

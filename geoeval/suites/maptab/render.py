@@ -13,8 +13,9 @@ Visual conventions (the perception baseline in `perception.py` reads these from 
 * an interchange (a station on two or more lines) is a larger white circle with a thick
   black outline, big enough to cover the bundle of parallel strokes;
 * every station has its name in black text next to its marker, placed where it overlaps
-  no other label, marker, line stroke or the legend, and stays clearly nearer to its own
-  marker than to any other one;
+  no other label, marker, line stroke or the legend and stays clearly nearer to its own
+  marker than to any other one (on a crowded map where no candidate position is free,
+  the least-colliding one);
 * a framed legend in a free corner lists the line names next to a swatch of their colour.
 
 Drawing uses no antialiasing for shapes (text is antialiased by FreeType), so the output
@@ -56,6 +57,7 @@ LABEL_CLEARANCE_LABEL_Y = 12  # between two labels one above the other
 LABEL_CLEARANCE_STROKE = 10  # between a label and a line stroke
 LABEL_CLEARANCE_MARKER = 26  # between a label and a marker that is not its own
 LABEL_CLEARANCE_BORDER = 6  # between a label and the image border
+LABEL_NEAREST_MARGIN = 20  # a foreign marker is this much further from a label than its own
 
 # Fallback colours for lines that a map references on its edges without a `Line` entry.
 _FALLBACK_COLORS = (
@@ -239,61 +241,140 @@ def _load_font(font_path: str | None, size: int) -> ImageFont.FreeTypeFont:
 
 
 class _Obstacles:
-    """Everything a label must keep clear of, with a penalty for the fallback choice."""
+    """Everything a label must keep clear of.
+
+    The network (strokes, markers), the border and the legend are fixed before labels are
+    placed, so their cost is computed once per candidate (`static_penalty`); only the
+    other labels change while placing (`label_penalty`).
+    """
 
     def __init__(self, width: int, height: int, strokes: list[_Stroke], markers: list[_Marker]):
         self.width = width
         self.height = height
         self.strokes = strokes
         self.markers = markers
-        self.labels: list[_Rect] = []
         self.blocks: list[_Rect] = []  # the legend
+        # Stroke bounding boxes, to skip far strokes cheaply.
+        reach = LINE_WIDTH / 2 + LABEL_CLEARANCE_STROKE
+        self._stroke_boxes = [
+            _Rect(min(s.x0, s.x1) - reach, min(s.y0, s.y1) - reach, max(s.x0, s.x1) + reach, max(s.y0, s.y1) + reach)
+            for s in strokes
+        ]
 
-    def penalty(self, box: _Rect, own: _Marker | None) -> float:
-        """0 when `box` is free; otherwise grows with how badly it collides."""
+    def static_penalty(self, box: _Rect, own: _Marker | None) -> float:
+        """0 when `box` clears the border, legend, markers and strokes; otherwise grows with
+        how badly it collides."""
         cost = 0.0
         b = LABEL_CLEARANCE_BORDER
         if box.left < b or box.top < b or box.right > self.width - b or box.bottom > self.height - b:
             cost += 1e6
-        for other in self.labels:
-            ov = box.overlap_area(other.inflate(LABEL_CLEARANCE_LABEL_X, LABEL_CLEARANCE_LABEL_Y))
-            if ov > 0:
-                cost += 1000 + ov
         for other in self.blocks:
             ov = box.overlap_area(other.inflate(LABEL_CLEARANCE_LABEL_Y))
             if ov > 0:
                 cost += 5000 + ov
+        own_gap = 0.0 if own is None else box.distance_to_point(own.x, own.y) - own.radius
         for mk in self.markers:
             d = box.distance_to_point(mk.x, mk.y) - mk.radius
-            need = LABEL_GAP - 1 if own is not None and mk.name == own.name else LABEL_CLEARANCE_MARKER
+            if own is not None and mk.name == own.name:
+                need = LABEL_GAP - 1
+            else:
+                # Keep clear of foreign markers, and clearly nearer to its own one.
+                need = max(LABEL_CLEARANCE_MARKER, own_gap + LABEL_NEAREST_MARGIN)
             if d < need:
                 cost += 3000 + 100 * (need - d)
-        for s in self.strokes:
+        for s, sb in zip(self.strokes, self._stroke_boxes):
+            if sb.overlap_area(box) <= 0:
+                continue
             d = _segment_rect_distance(s.x0, s.y0, s.x1, s.y1, box) - LINE_WIDTH / 2
             if d < LABEL_CLEARANCE_STROKE:
                 cost += 500 + 20 * (LABEL_CLEARANCE_STROKE - d)
         return cost
 
 
+def _label_penalty(box: _Rect, placed: _Rect) -> float:
+    """Cost of `box` against one already placed label (0 when they keep clear)."""
+    ov = box.overlap_area(placed.inflate(LABEL_CLEARANCE_LABEL_X, LABEL_CLEARANCE_LABEL_Y))
+    return 1000 + ov if ov > 0 else 0.0
+
+
 def _label_candidates(mk: _Marker, w: float, h: float) -> list[_Rect]:
-    """Candidate ink boxes around a marker, best first: right, left, above, below, the
-    diagonals, then the same ring again a little further out."""
+    """Candidate ink boxes around a marker, best first.
+
+    Per ring: beside the marker (right, left), above and below it, each also slid off the
+    marker's axis so that it clears a stroke running straight through the marker, then
+    the four diagonals. The rings move outwards step by step.
+    """
     out = []
-    for extra in (0.0, 14.0, 30.0):
+    x, y = mk.x, mk.y
+    slide = LINE_WIDTH / 2 + LABEL_CLEARANCE_STROKE + 2
+    for extra in (0.0, 12.0, 26.0, 42.0):
         g = mk.radius + LABEL_GAP + extra
         d = (mk.radius + LABEL_GAP) * 0.72 + extra
-        x, y = mk.x, mk.y
         out += [
             _Rect(x + g, y - h / 2, x + g + w, y + h / 2),  # right
             _Rect(x - g - w, y - h / 2, x - g, y + h / 2),  # left
             _Rect(x - w / 2, y - g - h, x + w / 2, y - g),  # above
             _Rect(x - w / 2, y + g, x + w / 2, y + g + h),  # below
+            _Rect(x + g, y - slide - h, x + g + w, y - slide),  # right, raised
+            _Rect(x + g, y + slide, x + g + w, y + slide + h),  # right, lowered
+            _Rect(x - g - w, y - slide - h, x - g, y - slide),  # left, raised
+            _Rect(x - g - w, y + slide, x - g, y + slide + h),  # left, lowered
+            _Rect(x + slide, y - g - h, x + slide + w, y - g),  # above, to the right
+            _Rect(x - slide - w, y - g - h, x - slide, y - g),  # above, to the left
+            _Rect(x + slide, y + g, x + slide + w, y + g + h),  # below, to the right
+            _Rect(x - slide - w, y + g, x - slide, y + g + h),  # below, to the left
             _Rect(x + d, y - d - h, x + d + w, y - d),  # upper right
             _Rect(x + d, y + d, x + d + w, y + d + h),  # lower right
             _Rect(x - d - w, y - d - h, x - d, y - d),  # upper left
             _Rect(x - d - w, y + d, x - d, y + d + h),  # lower left
         ]
     return out
+
+
+def _place_labels(
+    markers: list[_Marker], sizes: dict[str, tuple[float, float]], obstacles: _Obstacles
+) -> dict[str, _Rect]:
+    """Choose every label's box.
+
+    Most constrained first: while some marker still has a free candidate, the one with the
+    fewest free candidates takes its first free one (so crowded stations are served before
+    their neighbours use up the room). Markers left without any free candidate then take
+    their least-colliding candidate, one at a time.
+    """
+    cands: dict[str, list[_Rect]] = {}
+    static: dict[str, list[float]] = {}
+    for mk in markers:
+        w, h = sizes[mk.name]
+        cands[mk.name] = _label_candidates(mk, w, h)
+        static[mk.name] = [obstacles.static_penalty(box, mk) for box in cands[mk.name]]
+    # dynamic[name][i]: cost of candidate i against the labels placed so far
+    dynamic = {mk.name: [0.0] * len(cands[mk.name]) for mk in markers}
+    tiebreak = {mk.name: (not mk.interchange, mk.y, mk.x, mk.name) for mk in markers}
+    placed: dict[str, _Rect] = {}
+    unplaced = {mk.name for mk in markers}
+    while unplaced:
+        best_name, best_free = None, None
+        for name in unplaced:
+            free = [i for i, (sc, dc) in enumerate(zip(static[name], dynamic[name])) if sc == 0 and dc == 0]
+            if free and (
+                best_free is None
+                or (len(free), tiebreak[name]) < (len(best_free), tiebreak[best_name])
+            ):
+                best_name, best_free = name, free
+        if best_name is not None:
+            choice = best_free[0]
+        else:
+            best_name = min(unplaced, key=lambda n: tiebreak[n])
+            costs = [sc + dc for sc, dc in zip(static[best_name], dynamic[best_name])]
+            choice = min(range(len(costs)), key=lambda i: (costs[i], i))
+        box = cands[best_name][choice]
+        placed[best_name] = box
+        unplaced.discard(best_name)
+        for name in unplaced:
+            dyn = dynamic[name]
+            for i, c in enumerate(cands[name]):
+                dyn[i] += _label_penalty(c, box)
+    return placed
 
 
 def _place_legend(
@@ -322,6 +403,90 @@ def _place_legend(
     return best
 
 
+@dataclass(frozen=True)
+class MarkerSpec:
+    """Where and how a station's marker is drawn (full-size pixels)."""
+
+    x: float
+    y: float
+    radius: float
+    interchange: bool
+
+
+@dataclass(frozen=True)
+class MapLayout:
+    """Everything `render_map` decides before drawing, in full-size pixels.
+
+    `labels` maps each station to the ink box of its name, (left, top, right, bottom);
+    `legend` is the legend's frame box (None when the map has no lines);
+    `legend_rows` lists the legend's (line name, "#rrggbb") rows in drawing order.
+    """
+
+    width: int
+    height: int
+    markers: dict[str, MarkerSpec]
+    labels: dict[str, tuple[float, float, float, float]]
+    legend: tuple[float, float, float, float] | None
+    legend_rows: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class _Plan:
+    layout: MapLayout
+    strokes: list[_Stroke]
+    markers: list[_Marker]
+    label_font: ImageFont.FreeTypeFont
+    legend_font: ImageFont.FreeTypeFont
+    label_ink: dict[str, tuple[float, float, float, float]]
+
+
+def _plan(m: MetroMap, font_path: str | None) -> _Plan:
+    label_font = _load_font(font_path, LABEL_FONT_SIZE)
+    legend_font = _load_font(font_path, LEGEND_FONT_SIZE)
+    strokes, bundle = _build_strokes(m)
+    markers = _build_markers(m, bundle)
+    obstacles = _Obstacles(m.width, m.height, strokes, markers)
+
+    # The legend goes first, in the corner that collides least with the network; the
+    # labels then keep clear of it.
+    legend_lines = sorted(m.lines) or sorted(
+        {ln for runs in _segments_by_edge(m).values() for ln in runs if ln}
+    )
+    legend_box = None
+    legend_rows: tuple[tuple[str, str], ...] = ()
+    if legend_lines:
+        colors = _line_colors(m, set(legend_lines))
+        legend_rows = tuple((ln, "#%02x%02x%02x" % colors[ln]) for ln in legend_lines)
+        text_w = max(legend_font.getbbox(ln)[2] for ln in legend_lines)
+        lw = _LEGEND_PAD + _LEGEND_SWATCH_W + 12 + text_w + _LEGEND_PAD
+        lh = 2 * _LEGEND_PAD + _LEGEND_ROW_H * (len(legend_lines) - 1) + 24
+        legend_box = _place_legend(m, obstacles, lw, lh)
+        obstacles.blocks.append(legend_box)
+
+    label_ink = {mk.name: label_font.getbbox(mk.name) for mk in markers}
+    sizes = {name: (r - l, b - t) for name, (l, t, r, b) in label_ink.items()}
+    boxes = _place_labels(markers, sizes, obstacles)
+    layout = MapLayout(
+        width=m.width,
+        height=m.height,
+        markers={mk.name: MarkerSpec(mk.x, mk.y, mk.radius, mk.interchange) for mk in markers},
+        labels={name: (b.left, b.top, b.right, b.bottom) for name, b in sorted(boxes.items())},
+        legend=None if legend_box is None else (legend_box.left, legend_box.top, legend_box.right, legend_box.bottom),
+        legend_rows=legend_rows,
+    )
+    return _Plan(layout, strokes, markers, label_font, legend_font, label_ink)
+
+
+_LEGEND_PAD = 14
+_LEGEND_ROW_H = 34
+_LEGEND_SWATCH_W = 44
+
+
+def compute_layout(m: MetroMap, *, font_path: str | None = None) -> MapLayout:
+    """Marker sizes, label boxes and legend position that `render_map` uses for `m`."""
+    return _plan(m, font_path).layout
+
+
 def render_map(
     m: MetroMap,
     *,
@@ -341,22 +506,17 @@ def render_map(
     if not (0 < scale <= 1):
         raise ValueError(f"scale must be in (0, 1], got {scale!r}")
 
-    label_font = _load_font(font_path, LABEL_FONT_SIZE)
-    legend_font = _load_font(font_path, LEGEND_FONT_SIZE)
-
+    plan = _plan(m, font_path)
+    layout = plan.layout
     img = Image.new("RGB", (m.width, m.height), BACKGROUND)
     draw = ImageDraw.Draw(img)
 
-    strokes, bundle = _build_strokes(m)
-    markers = _build_markers(m, bundle)
-    obstacles = _Obstacles(m.width, m.height, strokes, markers)
-
     # 1. line strokes
-    for s in strokes:
+    for s in plan.strokes:
         draw.line([(s.x0, s.y0), (s.x1, s.y1)], fill=s.color, width=LINE_WIDTH)
 
     # 2. station markers, on top of the strokes
-    for mk in markers:
+    for mk in plan.markers:
         r = mk.radius
         box = [mk.x - r, mk.y - r, mk.x + r, mk.y + r]
         if mk.interchange:
@@ -364,45 +524,24 @@ def render_map(
         else:
             draw.ellipse(box, fill=BACKGROUND, outline=ORDINARY_OUTLINE_COLOR, width=ORDINARY_OUTLINE)
 
-    # 3. legend, in the corner that collides least with the network
-    legend_lines = [ln for ln in sorted(m.lines)] or sorted(
-        {ln for runs in _segments_by_edge(m).values() for ln in runs if ln}
-    )
-    if legend_lines:
-        colors = _line_colors(m, set(legend_lines))
-        pad, row_h, swatch_w, swatch_h = 14, 34, 44, LINE_WIDTH
-        text_w = max(legend_font.getbbox(ln)[2] for ln in legend_lines)
-        lw = pad + swatch_w + 12 + text_w + pad
-        lh = pad + row_h * len(legend_lines) + pad - (row_h - 24)
-        legend = _place_legend(m, obstacles, lw, lh)
-        draw.rectangle(
-            [legend.left, legend.top, legend.right, legend.bottom],
-            fill=BACKGROUND, outline=(68, 68, 68), width=2,
-        )
-        for i, ln in enumerate(legend_lines):
-            cy = legend.top + pad + 12 + i * row_h
-            sx = legend.left + pad
-            draw.rectangle([sx, cy - swatch_h / 2, sx + swatch_w, cy + swatch_h / 2], fill=colors[ln])
-            l, t, r, b = legend_font.getbbox(ln)
-            draw.text((sx + swatch_w + 12 - l, cy - (t + b) / 2), ln, fill=LABEL_COLOR, font=legend_font)
-        obstacles.blocks.append(legend)
+    # 3. legend: a framed list of colour swatches and line names
+    if layout.legend is not None:
+        left, top, right, bottom = layout.legend
+        draw.rectangle([left, top, right, bottom], fill=BACKGROUND, outline=(68, 68, 68), width=2)
+        for i, (ln, color) in enumerate(layout.legend_rows):
+            cy = top + _LEGEND_PAD + 12 + i * _LEGEND_ROW_H
+            sx = left + _LEGEND_PAD
+            draw.rectangle(
+                [sx, cy - LINE_WIDTH / 2, sx + _LEGEND_SWATCH_W, cy + LINE_WIDTH / 2], fill=_hex_to_rgb(color)
+            )
+            l, t, r, b = plan.legend_font.getbbox(ln)
+            draw.text((sx + _LEGEND_SWATCH_W + 12 - l, cy - (t + b) / 2), ln, fill=LABEL_COLOR, font=plan.legend_font)
 
-    # 4. station labels: crowded interchanges first, then top-to-bottom
-    order = sorted(markers, key=lambda mk: (not mk.interchange, mk.y, mk.x, mk.name))
-    for mk in order:
-        l, t, r, b = label_font.getbbox(mk.name)
-        w, h = r - l, b - t
-        best, best_cost = None, math.inf
-        for box in _label_candidates(mk, w, h):
-            cost = obstacles.penalty(box, mk)
-            if cost < best_cost:
-                best, best_cost = box, cost
-            if cost == 0:
-                break
-        assert best is not None
-        obstacles.labels.append(best)
-        # Position the text so that its ink box is exactly `best`.
-        draw.text((best.left - l, best.top - t), mk.name, fill=LABEL_COLOR, font=label_font)
+    # 4. station names
+    for name, (left, top, _, _) in layout.labels.items():
+        l, t, _, _ = plan.label_ink[name]
+        # Position the text so that its ink box is exactly the planned box.
+        draw.text((left - l, top - t), name, fill=LABEL_COLOR, font=plan.label_font)
 
     if scale < 1:
         size = (max(1, round(m.width * scale)), max(1, round(m.height * scale)))

@@ -42,13 +42,14 @@ runs an exhaustive depth-first enumeration of simple s-t paths with branch-and-b
 2. Along the current prefix the search keeps, per line of the last edge, the least transfer cost
    of any assignment (a DP over (station, line) states), so the prefix cost is exact.
 3. Lower bound of any completion of a prefix ending at u: (additive cost so far) + (least transfer
-   cost so far) + h(u) + w3*(1 - C_ub)/.. + w4*(1 - R_ub), where h(u) is the reverse-Dijkstra
+   cost so far) + h(u) + w3*(1 - C_ub/C_scale) + w4*(1 - R_ub), where h(u) is the reverse-Dijkstra
    distance from u to t over the additive edge+station costs (walks are a superset of simple paths
    and all costs are >= 0, so h never overestimates; future transfer costs are >= 0), and
    C_ub = max(current non-zero mean, largest comfort value in the searched subgraph) bounds the final
    mean from above because the mean of a union never exceeds the larger of the two parts' means
-   (same for R). A branch is cut only when its bound exceeds the best J found so far by more than
-   the tie tolerance, so every optimal (and tied) path is reached.
+   (same for R). Under objective="sum" the comfort / reliability terms are part of the additive
+   costs (and of h) instead. A branch is cut only when its bound exceeds the best J found so far
+   by more than the tie tolerance, so every optimal (and tied) path is reached.
 4. Every complete path gets its exact J (exact best assignment); the minimum set is returned.
 For pure mean objectives (Comfort-only / Reliability-only) the bound is weak and the search is
 close to a full enumeration, which is still fast on MapTab-sized metro maps (a few thousand simple

@@ -21,18 +21,14 @@ from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
+from geoeval.suites.maptab.queries import SETTINGS
 
 Category = Literal["map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix"]
-Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_vertex_tab", "map_mix_tab"]
+Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"]
 
-# Input setting of each RP category (appendix B.2).
-SETTING_OF: dict[str, str] = {
-    "map_only": "map",
-    "edge_only": "edge_tab",
-    "map_edge": "map_edge_tab",
-    **{c: "map_edge_vertex_tab" for c in ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR")},
-    "mix": "map_mix_tab",
-}
+# Input setting of each RP category (appendix B.2), as config/metric-safe names:
+# "map+edge_tab" -> "map_edge_tab".
+SETTING_OF: dict[str, str] = {c: s.replace("+", "_") for c, s in SETTINGS.items()}
 
 # Capabilities an RP category exercises. Table 1 of the paper maps only the QA types; for RP
 # geoeval tags path planning always, plus what the input setting demands (documented in README).
@@ -76,7 +72,7 @@ class MapTabSuiteConfig(Strict):
     name: Literal["maptab"] = "maptab"
     scenario: Literal["metromap"] = "metromap"
     categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
-    setting: Literal["all", "map", "edge_tab", "map_edge_tab", "map_edge_vertex_tab", "map_mix_tab"] = "all"
+    setting: Literal["all", "map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"] = "all"
     n_per_category: int = Field(default=4, ge=1, le=10000)
     resolution: float = Field(default=1.0, gt=0.0, le=1.0, description="image size factor, 0 < r <= 1")
     table_format: Literal["csv", "json"] = "csv"
@@ -151,8 +147,7 @@ class MapTabSuite:
     # ------------------------------------------------------------ samples
     def build_samples(self, spec: Any, env: Any) -> list[Sample]:
         from geoeval.suites.maptab.environment import image_data_uri, load_maps, map_image
-        from geoeval.suites.maptab.queries import build_rp_queries, system_prompt, user_prompt
-        from geoeval.suites.maptab.tables import edge_table, format_table, mix_table, vertex_table
+        from geoeval.suites.maptab.queries import build_rp_queries, prompt_tables, system_prompt, user_prompt
 
         suite_cfg: MapTabSuiteConfig = spec.suite
         categories = suite_cfg.selected_categories()
@@ -163,7 +158,8 @@ class MapTabSuite:
             image_uri = None
             for q in queries:
                 setting = SETTING_OF[q.category]
-                tables = _tables_for(q, m, suite_cfg.table_format, edge_table, vertex_table, mix_table, format_table)
+                # only the columns the query needs are given to the model (appendix B.2)
+                tables = prompt_tables(m, q.category, suite_cfg.table_format)
                 content: list[Any] = [ContentText(text=user_prompt(q, tables, suite_cfg.table_format))]
                 if setting.startswith("map"):
                     if image_uri is None:
@@ -183,7 +179,7 @@ class MapTabSuite:
                     target=list(q.routes),
                     metadata={
                         "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
-                        "map": m.name, "source": q.source, "destination": q.target,
+                        "map": m.name, "shard_key": m.name, "source": q.source, "destination": q.target,
                         "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
                         "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
                         "dims": dims.model_dump(mode="json"),
@@ -211,28 +207,6 @@ def _map_levels(raw: dict[str, dict[str, float]], tercile_levels) -> dict[str, s
 
     score = [(a + b) / 2 for a, b in zip(norm("gs"), norm("wasp"))]
     return dict(zip(names, tercile_levels(score)))
-
-
-def _tables_for(q: Any, m: Any, fmt: str, edge_table, vertex_table, mix_table, format_table) -> dict[str, str]:
-    """Only the columns the query needs are given to the model (appendix B.2)."""
-    cols_edge_free = ["Edge", "Line"]
-    crit = {"T": ["Time"], "P": ["Price"], "C": ["Comfort Level"], "R": ["Reliability"]}
-    setting = SETTING_OF[q.category]
-    if setting == "map":
-        return {}
-    if setting in ("edge_tab", "map_edge_tab"):
-        return {"Edge Table": format_table(edge_table(m, cols_edge_free), fmt)}
-    if setting == "map_mix_tab":
-        return {"Vertex Table": format_table(mix_table(m), fmt)}
-    wanted = [c for letter in q.category for c in crit[letter]]
-    edge_cols = ["Edge", "Line", *wanted]
-    vertex_cols = ["Vertex", "Line", *wanted]
-    if "Time" in wanted:
-        vertex_cols.append("Transfer Time")
-    return {
-        "Edge Table": format_table(edge_table(m, edge_cols), fmt),
-        "Vertex Table": format_table(vertex_table(m, vertex_cols), fmt),
-    }
 
 
 register_suite(MapTabSuite)

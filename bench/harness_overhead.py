@@ -1,0 +1,100 @@
+"""Harness overhead and Ray scaling, measured in one run (run by hand, not in CI):
+
+    .venv/bin/python bench/harness_overhead.py [--maps 4] [--per-category 4]
+
+1. The same MapTab slice with the same offline agent (table baseline), three ways:
+   bare Inspect `eval()` of the suite's task; geoeval's `run_job` with `runner=local` (environment,
+   resume check, per-sample warehouse writes, aggregation); and `python -m geoeval runner=local`
+   as a whole process. Target: geoeval local <= 1.15 x bare Inspect.
+2. A CPU-bound agent (the OCR perception baseline) under `runner=ray` with 1 and with 2 workers.
+   Target: 2 workers >= 1.8 x faster than 1.
+Prints per-sample wall times and the ratios against the baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hydra import compose, initialize_config_module
+
+
+def spec_for(work: Path, *overrides: str):
+    from geoeval.core.config import validate_config
+
+    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["tracking=none", f"work_dir={work}/work", *overrides])
+    return validate_config(cfg)
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--maps", type=int, default=4)
+    ap.add_argument("--per-category", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+    from inspect_ai import eval as inspect_eval
+
+    from geoeval.core.inspect_bridge import build_model
+    from geoeval.core.job import run_job
+    from geoeval.core.registry import get_suite
+
+    work = Path(tempfile.mkdtemp(prefix="geoeval-bench-"))
+    common = [f"env.n_maps={args.maps}", f"suite.n_per_category={args.per_category}", "model=table_baseline"]
+
+    # warm: build the environment and images once so that every variant measures evaluation only
+    spec = spec_for(work, *common, f"results_db={work}/warm.duckdb", f"log_dir={work}/logs")
+    suite = get_suite("maptab")
+    env = suite.build_env(spec)
+    samples = suite.build_samples(spec, env)
+    n = len(samples)
+    run_job(spec, progress=False)
+
+    bare, local = [], []
+    for r in range(args.repeats):
+        task = suite.build_task(spec, env, suite.build_samples(spec, env))
+        bare.append(timed(lambda: inspect_eval(task, model=build_model(spec), display="none", log_dir=str(work / f"bare{r}"),
+                                               max_samples=spec.runner.max_samples, score_display=False)))
+        s = spec_for(work, *common, f"results_db={work}/local{r}.duckdb", f"log_dir={work}/llogs{r}")
+        local.append(timed(lambda: run_job(s, progress=False)))
+    cli = timed(lambda: subprocess.run(
+        [sys.executable, "-m", "geoeval", "tracking=none", *common, f"work_dir={work}/work",
+         f"results_db={work}/cli.duckdb", f"log_dir={work}/clogs", f"hydra.run.dir={work}/out"],
+        check=True, capture_output=True))
+    b, lo = min(bare), min(local)
+    print(f"samples per run: {n}  (best of {args.repeats})")
+    print(f"bare Inspect eval()        : {b / n * 1000:8.2f} ms/sample")
+    print(f"geoeval run_job local      : {lo / n * 1000:8.2f} ms/sample   ratio vs bare = {lo / b:.3f}  (target <= 1.15)")
+    print(f"python -m geoeval (process): {cli / n * 1000:8.2f} ms/sample   (includes interpreter start and imports)")
+
+    import ray
+
+    ocr = ["model=perception_baseline", "suite.setting=map", "suite.categories=[map_only]",
+           f"env.n_maps={args.maps}", f"suite.n_per_category={args.per_category}"]
+    times = {}
+    for workers in (1, 2):
+        s = spec_for(work, *ocr, "runner=ray", f"runner.num_workers={workers}", "runner.num_cpus=2",
+                     f"results_db={work}/ray{workers}.duckdb", f"log_dir={work}/rlogs{workers}")
+        suite.build_samples(s, suite.build_env(s))  # images rendered before timing
+        times[workers] = timed(lambda: run_job(s, progress=False))
+        ray.shutdown()  # fresh workers for each variant: no OCR cache carried over
+    m = args.maps * args.per_category
+    print(f"ray, 1 worker (OCR agent)  : {times[1] / m * 1000:8.2f} ms/sample")
+    print(f"ray, 2 workers (OCR agent) : {times[2] / m * 1000:8.2f} ms/sample   speed-up = {times[1] / times[2]:.2f}x  (target >= 1.8)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,646 @@
+"""Route-planning (RP) queries: categories, sampling, reference labels, question wording, prompts,
+and the way back from a prompt to a routable graph.
+
+Categories (key -> the authors' test-set suffix, input setting, criteria):
+    map_only  only_map                        map                        -
+    edge_only only_tab                        edge_tab                   -
+    map_edge  map_and_tab                     map+edge_tab               -
+    T / P / C / R   ..._with_constraint_1/2/3/4   map+edge_tab+vertex_tab  one criterion
+    TPR / TCR / PCR / TPCR  ..._1_2_4 / _1_3_4 / _2_3_4 / _1_2_3_4      several criteria
+    mix       ..._1_2_3_4_only_vertex2        map+mix_tab                all four (Mix_tab values)
+
+Sampling (B.2): `build_rp_queries` draws origin-destination pairs whose fewest-station route has
+at least 3 stations (SPLI >= 2), without replacement, with `random.Random(seed)` from the sorted
+list of all such ordered pairs; like the paper ("each pair generates 3 criteria-free and 9
+criteria-based queries") every category is asked on the same pairs. Query difficulty is the 1:1:1
+split (difficulty.tercile_levels) of the pairs' SPLI (Travelmap: SPCI) within the map.
+
+Weights: only the category's criteria are non-zero. Each is an integer drawn from
+`WEIGHT_CHOICES` = {1, 2, 3, 4, 5} (a private Random seeded by (seed, category, pair index)),
+normalised to sum 1 and rounded to 6 decimals, the last non-zero weight taking 1 minus the others
+so that the rounded weights still sum to 1. Single-criterion weights are exactly 1. The references
+are optimal under the rounded weights the model is shown, with `routing`'s cost model
+(`objective="mean"` by default, the paper's Eq. 1; "sum" is the additive variant that the authors'
+Travelmap sample labels follow -- see `routing`). When several routes tie, `totals` are those of the
+first reference in sorted order.
+
+Questions: five instruction styles (D.1: Direct Optimization, Graph-theoretic,
+Instruction-seeking, User-oriented, Constraint-explicit), cycled by pair index (style = i % 5).
+Style 0 uses D.1's wording; D.1 lists only style 0 beyond Map-only, so styles 1-4 of the other
+categories are geoeval's paraphrases in the same five registers. The table mentions follow what
+the model is actually given, as in the authors' test sets: Edge_tab-only says "According to the
+Edge Table" (D.1 writes "Edge Table and Vertex Table" although no Vertex Table is given), and
+Map+Edge_tab "According to the Subway Map and the Edge Table". Travelmap says "Scenic Area Planning
+Map" instead of "Subway Map" and "scenic spots" instead of "stations".
+
+Tables shown (the authors' column masking, `maptab_infer/data.py`): criteria-free Edge_tab keeps
+Edge and Line (Line is needed to know where transfers happen); criteria categories keep Edge, Line
+and the criteria's columns, and Vertex, Line, the criteria's columns plus Transfer Time when Time is
+a criterion; Map+Mix_tab shows the Mix_tab without its Line column (the strict cross-modal
+setting), titled "Vertex Table" as in the authors' prompts.
+
+Prompts: `system_prompt` (role, objective with the cost rules and scaling, output format) and
+`user_prompt` (question, weights, tables in fenced blocks "Edge Table (csv):\\n```csv ...```") are
+filled from the templates in `prompts/`. `parse_prompt` recovers source, target, weights, criteria
+and tables from the user prompt text alone, and `graph_from_tables` turns the tables into a
+`MetroMap` that `routing.optimal_routes` can plan on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import networkx as nx
+
+from geoeval.core.errors import GeoevalError
+from geoeval.suites.maptab import routing
+from geoeval.suites.maptab.difficulty import spci, spli, tercile_levels, to_graph
+from geoeval.suites.maptab.graph import MetroMap, Scenario
+from geoeval.suites.maptab.tables import (
+    TableFormat,
+    edge_table,
+    format_table,
+    map_from_rows,
+    mix_map,
+    mix_table,
+    parse_table,
+    vertex_table,
+)
+
+PROMPTS_DIR = Path(__file__).with_name("prompts")
+
+CATEGORIES: tuple[str, ...] = (
+    "map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix",
+)
+CRITERIA_FREE = ("map_only", "edge_only", "map_edge")
+SETTINGS: dict[str, str] = {
+    "map_only": "map",
+    "edge_only": "edge_tab",
+    "map_edge": "map+edge_tab",
+    **{c: "map+edge_tab+vertex_tab" for c in ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR")},
+    "mix": "map+mix_tab",
+}
+CRITERIA_NAMES = ("Time", "Price", "Comfort Level", "Reliability")
+_LETTER = {"T": "Time", "P": "Price", "C": "Comfort Level", "R": "Reliability"}
+CRITERIA: dict[str, tuple[str, ...]] = {
+    **{c: () for c in CRITERIA_FREE},
+    **{c: tuple(_LETTER[x] for x in c) for c in ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR")},
+    "mix": CRITERIA_NAMES,
+}
+WEIGHT_CHOICES = (1, 2, 3, 4, 5)
+N_STYLES = 5
+STYLE_NAMES = (
+    "Direct Optimization", "Graph-theoretic", "Instruction-seeking", "User-oriented Optimization",
+    "Constraint-explicit Optimization",
+)
+USER_PROFILE = {"TPR": "a young traveller", "TCR": "a middle-aged traveller", "PCR": "an older traveller",
+                "TPCR": "a family trip", "mix": "a family trip"}
+
+
+@dataclass
+class RPQuery:
+    """One route-planning query with its reference labels."""
+
+    id: str
+    map_name: str
+    scenario: Scenario
+    category: str
+    setting: str
+    source: str
+    target: str
+    weights: tuple[float, float, float, float] | None
+    style: int
+    question: str
+    routes: list[str]
+    totals: dict | None
+    map_difficulty: str
+    query_difficulty: str
+    spli: int
+    transfer_vertex_numbers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ParsedPrompt:
+    """What a table-reading agent can recover from a user prompt."""
+
+    source: str
+    target: str
+    weights: tuple[float, float, float, float] | None
+    criteria: tuple[str, ...]
+    tables: dict[str, list[dict]]
+    category: str | None = None
+    question: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# Question wording
+
+_FREE_STYLES = (
+    "{p}, what is the path with the fewest {units} from {s} to {t}?",
+    "{p}, what is the shortest path from {s} to {t}?",
+    "{p}, how can I reach {t} from {s} via the shortest path?",
+    "{p}, how can I travel from {s} to {t} with the fewest number of {units}?",
+    "{p}, what is the shortest route in terms of {unit} count from {s} to {t}?",
+)
+_CRITERIA_STYLES: dict[str, tuple[str, ...]] = {
+    "T": (
+        "{p}, what is the fastest route from {s} to {t}?",
+        "{p}, what is the minimum-time path from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} in the least total time?",
+        "{p}, how can I travel from {s} to {t} as quickly as possible?",
+        "{p}, what is the route with the smallest total time, counting travel, dwell and transfer time, from {s} to {t}?",
+    ),
+    "P": (
+        "{p}, what is the cheapest route from {s} to {t}?",
+        "{p}, what is the minimum-cost path from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} while spending the least money?",
+        "{p}, how can I travel from {s} to {t} as cheaply as possible?",
+        "{p}, what is the route with the lowest total price from {s} to {t}?",
+    ),
+    "C": (
+        "{p}, what is the smoothest ride between {s} and {t}?",
+        "{p}, what is the path with the highest average comfort from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} most comfortably?",
+        "{p}, how can I travel from {s} to {t} in the greatest comfort?",
+        "{p}, what is the route with the highest average Comfort Level from {s} to {t}?",
+    ),
+    "R": (
+        "{p}, what is the most stable {vehicle}route from {s} to {t}?",
+        "{p}, what is the path with the highest average reliability from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} most reliably?",
+        "{p}, how can I travel from {s} to {t} with the least risk of disruption?",
+        "{p}, what is the route with the highest average Reliability from {s} to {t}?",
+    ),
+    "TPR": (
+        "{p}, what is the optimal route considering time, price, and reliability from {s} to {t}?",
+        "{p}, what is the minimum weighted-cost path over time, price, and reliability from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} balancing time, price, and reliability?",
+        "{p}, how can I travel from {s} to {t} quickly, cheaply, and reliably?",
+        "{p}, what is the route with the lowest weighted cost of time, price, and reliability from {s} to {t}?",
+    ),
+    "TCR": (
+        "{p}, what is the fastest, most comfortable, and reliable route from {s} to {t}?",
+        "{p}, what is the minimum weighted-cost path over time, comfort, and reliability from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} balancing time, comfort, and reliability?",
+        "{p}, how can I travel from {s} to {t} quickly, comfortably, and reliably?",
+        "{p}, what is the route with the lowest weighted cost of time, comfort, and reliability from {s} to {t}?",
+    ),
+    "PCR": (
+        "{p}, what is the best route optimizing price, comfort, and reliability from {s} to {t}?",
+        "{p}, what is the minimum weighted-cost path over price, comfort, and reliability from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} balancing price, comfort, and reliability?",
+        "{p}, how can I travel from {s} to {t} cheaply, comfortably, and reliably?",
+        "{p}, what is the route with the lowest weighted cost of price, comfort, and reliability from {s} to {t}?",
+    ),
+    "TPCR": (
+        "{p}, what is the optimal route considering time, price, comfort, and reliability from {s} to {t}?",
+        "{p}, what is the minimum weighted-cost path over time, price, comfort, and reliability from {s} to {t}?",
+        "{p}, how can I get from {s} to {t} balancing time, price, comfort, and reliability?",
+        "{p}, how can I travel from {s} to {t} quickly, cheaply, comfortably, and reliably?",
+        "{p}, what is the route with the lowest weighted cost of time, price, comfort, and reliability from {s} to {t}?",
+    ),
+}
+_CRITERIA_STYLES["mix"] = _CRITERIA_STYLES["TPCR"]
+
+
+def _words(scenario: Scenario) -> dict[str, str]:
+    if scenario == "metromap":
+        return {"map": "Subway Map", "unit": "station", "units": "stations", "vehicle": "subway "}
+    return {"map": "Scenic Area Planning Map", "unit": "scenic spot", "units": "scenic spots", "vehicle": ""}
+
+
+def _prefix(category: str, scenario: Scenario) -> str:
+    mp = _words(scenario)["map"]
+    return {
+        "map_only": f"According to the {mp}",
+        "edge_only": "According to the Edge Table",
+        "map_edge": f"According to the {mp} and the Edge Table",
+        "mix": f"According to the {mp} and the Vertex Table",
+    }.get(category, f"According to the {mp}, Edge Table and Vertex Table")
+
+
+def _templates(category: str) -> tuple[str, ...]:
+    return _FREE_STYLES if category in CRITERIA_FREE else _CRITERIA_STYLES[category]
+
+
+def question_text(category: str, scenario: Scenario, style: int, source: str, target: str) -> str:
+    """The question of a query in instruction style `style` (0-4)."""
+    _check_category(category)
+    template = _templates(category)[style % N_STYLES]
+    return template.format(p=_prefix(category, scenario), s=source, t=target, **_words(scenario))
+
+
+@lru_cache(maxsize=None)
+def _question_patterns(scenario: Scenario) -> tuple[tuple[str, int, re.Pattern, re.Pattern], ...]:
+    out = []
+    for category in CATEGORIES:
+        for style, template in enumerate(_templates(category)):
+            text = template.format(p=_prefix(category, scenario), s="\x00S\x00", t="\x00T\x00", **_words(scenario))
+            body = re.escape(text)
+            lazy = body.replace("\x00S\x00", "(?P<s>.+?)").replace("\x00T\x00", "(?P<t>.+?)")
+            greedy = body.replace("\x00S\x00", "(?P<s>.+)").replace("\x00T\x00", "(?P<t>.+)")
+            out.append((category, style, re.compile(f"^{lazy}$"), re.compile(f"^{greedy}$")))
+    return tuple(out)
+
+
+def parse_question(question: str, known: set[str] | None = None) -> tuple[str, int, str, str]:
+    """(category, style, source, target) of a question written by `question_text`.
+
+    Several templates can match one question (one template's tail may end another's, and a station
+    name may contain template words such as " to "). Among all matches, those whose two names are
+    `known` stations win; then the match that explains the most text by template words (the
+    shortest names)."""
+    q = question.strip()
+    matches: list[tuple[str, int, str, str]] = []
+    for scenario in ("metromap", "travelmap"):
+        for category, style, lazy, greedy in _question_patterns(scenario):
+            for pattern in (lazy, greedy):
+                match = pattern.match(q)
+                if match:
+                    matches.append((category, style, match.group("s").strip(), match.group("t").strip()))
+    if not matches:
+        raise GeoevalError(f"cannot read origin and destination from the question {question!r}")
+    if known:
+        good = [x for x in matches if x[2] in known and x[3] in known]
+        if good:
+            matches = good
+    return min(matches, key=lambda x: len(x[2]) + len(x[3]))
+
+
+# --------------------------------------------------------------------------------------------
+# Weights and queries
+
+
+def _check_category(category: str) -> None:
+    if category not in SETTINGS:
+        raise GeoevalError(f"unknown RP category {category!r}; choose from {list(CATEGORIES)}")
+
+
+def sample_weights(category: str, rng: random.Random) -> tuple[float, float, float, float] | None:
+    """The category's weight vector (None for criteria-free), see the module docstring."""
+    crit = CRITERIA[category]
+    if not crit:
+        return None
+    raw = [rng.choice(WEIGHT_CHOICES) for _ in crit]
+    total = sum(raw)
+    values = [round(r / total, 6) for r in raw[:-1]]
+    values.append(round(1 - sum(values), 6))
+    w = [0.0, 0.0, 0.0, 0.0]
+    for name, value in zip(crit, values):
+        w[CRITERIA_NAMES.index(name)] = value
+    return tuple(w)  # type: ignore[return-value]
+
+
+def build_rp_queries(
+    m: MetroMap,
+    categories: Sequence[str],
+    n_per_category: int,
+    seed: int,
+    map_difficulty: str = "Easy",
+    *,
+    objective: routing.Objective = "mean",
+) -> list[RPQuery]:
+    """RP queries of map `m`: `n_per_category` origin-destination pairs (fewer if the map has
+    fewer), each asked in every category of `categories` (see the module docstring)."""
+    for c in categories:
+        _check_category(c)
+    g = to_graph(m)
+    names = sorted(m.stations)
+    lengths = {s: dict(nx.single_source_shortest_path_length(g, s)) for s in names}
+    pairs = [(s, t) for s in names for t in names if s != t and lengths[s].get(t, 0) >= 2]
+    rng = random.Random(seed)
+    chosen = rng.sample(pairs, min(n_per_category, len(pairs)))
+    spli_values = [lengths[s][t] for s, t in chosen]
+    if m.scenario == "metromap":
+        levels = tercile_levels(spli_values)
+    else:
+        levels = tercile_levels([spci(g, s, t) for s, t in chosen])
+    mixed = mix_map(m) if "mix" in categories else None
+
+    queries: list[RPQuery] = []
+    for category in categories:
+        for i, (s, t) in enumerate(chosen):
+            weights = sample_weights(category, random.Random(f"{seed}/{category}/{i}"))
+            plan_on = mixed if category == "mix" else m
+            if weights is None:
+                routes = routing.reference_routes(m, s, t, None)
+                totals = None
+            else:
+                routes = routing.optimal_routes(plan_on, s, t, weights, objective=objective)
+                path, transfers = routing.parse_route(routes[0])
+                totals = routing.route_totals(plan_on, path, transfers)
+            style = i % N_STYLES
+            queries.append(
+                RPQuery(
+                    id=f"{m.name}-{category}-{i:03d}",
+                    map_name=m.name,
+                    scenario=m.scenario,
+                    category=category,
+                    setting=SETTINGS[category],
+                    source=s,
+                    target=t,
+                    weights=weights,
+                    style=style,
+                    question=question_text(category, m.scenario, style, s, t),
+                    routes=routes,
+                    totals=totals,
+                    map_difficulty=map_difficulty,
+                    query_difficulty=levels[i],
+                    spli=spli_values[i],
+                    transfer_vertex_numbers=[r.count(routing.TRANSFER_MARK) for r in routes],
+                )
+            )
+    return queries
+
+
+# --------------------------------------------------------------------------------------------
+# Tables shown to the model
+
+
+def table_columns(category: str, scenario: Scenario = "metromap") -> dict[str, list[str]]:
+    """The columns of each table a category shows: {"Edge Table": [...], "Vertex Table": [...]}
+    (empty for Map-only). For Map+Mix_tab, "Vertex Table" is the Mix_tab without Line."""
+    _check_category(category)
+    line = ["Line"] if scenario == "metromap" else []
+    crit = list(CRITERIA[category])
+    if category == "map_only":
+        return {}
+    if category in ("edge_only", "map_edge"):
+        return {"Edge Table": ["Edge", *line]}
+    if category == "mix":
+        cols = ["Vertex", *CRITERIA_NAMES] + (["Transfer Time"] if scenario == "metromap" else [])
+        return {"Vertex Table": cols}
+    vertex = ["Vertex", *line, *crit]
+    if "Time" in crit and scenario == "metromap":
+        vertex.append("Transfer Time")
+    return {"Edge Table": ["Edge", *line, *crit], "Vertex Table": vertex}
+
+
+def prompt_tables(m: MetroMap, category: str, table_format: TableFormat) -> dict[str, str]:
+    """The serialised tables of a category ({title: text}), ready for `user_prompt`."""
+    out = {}
+    for title, cols in table_columns(category, m.scenario).items():
+        if title == "Edge Table":
+            rows = edge_table(m, cols)
+        elif category == "mix":
+            rows = [{c: r[c] for c in cols} for r in mix_table(m, drop_line=True)]
+        else:
+            rows = vertex_table(m, cols)
+        out[title] = format_table(rows, table_format)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts
+
+
+@lru_cache(maxsize=None)
+def _template(name: str) -> str:
+    return (PROMPTS_DIR / name).read_text(encoding="utf-8")
+
+
+_EXAMPLES = {
+    "metromap": ("Marlow Park", "Kensett Square", "Dunthorpe", "Ashby Vale", "Quillon"),
+    "travelmap": ("North Gate", "Lotus Pond", "Sunset Terrace", "Old Temple", "Bamboo Garden"),
+}
+
+
+def _common_fields(category: str, scenario: Scenario) -> dict[str, str]:
+    setting = SETTINGS[category]
+    w = _words(scenario)
+    mp = "the provided subway map image" if scenario == "metromap" else "the provided scenic area planning map image"
+    inputs = {
+        "map": mp,
+        "edge_tab": "the Edge Table",
+        "map+edge_tab": f"{mp} and the Edge Table",
+        "map+edge_tab+vertex_tab": f"{mp} and two tables (an Edge Table and a Vertex Table)",
+        "map+mix_tab": f"{mp} and the Vertex Table",
+    }[setting]
+    described = []
+    if "map" in setting.split("+"):
+        described.append(f"- The map image shows the {w['units']}" + (" and the lines connecting them." if scenario == "metromap" else " and the paths between them."))
+    cols = table_columns(category, scenario)
+    for title, columns in cols.items():
+        kind = "each row is an edge between two adjacent " + w["units"] if title == "Edge Table" else f"each row is a {w['unit']}"
+        if category == "mix":
+            kind += "; its Time, Price, Comfort Level and Reliability already merge the adjacent edges' attributes (no separate edge attributes are given)"
+        described.append(f"- The {title}: {kind}; columns {', '.join(columns)}.")
+    if scenario == "metromap":
+        marking_title, marking_rule = (
+            "Transfer Marking",
+            "If and only if a line transfer occurs at a station, append `(transfer)` immediately "
+            "after its name. The origin and the destination are never marked.",
+        )
+        a, b, c, d, e = _EXAMPLES["metromap"]
+        ex1 = f"{a}-{c}-{b}(transfer)-{d}"
+        ex2 = f"{e}-{d}(transfer)-{b}"
+    else:
+        marking_title, marking_rule = ("Names", "Write each scenic spot exactly as named; add no annotations.")
+        a, b, c, d, e = _EXAMPLES["travelmap"]
+        ex1 = f"{a}-{c}-{b}-{d}"
+        ex2 = f"{e}-{d}-{b}"
+    material = {
+        "map": "map image",
+        "edge_tab": "Edge Table",
+        "map+edge_tab": "map image and Edge Table",
+        "map+edge_tab+vertex_tab": "map image and tables",
+        "map+mix_tab": "map image and Vertex Table",
+    }[setting]
+    return {
+        "planner": "Subway Pathfinding Algorithm" if scenario == "metromap" else "Scenic Area Route Planner",
+        "inputs": inputs,
+        "unit": w["unit"],
+        "units": w["units"],
+        "input_description": "\n".join(described) if described else "- Only the map image.",
+        "marking_title": marking_title,
+        "marking_rule": marking_rule,
+        "material": material,
+        "example_a": a,
+        "example_b": b,
+        "example_d": d,
+        "example_e": e,
+        "example_route_1": ex1,
+        "example_route_2": ex2,
+    }
+
+
+def _fmt_weight(w: float) -> str:
+    return f"{w:g}" if abs(w) >= 1e-4 or w == 0 else f"{w:.6f}"
+
+
+def _cost_rules(category: str, scenario: Scenario) -> str:
+    crit = CRITERIA[category]
+    metro = scenario == "metromap"
+    stations = "every station of the route except the destination" if metro else "every scenic spot of the route, the destination included"
+    rules = []
+    if category == "mix":
+        if "Time" in crit:
+            rules.append(f"- Total Time = sum of the Time of {stations}"
+                         + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
+        rules.append(f"- Total Price = sum of the Price of {stations}.")
+        rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of {stations}.")
+        rules.append(f"- Average Reliability = mean of the non-zero Reliability values of {stations}.")
+        return "\n".join(rules)
+    if "Time" in crit:
+        rules.append(f"- Total Time = sum of edge Time + sum of the Time of {stations}"
+                     + (" + the Transfer Time of each station where a line transfer occurs (stations passed without changing lines add no Transfer Time)." if metro else "."))
+    if "Price" in crit:
+        rules.append(f"- Total Price = sum of edge Price + sum of the Price of {stations}.")
+    if "Comfort Level" in crit:
+        rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of the route's edges and of {stations}.")
+    if "Reliability" in crit:
+        rules.append(f"- Average Reliability = mean of the non-zero Reliability values of the route's edges and of {stations}.")
+    return "\n".join(rules)
+
+
+def _scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) -> str:
+    crit = CRITERIA[category]
+    ts, ps, cs = routing.SCALES[scenario]
+    terms = []
+    lines = []
+    if "Time" in crit:
+        terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
+        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
+                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
+    if "Price" in crit:
+        terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
+        lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
+    if "Comfort Level" in crit:
+        c_term = "Average Comfort Level" if cs == 1 else f"Average Comfort Level / {cs:g}"
+        terms.append(f"{_fmt_weight(weights[2])} * (1 - {c_term})")
+        lines.append("- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean.")
+    if "Reliability" in crit:
+        terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
+        lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
+    lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
+    return "\n".join(lines)
+
+
+def _objective(category: str, scenario: Scenario, weights: Sequence[float]) -> tuple[str, str]:
+    crit = CRITERIA[category]
+    single = {
+        "Time": ("the fastest route", "the one with the minimum Total Time"),
+        "Price": ("the cheapest route", "the one with the minimum Total Price"),
+        "Comfort Level": ("the route with the highest comfort level", "the one with the highest Average Comfort Level"),
+        "Reliability": ("the route with the highest reliability", "the one with the highest Average Reliability"),
+    }
+    if len(crit) == 1:
+        goal, which = single[crit[0]]
+        return goal, f"Considering {crit[0]} as the only factor, return only one final route: {which}."
+    parts = ", ".join(f"{name} {_fmt_weight(weights[CRITERIA_NAMES.index(name)])}" for name in crit)
+    who = USER_PROFILE.get(category)
+    lead = f"The route should be planned for {who}. " if who else ""
+    goal = "the best overall route based on weighted " + ", ".join(crit[:-1]) + f" and {crit[-1]}"
+    return goal, (
+        f"{lead}{', '.join(crit[:-1])} and {crit[-1]} must be considered together with the weight "
+        f"proportions {parts}. Return only one final route: the one with the best (lowest) weighted score "
+        f"defined below."
+    )
+
+
+def system_prompt(category: str, scenario: Scenario = "metromap", weights: Sequence[float] | None = None) -> str:
+    """The system prompt of an RP category (templates in `prompts/`)."""
+    _check_category(category)
+    fields = _common_fields(category, scenario)
+    if category in CRITERIA_FREE:
+        return _template("rp_system_criteria_free.txt").format(**fields).rstrip() + "\n"
+    if weights is None:
+        raise GeoevalError(f"category {category!r} needs weights (time, price, comfort, reliability)")
+    goal, objective = _objective(category, scenario, weights)
+    return _template("rp_system_criteria.txt").format(
+        **fields,
+        goal=goal,
+        objective=objective,
+        cost_rules=_cost_rules(category, scenario),
+        scaling_rules=_scaling_rules(category, scenario, weights),
+    ).rstrip() + "\n"
+
+
+_WEIGHTS_LINE = "Weights (Time, Price, Comfort Level, Reliability):"
+
+
+def user_prompt(query: RPQuery, tables: dict[str, str], table_format: TableFormat) -> str:
+    """The user prompt: the question, the weights (criteria categories) and each table in a fenced
+    block "<title> (<format>):\\n```<format>\\n...\\n```"."""
+    weights_block = ""
+    if query.weights is not None:
+        weights_block = f"\n{_WEIGHTS_LINE} " + ", ".join(_fmt_weight(w) for w in query.weights) + "\n"
+    blocks = []
+    for title, text in tables.items():
+        blocks.append(f"\n{title} ({table_format}):\n```{table_format}\n{text.rstrip()}\n```\n")
+    return _template("rp_user.txt").format(
+        question=query.question, weights_block=weights_block, tables_block="".join(blocks)
+    )
+
+
+_TABLE_BLOCK = re.compile(
+    r"(?P<title>[A-Z][A-Za-z_ ]*?Table) \((?P<fmt>csv|json)\):\s*\n```(?:csv|json)?\s*\n(?P<body>.*?)\n?```",
+    re.DOTALL,
+)
+_WEIGHTS = re.compile(re.escape(_WEIGHTS_LINE) + r"\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)")
+
+
+def parse_prompt(text: str) -> ParsedPrompt:
+    """Source, target, weights, criteria and tables (rows, keyed by title: "Edge Table",
+    "Vertex Table") of a user prompt written by `user_prompt` (a system prompt may precede it)."""
+    tables: dict[str, list[dict]] = {}
+    for match in _TABLE_BLOCK.finditer(text):
+        tables[match.group("title").strip()] = parse_table(match.group("body"), match.group("fmt"))  # type: ignore[arg-type]
+    known: set[str] = set()
+    for rows in tables.values():
+        for r in rows:
+            if "Vertex" in r:
+                known.add(str(r["Vertex"]))
+            if "Edge" in r and isinstance(r["Edge"], str):
+                known.update(p.strip() for p in r["Edge"].split("-"))
+
+    question = ""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "# Question":
+            question = next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
+            break
+    category = style = None
+    if question:
+        category, style, source, target = parse_question(question, known)
+    else:  # no header: try every line
+        for line in lines:
+            try:
+                category, style, source, target = parse_question(line, known)
+                question = line.strip()
+                break
+            except GeoevalError:
+                continue
+        else:
+            raise GeoevalError("no RP question found in the prompt")
+
+    weights = None
+    wm = _WEIGHTS.search(text)
+    if wm:
+        weights = tuple(float(x) for x in wm.groups())
+    criteria = CRITERIA[category] if category else ()
+    if weights is not None and not criteria:
+        criteria = tuple(n for n, w in zip(CRITERIA_NAMES, weights) if w)
+    return ParsedPrompt(
+        source=source, target=target, weights=weights, criteria=criteria, tables=tables,  # type: ignore[arg-type]
+        category=category, question=question,
+    )
+
+
+def graph_from_tables(
+    edge_rows: list[dict[str, Any]] | None,
+    vertex_rows: list[dict[str, Any]] | None = None,
+    mix_rows: list[dict[str, Any]] | None = None,
+    scenario: Scenario = "metromap",
+) -> MetroMap:
+    """A routable `MetroMap` (coordinates 0) from what a model is shown: the Edge Table (needed
+    for the topology) plus the Vertex Table, or the Mix Table (then stations carry the Mix values
+    and edges no attributes). Missing columns read as 0, which leaves the criteria shown intact."""
+    if not edge_rows:
+        raise GeoevalError("an Edge Table is needed to recover the network")
+    return map_from_rows(edge_rows, vertex_rows, mix_rows, scenario)

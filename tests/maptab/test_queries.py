@@ -1,0 +1,217 @@
+"""RP query building, question wording, prompts, and prompt -> tables -> routes."""
+
+import itertools
+import re
+
+import networkx as nx
+import pytest
+
+from geoeval.core.errors import GeoevalError
+from geoeval.suites.maptab import routing
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.queries import (
+    CATEGORIES,
+    CRITERIA,
+    SETTINGS,
+    build_rp_queries,
+    graph_from_tables,
+    parse_prompt,
+    parse_question,
+    prompt_tables,
+    question_text,
+    system_prompt,
+    table_columns,
+    user_prompt,
+)
+from geoeval.suites.maptab.tables import edge_table, mix_map, parse_table
+
+
+@pytest.fixture(scope="module")
+def metro():
+    return generate_metro_map(21, n_lines=4, loop_probability=1.0)
+
+
+@pytest.fixture(scope="module")
+def queries(metro):
+    return build_rp_queries(metro, list(CATEGORIES), 12, seed=3, map_difficulty="Medium")
+
+
+def test_deterministic_and_seed_dependent(metro, queries):
+    assert build_rp_queries(metro, list(CATEGORIES), 12, seed=3, map_difficulty="Medium") == queries
+    other = build_rp_queries(metro, list(CATEGORIES), 12, seed=4)
+    assert [(q.source, q.target) for q in other] != [(q.source, q.target) for q in queries]
+
+
+def test_every_category_is_asked_on_the_same_pairs(queries):
+    by_cat = {c: [(q.source, q.target) for q in queries if q.category == c] for c in CATEGORIES}
+    pairs = by_cat["map_only"]
+    assert len(pairs) == 12 and len(set(pairs)) == 12
+    assert all(v == pairs for v in by_cat.values())
+    assert len({q.id for q in queries}) == len(queries)
+
+
+def test_pairs_are_non_trivial_and_labelled(metro, queries):
+    g = nx.Graph([(e.a, e.b) for e in metro.edges])
+    for q in queries:
+        assert q.spli == nx.shortest_path_length(g, q.source, q.target) >= 2
+        assert q.setting == SETTINGS[q.category]
+        assert q.map_difficulty == "Medium"
+        assert all(len(r.split("-")) >= 3 for r in q.routes)
+        assert q.transfer_vertex_numbers == [r.count("(transfer)") for r in q.routes]
+        if q.weights is None:
+            assert q.totals is None
+        else:
+            path, tr = routing.parse_route(q.routes[0])
+            plan_on = mix_map(metro) if q.category == "mix" else metro
+            assert q.totals == routing.route_totals(plan_on, path, tr)
+
+
+def test_query_difficulty_is_a_spli_tercile(queries):
+    qs = [q for q in queries if q.category == "T"]
+    levels = [q.query_difficulty for q in qs]
+    assert levels.count("Easy") == levels.count("Medium") == levels.count("Hard") == 4
+    easy = max(q.spli for q in qs if q.query_difficulty == "Easy")
+    hard = min(q.spli for q in qs if q.query_difficulty == "Hard")
+    assert easy <= hard
+
+
+def test_weights(queries):
+    for q in queries:
+        crit = CRITERIA[q.category]
+        if not crit:
+            assert q.weights is None
+            continue
+        names = ("Time", "Price", "Comfort Level", "Reliability")
+        assert [n for n, w in zip(names, q.weights) if w] == list(crit)
+        assert sum(q.weights) == pytest.approx(1.0, abs=1e-9)
+        assert all(round(w, 6) == w for w in q.weights)
+        if len(crit) == 1:
+            assert max(q.weights) == 1.0
+        else:
+            # integer weights from {1..5}: every ratio of two weights is a ratio of such integers
+            nz = [w for w in q.weights if w]
+            ratios = {a / b for a, b in itertools.product(range(1, 6), repeat=2)}
+            assert any(abs(nz[0] / nz[1] - r) < 1e-4 for r in ratios)
+
+
+def test_references_are_optimal_against_all_simple_paths(metro, queries):
+    g = nx.Graph([(e.a, e.b) for e in metro.edges])
+    for q in [q for q in queries if q.category in ("T", "C", "TPCR", "mix")][:24]:
+        plan_on = mix_map(metro) if q.category == "mix" else metro
+        best = min(
+            routing.route_cost(plan_on, p, tr, q.weights)
+            for p in nx.all_simple_paths(g, q.source, q.target)
+            for tr in routing.transfer_sets(plan_on, p, q.weights[0])
+        )
+        for r in q.routes:
+            assert routing.route_cost(plan_on, *routing.parse_route(r), q.weights) == pytest.approx(best, abs=1e-9)
+
+
+def test_styles_cycle_and_d1_wording(queries):
+    qs = [q for q in queries if q.category == "map_only"]
+    assert [q.style for q in qs] == [i % 5 for i in range(12)]
+    q = qs[0]
+    s, t = q.source, q.target
+    assert q.question == f"According to the Subway Map, what is the path with the fewest stations from {s} to {t}?"
+    assert [question_text("map_only", "metromap", k, "X", "Y") for k in range(5)] == [
+        "According to the Subway Map, what is the path with the fewest stations from X to Y?",
+        "According to the Subway Map, what is the shortest path from X to Y?",
+        "According to the Subway Map, how can I reach Y from X via the shortest path?",
+        "According to the Subway Map, how can I travel from X to Y with the fewest number of stations?",
+        "According to the Subway Map, what is the shortest route in terms of station count from X to Y?",
+    ]
+    assert question_text("T", "metromap", 0, "X", "Y") == (
+        "According to the Subway Map, Edge Table and Vertex Table, what is the fastest route from X to Y?")
+    assert question_text("C", "metromap", 0, "X", "Y") == (
+        "According to the Subway Map, Edge Table and Vertex Table, what is the smoothest ride between X and Y?")
+    assert question_text("mix", "metromap", 0, "X", "Y") == (
+        "According to the Subway Map and the Vertex Table, what is the optimal route considering time, price, "
+        "comfort, and reliability from X to Y?")
+    assert question_text("map_only", "travelmap", 1, "X", "Y") == (
+        "According to the Scenic Area Planning Map, what is the shortest path from X to Y?")
+
+
+def test_every_question_parses_back():
+    for category, style in itertools.product(CATEGORIES, range(5)):
+        for scenario in ("metromap", "travelmap"):
+            q = question_text(category, scenario, style, "Marlow Park", "Kensett Square")
+            assert parse_question(q) == (category, style, "Marlow Park", "Kensett Square")
+    tricky = question_text("T", "metromap", 0, "Gate to Bay", "Bay")
+    assert parse_question(tricky, {"Gate to Bay", "Bay"})[2:] == ("Gate to Bay", "Bay")
+    with pytest.raises(GeoevalError):
+        parse_question("What is the weather like?")
+
+
+def test_table_columns_follow_the_authors_masking():
+    assert table_columns("map_only") == {}
+    assert table_columns("edge_only") == {"Edge Table": ["Edge", "Line"]}
+    assert table_columns("T") == {"Edge Table": ["Edge", "Line", "Time"],
+                                  "Vertex Table": ["Vertex", "Line", "Time", "Transfer Time"]}
+    assert table_columns("P") == {"Edge Table": ["Edge", "Line", "Price"], "Vertex Table": ["Vertex", "Line", "Price"]}
+    assert table_columns("PCR")["Vertex Table"] == ["Vertex", "Line", "Price", "Comfort Level", "Reliability"]
+    assert table_columns("mix") == {"Vertex Table": ["Vertex", "Time", "Price", "Comfort Level", "Reliability",
+                                                     "Transfer Time"]}
+    assert table_columns("T", "travelmap") == {"Edge Table": ["Edge", "Time"], "Vertex Table": ["Vertex", "Time"]}
+
+
+def test_system_prompts_render():
+    for category in CATEGORIES:
+        weights = None if not CRITERIA[category] else (0.4, 0.3, 0.2, 0.1)
+        for scenario in ("metromap", "travelmap"):
+            text = system_prompt(category, scenario, weights)
+            assert "{" not in text and "}" not in text
+            assert "# Output Format Constraints" in text and "hyphens" in text
+            assert ("(transfer)" in text) == (scenario == "metromap")
+    tpr = system_prompt("TPR", "metromap", (0.3, 0.5, 0, 0.2))
+    assert "Time 0.3, Price 0.5, Reliability 0.2" in tpr
+    assert "0.3 * (Total Time / 3) + 0.5 * (Total Price / 1.5) + 0.2 * (1 - Average Reliability)" in tpr
+    assert "Comfort" not in tpr
+    assert "/ 180" in system_prompt("T", "travelmap", (1, 0, 0, 0))
+    with pytest.raises(GeoevalError):
+        system_prompt("T", "metromap", None)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_prompt_to_tables_to_routes_reproduces_references(fmt):
+    solvable = [c for c in CATEGORIES if c not in ("map_only", "mix")]
+    for seed in (21, 34):
+        m = generate_metro_map(seed, n_lines=4, loop_probability=0.5)
+        for q in build_rp_queries(m, list(CATEGORIES), 8, seed=seed):
+            tables = prompt_tables(m, q.category, fmt)
+            text = system_prompt(q.category, q.scenario, q.weights) + "\n" + user_prompt(q, tables, fmt)
+            parsed = parse_prompt(text)
+            assert (parsed.source, parsed.target, parsed.category) == (q.source, q.target, q.category)
+            assert parsed.weights == q.weights
+            assert parsed.criteria == CRITERIA[q.category]
+            assert set(parsed.tables) == set(table_columns(q.category))
+            if q.category in solvable:
+                g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None, "metromap")
+                assert routing.reference_routes(g, parsed.source, parsed.target, parsed.weights) == q.routes
+            elif q.category == "mix":
+                # the topology comes from the map image; here we hand the agent the true edges
+                g = graph_from_tables(edge_table(m, ["Edge", "Line"]), None, parsed.tables["Vertex Table"])
+                assert routing.optimal_routes(g, parsed.source, parsed.target, parsed.weights) == q.routes
+                assert "Line" not in parsed.tables["Vertex Table"][0]
+
+
+def test_user_prompt_layout(metro, queries):
+    q = next(q for q in queries if q.category == "T")
+    text = user_prompt(q, prompt_tables(metro, "T", "csv"), "csv")
+    assert text.startswith("# Question\n" + q.question)
+    assert re.search(r"Edge Table \(csv\):\n```csv\nEdge,Line,Time\n", text)
+    assert re.search(r"Vertex Table \(csv\):\n```csv\nVertex,Line,Time,Transfer Time\n", text)
+    assert "Weights (Time, Price, Comfort Level, Reliability): 1, 0, 0, 0" in text
+    body = text.split("Edge Table (csv):\n```csv\n")[1].split("\n```")[0]
+    assert parse_table(body, "csv")[0]["Edge"] == metro.edges[0].label
+    free = next(q for q in queries if q.category == "map_only")
+    assert "Weights" not in user_prompt(free, {}, "csv") and "```" not in user_prompt(free, {}, "csv")
+
+
+def test_bad_inputs():
+    m = generate_metro_map(2)
+    with pytest.raises(GeoevalError):
+        build_rp_queries(m, ["fastest"], 3, seed=1)
+    with pytest.raises(GeoevalError):
+        parse_prompt("no question here")
+    with pytest.raises(GeoevalError):
+        graph_from_tables(None, [{"Vertex": "A"}])
