@@ -214,7 +214,7 @@ def plot_sweep(
 ) -> Path:
     """Plot a sweep as a PNG at `path` (parent folders created) and return the path.
 
-    One line per metric, and per `by` group when `by` is given (labelled "metric (group)").
+    One panel per metric; in each, one line per `by` group (labelled by the group's value).
     With `log2_x` the x axis is log2 with a tick at every x value, labelled by `fraction_label`
     ("1", "1/2", ..., "1/32"); x values must then be positive.
     """
@@ -228,32 +228,67 @@ def plot_sweep(
             f"a log2 axis needs positive {x!r} values, got {fraction_label(min(xs))}: "
             "pass log2_x=False"
         )
-    figure = Figure(figsize=(6.4, 4.2), dpi=120)
+    # one panel per metric, one line per group: curves of different metrics never overlap
+    figure = Figure(figsize=(5.2 * len(metrics), 4.4), dpi=120)
+    FigureCanvasAgg(figure)
+    groups = _sweep_groups(points, by)
+    for k, metric in enumerate(metrics):
+        axes = figure.add_subplot(1, len(metrics), k + 1)
+        for group, members in groups.items():
+            ordered = sorted(members, key=lambda p: _x_value(p, x))
+            line = [(_x_value(p, x), float(p[metric])) for p in ordered if p.get(metric) is not None]
+            if line:
+                label = str(group).split("=", 1)[-1] if by else metric
+                axes.plot([a for a, _ in line], [b for _, b in line], marker="o", label=label)
+        if log2_x:
+            axes.set_xscale("log", base=2)
+            axes.xaxis.set_minor_locator(NullLocator())
+        if xs:
+            axes.set_xticks(xs)
+            axes.set_xticklabels([fraction_label(value) for value in xs])
+        axes.set_xlabel(x)
+        axes.set_ylabel(metric)
+        axes.set_title(metric.upper())
+        axes.grid(True, alpha=0.3)
+        if by and k == len(metrics) - 1 and axes.get_legend_handles_labels()[0]:
+            axes.legend(title=str(by), fontsize="small")
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+    return out
+
+
+def plot_bars(
+    rows: Sequence[dict[str, Any]],
+    category: str,
+    metrics: Sequence[str],
+    path: str | Path,
+    *,
+    title: str | None = None,
+) -> Path:
+    """Grouped bar chart as a PNG: one group per row (labelled by `rows[i][category]`), one bar
+    per metric. For a job's per-setting or per-level table (mean metrics in [0, 1])."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(max(6.4, 1.2 * len(rows) + 2), 4.2), dpi=120)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    for group, members in _sweep_groups(points, by).items():
-        ordered = sorted(members, key=lambda p: _x_value(p, x))
-        for metric in metrics:
-            line = [
-                (_x_value(p, x), float(p[metric])) for p in ordered if p.get(metric) is not None
-            ]
-            if not line:
-                continue
-            label = f"{metric} ({group})" if by else metric
-            axes.plot([a for a, _ in line], [b for _, b in line], marker="o", label=label)
-    if log2_x:
-        axes.set_xscale("log", base=2)
-        axes.xaxis.set_minor_locator(NullLocator())
-    if xs:
-        axes.set_xticks(xs)
-        axes.set_xticklabels([fraction_label(value) for value in xs])
-    axes.set_xlabel(x)
-    axes.set_ylabel(metrics[0] if len(metrics) == 1 else "score")
+    width = 0.8 / max(1, len(metrics))
+    for j, metric in enumerate(metrics):
+        xs = [i + j * width for i in range(len(rows))]
+        axes.bar(xs, [float(r.get(metric) or 0.0) for r in rows], width=width, label=metric)
+    axes.set_xticks([i + width * (len(metrics) - 1) / 2 for i in range(len(rows))])
+    axes.set_xticklabels([str(r.get(category, "")) for r in rows], rotation=20, ha="right")
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("score")
     if title:
         axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    if axes.get_legend_handles_labels()[0]:
-        axes.legend()
+    axes.grid(True, axis="y", alpha=0.3)
+    axes.legend()
     figure.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

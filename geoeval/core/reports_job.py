@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.reports import markdown_table, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
+from geoeval.core.aggregate import group_table
+from geoeval.core.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
 
 
 def write_job_reports(outcome: Any) -> list[Path]:
@@ -17,7 +18,16 @@ def write_job_reports(outcome: Any) -> list[Path]:
     summary = out / "summary.md"
     summary.write_text(summary_markdown(outcome.results, metrics, title=title))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
-    return [summary, Path(parquet), *outcome.artifacts]
+    artifacts = [summary, Path(parquet)]
+    mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
+    if outcome.results and mean_metrics:
+        for dim in ("setting", "level"):
+            rows = group_table(outcome.results, by=[dim], metrics=mean_metrics,
+                               sum_metrics=frozenset(outcome.spec.metrics.sum_metrics))
+            if len(rows) > 1 or (rows and rows[0].get(dim)):
+                artifacts.append(plot_bars(rows, dim, mean_metrics, out / f"metrics_by_{dim}.png",
+                                           title=f"{', '.join(mean_metrics)} by {dim} — {outcome.spec.model.name}"))
+    return [*artifacts, *outcome.artifacts]
 
 
 def print_outcome(outcome: Any) -> None:
@@ -52,6 +62,7 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path]
 
     x_key = next((k for k in swept if numeric(k)), swept[0] if swept else None)
     by_keys = [k for k in swept if k != x_key]
+    by_name = ",".join(_short(k) for k in by_keys) or "group"
     metric_names = [m for m in ("ema", "pma", "pr", "acc", "ar", "ses") if all(m in p["metrics"] for p in points)]
     if not metric_names:
         metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m})[:3]
@@ -62,7 +73,7 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path]
             v = p["overrides"].get(x_key)
             row[_short(x_key)] = float(v) if x_key and numeric(x_key) else v
         if by_keys:
-            row["group"] = ",".join(f"{_short(k)}={p['overrides'].get(k)}" for k in by_keys)
+            row[by_name] = ",".join(str(p["overrides"].get(k)) for k in by_keys)
         for m in metric_names:
             row[m] = p["metrics"].get(m)
         row["n"] = p.get("n")
@@ -71,13 +82,13 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path]
     if not x_key:
         for r, p in zip(rows, points):
             r["job"] = p["job"]
-    table = sweep_table(rows, x=x_name, metrics=metric_names, by="group" if by_keys else None)
+    table = sweep_table(rows, x=x_name, metrics=metric_names, by=by_name if by_keys else None)
     md = sweep_dir / "sweep_table.md"
     md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
     artifacts = [md]
     if x_key and numeric(x_key):
         png = plot_sweep(rows, x=x_name, metrics=metric_names, path=sweep_dir / "sweep_plot.png",
-                         by="group" if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
+                         by=by_name if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
                          log2_x=x_name == "resolution")
         artifacts.append(Path(png))
     return artifacts, md.read_text()

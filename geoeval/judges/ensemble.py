@@ -65,15 +65,21 @@ def combine_votes(votes: list[float]) -> float:
 
 
 class JudgeEnsemble:
-    def __init__(self, spec: Any, rules: Callable[[JudgeRequest], float] | None = None) -> None:
+    def __init__(self, spec: Any, rules: Callable[[JudgeRequest], float] | None = None,
+                 model_factory: Callable[..., Any] | None = None) -> None:
         self.models: list[str] = list(spec.models)
         self.temperature: float = spec.temperature
         self.votes: int = spec.votes
         self.rules = rules
+        self._model_factory = model_factory  # default: inspect_ai.model.get_model
 
-    async def score(self, request: JudgeRequest) -> JudgeVerdict:
+    def _model(self, name: str) -> Any:
         from inspect_ai.model import GenerateConfig, get_model
 
+        factory = self._model_factory or get_model
+        return factory(name, config=GenerateConfig(temperature=self.temperature))
+
+    async def score(self, request: JudgeRequest) -> JudgeVerdict:
         per_judge: dict[str, float] = {}
         raw: dict[str, list[str]] = {}
         for name in self.models:
@@ -82,7 +88,7 @@ class JudgeEnsemble:
                     raise ValueError("the `rules` judge is not available for this suite")
                 per_judge[name] = float(self.rules(request))
                 continue
-            model = get_model(name, config=GenerateConfig(temperature=self.temperature))
+            model = self._model(name)
             prompt = JUDGE_PROMPT.format(rubric=request.rubric, reference=request.reference,
                                          evidence=request.evidence, answer=request.answer)
             replies, votes = [], []

@@ -14,15 +14,18 @@ Pipeline (`read_map_image`):
 2. Line colours: strongly coloured pixels are clustered into a palette; every pixel gets
    the index of its palette colour (or none).
 3. Station markers: white, round, enclosed blobs whose rim is a dark achromatic ring and
-   which a coloured stroke touches from outside (letter holes fail the last test).
-   Larger rings are interchange markers.
+   which a coloured stroke touches from outside (letter holes fail the last test). Their
+   sizes fall into groups: the most populous is the ordinary marker, larger ones are
+   interchanges, smaller ones are impostors and dropped.
 4. The legend is a large dark rectangular frame; everything inside it is ignored.
 5. Edges: two markers are joined when the straight segment between them is covered
-   along most of its length by one palette colour and passes near no other marker. All
-   colours covering it are the edge's lines (parallel strokes of a shared section).
+   along most of its length by one palette colour running at a steady offset, and the
+   segment passes near no other marker. All colours covering it are the edge's lines
+   (parallel strokes of a shared section).
 6. Labels: OCR (RapidOCR) runs on a copy of the image with line colours, markers and the
    legend painted white, so that only text is left; each text box goes to the nearest
-   free marker.
+   free marker (globally nearest pairs first). A station is a transfer station when its
+   marker is an interchange marker or two line colours touch it.
 
 `route_on_perceived` then answers the MapTab route question on the perceived graph.
 """

@@ -1,0 +1,54 @@
+"""The judge ensemble: votes combine by median (majority for 0/1), judges by mean."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+from geoeval.core.config import JudgeSpec
+from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, combine_votes, parse_score
+
+
+def scripted(replies: list[str]):
+    """A factory of mockllm judges that reply with `replies` in turn (usage set: no tokenizer download)."""
+    outputs = [ModelOutput.from_content("mockllm/model", r) for r in replies]
+    for o in outputs:
+        o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+
+    def factory(name, config):
+        return get_model("mockllm/model", config=config, custom_outputs=list(outputs), memoize=False)
+
+    return factory
+
+
+def test_parse_score():
+    assert parse_score("SCORE: 0.8 because ...") == 0.8
+    assert parse_score("score = 1") == 1.0
+    assert parse_score("SCORE: .25") == 0.25
+    assert parse_score("I think it is fine") is None
+    assert parse_score("SCORE: 7") is None
+
+
+def test_votes_majority_and_mean_of_judges():
+    assert combine_votes([1.0, 0.0, 1.0]) == 1.0  # majority of three binary votes
+    assert combine_votes([0.0, 0.0, 1.0]) == 0.0
+    spec = JudgeSpec(models=["rules", "mockllm/judge"], votes=3)
+    ens = JudgeEnsemble(spec, rules=lambda req: 0.5,
+                        model_factory=scripted(["SCORE: 1", "SCORE: 0", "SCORE: 1"]))
+    verdict = asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a")))
+    assert verdict.per_judge == {"rules": 0.5, "mockllm/judge": 1.0}
+    assert verdict.score == pytest.approx(0.75)
+    assert len(verdict.raw["mockllm/judge"]) == 3
+
+
+def test_unparseable_judge_reply_counts_zero():
+    spec = JudgeSpec(models=["mockllm/judge"], votes=1)
+    ens = JudgeEnsemble(spec, model_factory=scripted(["no idea"]))
+    assert asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a"))).score == 0.0
+
+
+def test_rules_judge_required_when_configured():
+    with pytest.raises(ValueError):
+        asyncio.run(JudgeEnsemble(JudgeSpec(models=["rules"])).score(JudgeRequest(rubric="r", answer="a")))
