@@ -1,8 +1,10 @@
 """MapTab's offline baselines. Both answer only from what the sample shows them.
 
 - `table_baseline` parses the tables in the prompt and runs geoeval's exact route solver on them
-  (fewest stations for criteria-free queries, the weighted cost J otherwise). Without tables
-  (Map-only) it cannot see the network and answers that it cannot.
+  (fewest stations for criteria-free queries, the weighted cost J otherwise), with the scenario and
+  the cost model the prompt states (a "Scenic Area" prompt is Travelmap; the sum note of
+  `queries.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
+  Map+Mix_tab) it cannot see the network and answers that it cannot.
 - `perception_baseline` reads the map image: OCR for the station labels, pixel colours for lines
   and markers (`perception.py`). The topology comes from the image; numeric attributes, when the
   setting provides tables, come from the tables. Without an image (Edge_tab-only) it reads the
@@ -68,7 +70,7 @@ def solve_from_tables(parsed: Any) -> str | None:
     edges = parsed.tables.get("Edge Table")
     if not edges:
         return None
-    g = graph_from_tables(edges, parsed.tables.get("Vertex Table"), None, "metromap")
+    g = graph_from_tables(edges, parsed.tables.get("Vertex Table"), None, parsed.scenario)
     return _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, optimal_routes)
 
 
@@ -76,7 +78,7 @@ def _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, op
     if parsed.source not in g.stations or parsed.target not in g.stations:
         return None
     if parsed.weights:
-        routes = optimal_routes(g, parsed.source, parsed.target, tuple(parsed.weights))
+        routes = optimal_routes(g, parsed.source, parsed.target, tuple(parsed.weights), objective=parsed.objective)
         return routes[0] if routes else None
     paths = fewest_station_routes(g, parsed.source, parsed.target)
     if not paths:
@@ -87,9 +89,10 @@ def _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, op
 def table_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     from geoeval.suites.maptab.queries import parse_prompt
 
-    _, user, _ = _texts_and_image(messages)
+    system, user, _ = _texts_and_image(messages)
     try:
-        parsed = parse_prompt(user)
+        # the system prompt says the scenario and the cost model; the user prompt has the rest
+        parsed = parse_prompt(system + "\n" + user)
         route = solve_from_tables(parsed)
     except Exception as exc:  # an unparseable prompt is this agent's failure, not the run's
         route, _ = None, exc
@@ -136,10 +139,10 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
     from geoeval.suites.maptab.queries import parse_prompt
     from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
 
-    _, user, image_ref = _texts_and_image(messages)
+    system, user, image_ref = _texts_and_image(messages)
     route = None
     try:
-        parsed = parse_prompt(user)
+        parsed = parse_prompt(system + "\n" + user)
         if image_ref is None:
             route = solve_from_tables(parsed)
         else:
@@ -148,7 +151,8 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
             if parsed.weights and parsed.tables.get("Edge Table"):
                 from geoeval.suites.maptab.queries import graph_from_tables
 
-                g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None, "metromap")
+                g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None,
+                                      parsed.scenario)
                 route = _solve_on_graph(_restrict_to_perceived(g, pm), parsed, annotate, fewest_station_routes,
                                         format_route, optimal_routes)
             else:

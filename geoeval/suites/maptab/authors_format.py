@@ -58,6 +58,21 @@ def _keys(scenario: Scenario) -> tuple[str, str, str]:
     return ("city", "station_1", "station_2") if scenario == "metromap" else ("scenic_spot", "spot_1", "spot_2")
 
 
+def scenario_of_item(item: dict[str, Any]) -> Scenario | None:
+    """The scenario of a test-set item, from its keys (Metromap: city / station_1 / station_2;
+    Travelmap: scenic_spot / spot_1 / spot_2); None when the keys say neither or both."""
+    metro = any(k in item for k in _keys("metromap"))
+    travel = any(k in item for k in _keys("travelmap"))
+    if metro == travel:
+        return None
+    return "metromap" if metro else "travelmap"
+
+
+def item_keys(scenario: Scenario) -> tuple[str, str, str]:
+    """(map key, source key, destination key) of a scenario's test-set items."""
+    return _keys(scenario)
+
+
 def rp_test_set_path(root: Path, scenario: Scenario, category: str) -> Path:
     return Path(root) / scenario / "data" / "test_set" / (
         f"{scenario}_shortest_path_query_{CATEGORY_SUFFIX[category]}_test_set.json"

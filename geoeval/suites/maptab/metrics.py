@@ -5,12 +5,18 @@ evaluator does (`maptab_infer/evaluate.py` in the public MapTab repository).
 * Two stations match when difflib's `SequenceMatcher` ratio is >= 0.5.
 * EMA: 1 when the response has the same number of stations as some reference and every position
   matches; for Metromap, a position where either side contains "(transfer)" must be equal character
-  for character (unstripped, as the authors compare). Any reference counts.
+  for character (unstripped, as the authors compare). Any reference counts. The authors' evaluator
+  applies this transfer rule in every scenario (it never looks at the scenario); geoeval's in-run
+  metrics follow the paper ("a Metromap transfer must carry the annotation") and skip it for
+  Travelmap, whose references never carry "(transfer)". `transfer_rule=True` gives the authors'
+  behaviour; `geoeval score maptab` (score_cli.py) uses it.
 * PMA: the number of leading positions that match (similarity only: the authors' prefix count does
   not apply the transfer rule) divided by the reference length, best over the references, rounded
   to 4 decimals.
 * DS: Map_Difficulty + Query_Difficulty scores (Easy=1, Medium=2, Hard=3) when EMA is 1, else 0;
   the DS of a set is the SUM over its items. Like the authors, an unknown level scores 0.
+  `difficulty_weight` is the authors' per-item weight (their `Difficulty_score` field), read exactly
+  as they read it: lower-cased, not stripped.
 
 `extract_route` is geoeval's own help for chatty answers (the authors only read
 `<route_begin>...<route_end>` tags or a whole code fence); scorers apply it before `ema`/`pma`.
@@ -63,13 +69,16 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.strip().lower(), b.strip().lower()).ratio()
 
 
-def station_match(pred: str, ref: str, scenario: str = "metromap") -> bool:
+def station_match(pred: str, ref: str, scenario: str = "metromap", *, transfer_rule: bool | None = None) -> bool:
     """Whether a predicted station counts as the reference station at the same position (EMA rule).
 
-    Metromap: a position where either side carries "(transfer)" must be identical; elsewhere, and
-    always for Travelmap, the similarity must be >= 0.5.
+    With the transfer rule (default: Metromap only; `transfer_rule=True`: always, as the authors'
+    evaluator), a position where either side carries "(transfer)" must be identical; elsewhere the
+    similarity must be >= 0.5.
     """
-    if scenario == "metromap" and (TRANSFER_MARK in pred or TRANSFER_MARK in ref):
+    if transfer_rule is None:
+        transfer_rule = scenario == "metromap"
+    if transfer_rule and (TRANSFER_MARK in pred or TRANSFER_MARK in ref):
         return pred == ref
     return similarity(pred, ref) >= MATCH_THRESHOLD
 
@@ -78,13 +87,16 @@ def _as_route_list(routes: str | Iterable[str]) -> list[str]:
     return [routes] if isinstance(routes, str) else list(routes)
 
 
-def ema(response: str, routes: str | Iterable[str], scenario: str = "metromap") -> float:
-    """Exact Match Accuracy of one response: 1.0 if it equals some reference route, else 0.0."""
+def ema(
+    response: str, routes: str | Iterable[str], scenario: str = "metromap", *, transfer_rule: bool | None = None
+) -> float:
+    """Exact Match Accuracy of one response: 1.0 if it equals some reference route, else 0.0.
+    `transfer_rule`: see `station_match`."""
     predicted = split_route(response)
     for route in _as_route_list(routes):
         gold = split_route(route)
         if len(gold) == len(predicted) and all(
-            station_match(p, g, scenario) for p, g in zip(predicted, gold)
+            station_match(p, g, scenario, transfer_rule=transfer_rule) for p, g in zip(predicted, gold)
         ):
             return 1.0
     return 0.0
@@ -127,3 +139,12 @@ def ds(ema_value: float, map_difficulty: str, query_difficulty: str) -> float:
     if a is None or b is None:
         return 0.0
     return float(a + b)
+
+
+def difficulty_weight(map_difficulty: object, query_difficulty: object) -> int:
+    """The authors' per-item `Difficulty_score`: map + query level score (2..6), 0 when either level
+    is not Easy/Medium/Hard. Read as they read it (`str(x).lower()`, no stripping), so that a
+    scored file's DS equals theirs even for oddly written levels."""
+    a = DIFFICULTY_SCORES.get(str(map_difficulty).lower())
+    b = DIFFICULTY_SCORES.get(str(query_difficulty).lower())
+    return 0 if a is None or b is None else a + b

@@ -135,6 +135,8 @@ class ParsedPrompt:
     tables: dict[str, list[dict]]
     category: str | None = None
     question: str = ""
+    scenario: Scenario = "metromap"
+    objective: routing.Objective = "mean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,10 +475,12 @@ def _fmt_weight(w: float) -> str:
     return f"{w:g}" if abs(w) >= 1e-4 or w == 0 else f"{w:.6f}"
 
 
-def _cost_rules(category: str, scenario: Scenario) -> str:
+def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective = "mean") -> str:
     crit = CRITERIA[category]
     metro = scenario == "metromap"
     stations = "every station of the route except the destination" if metro else "every scenic spot of the route, the destination included"
+    if objective == "sum":
+        return _sum_cost_rules(category, scenario, stations)
     rules = []
     if category == "mix":
         if "Time" in crit:
@@ -498,9 +502,42 @@ def _cost_rules(category: str, scenario: Scenario) -> str:
     return "\n".join(rules)
 
 
-def _scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) -> str:
+def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
+    """Cost rules of the additive objective (`routing`'s objective="sum"): comfort and reliability
+    enter as sums of (1 - value) over the route, as the authors' Travelmap prompts state
+    ("final route score = sum(edge Comfort Level) + sum(vertex Comfort Level)")."""
+    crit = CRITERIA[category]
+    metro = scenario == "metromap"
+    _ts, _ps, cs = routing.SCALES[scenario]
+    where = f"of {stations}" if category == "mix" else f"of the route's edges and of {stations}"
+    c_value = "Comfort Level" if cs == 1 else f"Comfort Level / {cs:g}"
+    rules = []
+    if "Time" in crit:
+        edge = "" if category == "mix" else "sum of edge Time + "
+        rules.append(f"- Total Time = {edge}sum of the Time of {stations}"
+                     + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
+    if "Price" in crit:
+        edge = "" if category == "mix" else "sum of edge Price + "
+        rules.append(f"- Total Price = {edge}sum of the Price of {stations}.")
+    if "Comfort Level" in crit:
+        rules.append(f"- Comfort Cost = sum of (1 - {c_value}) over the non-zero Comfort Level values {where}.")
+    if "Reliability" in crit:
+        rules.append(f"- Reliability Cost = sum of (1 - Reliability) over the non-zero Reliability values {where}.")
+    return "\n".join(rules)
+
+
+# Says, in a system prompt, that J uses the additive comfort / reliability costs; the offline
+# baselines read it to plan with routing's objective="sum".
+SUM_OBJECTIVE_NOTE = "Comfort Level and Reliability are summed along the route, not averaged."
+
+
+def _scaling_rules(
+    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
+) -> str:
     crit = CRITERIA[category]
     ts, ps, cs = routing.SCALES[scenario]
+    if objective == "sum":
+        return _sum_scaling_rules(category, scenario, weights)
     terms = []
     lines = []
     if "Time" in crit:
@@ -517,6 +554,29 @@ def _scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) 
     if "Reliability" in crit:
         terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
         lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
+    lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
+    return "\n".join(lines)
+
+
+def _sum_scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) -> str:
+    crit = CRITERIA[category]
+    ts, ps, cs = routing.SCALES[scenario]
+    terms, lines = [], []
+    if "Time" in crit:
+        terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
+        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
+                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
+    if "Price" in crit:
+        terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
+        lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
+    if "Comfort Level" in crit:
+        terms.append(f"{_fmt_weight(weights[2])} * Comfort Cost")
+        lines.append(f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out.")
+    if "Reliability" in crit:
+        terms.append(f"{_fmt_weight(weights[3])} * Reliability Cost")
+        lines.append("- Reliability counts as one minus its value; zero values are left out.")
+    if "Comfort Level" in crit or "Reliability" in crit:
+        lines.append(f"- {SUM_OBJECTIVE_NOTE}")
     lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
     return "\n".join(lines)
 
@@ -543,8 +603,15 @@ def _objective(category: str, scenario: Scenario, weights: Sequence[float]) -> t
     )
 
 
-def system_prompt(category: str, scenario: Scenario = "metromap", weights: Sequence[float] | None = None) -> str:
-    """The system prompt of an RP category (templates in `prompts/`)."""
+def system_prompt(
+    category: str,
+    scenario: Scenario = "metromap",
+    weights: Sequence[float] | None = None,
+    objective: routing.Objective = "mean",
+) -> str:
+    """The system prompt of an RP category (templates in `prompts/`). `objective` is the cost model
+    the references are optimal under (`routing`): "mean" states the paper's Eq. 1, "sum" the
+    additive comfort / reliability costs (the authors' Travelmap labels and prompts)."""
     _check_category(category)
     fields = _common_fields(category, scenario)
     if category in CRITERIA_FREE:
@@ -556,8 +623,8 @@ def system_prompt(category: str, scenario: Scenario = "metromap", weights: Seque
         **fields,
         goal=goal,
         objective=objective,
-        cost_rules=_cost_rules(category, scenario),
-        scaling_rules=_scaling_rules(category, scenario, weights),
+        cost_rules=_cost_rules(category, scenario, objective),
+        scaling_rules=_scaling_rules(category, scenario, weights, objective),
     ).rstrip() + "\n"
 
 
@@ -607,7 +674,10 @@ def parse_prompt(text: str) -> ParsedPrompt:
             break
     category = style = None
     if question:
-        category, style, source, target = parse_question(question, known)
+        try:
+            category, style, source, target = parse_question(question, known)
+        except GeoevalError:  # not geoeval's wording (e.g. the authors' own questions)
+            source, target = parse_free_question(question, known)
     else:  # no header: try every line
         for line in lines:
             try:
@@ -629,7 +699,39 @@ def parse_prompt(text: str) -> ParsedPrompt:
     return ParsedPrompt(
         source=source, target=target, weights=weights, criteria=criteria, tables=tables,  # type: ignore[arg-type]
         category=category, question=question,
+        # what the prompt says about the map: Travelmap prompts name the "Scenic Area"
+        scenario="travelmap" if "Scenic Area" in text else "metromap",
+        objective="sum" if SUM_OBJECTIVE_NOTE in text else "mean",
     )
+
+
+_FREE_OPENERS = {"from": "to", "between": "and"}
+_FREE_OPENER = re.compile(r"\b(from|between)\s+", re.IGNORECASE)
+_FREE_TRAILER = re.compile(r"[\s?？.。!！]+$")
+
+
+def parse_free_question(question: str, known: set[str] | None = None) -> tuple[str, str]:
+    """(source, target) of a question in any wording of the form "... from A to B?" or
+    "... between A and B." (the authors' test-set questions, which geoeval's templates do not
+    cover). Every split of that form is a candidate; with `known` station names, the candidates
+    naming two known stations win (a name may contain " to " or " and "); among the rest, the last
+    opener and its first separator."""
+    q = _FREE_TRAILER.sub("", question.strip())
+    candidates: list[tuple[str, str]] = []  # last opener first, then its separators in order
+    for opener in reversed(list(_FREE_OPENER.finditer(q))):
+        sep = re.compile(rf"\s+{_FREE_OPENERS[opener.group(1).lower()]}\s+", re.IGNORECASE)
+        rest = q[opener.end():]
+        for m in sep.finditer(rest):
+            s_name, t_name = rest[: m.start()].strip(), rest[m.end():].strip()
+            if s_name and t_name:
+                candidates.append((s_name, t_name))
+    if not candidates:
+        raise GeoevalError(f"cannot read origin and destination from the question {question!r}")
+    if known:
+        good = [c for c in candidates if c[0] in known and c[1] in known]
+        if good:
+            return good[0]
+    return candidates[0]
 
 
 def graph_from_tables(
