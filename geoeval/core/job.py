@@ -7,7 +7,9 @@ environment -> samples -> skip what the warehouse already holds (resume) -> runn
 from __future__ import annotations
 
 import json
+import queue
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,58 @@ class JobOutcome:
     seconds: float = 0.0
 
 
+class GroupCommitWriter:
+    """Writes finished samples to the warehouse on a background thread.
+
+    Each commit takes every result queued while the previous commit ran (group commit): a sample
+    is durable milliseconds after it finishes, and a fast agent is not slowed down by one
+    transaction per sample on the evaluation loop."""
+
+    _STOP = object()
+
+    def __init__(self, warehouse: Warehouse, on_written) -> None:
+        self._wh = warehouse
+        self._on_written = on_written
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._loop, name="geoeval-warehouse-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, result: SampleResult) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(result)
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            item = self._queue.get()
+            if item is self._STOP:
+                return
+            batch = [item]
+            while True:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is self._STOP:
+                    stop = True
+                    break
+                batch.append(nxt)
+            try:
+                self._wh.write_results(batch)
+                self._on_written(len(batch))
+            except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
+                self._error = exc
+                return
+
+    def close(self) -> None:
+        self._queue.put(self._STOP)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tracker: Any = None) -> JobOutcome:
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
@@ -62,17 +116,21 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
         bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
 
+        writer = GroupCommitWriter(wh, bar.update)
+
         def sink(result: SampleResult) -> None:
-            if (result.sample_id, result.epoch) not in wanted:
-                return
-            wh.write_results([result])
-            bar.update(1)
+            if (result.sample_id, result.epoch) in wanted:
+                writer.put(result)
 
         log_dir = Path(spec.log_dir).resolve() / run_hash
         try:
             log_paths = run_samples(spec, env, todo, sink, log_dir)
+            writer.close()
         except BaseException:
-            wh.set_run_status(run_hash, "interrupted")
+            try:
+                writer.close()
+            finally:
+                wh.set_run_status(run_hash, "interrupted")
             raise
         finally:
             bar.close()

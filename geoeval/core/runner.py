@@ -117,6 +117,8 @@ def _remote_shard_fn():
 
     @ray.remote(num_cpus=1, max_retries=0)
     def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str) -> list[str]:
+        # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
         from geoeval.core.inspect_bridge import run_shard
 
         def to_queue(result: SampleResult) -> None:

@@ -386,35 +386,76 @@ CATEGORIES: tuple[Category, ...] = (
              ("always",), (("Facility", ("Campus gate", "Library", "Canteen")),)),
 )
 
-# Long memory: what posts say about a place over time (attribute distillation, section 3.1).
-LONG_MEM_VOCAB: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Atmosphere", ("quiet", "cozy", "lively", "noisy at weekends", "good for studying", "romantic", "family-friendly",
-                    "well-lit", "soothing music", "cute pink decor", "often full")),
-    ("Scenery", ("lake view", "rooftop view", "no view", "cherry blossoms in spring", "sunset over the lake",
-                 "street view")),
-    ("Service", ("welcoming", "slow at peak hours", "professional", "proactively offers water", "patient staff",
-                 "rude cashier")),
-    ("Positive", ("great latte art", "affordable", "generous portions", "clean toilets", "fast wifi", "fresh ingredients")),
-    ("Negative", ("limited seating", "long queues", "mediocre desserts", "mosquitoes in summer", "hard to find entrance",
-                  "pricey drinks")),
+# Each category has a memory profile: which distilled impressions make sense for it.
+PROFILE_OF: dict[str, str] = {
+    "Food & Beverages|Coffee House": "cafe", "Food & Beverages|Tea House": "cafe",
+    "Food & Beverages|Dessert House": "cafe", "Food & Beverages|Bakery": "cafe", "Food & Beverages|Pet Cafe": "cafe",
+    "Shopping|Bookstore": "cafe", "Food & Beverages|Chinese Restaurant": "food",
+    "Food & Beverages|Fast Food Restaurant": "food", "Food & Beverages|Hot Pot Restaurant": "food",
+    "Food & Beverages|Barbecue Restaurant": "food", "Sports & Recreation|Pub": "night", "Sports & Recreation|KTV": "night",
+    "Sports & Recreation|Gym": "leisure", "Science/Culture & Education Service|Museum": "leisure",
+    "Science/Culture & Education Service|Library": "leisure",
+    "Science/Culture & Education Service|University": "leisure", "Scenery Spot|Park": "scenery",
+    "Scenery Spot|Tourist Attraction": "scenery", "Accommodation Service|Business Hotel": "stay",
+    "Accommodation Service|Hostel": "stay", "Enterprises|Company": "plain",
+    "Residential Area|Residential Community": "plain", "Medical Service|Hospital": "plain",
+}  # every other category: "shop"
+_ANY = "cafe food night leisure scenery stay shop"
+
+# Long memory: what posts say about a place over time (attribute distillation, section 3.1), as
+# (key, ((value, profiles), ...)). Values are written so that the note sentences read naturally.
+LONG_MEM_VOCAB: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Atmosphere", (("quiet", "cafe leisure stay scenery"), ("cozy", "cafe food night stay"),
+                    ("lively", "food night scenery"), ("noisy at weekends", "food cafe night scenery"),
+                    ("good for studying", "cafe leisure"), ("romantic", "food night scenery"),
+                    ("family-friendly", "food scenery leisure shop"), ("well-lit", "cafe shop leisure"),
+                    ("soothing music", "cafe night"), ("cute pink decor", "cafe food"),
+                    ("often full", "cafe food night"))),
+    ("Scenery", (("lake view", "cafe food scenery stay"), ("rooftop view", "cafe night stay"),
+                 ("no real view", "cafe food shop"), ("cherry blossoms in spring", "scenery"),
+                 ("sunset over the lake", "scenery cafe"), ("street view", "cafe food"))),
+    ("Service", (("welcoming", _ANY + " plain"), ("slow at peak hours", "food cafe shop"),
+                 ("professional", "shop leisure stay plain"), ("attentive", "food night stay"),
+                 ("patient", "shop leisure"), ("rude at the cashier", "shop food"))),
+    ("Positive", (("great latte art", "cafe"), ("affordable", _ANY), ("generous portions", "food"),
+                  ("clean toilets", _ANY), ("fast wifi", "cafe stay"), ("fresh ingredients", "food"),
+                  ("well-kept trails", "scenery"), ("great cocktails", "night"), ("wide selection", "shop"))),
+    ("Negative", (("limited seating", "cafe food"), ("long queues", "food cafe shop scenery"),
+                  ("mediocre desserts", "cafe food"), ("mosquitoes in summer", "scenery cafe food"),
+                  ("hard to find entrance", _ANY + " plain"), ("pricey drinks", "cafe night"),
+                  ("crowded at weekends", "scenery shop leisure"))),
 )
-SHORT_MEM_VOCAB: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Event", ("Christmas promo (Dec 24-25)", "free fries for social media check-in", "live music on Friday nights",
-               "20% off for students this week", "Valentine's Day limited edition menu", "German Corner on Sundays")),
-    ("Crowd", ("extremely crowded during cherry blossom season", "queues after 18:00", "empty on weekday mornings")),
-    ("Special Hours", ("closed for renovation until next month", "open until 23:00 during the holidays",
-                       "opens late on Mondays")),
-    ("New Arrival", ("new seasonal menu", "new matcha series", "new reading corner")),
+SHORT_MEM_VOCAB: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Event", (("Christmas promo (Dec 24-25)", _ANY), ("free fries for social media check-in", "food"),
+               ("live music on Friday nights", "night cafe"), ("20% off for students this week", _ANY),
+               ("Valentine's Day limited edition menu", "food cafe night"), ("German Corner on Sundays", "cafe"))),
+    ("Crowd", (("extremely crowded during cherry blossom season", "scenery"), ("queues after 18:00", "food"),
+               ("empty on weekday mornings", _ANY))),
+    ("Special Hours", (("closed for renovation until next month", _ANY + " plain"),
+                       ("open until 23:00 during the holidays", _ANY), ("opens late on Mondays", _ANY))),
+    ("New Arrival", (("new seasonal menu", "food cafe"), ("new matcha series", "cafe"),
+                     ("new reading corner", "cafe leisure"), ("new arrivals this week", "shop"))),
 )
+
+
+def _vocab_for(vocab: tuple[tuple[str, tuple[tuple[str, str], ...]], ...], profile: str) -> list[tuple[str, list[str]]]:
+    out = []
+    for key, entries in vocab:
+        vals = [v for v, profiles in entries if profile in profiles.split()]
+        if vals:
+            out.append((key, vals))
+    return out
+
+
 _LONG_SENTENCES = {
     "Atmosphere": ("The atmosphere is {v}.", "Honestly the vibe is {v}.", "It felt {v} when I went."),
-    "Scenery": ("There is a {v} from the window.", "Scenery: {v}.", "You get a {v} here."),
-    "Service": ("Staff were {v}.", "Service is {v}.", "The service was {v}, as usual."),
+    "Scenery": ("Scenery: {v}.", "As for the view: {v}.", "View-wise, {v}."),
+    "Service": ("Staff were {v}.", "Service is {v}.", "The staff were {v}, as usual."),
     "Positive": ("Highlight: {v}.", "What I loved: {v}.", "Plus side, {v}."),
     "Negative": ("Downside: {v}.", "Only complaint: {v}.", "Be warned: {v}."),
 }
 _SHORT_SENTENCES = {
-    "Event": ("Heads up: {v}!", "They currently have {v}."),
+    "Event": ("Heads up: {v}!", "They currently have this: {v}."),
     "Crowd": ("Note: {v}.", "FYI {v}."),
     "Special Hours": ("Update: {v}.", "Careful, {v}."),
     "New Arrival": ("Just tried the {v}.", "They launched a {v}."),
@@ -713,14 +754,17 @@ def _build_places(rng: np.random.Generator, n_places: int, side_m: float, roads:
             n_vals = int(rng.integers(1, min(3, len(vals)) + 1))
             groups.append((key, [vals[i] for i in sorted(rng.choice(len(vals), size=n_vals, replace=False))]))
         # memory distilled from posts (hidden from the evaluated agent)
+        profile = PROFILE_OF.get(cat.place_type, "shop")
+        p_mem = 0.25 if profile == "plain" else 0.6
         lm_groups = []
-        for key, vals in LONG_MEM_VOCAB:
-            if rng.random() < 0.6:
-                n_vals = int(rng.integers(1, 3))
+        for key, vals in _vocab_for(LONG_MEM_VOCAB, profile):
+            if rng.random() < p_mem:
+                n_vals = int(rng.integers(1, min(2, len(vals)) + 1))
                 lm_groups.append((key, [vals[i] for i in sorted(rng.choice(len(vals), size=n_vals, replace=False))]))
         sm_groups = []
-        if u_mem[k] < 0.45:
-            key, vals = SHORT_MEM_VOCAB[int(rng.integers(0, len(SHORT_MEM_VOCAB)))]
+        short_vocab = _vocab_for(SHORT_MEM_VOCAB, profile)
+        if short_vocab and u_mem[k] < (0.15 if profile == "plain" else 0.45):
+            key, vals = short_vocab[int(rng.integers(0, len(short_vocab)))]
             sm_groups.append((key, [vals[int(rng.integers(0, len(vals)))]]))
         style = cat.hours[int(rng.integers(0, len(cat.hours)))]
         hours = _hours_text(style, rng)
@@ -742,7 +786,7 @@ def _build_places(rng: np.random.Generator, n_places: int, side_m: float, roads:
             "x_m": round(float(px[k]), 2), "y_m": round(float(py[k]), 2), "node_id": node,
             "access_m": round(float(access[k]), 1), "popularity": round(float(popularity[k]), 4),
             # generation-only fields (not stored)
-            "_brand": brand, "_district": district, "_road": road, "_noun": name.split()[-1].lower(),
+            "_brand": brand, "_district": district, "_road": road, "_noun": cat.place_type.split("|")[1].lower(),
             "_tags": groups, "_long": lm_groups, "_short": sm_groups,
         })
     return places

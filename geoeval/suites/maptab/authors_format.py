@@ -180,16 +180,28 @@ def write_authors_layout(
     queries: Iterable["RPQuery"],
     root: Path,
     image: "Image.Image | None" = None,
+    *,
+    render: bool = True,
 ) -> list[Path]:
     """Write map `m` (image, tables, Mix_tab as `_vertex2`) and its RP queries under `root` in
-    the authors' layout. Returns the paths written."""
+    the authors' layout. Returns the paths written.
+
+    The image is `image` when given, else (with `render`) the map drawn at full size by
+    `render.render_map`, so that the written release is complete; PNG bytes are encoded with
+    `render.image_to_png_bytes` (fixed settings: equal images give equal files)."""
     root = Path(root)
     scenario = m.scenario
     written: list[Path] = []
+    if image is None and render:
+        from geoeval.suites.maptab.render import render_map
+
+        image = render_map(m)
     if image is not None:
+        from geoeval.suites.maptab.render import image_to_png_bytes
+
         p = root / scenario / "images" / m.country / f"{m.name}.png"
         p.parent.mkdir(parents=True, exist_ok=True)
-        image.save(p, format="PNG")
+        p.write_bytes(image_to_png_bytes(image))
         written.append(p)
     tab = root / scenario / "tabulars" / m.country
     tab.mkdir(parents=True, exist_ok=True)

@@ -35,12 +35,18 @@ CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 
 @dataclass(frozen=True)
 class MapTabEnv:
-    """A picklable handle: what a worker needs to reopen the environment."""
+    """A picklable handle: what a worker needs to reopen the environment.
+
+    `source` is "synthetic" (generated maps, queries drawn per run) or "authors" (the authors'
+    released files: `items_path` is the JSON of their test-set items, normalised, that
+    `authors_env.authors_samples` turns into samples)."""
 
     db_path: str
     image_dir: str
     map_names: tuple[str, ...]
     map_difficulty: dict[str, str]
+    source: str = "synthetic"
+    items_path: str = ""
 
 
 def env_key(env_cfg: dict[str, Any], seed: int) -> str:

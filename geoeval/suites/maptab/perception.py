@@ -32,6 +32,8 @@ Pipeline (`read_map_image`):
 
 from __future__ import annotations
 
+import os
+
 import difflib
 import heapq
 import math
@@ -119,13 +121,27 @@ OcrEngine = Callable[..., Any]
 
 def get_ocr_engine() -> OcrEngine:
     """The process-wide RapidOCR engine, created on first use (creation loads the ONNX
-    models and costs about a second)."""
+    models and costs about a second).
+
+    ONNX Runtime threads: `GEOEVAL_OCR_THREADS`, else `OMP_NUM_THREADS` (Ray sets it to a task's
+    CPU count), else all cores. Its threads spin while waiting, so two workers each using every
+    core would slow each other down instead of running in parallel."""
     global _OCR_ENGINE
     with _OCR_LOCK:
         if _OCR_ENGINE is None:
             from rapidocr_onnxruntime import RapidOCR
 
-            _OCR_ENGINE = RapidOCR()
+            threads = os.environ.get("GEOEVAL_OCR_THREADS") or os.environ.get("OMP_NUM_THREADS")
+            kwargs = {}
+            if threads and threads.isdigit() and int(threads) >= 1:
+                kwargs = {"intra_op_num_threads": int(threads), "inter_op_num_threads": 1}
+                try:
+                    import cv2
+
+                    cv2.setNumThreads(int(threads))
+                except Exception:  # OpenCV threading is an optimisation only
+                    pass
+            _OCR_ENGINE = RapidOCR(**kwargs)
         return _OCR_ENGINE
 
 

@@ -581,7 +581,9 @@ def _sum_scaling_rules(category: str, scenario: Scenario, weights: Sequence[floa
     return "\n".join(lines)
 
 
-def _objective(category: str, scenario: Scenario, weights: Sequence[float]) -> tuple[str, str]:
+def _objective(
+    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
+) -> tuple[str, str]:
     crit = CRITERIA[category]
     single = {
         "Time": ("the fastest route", "the one with the minimum Total Time"),
@@ -589,6 +591,9 @@ def _objective(category: str, scenario: Scenario, weights: Sequence[float]) -> t
         "Comfort Level": ("the route with the highest comfort level", "the one with the highest Average Comfort Level"),
         "Reliability": ("the route with the highest reliability", "the one with the highest Average Reliability"),
     }
+    if objective == "sum":
+        single["Comfort Level"] = ("the route with the highest comfort level", "the one with the lowest Comfort Cost")
+        single["Reliability"] = ("the route with the highest reliability", "the one with the lowest Reliability Cost")
     if len(crit) == 1:
         goal, which = single[crit[0]]
         return goal, f"Considering {crit[0]} as the only factor, return only one final route: {which}."
@@ -618,11 +623,13 @@ def system_prompt(
         return _template("rp_system_criteria_free.txt").format(**fields).rstrip() + "\n"
     if weights is None:
         raise GeoevalError(f"category {category!r} needs weights (time, price, comfort, reliability)")
-    goal, objective = _objective(category, scenario, weights)
+    if objective not in ("mean", "sum"):
+        raise GeoevalError(f"objective must be 'mean' or 'sum', got {objective!r}")
+    goal, objective_text = _objective(category, scenario, weights, objective)
     return _template("rp_system_criteria.txt").format(
         **fields,
         goal=goal,
-        objective=objective,
+        objective=objective_text,
         cost_rules=_cost_rules(category, scenario, objective),
         scaling_rules=_scaling_rules(category, scenario, weights, objective),
     ).rstrip() + "\n"

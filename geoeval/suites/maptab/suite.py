@@ -3,8 +3,16 @@ core registry.
 
 Route planning (RP) only, for now: the 12 categories of appendix B.2 with the cost model of the
 "Task Definition" section. A sample is one RP query; its input is the system prompt, the question
-with the tables its category allows, and (for settings with a map) the rendered map image at
+with the tables its category allows, and (for settings with a map) the map image at
 `suite.resolution` × full size.
+
+Two environments (`env=`):
+* `maptab_synthetic`: seeded synthetic Metromaps; queries are drawn per run (`suite.categories`,
+  `suite.n_per_category`).
+* `maptab_authors`: the authors' released files as they are (`authors_env.py`): their maps, their
+  images and the items of their test-set files. The files fix the queries, so `suite.categories`,
+  `suite.n_per_category` and `suite.scenario` do not apply there (choose with `env.categories` and
+  `env.scenario`); `suite.setting`, `suite.resolution` and `suite.table_format` do.
 """
 
 from __future__ import annotations
@@ -15,9 +23,9 @@ from typing import Any, Literal
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
-from geoeval.core.config import Strict
+from geoeval.core.config import Strict, _format_errors
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
@@ -66,6 +74,43 @@ class MapTabEnvConfig(Strict):
         return v
 
 
+class MapTabAuthorsEnvConfig(Strict):
+    """`env=maptab_authors`: the authors' released MapTab files under `root` (one folder per
+    scenario, with images/, tabulars/ and data/test_set/), evaluated as they are."""
+
+    name: Literal["maptab_authors"] = "maptab_authors"
+    root: str = Field(default="../shared/peers/maptab", description="the release root (relative to the working directory)")
+    scenario: Literal["metromap", "travelmap", "both"] = "both"
+    categories: list[Category] | None = Field(
+        default=None, min_length=1, description="test-set categories to load; null: every one present")
+
+
+class MapTabEnvSchemas:
+    """The suite's `env_schema`: validates `env` with the schema its `name` selects, so that one
+    suite can offer several environments."""
+
+    by_name: dict[str, type[Strict]] = {
+        "maptab_synthetic": MapTabEnvConfig,
+        "maptab_authors": MapTabAuthorsEnvConfig,
+    }
+    # read by the core's error formatter only if a ValidationError escaped, which model_validate prevents
+    model_fields: dict[str, Any] = {}
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Strict:
+        name = data.get("name", "maptab_synthetic") if isinstance(data, dict) else None
+        schema = cls.by_name.get(str(name))
+        if schema is None:
+            raise GeoevalError(
+                f"Invalid config:\n  env.name: unknown MapTab environment {name!r} "
+                f"(available: {', '.join(sorted(cls.by_name))})"
+            )
+        try:
+            return schema.model_validate(data)
+        except ValidationError as err:  # worded as the core words every other group's errors
+            raise GeoevalError("Invalid config:\n" + _format_errors("env", err, schema)) from None
+
+
 class MapTabSuiteConfig(Strict):
     """`suite=maptab`."""
 
@@ -98,10 +143,14 @@ def _env_seed(spec: Any) -> int:
 class MapTabSuite:
     name = "maptab"
     config_schema = MapTabSuiteConfig
-    env_schema = MapTabEnvConfig
+    env_schema = MapTabEnvSchemas
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any):
+        if spec.env.name == "maptab_authors":
+            from geoeval.suites.maptab.authors_env import build_authors_env
+
+            return build_authors_env(spec.env, Path(spec.work_dir))
         from geoeval.suites.maptab.difficulty import gs, mc, tercile_levels, wasp
         from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
         from geoeval.suites.maptab.generator import generate_metro_map, run_quality_checks
@@ -146,46 +195,50 @@ class MapTabSuite:
 
     # ------------------------------------------------------------ samples
     def build_samples(self, spec: Any, env: Any) -> list[Sample]:
-        from geoeval.suites.maptab.environment import image_data_uri, load_maps, map_image
-        from geoeval.suites.maptab.queries import build_rp_queries, prompt_tables, system_prompt, user_prompt
+        if env.source == "authors":
+            from geoeval.suites.maptab.authors_env import authors_samples
+
+            return authors_samples(spec.suite, env)
+        from geoeval.suites.maptab.environment import image_data_uri, map_image
+        from geoeval.suites.maptab.queries import prompt_tables
 
         suite_cfg: MapTabSuiteConfig = spec.suite
-        categories = suite_cfg.selected_categories()
         samples: list[Sample] = []
-        for i, m in enumerate(load_maps(env.db_path)):
-            queries = build_rp_queries(m, categories, suite_cfg.n_per_category, seed=_env_seed(spec) * 7919 + i,
-                                       map_difficulty=env.map_difficulty.get(m.name, "Easy"))
+        for m, queries in self.synthetic_queries(spec, env):
             image_uri = None
             for q in queries:
-                setting = SETTING_OF[q.category]
+                if SETTING_OF[q.category].startswith("map") and image_uri is None:
+                    image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
                 # only the columns the query needs are given to the model (appendix B.2)
                 tables = prompt_tables(m, q.category, suite_cfg.table_format)
-                content: list[Any] = [ContentText(text=user_prompt(q, tables, suite_cfg.table_format))]
-                if setting.startswith("map"):
-                    if image_uri is None:
-                        image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
-                    content.append(ContentImage(image=image_uri))
-                dims = Dimensions(
-                    suite="maptab", task_family="rp", task=q.category, level=q.map_difficulty.lower(), setting=setting,
-                    capabilities=capabilities_of(q.category),
-                    extra={"query_level": q.query_difficulty.lower(), "resolution": f"{suite_cfg.resolution:g}",
-                           "scenario": q.scenario, "map": m.name, "table_format": suite_cfg.table_format,
-                           "language": suite_cfg.language, "style": str(q.style)},
-                )
-                samples.append(Sample(
-                    id=q.id,
-                    input=[ChatMessageSystem(content=system_prompt(q.category, q.scenario, q.weights)),
-                           ChatMessageUser(content=content)],
-                    target=list(q.routes),
-                    metadata={
-                        "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
-                        "map": m.name, "shard_key": m.name, "source": q.source, "destination": q.target,
-                        "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
-                        "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
-                        "dims": dims.model_dump(mode="json"),
-                    },
-                ))
+                samples.append(rp_sample(q, tables, image_uri, suite_cfg))
         return samples
+
+    def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
+        """(map, its RP queries) of a synthetic environment, as `build_samples` asks them."""
+        from geoeval.suites.maptab.environment import load_maps
+        from geoeval.suites.maptab.queries import build_rp_queries
+
+        if env.source != "synthetic":
+            raise GeoevalError("synthetic_queries needs a maptab_synthetic environment")
+        suite_cfg: MapTabSuiteConfig = spec.suite
+        categories = suite_cfg.selected_categories()
+        return [
+            (m, build_rp_queries(m, categories, suite_cfg.n_per_category, seed=_env_seed(spec) * 7919 + i,
+                                 map_difficulty=env.map_difficulty.get(m.name, "Easy")))
+            for i, m in enumerate(load_maps(env.db_path))
+        ]
+
+    def write_authors_layout(self, spec: Any, env: Any, root: Path) -> list[Path]:
+        """Write a synthetic environment's maps (full-size images, tables) and the queries of
+        `spec.suite` in the authors' release layout under `root`; `env=maptab_authors` with that
+        root loads them back as the same samples."""
+        from geoeval.suites.maptab.authors_format import write_authors_layout
+
+        written: list[Path] = []
+        for m, queries in self.synthetic_queries(spec, env):
+            written += write_authors_layout(m, queries, Path(root))
+        return written
 
     # ------------------------------------------------------------ task
     def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
@@ -195,6 +248,44 @@ class MapTabSuite:
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         return []
+
+
+def rp_sample(
+    q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig, *, objective: str = "mean"
+) -> Sample:
+    """The Inspect sample of one RP query (`queries.RPQuery`): system prompt (stating `objective`,
+    the cost model the references are optimal under), user prompt with `tables` ({title: text},
+    already masked to the category's columns), and the map image when the setting shows one.
+    A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
+    style "unknown"."""
+    from geoeval.suites.maptab.queries import system_prompt, user_prompt
+
+    setting = SETTING_OF[q.category]
+    content: list[Any] = [ContentText(text=user_prompt(q, tables, suite_cfg.table_format))]
+    if setting.startswith("map"):
+        if image_uri is None:
+            raise GeoevalError(f"sample {q.id}: setting {setting!r} shows a map but no map image was given")
+        content.append(ContentImage(image=image_uri))
+    dims = Dimensions(
+        suite="maptab", task_family="rp", task=q.category, level=q.map_difficulty.lower(), setting=setting,
+        capabilities=capabilities_of(q.category),
+        extra={"query_level": q.query_difficulty.lower(), "resolution": f"{suite_cfg.resolution:g}",
+               "scenario": q.scenario, "map": q.map_name, "table_format": suite_cfg.table_format,
+               "language": suite_cfg.language, "style": str(q.style) if q.style >= 0 else "unknown"},
+    )
+    return Sample(
+        id=q.id,
+        input=[ChatMessageSystem(content=system_prompt(q.category, q.scenario, q.weights, objective)),  # type: ignore[arg-type]
+               ChatMessageUser(content=content)],
+        target=list(q.routes),
+        metadata={
+            "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
+            "map": q.map_name, "shard_key": q.map_name, "source": q.source, "destination": q.target,
+            "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
+            "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
+            "dims": dims.model_dump(mode="json"),
+        },
+    )
 
 
 def _map_levels(raw: dict[str, dict[str, float]], tercile_levels) -> dict[str, str]:
