@@ -8,6 +8,8 @@ and reports read the aggregates. Nothing downstream special-cases a suite.
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -24,6 +26,18 @@ class Dimensions(BaseModel):
     setting: str = ""  # input setting, e.g. "map", "edge_tab", "map+edge_tab+vertex_tab"
     capabilities: tuple[str, ...] = ()
     extra: dict[str, str] = Field(default_factory=dict)
+
+    def columns(self) -> dict[str, object]:
+        """The dimension columns of a warehouse or Parquet row (`extra` as sorted JSON text)."""
+        return {
+            "suite": self.suite,
+            "task_family": self.task_family,
+            "task": self.task,
+            "level": self.level,
+            "setting": self.setting,
+            "capabilities": list(self.capabilities),
+            "extra": json.dumps(self.extra, sort_keys=True),
+        }
 
 
 class SampleResult(BaseModel):

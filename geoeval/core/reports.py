@@ -8,7 +8,6 @@ headless machine and from several threads.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -315,13 +314,7 @@ def write_per_sample_parquet(results: Sequence[SampleResult], path: str | Path) 
                 "model": result.model,
                 "metric": metric,
                 "value": result.scores[metric],
-                "suite": dims.suite,
-                "task_family": dims.task_family,
-                "task": dims.task,
-                "level": dims.level,
-                "setting": dims.setting,
-                "capabilities": list(dims.capabilities),
-                "extra": json.dumps(dims.extra, sort_keys=True),
+                **dims.columns(),
                 "error": result.error,
             }
             for name, value in row.items():

@@ -571,15 +571,7 @@ def _batch_tables(
     scores: dict[str, list[Any]] = {name: [] for name in _SCORES_ARROW.names}
     for result in results:
         dims = result.dims
-        dimension_values = {
-            "suite": dims.suite,
-            "task_family": dims.task_family,
-            "task": dims.task,
-            "level": dims.level,
-            "setting": dims.setting,
-            "capabilities": list(dims.capabilities),
-            "extra": json.dumps(dims.extra, sort_keys=True),
-        }
+        dimension_values = dims.columns()
         key = {"run_hash": result.run_hash, "sample_id": result.sample_id, "epoch": result.epoch}
         sample_row = {
             **key,

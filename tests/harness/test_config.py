@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_module
 
 from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
-from tests.conftest import REPO, geoeval_cmd
+from tests.conftest import geoeval_cmd
 
 
 def composed(*overrides: str):
@@ -30,7 +30,6 @@ def test_shipped_experiment_composes_into_a_sweep():
     cfg = composed("+experiment=maptab_resolution_sweep")
     assert cfg.model.name == "geoeval/perception_baseline"
     assert cfg.runner.name == "ray"
-    params = cfg.hydra.sweeper.params if "hydra" in cfg else None
     spec = validate_config(cfg)
     assert spec.experiment_name == "maptab_resolution_sweep"
 

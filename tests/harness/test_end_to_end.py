@@ -3,14 +3,12 @@ warehouse and MLflow (and Ray where named)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import zipfile
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from tests.conftest import REPO, geoeval_cmd
 

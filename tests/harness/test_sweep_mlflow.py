@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import REPO, geoeval_cmd
+from tests.conftest import geoeval_cmd
 
 
 def free_port() -> int:
