@@ -68,7 +68,8 @@ class SuiteSpec(Protocol):
 @dataclass
 class _Registry:
     suites: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, MetricSpec] = field(default_factory=dict)
+    # a metric name may be registered once per suite (e.g. `acc` by two suites), or once for all
+    metrics: dict[str, list[MetricSpec]] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     loaded: bool = False
 
@@ -87,7 +88,10 @@ def register_metric(name: str, *, suites: list[str] | tuple[str, ...] | None = N
     """Decorator: `@register_metric("ema", suites=["maptab"])` on `fn(ctx) -> float`."""
 
     def deco(fn: MetricFn) -> MetricFn:
-        _REG.metrics[name] = MetricSpec(name, fn, tuple(suites) if suites else None, description or (fn.__doc__ or "").strip())
+        spec = MetricSpec(name, fn, tuple(suites) if suites else None, description or (fn.__doc__ or "").strip())
+        # re-registering the same scope replaces it (module reloads, tests)
+        others = [m for m in _REG.metrics.get(name, []) if m.suites != spec.suites]
+        _REG.metrics[name] = [*others, spec]
         return fn
 
     return deco
@@ -148,14 +152,27 @@ def suite_names() -> list[str]:
     return sorted(_REG.suites)
 
 
-def get_metric(name: str) -> MetricSpec:
+def get_metric(name: str, suite: str | None = None) -> MetricSpec:
+    """The metric `name` for `suite`: the suite's own registration first, else a global one."""
     load_plugins()
-    return _REG.metrics[name]
+    specs = _REG.metrics.get(name, [])
+    for spec in specs:
+        if suite is not None and spec.suites is not None and suite in spec.suites:
+            return spec
+    for spec in specs:
+        if spec.suites is None:
+            return spec
+    if suite is None and specs:
+        return specs[0]
+    raise KeyError(f"no metric '{name}' for suite '{suite}'")
 
 
 def metric_names(suite: str | None = None) -> set[str]:
     load_plugins()
-    return {n for n, m in _REG.metrics.items() if suite is None or m.suites is None or suite in m.suites}
+    return {
+        n for n, specs in _REG.metrics.items()
+        if any(suite is None or m.suites is None or suite in m.suites for m in specs)
+    }
 
 
 def get_tool(name: str) -> ToolSpec:

@@ -35,7 +35,7 @@ def compute_metrics(names: list[str], inp: MetricInput) -> tuple[dict[str, float
     problems: list[str] = []
     for name in names:
         try:
-            values[name] = float(registry.get_metric(name).fn(inp))
+            values[name] = float(registry.get_metric(name, inp.metadata.get("suite")).fn(inp))
         except Exception as exc:  # recorded, never raised: one bad metric must not lose the sample
             values[name] = 0.0
             problems.append(f"metric {name} failed: {type(exc).__name__}: {exc}")

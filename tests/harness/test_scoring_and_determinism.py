@@ -66,3 +66,17 @@ def test_same_config_same_samples_byte_for_byte(tmp_path):
     c = spec_for(tmp_path / "c", "suite.categories=[map_only,T]", "suite.resolution=0.5", "seed=1")
     sc = suite.build_samples(c, suite.build_env(c))
     assert dump(sc) != dump(sa)
+
+
+def test_two_suites_may_register_the_same_metric_name():
+    @register_metric("shared_name_acc", suites=["suite_a"])
+    def acc_a(inp):
+        return 0.25
+
+    @register_metric("shared_name_acc", suites=["suite_b"])
+    def acc_b(inp):
+        return 0.75
+
+    a, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_a"}))
+    b, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_b"}))
+    assert (a["shared_name_acc"], b["shared_name_acc"]) == (0.25, 0.75)
