@@ -115,10 +115,15 @@ class RunSpec(Strict):
     metrics: MetricsSpec
     runner: RunnerSpec
     tracking: TrackingSpec
+    # set by the job from the suite's `env_fingerprint(spec)`: the content of external inputs
+    # (e.g. the authors' files), so that changed inputs never resume stale scores
+    env_fingerprint: str = ""
 
     def semantic_dict(self) -> dict[str, Any]:
         """What determines the scores: everything except where and how the run executes."""
+        extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         return {
+            **extra,
             "seed": self.seed,
             "epochs": self.epochs,
             "limit": self.limit,
@@ -153,7 +158,7 @@ _TOP_LEVEL = {
 }
 
 
-def _format_errors(group: str, err: ValidationError, model: type[BaseModel]) -> str:
+def format_errors(group: str, err: ValidationError, model: type[BaseModel]) -> str:
     lines = []
     for e in err.errors():
         key = ".".join([group, *(str(p) for p in e["loc"])]) if group else ".".join(str(p) for p in e["loc"])
@@ -173,7 +178,7 @@ def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise GeoevalError("Invalid config:\n" + _format_errors(group, err, model)) from None
+        raise GeoevalError("Invalid config:\n" + format_errors(group, err, model)) from None
 
 
 def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
@@ -188,6 +193,21 @@ def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
         data = dict(cfg)
     data.pop("hydra", None)
     return data  # type: ignore[return-value]
+
+
+def _env_schema(suite: Any, env_data: Any) -> type[BaseModel]:
+    """A suite's `env_schema` is one pydantic model, or {env name: model} when the suite offers
+    several environments (chosen by `env.name`)."""
+    schemas = suite.env_schema
+    if not isinstance(schemas, dict):
+        return schemas
+    name = env_data.get("name") if isinstance(env_data, dict) else None
+    if name not in schemas:
+        raise GeoevalError(
+            f"Invalid config: env.name: unknown environment {name!r} for suite '{suite.name}' "
+            f"(available: {', '.join(sorted(schemas))})"
+        )
+    return schemas[name]
 
 
 def validate_config(cfg: DictConfig | dict) -> RunSpec:
@@ -212,7 +232,7 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
 
     parts: dict[str, Any] = {
         "suite": _validate_group("suite", suite.config_schema, suite_data),
-        "env": _validate_group("env", suite.env_schema, data["env"]),
+        "env": _validate_group("env", _env_schema(suite, data["env"]), data["env"]),
         "model": _validate_group("model", ModelSpec, data["model"]),
         "judge": _validate_group("judge", JudgeSpec, data["judge"]),
         "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
@@ -223,7 +243,7 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     try:
         spec = RunSpec.model_validate({**scalars, **parts})
     except ValidationError as err:
-        raise GeoevalError("Invalid config:\n" + _format_errors("", err, RunSpec)) from None
+        raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
 
     registry.check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:

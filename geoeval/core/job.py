@@ -95,12 +95,15 @@ class GroupCommitWriter:
 def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tracker: Any = None) -> JobOutcome:
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
+    env = suite.build_env(spec)
+    fingerprint = getattr(env, "fingerprint", "")
+    if fingerprint:  # external inputs are part of what the scores depend on
+        spec = spec.model_copy(update={"env_fingerprint": fingerprint})
     run_hash = spec.config_hash()
     out_dir = Path(out_dir or Path(spec.work_dir) / "runs" / run_hash)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
 
-    env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)
     if spec.limit:
         samples = samples[: spec.limit]

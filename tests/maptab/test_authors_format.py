@@ -94,10 +94,10 @@ def test_round_trip_test_sets(written):
 
 def test_rewriting_replaces_the_maps_items_and_keeps_others(written, tmp_path):
     root, m, qs, _ = written
-    write_authors_layout(m, qs, tmp_path)
-    write_authors_layout(m, qs, tmp_path)
+    write_authors_layout(m, qs, tmp_path, render=False)
+    write_authors_layout(m, qs, tmp_path, render=False)
     other = generate_metro_map(14, name="othertown")
-    write_authors_layout(other, build_rp_queries(other, ["T"], 3, seed=1), tmp_path)
+    write_authors_layout(other, build_rp_queries(other, ["T"], 3, seed=1), tmp_path, render=False)
     items = load_test_set(rp_test_set_path(tmp_path, "metromap", "T"))
     assert [it["city"] for it in items] == ["synthopolis"] * 6 + ["othertown"] * 3
 

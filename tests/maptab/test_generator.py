@@ -1,4 +1,4 @@
-"""The synthetic Metromap generator and the B.5 quality checks."""
+"""The synthetic Metromap and Travelmap generators and the B.5 / B.6 quality checks."""
 
 import colorsys
 import dataclasses
@@ -10,10 +10,13 @@ import pytest
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.generator import (
+    TRAVEL_HUB_PRICES,
     generate_metro_map,
+    generate_travel_map,
     layout_violations,
     range_violations,
     run_quality_checks,
+    travel_range_violations,
 )
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
@@ -208,3 +211,79 @@ def test_range_violations_catch_out_of_range_values():
     m.edges[1] = dataclasses.replace(m.edges[1], price=0.123)
     problems = range_violations(m)
     assert _has(problems, "outside") and _has(problems, "2 decimals")
+
+
+# ---------------------------------------------------------------- Travelmap
+
+
+TRAVEL = [generate_travel_map(seed) for seed in range(30)]
+
+
+def test_travel_maps_are_deterministic_and_seed_dependent():
+    assert _fingerprint(generate_travel_map(5)) == _fingerprint(TRAVEL[5])
+    assert _fingerprint(TRAVEL[5]) != _fingerprint(TRAVEL[6])
+
+
+def test_travel_maps_pass_every_check():
+    for seed, m in enumerate(TRAVEL):
+        assert m.scenario == "travelmap" and m.lines == {} and (m.width, m.height) == (1200, 1400)
+        assert run_quality_checks(m) == [], seed
+        assert layout_violations(m) == [], seed
+        assert travel_range_violations(m) == [], seed
+        assert 12 <= len(m.stations) <= 24
+        g = nx.Graph([(e.a, e.b) for e in m.edges])
+        # one connected graph over every spot, with at least one loop (B.6; "loop connections")
+        assert nx.is_connected(g) and set(g) == set(m.stations)
+        assert len(m.edges) >= len(m.stations)
+        assert all(not st.lines and st.transfer_time == 0 for st in m.stations.values())
+        low = [n.lower() for n in m.stations]
+        assert all(difflib.SequenceMatcher(None, a, b).ratio() < 0.5 for a in low for b in low if a != b)
+
+
+def test_travel_hubs_are_named_timeless_and_priced_as_e1_says():
+    hubs = [st for m in TRAVEL for st in m.stations.values() if st.time == 0]
+    per_map = [sum(st.time == 0 for st in m.stations.values()) for m in TRAVEL]
+    assert set(per_map) == {0, 1, 2}
+    assert all(st.price in TRAVEL_HUB_PRICES for st in hubs)
+    assert all(st.name.endswith((" Airport", " Station")) for st in hubs)
+    spots = [st for m in TRAVEL for st in m.stations.values() if st.time != 0]
+    assert not any(st.name.endswith((" Airport", " Station")) for st in spots)
+
+
+def test_travel_attribute_distributions_follow_e1():
+    edges = [e for m in TRAVEL for e in m.edges]
+    spots = [st for m in TRAVEL for st in m.stations.values() if st.time != 0]
+    assert {e.time for e in edges} <= set(range(10, 61)) and len({e.time for e in edges}) > 30
+    prices = sorted(e.price for e in edges)
+    assert prices[0] >= 10 and prices[-1] <= 80
+    assert prices[len(prices) // 2] < 40  # "smaller values occurring more frequently"
+    assert all(st.price % 5 == 0 and 10 <= st.price <= 200 for st in spots)
+    assert all(30 <= st.time <= 180 for st in spots)
+    for values in ([e.comfort for e in edges], [st.comfort for st in spots]):
+        assert all(round(v * 10) == v * 10 for v in values)
+        assert 0.6 < sum(v >= 3.0 for v in values) / len(values) < 0.8  # ">= 3.0 the majority"
+    for values, low in (([e.reliability for e in edges], 1), ([st.reliability for st in spots], 60)):
+        days = [round(v * 365) for v in values]
+        assert all(abs(d / 365 - v) < 1e-6 for d, v in zip(days, values))
+        assert min(days) >= low and max(days) <= 365
+        assert 0.6 < sum(d > 180 for d in days) / len(days) < 0.85  # "values greater than 180 more frequent"
+
+
+def test_travel_generator_parameters_and_errors():
+    m = generate_travel_map(1, n_spots=(6, 6), n_hubs=(2, 2), width=800, height=800)
+    assert len(m.stations) == 6 and sum(st.time == 0 for st in m.stations.values()) == 2
+    assert layout_violations(m) == [] and run_quality_checks(m) == []
+    for kwargs in ({"n_spots": (2, 5)}, {"n_spots": (8, 6)}, {"n_hubs": (0, 6), "n_spots": (6, 8)},
+                   {"extra_edges": 1.5}, {"n_spots": (40, 60), "width": 700, "height": 700}):
+        with pytest.raises(GeoevalError):
+            generate_travel_map(0, **kwargs)
+
+
+def test_travel_range_violations_catch_bad_values():
+    m = TRAVEL[0]
+    spot = next(st for st in m.stations.values() if st.time != 0)
+    bad = dataclasses.replace(m, stations={**m.stations, spot.name: dataclasses.replace(spot, time=0.0, price=150.0)},
+                              edges=[dataclasses.replace(m.edges[0], comfort=5.5)] + m.edges[1:])
+    problems = travel_range_violations(bad)
+    assert any("hub" in p and "150" in p for p in problems)
+    assert any("Comfort Level = 5.5" in p for p in problems)

@@ -8,13 +8,16 @@ import pytest
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab import routing
-from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.agents import solve_from_tables
+from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.queries import (
     CATEGORIES,
     CRITERIA,
     SETTINGS,
+    SUM_OBJECTIVE_NOTE,
     build_rp_queries,
     graph_from_tables,
+    parse_free_question,
     parse_prompt,
     parse_question,
     prompt_tables,
@@ -152,6 +155,11 @@ def test_table_columns_follow_the_authors_masking():
     assert table_columns("mix") == {"Vertex Table": ["Vertex", "Time", "Price", "Comfort Level", "Reliability",
                                                      "Transfer Time"]}
     assert table_columns("T", "travelmap") == {"Edge Table": ["Edge", "Time"], "Vertex Table": ["Vertex", "Time"]}
+    # Travelmap keeps Time beside Price: Time 0 marks a hub, priced only as the destination
+    assert table_columns("P", "travelmap") == {"Edge Table": ["Edge", "Time", "Price"],
+                                               "Vertex Table": ["Vertex", "Time", "Price"]}
+    assert table_columns("PCR", "travelmap")["Vertex Table"] == ["Vertex", "Time", "Price", "Comfort Level", "Reliability"]
+    assert table_columns("C", "travelmap")["Vertex Table"] == ["Vertex", "Comfort Level"]
 
 
 def test_system_prompts_render():
@@ -215,3 +223,58 @@ def test_bad_inputs():
         parse_prompt("no question here")
     with pytest.raises(GeoevalError):
         graph_from_tables(None, [{"Vertex": "A"}])
+
+
+@pytest.mark.parametrize("objective", ["mean", "sum"])
+def test_travel_queries_round_trip_through_prompts_and_the_table_baseline(objective):
+    """Generated Travelmap queries: references are the solver's, prompts say the scenario and the
+    objective, and the table baseline recovers the references from the prompt text alone."""
+    solvable = [c for c in CATEGORIES if c not in ("map_only", "mix")]
+    for seed in (3, 8):
+        m = generate_travel_map(seed, n_hubs=(2, 2))
+        for q in build_rp_queries(m, list(CATEGORIES), 5, seed=seed, objective=objective):
+            assert q.scenario == "travelmap" and "(transfer)" not in "".join(q.routes)
+            assert q.transfer_vertex_numbers == [0] * len(q.routes)
+            system = system_prompt(q.category, q.scenario, q.weights, objective)
+            if q.weights and q.weights[1]:
+                assert "adds its Price only when it is the destination" in system
+            text = system + "\n" + user_prompt(q, prompt_tables(m, q.category, "csv"), "csv")
+            parsed = parse_prompt(text)
+            assert parsed.scenario == "travelmap"
+            if any(q.weights or ()) and (q.weights[2] or q.weights[3]):
+                assert parsed.objective == objective
+            if q.category in solvable:
+                assert solve_from_tables(parsed) in q.routes, (q.id, objective)
+
+
+def test_sum_objective_prompt_states_the_additive_costs():
+    text = system_prompt("TPCR", "travelmap", (0.25, 0.25, 0.25, 0.25), "sum")
+    assert SUM_OBJECTIVE_NOTE in text
+    assert "Comfort Cost = sum of (1 - Comfort Level / 5) over the non-zero Comfort Level values" in text
+    assert "0.25 * Comfort Cost + 0.25 * Reliability Cost" in text
+    assert "Average Comfort Level" not in text
+    single = system_prompt("C", "travelmap", (0, 0, 1, 0), "sum")
+    assert "the one with the lowest Comfort Cost" in single
+    # the mean objective is the default and keeps its wording
+    assert system_prompt("TPCR", "metromap", (0.25,) * 4) == system_prompt("TPCR", "metromap", (0.25,) * 4, "mean")
+    assert SUM_OBJECTIVE_NOTE not in system_prompt("TPCR", "metromap", (0.25,) * 4)
+    with pytest.raises(GeoevalError):
+        system_prompt("T", "metromap", (1, 0, 0, 0), "median")
+
+
+def test_free_wording_questions_give_their_endpoints():
+    assert parse_free_question(
+        "According to the subway map, Edge Table and Vertex Table, which route offers the highest comfort "
+        "from Triskett to West 25th_Ohio City?") == ("Triskett", "West 25th_Ohio City")
+    assert parse_free_question(
+        "According to the Scenic Area Planning Map and Vertex Table, provide the globally optimal path "
+        "balancing speed, cost, comfort, and reliability between 巴方寺 and 比粒寺.") == ("巴方寺", "比粒寺")
+    # a name containing " to ": the known names decide; without them, the first separator wins
+    q = "How do I get from Stratford to Upon Avon to Leeds?"
+    assert parse_free_question(q, {"Stratford to Upon Avon", "Leeds"}) == ("Stratford to Upon Avon", "Leeds")
+    assert parse_free_question(q) == ("Stratford", "Upon Avon to Leeds")
+    with pytest.raises(GeoevalError):
+        parse_free_question("Which line is the longest?")
+    # parse_prompt falls back to it for questions outside geoeval's templates
+    parsed = parse_prompt("# Question\nPlease find a way from Alpha to Beta.\n")
+    assert (parsed.source, parsed.target, parsed.category) == ("Alpha", "Beta", None)

@@ -10,8 +10,13 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.authors_format import category_of_test_set, load_authors_map, load_test_set
-from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.authors_format import (
+    category_of_test_set,
+    load_authors_map,
+    load_table_file,
+    load_test_set,
+)
+from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
 from geoeval.suites.maptab.routing import (
     annotate,
@@ -26,7 +31,7 @@ from geoeval.suites.maptab.routing import (
     route_totals,
     transfer_sets,
 )
-from geoeval.suites.maptab.tables import mix_map
+from geoeval.suites.maptab.tables import map_from_rows, mix_map
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 
@@ -207,6 +212,39 @@ def test_optimal_routes_equal_brute_force_on_small_maps(objective):
         assert optimal_routes(m, s, t, w, objective=objective) == brute_force(m, s, t, w, objective), (seed, w)
 
 
+@pytest.mark.parametrize("objective", ["mean", "sum"])
+def test_optimal_routes_equal_brute_force_on_generated_travel_maps_with_hubs(objective):
+    for seed in range(12):
+        m = generate_travel_map(seed, n_spots=(7, 10), n_hubs=(2, 2), width=800, height=900)
+        hubs = sorted(v for v, st in m.stations.items() if st.time == 0)
+        others = sorted(v for v in m.stations if v not in hubs)
+        rng = random.Random(seed)
+        # hubs as source, destination and (often) on the way
+        for s, t in ((hubs[0], rng.choice(others)), (rng.choice(others), hubs[1]), tuple(rng.sample(others, 2))):
+            w = WEIGHT_SETS[(seed + len(s)) % len(WEIGHT_SETS)]
+            assert optimal_routes(m, s, t, w, objective=objective) == brute_force(m, s, t, w, objective), (seed, s, t)
+
+
+def test_travelmap_hub_price_counts_only_at_the_destination():
+    def spot(name, time_, price):
+        return Station(name, (), 0, 0, time_, price, 3.0, 0.5)
+
+    stations = {"Air": spot("Air", 0.0, 300.0), "B": spot("B", 30.0, 20.0), "Rail": spot("Rail", 0.0, 200.0),
+                "D": spot("D", 40.0, 50.0)}
+    edges = [Edge("Air", "B", (), 10.0, 11.0, 4.0, 0.9), Edge("B", "Rail", (), 20.0, 12.0, 4.0, 0.9),
+             Edge("Rail", "D", (), 30.0, 13.0, 4.0, 0.9)]
+    m = MetroMap("hubs", "travelmap", stations, edges)
+    # source hub and intermediate hub add no price; every time counts (hubs' is 0)
+    assert route_totals(m, ["Air", "B", "Rail", "D"])["Total_Price"] == 11 + 12 + 13 + 20 + 50
+    assert route_totals(m, ["Air", "B", "Rail", "D"])["Total_Time"] == 10 + 20 + 30 + 30 + 40
+    # a hub as the destination is priced
+    assert route_totals(m, ["D", "Rail"])["Total_Price"] == 13 + 50 + 200
+    assert route_cost(m, ["D", "Rail"], (), (0, 1, 0, 0)) == pytest.approx((13 + 50 + 200) / 200)
+    # the rule is Travelmap's: the same stations in a metro map are all priced
+    metro = MetroMap("hubs", "metromap", stations, edges)
+    assert route_totals(metro, ["Air", "B", "Rail", "D"])["Total_Price"] == 11 + 12 + 13 + 300 + 20 + 200
+
+
 def test_transfer_sets_equal_brute_force_over_line_assignments():
     checked = 0
     for seed in range(60):
@@ -252,15 +290,28 @@ def _items(root: Path, scenario: str):
             yield category_of_test_set(f), item
 
 
+def _sample_map(root: Path, scenario: str, country: str, city: str, fmt: str) -> MetroMap:
+    """The sample map read from its .json or its .csv tables (the two must say the same)."""
+    if fmt == "json":
+        return load_authors_map(root, scenario, country, city)
+    folder = root / scenario / "tabulars" / country
+    return map_from_rows(load_table_file(folder / f"{city}_edge.csv"), load_table_file(folder / f"{city}_vertex.csv"),
+                         None, scenario, name=city, country=country)
+
+
 @pytest.mark.conformance
-def test_cleveland_references_and_totals_are_reproduced():
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_cleveland_references_and_totals_are_reproduced(fmt):
     root = peers_or_skip()
-    m = load_authors_map(root, "metromap", "america", "cleveland")
+    m = _sample_map(root, "metromap", "america", "cleveland", fmt)
     seen = set()
     for category, item in _items(root, "metromap"):
         plan_on = mix_map(m) if category == "mix" else m
         weights = item.get("weights")
         assert reference_routes(plan_on, item["station_1"], item["station_2"], weights) == item["routes"], category
+        # the counts the authors store beside the routes follow from them
+        assert item["route_vertex_numbers"] == [len(parse_route(r)[0]) for r in item["routes"]], category
+        assert item["transfer_vertex_numbers"] == [len(parse_route(r)[1]) for r in item["routes"]], category
         if weights:
             path, transfers = parse_route(item["routes"][0])
             totals = route_totals(plan_on, path, transfers)
@@ -276,11 +327,15 @@ def test_cleveland_references_and_totals_are_reproduced():
 
 
 @pytest.mark.conformance
-def test_travelmap_sample_matches_the_additive_objective():
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_travelmap_sample_matches_the_additive_objective(fmt):
     root = peers_or_skip()
-    m = load_authors_map(root, "travelmap", "cambodia", "angkorWar")
+    m = _sample_map(root, "travelmap", "cambodia", "angkorWar", fmt)
     differ_under_mean = set()
+    seen = set()
     for category, item in _items(root, "travelmap"):
+        seen.add(category)
+        assert item["route_vertex_numbers"] == [len(r.split("-")) for r in item["routes"]], category
         plan_on = mix_map(m) if category == "mix" else m
         weights = item.get("weights")
         s, t = item["spot_1"], item["spot_2"]
@@ -293,3 +348,4 @@ def test_travelmap_sample_matches_the_additive_objective():
                 differ_under_mean.add(category)
     # the paper's mean objective prefers long detours for Comfort-only and Reliability-only
     assert differ_under_mean == {"C", "R"}
+    assert len(seen) == 12

@@ -49,6 +49,7 @@ from typing import Any, Iterable
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.authors_format import (
     TOTAL_KEYS,
+    authors_table_path,
     item_keys,
     load_authors_map,
     load_table_file,
@@ -68,7 +69,7 @@ from geoeval.suites.maptab.queries import (
     table_columns,
 )
 from geoeval.suites.maptab.routing import Objective, parse_route
-from geoeval.suites.maptab.tables import format_table
+from geoeval.suites.maptab.tables import ATTRIBUTE_COLUMNS, format_table, split_edge_label
 
 SCENARIOS: dict[str, tuple[Scenario, ...]] = {
     "metromap": ("metromap",),
@@ -189,6 +190,43 @@ def load_authors_items(root: Path, scenarios: Iterable[Scenario], categories: li
     return items
 
 
+def table_problems(root: Path, scenario: Scenario, country: str, name: str) -> list[str]:
+    """Row-level duplicates in a map's Edge_tab and Vertex_tab files, which loading the tables into
+    a map would merge away (appendix B.5/B.6 "duplicates"): an edge listed twice on the same line
+    (Travelmap: twice at all), one station pair given different attributes on different rows (the
+    first row's are used), and a station listed twice (the last row's are used). Rows are counted
+    from 1, after the header."""
+    problems: list[str] = []
+    vertex_path = authors_table_path(root, scenario, country, name, "vertex")
+    edge_path = authors_table_path(root, scenario, country, name, "edge")
+    vertex_rows = load_table_file(vertex_path) if vertex_path else []
+    seen_station: dict[str, int] = {}
+    for i, row in enumerate(vertex_rows, 1):
+        key = str(row.get("Vertex", "")).strip().lower()
+        if key in seen_station:
+            problems.append(f"{vertex_path.name}: station {row.get('Vertex')!r} is listed on rows "  # type: ignore[union-attr]
+                            f"{seen_station[key]} and {i} (the later row is used)")
+        seen_station.setdefault(key, i)
+    known = {str(r.get("Vertex", "")).strip() for r in vertex_rows}
+    seen_pair: dict[frozenset[str], tuple[int, tuple]] = {}
+    seen_line: dict[tuple[frozenset[str], str], int] = {}
+    for i, row in enumerate(load_table_file(edge_path) if edge_path else [], 1):
+        pair = frozenset(split_edge_label(str(row.get("Edge", "")), known or None))
+        lines = (row.get("Line") or [""]) if scenario == "metromap" else [""]
+        for line in lines:
+            if (pair, line) in seen_line:
+                on = f" on {line!r}" if line else ""
+                problems.append(f"{edge_path.name}: edge {row['Edge']!r}{on} repeats row {seen_line[(pair, line)]} "  # type: ignore[union-attr]
+                                f"(row {i}): duplicate edge")
+            seen_line.setdefault((pair, line), i)
+        values = tuple(row.get(c) for c in ATTRIBUTE_COLUMNS)
+        if pair in seen_pair and seen_pair[pair][1] != values:
+            problems.append(f"{edge_path.name}: edge {row['Edge']!r} on row {i} has other attributes than "  # type: ignore[union-attr]
+                            f"row {seen_pair[pair][0]} (the first row is used)")
+        seen_pair.setdefault(pair, (i, values))
+    return problems
+
+
 def item_problems(item: dict[str, Any], m: MetroMap) -> list[str]:
     """Ways an item does not fit its map: unknown endpoints, routes that are not simple paths of the
     map from the source to the destination."""
@@ -269,7 +307,9 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
         order = {c: i for i, c in enumerate(env_cfg.categories or CATEGORIES)}
         items.sort(key=lambda it: (it["map"], order[it["category"]], it["index"]))
         quality = {
-            "maps": {m.name: run_quality_checks(m) for m in maps},
+            "maps": {
+                m.name: table_problems(root, *maps_named[m.name][:2], m.name) + run_quality_checks(m) for m in maps
+            },
             "items": [
                 {"file": it["file"], "index": it["index"], "problem": p}
                 for it in items for p in item_problems(it, by_name[it["map"]])
@@ -288,6 +328,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
         map_difficulty={name: level for name, (_, _, level) in maps_named.items()},
         source="authors",
         items_path=str((folder / ITEMS_FILE).resolve()),
+        fingerprint=key,
     )
 
 

@@ -97,6 +97,12 @@ def _find_table(folder: Path, stem: str) -> Path | None:
     return None
 
 
+def authors_table_path(root: Path, scenario: Scenario, region: str, city: str, kind: str) -> Path | None:
+    """The file of one of a map's tables (`kind` "edge", "vertex" or "vertex2"), .json preferred
+    over .csv, or None."""
+    return _find_table(Path(root) / scenario / "tabulars" / region, f"{city}_{kind}")
+
+
 def load_authors_map(root: Path, scenario: Scenario, region: str, city: str) -> MetroMap:
     """A `MetroMap` from `<root>/<scenario>/tabulars/<region>/<city>_{edge,vertex}.json` (or .csv).
     Coordinates are 0 (the tables carry no layout); width/height come from the map image if present."""

@@ -47,6 +47,8 @@ class MapTabEnv:
     map_difficulty: dict[str, str]
     source: str = "synthetic"
     items_path: str = ""
+    # content hash of external inputs (the authors' files); part of the run hash, see RunSpec
+    fingerprint: str = ""
 
 
 def env_key(env_cfg: dict[str, Any], seed: int) -> str:

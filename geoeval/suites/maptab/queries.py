@@ -37,7 +37,9 @@ Tables shown (the authors' column masking, `maptab_infer/data.py`): criteria-fre
 Edge and Line (Line is needed to know where transfers happen); criteria categories keep Edge, Line
 and the criteria's columns, and Vertex, Line, the criteria's columns plus Transfer Time when Time is
 a criterion; Map+Mix_tab shows the Mix_tab without its Line column (the strict cross-modal
-setting), titled "Vertex Table" as in the authors' prompts.
+setting), titled "Vertex Table" as in the authors' prompts. In Travelmap, a category with Price
+but not Time still shows the Time columns, as the authors' masking does: a spot's Time says
+whether it is a transport hub (Time 0), whose Price counts only at the destination.
 
 Prompts: `system_prompt` (role, objective with the cost rules and scaling, output format) and
 `user_prompt` (question, weights, tables in fenced blocks "Edge Table (csv):\\n```csv ...```") are
@@ -377,10 +379,13 @@ def table_columns(category: str, scenario: Scenario = "metromap") -> dict[str, l
     if category == "mix":
         cols = ["Vertex", *CRITERIA_NAMES] + (["Transfer Time"] if scenario == "metromap" else [])
         return {"Vertex Table": cols}
-    vertex = ["Vertex", *line, *crit]
+    shown = list(crit)
+    if scenario == "travelmap" and "Price" in crit and "Time" not in crit:
+        shown.insert(0, "Time")  # the hub rule needs it (module docstring)
+    vertex = ["Vertex", *line, *shown]
     if "Time" in crit and scenario == "metromap":
         vertex.append("Transfer Time")
-    return {"Edge Table": ["Edge", *line, *crit], "Vertex Table": vertex}
+    return {"Edge Table": ["Edge", *line, *shown], "Vertex Table": vertex}
 
 
 def prompt_tables(m: MetroMap, category: str, table_format: TableFormat) -> dict[str, str]:
@@ -475,6 +480,14 @@ def _fmt_weight(w: float) -> str:
     return f"{w:g}" if abs(w) >= 1e-4 or w == 0 else f"{w:.6f}"
 
 
+def _hub_rule(scenario: Scenario) -> str:
+    """Travelmap's transport-hub price rule (routing's module docstring), as prompt text."""
+    if scenario != "travelmap":
+        return ""
+    return ("; a scenic spot whose Time is 0 (an airport or a station) adds its Price only when it is "
+            "the destination")
+
+
 def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective = "mean") -> str:
     crit = CRITERIA[category]
     metro = scenario == "metromap"
@@ -486,7 +499,7 @@ def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective 
         if "Time" in crit:
             rules.append(f"- Total Time = sum of the Time of {stations}"
                          + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
-        rules.append(f"- Total Price = sum of the Price of {stations}.")
+        rules.append(f"- Total Price = sum of the Price of {stations}{_hub_rule(scenario)}.")
         rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of {stations}.")
         rules.append(f"- Average Reliability = mean of the non-zero Reliability values of {stations}.")
         return "\n".join(rules)
@@ -494,7 +507,7 @@ def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective 
         rules.append(f"- Total Time = sum of edge Time + sum of the Time of {stations}"
                      + (" + the Transfer Time of each station where a line transfer occurs (stations passed without changing lines add no Transfer Time)." if metro else "."))
     if "Price" in crit:
-        rules.append(f"- Total Price = sum of edge Price + sum of the Price of {stations}.")
+        rules.append(f"- Total Price = sum of edge Price + sum of the Price of {stations}{_hub_rule(scenario)}.")
     if "Comfort Level" in crit:
         rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of the route's edges and of {stations}.")
     if "Reliability" in crit:
@@ -518,7 +531,7 @@ def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
                      + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
     if "Price" in crit:
         edge = "" if category == "mix" else "sum of edge Price + "
-        rules.append(f"- Total Price = {edge}sum of the Price of {stations}.")
+        rules.append(f"- Total Price = {edge}sum of the Price of {stations}{_hub_rule(scenario)}.")
     if "Comfort Level" in crit:
         rules.append(f"- Comfort Cost = sum of (1 - {c_value}) over the non-zero Comfort Level values {where}.")
     if "Reliability" in crit:

@@ -17,7 +17,11 @@ Cost model (what the authors' labels reproduce, see SPEC.md "Facts read off ..."
 Included stations: Metromap every station except the destination; Travelmap every station,
 destination included.
 * Total_Time  = sum of edge Time + Time of included stations + Transfer Time of transfer stations.
-* Total_Price = sum of edge Price + Price of included stations.
+* Total_Price = sum of edge Price + Price of included stations, except that in Travelmap a
+  transport hub (a spot with Time 0: airport, railway station) is priced only as the destination
+  (appendix E.1: "transportation station costs are counted only at the final destination, while
+  prices at intermediate stations are set to 0"; the authors' prompts: "When a spot is not the
+  destination and its Time = 0, set its Price to 0"), so a hub at the source counts 0 too.
 * Average_Comfort Level / Average_Reliability = mean of the NON-ZERO values among the route's edges
   and included stations (0 when there is none).
 * J = w1*T/T_scale + w2*P/P_scale + w3*(1 - C/C_scale) + w4*(1 - R), with Metromap scales
@@ -210,6 +214,14 @@ def _included(m: MetroMap, path: Sequence[str]) -> Sequence[str]:
     return path if m.scenario == "travelmap" else path[:-1]
 
 
+def _station_price(m: MetroMap, v: str, is_destination: bool) -> float:
+    """The Price a station adds to a route (the Travelmap hub rule, module docstring)."""
+    st = m.stations[v]
+    if m.scenario == "travelmap" and st.time == 0 and not is_destination:
+        return 0.0
+    return st.price
+
+
 def _raw_totals(m: MetroMap, path: Sequence[str], transfers: Iterable[str]) -> tuple[float, float, float, float]:
     time = price = 0.0
     comfort: list[float] = []
@@ -222,10 +234,10 @@ def _raw_totals(m: MetroMap, path: Sequence[str], transfers: Iterable[str]) -> t
         price += e.price
         comfort.append(e.comfort)
         reliability.append(e.reliability)
-    for v in _included(m, path):
+    for i, v in enumerate(_included(m, path)):
         st = m.stations[v]
         time += st.time
-        price += st.price
+        price += _station_price(m, v, i == len(path) - 1)
         comfort.append(st.comfort)
         reliability.append(st.reliability)
     inner = set(path[1:-1])
@@ -385,9 +397,9 @@ def _optimal(
             cost += wr * (1 - reliability)
         return cost
 
-    def station_cost(v: str) -> float:
+    def station_cost(v: str, is_destination: bool = False) -> float:
         st = m.stations[v]
-        return element_cost(st.time, st.price, st.comfort, st.reliability)
+        return element_cost(st.time, _station_price(m, v, is_destination), st.comfort, st.reliability)
 
     adj: dict[str, list[tuple[str, float, tuple[str, ...], float, float]]] = {v: [] for v in nodes}
     for e in m.edges:
@@ -401,7 +413,7 @@ def _optimal(
 
     # h(u): least additive cost of going from u to t (u's own station cost included when u != t).
     h = {v: math.inf for v in nodes}
-    h[t] = station_cost(t) if include_dest else 0.0
+    h[t] = station_cost(t, True) if include_dest else 0.0
     heap = [(h[t], t)]
     while heap:
         d, v = heapq.heappop(heap)
@@ -459,7 +471,7 @@ def _optimal(
             if v == t:
                 if include_dest:
                     dst = m.stations[t]
-                    nadd += station_cost(t)
+                    nadd += station_cost(t, True)
                     if dst.comfort != 0:
                         ncs, ncc = ncs + dst.comfort, ncc + 1
                     if dst.reliability != 0:

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from inspect_ai import Task
-from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
 from pydantic import Field, ValidationError, field_validator
 
-from geoeval.core.config import Strict, _format_errors
+from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
@@ -85,32 +85,6 @@ class MapTabAuthorsEnvConfig(Strict):
         default=None, min_length=1, description="test-set categories to load; null: every one present")
 
 
-class MapTabEnvSchemas:
-    """The suite's `env_schema`: validates `env` with the schema its `name` selects, so that one
-    suite can offer several environments."""
-
-    by_name: dict[str, type[Strict]] = {
-        "maptab_synthetic": MapTabEnvConfig,
-        "maptab_authors": MapTabAuthorsEnvConfig,
-    }
-    # read by the core's error formatter only if a ValidationError escaped, which model_validate prevents
-    model_fields: dict[str, Any] = {}
-
-    @classmethod
-    def model_validate(cls, data: Any) -> Strict:
-        name = data.get("name", "maptab_synthetic") if isinstance(data, dict) else None
-        schema = cls.by_name.get(str(name))
-        if schema is None:
-            raise GeoevalError(
-                f"Invalid config:\n  env.name: unknown MapTab environment {name!r} "
-                f"(available: {', '.join(sorted(cls.by_name))})"
-            )
-        try:
-            return schema.model_validate(data)
-        except ValidationError as err:  # worded as the core words every other group's errors
-            raise GeoevalError("Invalid config:\n" + _format_errors("env", err, schema)) from None
-
-
 class MapTabSuiteConfig(Strict):
     """`suite=maptab`."""
 
@@ -143,7 +117,8 @@ def _env_seed(spec: Any) -> int:
 class MapTabSuite:
     name = "maptab"
     config_schema = MapTabSuiteConfig
-    env_schema = MapTabEnvSchemas
+    # one schema per environment, chosen by `env.name`
+    env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig}
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any):
