@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--maps", type=int, default=4)
     ap.add_argument("--per-category", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--ocr-maps", type=int, default=8, help="maps for the Ray scaling part (one OCR read each)")
+    ap.add_argument("--ocr-maps", type=int, default=16, help="maps for the Ray scaling part (one OCR read each)")
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
@@ -66,7 +66,8 @@ def main() -> None:
 
     def bare_inspect(r: int) -> None:
         # what `inspect eval geoeval/maptab` does: build the dataset and task, then eval()
-        task = suite.build_task(spec, suite.build_env(spec), suite.build_samples(spec, suite.build_env(spec)))
+        bare_env = suite.build_env(spec)
+        task = suite.build_task(spec, bare_env, suite.build_samples(spec, bare_env))
         inspect_eval(task, model=build_model(spec), display="none", log_dir=str(work / f"bare{r}"),
                      max_samples=spec.runner.max_samples, score_display=False)
 
