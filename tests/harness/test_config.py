@@ -99,3 +99,13 @@ def test_user_experiments_folder_is_on_the_search_path(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "experiment_name: my_study" in proc.stdout
     assert "resolution: 0.25" in proc.stdout
+
+
+def test_sweep_validates_every_job_before_the_first_runs(tmp_path):
+    proc = subprocess.run(
+        geoeval_cmd("-m", "suite.resolution=1,2", "tracking=none", "env.n_maps=1", "suite.n_per_category=1"),
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "suite.resolution" in proc.stderr
+    assert not (tmp_path / "results").exists()  # job 0 (resolution=1, valid) never started
