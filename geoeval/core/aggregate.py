@@ -45,7 +45,9 @@ def metric_key_part(value: str) -> str:
 
 def reduce_values(values: Sequence[float], *, summed: bool) -> float:
     """The sum (`summed`) or the mean of `values` (exact float summation); NaN when empty and
-    averaged."""
+    averaged. NaN values mean "not applicable to this sample" (e.g. MapSatisfy's Eff when no
+    clarification is allowed) and are left out, as the papers skip such cases."""
+    values = [v for v in values if not math.isnan(v)]
     total = math.fsum(values)
     if summed:
         return total
@@ -108,9 +110,11 @@ def aggregate(
                     value,
                 )
 
+    # a group whose every value is skipped (NaN) gets no key: MLflow shows "no value", not NaN
     return {
         key: reduce_values(values, summed=raw[1] in sum_metrics)
         for key, (raw, values) in sorted(groups.items())
+        if any(not math.isnan(v) for v in values)
     }
 
 

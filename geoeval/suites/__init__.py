@@ -2,3 +2,4 @@
 policies) with `geoeval.core.registry`."""
 
 from geoeval.suites.maptab import suite as _maptab_suite  # noqa: F401
+from geoeval.suites.mapsatisfy import suite as _mapsatisfy_suite  # noqa: F401

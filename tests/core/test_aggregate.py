@@ -183,3 +183,18 @@ def test_mean_uses_exact_summation() -> None:
     results = [r(str(i), {"ema": 0.1}) for i in range(10)]
     assert aggregate(results)["ema"] == 0.1
     assert not math.isnan(group_table(results, [], ["ema"])[0]["ema"])
+
+
+def test_nan_scores_are_skipped_not_averaged():
+    from geoeval.core.aggregate import aggregate
+    from geoeval.core.records import Dimensions, SampleResult
+
+    def r(sid, eff, level):
+        return SampleResult(run_hash="h", sample_id=sid, scores={"eff": eff, "ar": 1.0},
+                            dims=Dimensions(suite="s", level=level))
+
+    out = aggregate([r("a", 0.5, "l0"), r("b", float("nan"), "l0"), r("c", float("nan"), "l1")])
+    assert out["eff"] == 0.5          # mean over the applicable sample only
+    assert out["eff/l0"] == 0.5
+    assert "eff/l1" not in out         # nothing applicable at l1
+    assert out["ar"] == 1.0 and out["ar/l1"] == 1.0

@@ -1,6 +1,7 @@
 """MapSatisfyBench (seed 002): satisfaction-aware map-service agents.
 
-Foundation modules only, for now: the instance schema and loaders (`schema`), the deterministic
-replay sandbox of the map-service tools (`sandbox`) and the per-case metrics (`metrics`). The
-suite is not registered with the core yet; see README.md for what is left.
+The instance schema and loaders (`schema`), the replay sandbox (`sandbox`), the per-case metrics
+(`metrics`), the simulated user (`user_sim`), the dialogue solver (`solver`), the judges
+(`judges`), the offline agents (`agents`) and the suite registration (`suite`, imported by
+`geoeval.suites`). See README.md.
 """

@@ -1,0 +1,156 @@
+"""Offline MapSatisfy agents (policies of the `geoeval/*` model provider).
+
+- `geoeval/oracle`: calls the expected tools with the required parameters (the case's recorded
+  calls, `suite.oracle_plan`), asks no question, and answers with facts quoted from the served
+  tool responses. It reads the current sample, which is its purpose; it must score
+  ECR = IISR = TS = IFS = 1 under the `rules` judge.
+- `geoeval/clarify_baseline`: sees only the messages and tools. When the query leaves out a time,
+  a travel mode or a preference, it asks one clarification question per missing slot (one turn
+  each), then searches a place with the query and answers from what came back: the efficiency
+  penalty of asking instead of fetching evidence (section 4.3).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from inspect_ai.model import ChatMessage
+from inspect_ai.tool import ToolInfo
+
+from geoeval.agents.policies import PolicyReply, register_policy
+from geoeval.suites.mapsatisfy.user_sim import SLOT_WORDS, is_request
+
+_SNIPPET_SPLIT = re.compile(r"[;；\"\[\]{}\n,，|]")
+_TRUNCATED = re.compile(r"<START_TOOL_OUTPUT>(.*?)(?:<END_TOOL_OUTPUT>|$)", re.DOTALL)
+_MAX_SNIPPETS_PER_RESPONSE = 6
+_NO_RESULT = "已为您查询，但工具没有返回可用的结果。"
+
+
+def _text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text")
+
+
+def _served(content: str) -> bool:
+    """False for the sandbox's typed no_record and error responses, which carry no facts."""
+    try:
+        obj = json.loads(content)
+    except (json.JSONDecodeError, TypeError):
+        return bool(content.strip())
+    return not (isinstance(obj, dict) and obj.get("status") in ("no_record", "error"))
+
+
+def _tool_output(content: str) -> str:
+    """The tool's own text: Inspect wraps a truncated output in a notice and markers."""
+    found = _TRUNCATED.search(content)
+    return found.group(1) if found else content
+
+
+def _leaves(obj: Any) -> list[str]:
+    if isinstance(obj, dict):
+        return [leaf for v in obj.values() for leaf in _leaves(v)]
+    if isinstance(obj, list):
+        return [leaf for v in obj for leaf in _leaves(v)]
+    if isinstance(obj, (str, int, float)) and not isinstance(obj, bool):
+        return [str(obj)]
+    return []
+
+
+def _safe(piece: str) -> bool:
+    return 2 <= len(piece) <= 60 and not any(q in piece for q in "「」“”\"") and not is_request(piece)
+
+
+def snippets(content: str) -> list[str]:
+    """Short verbatim pieces of a tool response, safe to quote: the values of a JSON response (not
+    its keys), or the pieces of a text one, each occurring in the response as written, with no
+    quote marks and nothing that reads as a question to the user."""
+    text = _tool_output(content)
+    try:
+        pieces = _leaves(json.loads(text))
+    except (json.JSONDecodeError, TypeError):
+        pieces = []
+    pieces = [p for value in pieces for p in ([value] if _safe(value) else _SNIPPET_SPLIT.split(value))]
+    if not pieces:
+        pieces = _SNIPPET_SPLIT.split(text[:2000])
+    out = []
+    for piece in pieces:
+        piece = piece.strip()
+        if _safe(piece) and piece in text and piece not in out:
+            out.append(piece)
+        if len(out) >= _MAX_SNIPPETS_PER_RESPONSE:
+            break
+    return out
+
+
+def answer_from_tools(messages: list[ChatMessage]) -> str:
+    """A final answer made only of quoted facts from the served tool responses."""
+    facts: list[str] = []
+    for m in messages:
+        if getattr(m, "role", "") == "tool" and getattr(m, "error", None) is None and _served(_text(m)):
+            facts += [s for s in snippets(_text(m)) if s not in facts]
+    if not facts:
+        return _NO_RESULT
+    return "根据查询结果：" + "；".join(f"「{f}」" for f in facts) + "。"
+
+
+def _tool_calls_made(messages: list[ChatMessage]) -> int:
+    return sum(len(getattr(m, "tool_calls", None) or []) for m in messages if getattr(m, "role", "") == "assistant")
+
+
+def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
+    from inspect_ai.solver._task_state import sample_state
+
+    state = sample_state()
+    plan = list((state.metadata or {}).get("oracle_plan", [])) if state is not None else []
+    offered = {t.name for t in tools}
+    plan = [step for step in plan if step["tool"] in offered]
+    done = _tool_calls_made(messages)
+    if done < len(plan):
+        step = plan[done]
+        return PolicyReply(tool=step["tool"], arguments=dict(step["arguments"]))
+    return PolicyReply(content=answer_from_tools(messages))
+
+
+# One question per slot, each naming only its own slot (the rule-based user answers the slots a
+# question names).
+CLARIFY_QUESTIONS = {
+    "time": "请问您打算什么时间出发？",
+    "travel_mode": "请问您的出行方式是？",
+    "preference": "请问您有什么偏好吗？",
+}
+
+
+def missing_slots(query: str) -> list[str]:
+    """The slots of `CLARIFY_QUESTIONS` the query does not mention (its underspecification)."""
+    lowered = query.lower()
+    return [slot for slot in CLARIFY_QUESTIONS if not any(w in lowered for w in SLOT_WORDS[slot])]
+
+
+def _context_city(messages: list[ChatMessage]) -> str:
+    for m in messages:
+        if getattr(m, "role", "") == "system":
+            found = re.search(r'"city"\s*:\s*"([^"]*)"', _text(m))
+            if found:
+                return found.group(1).split("/")[-1]
+    return ""
+
+
+def _clarify_baseline(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
+    users = [m for m in messages if getattr(m, "role", "") == "user"]
+    query = _text(users[0]) if users else ""
+    asked = [m for m in messages if getattr(m, "role", "") == "assistant" and not getattr(m, "tool_calls", None)]
+    missing = missing_slots(query)
+    if len(asked) < len(missing):
+        return PolicyReply(content=CLARIFY_QUESTIONS[missing[len(asked)]])
+    if _tool_calls_made(messages) == 0 and any(t.name == "search_poi" for t in tools):
+        return PolicyReply(tool="search_poi", arguments={"query": query, "cur_adcode": _context_city(messages),
+                                                          "city_limit": True})
+    return PolicyReply(content=answer_from_tools(messages))
+
+
+register_policy("oracle", "mapsatisfy", _oracle)
+register_policy("clarify_baseline", "mapsatisfy", _clarify_baseline)

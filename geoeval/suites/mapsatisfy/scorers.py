@@ -1,0 +1,62 @@
+"""MapSatisfy's eight metrics registered with the core for suite "mapsatisfy".
+
+Each metric function reads what the dialogue solver recorded (`metadata["mapsatisfy"]`: the
+judges' verdicts, the tool calls, the assistant turns, the agent's tokens) and the instance's
+ground truth (`metadata["instance"]`), and computes the case's value with `metrics.case_scores`.
+A value the formulas leave undefined (Eff with max_allowed = 0, CEI without tokens, a metric whose
+judge verdict failed) is NaN: the core's scorer takes floats only, and NaN is "no value", not 0.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from geoeval.core.registry import register_metric
+from geoeval.core.scoring import MetricInput
+from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES, case_scores
+
+DESCRIPTIONS = {
+    "ecr": "Explicit-factor Completion Rate: explicit factors met / explicit factors",
+    "iisr": "Implicit-factor Satisfaction Rate: sum(w_i c_i) / sum(w_i)",
+    "ar": "Accepted-response probability: ECR x IISR",
+    "ts": "Tool Selection: correct / (correct + incorrect + extra + missed) tool names",
+    "ifs": "Information Faithfulness Score: faithful rubric rows / rubric rows",
+    "eff": "Interaction efficiency: S_median / (S_median + S_actual); NaN when max_allowed = 0",
+    "ses": "Satisfaction Efficiency Score: AR x Eff",
+    "cei": "Cost-Efficiency Index: SES per million agent tokens",
+}
+
+
+def extract_answer(raw: str) -> tuple[str, str]:
+    """The final assistant turn is the answer; the metrics read the recorded dialogue."""
+    return raw.strip(), ""
+
+
+def scores_of(metadata: dict[str, Any]) -> dict[str, float | None]:
+    from geoeval.suites.mapsatisfy.judges import Verdicts
+    from geoeval.suites.mapsatisfy.schema import parse_instance
+
+    record = metadata.get("mapsatisfy")
+    if record is None:
+        raise ValueError("no dialogue record: the mapsatisfy solver did not run on this sample")
+    instance = parse_instance(metadata["instance"])
+    verdicts = Verdicts.from_record(record["verdicts"])
+    calls = [(c["name"], c.get("arguments") or {}) for c in record["tool_calls"]]
+    return case_scores(instance, explicit_met=verdicts.explicit_met, implicit_satisfied=verdicts.implicit_satisfied,
+                       tool_calls=calls, fact_rows=verdicts.fact_rows, turns=int(record["turns"]),
+                       total_tokens=int(record["tokens"]))
+
+
+def _metric(name: str):
+    def fn(inp: MetricInput) -> float:
+        value = scores_of(inp.metadata)[name]
+        return math.nan if value is None else float(value)
+
+    fn.__name__ = f"{name}_metric"
+    fn.__doc__ = DESCRIPTIONS[name]
+    return fn
+
+
+for _name in METRIC_NAMES:
+    register_metric(_name, suites=["mapsatisfy"], description=DESCRIPTIONS[_name])(_metric(_name))

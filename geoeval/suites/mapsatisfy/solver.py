@@ -1,0 +1,125 @@
+"""The MapSatisfy dialogue as an Inspect solver.
+
+One sample is one dialogue: the business agent (the evaluated model, C.2 prompt as the system
+message) gets the root query, may call the sandbox's map tools any number of times per turn, and
+each reply without tool calls is an assistant turn the simulated user answers. The dialogue ends
+when the user's reply carries `[Finish Conversation]` or after `max_turns` assistant turns (or
+`max_tool_calls` tool calls: a runaway agent must not loop for ever).
+
+Recorded in `state.metadata["mapsatisfy"]` (the scorer's metric functions read it there):
+- `answer`: the last assistant turn; `turns`: the assistant turns (S_actual of Eff);
+- `tool_calls`: every call with its arguments, the response, its match type and error;
+- `dialogue`: the visible (role, text) turns; `given`: what the agent was given;
+- `tokens`: the agent's total tokens (CEI), the user simulator and judges not counted;
+- `verdicts`: the judges' verdicts (`judges.Verdicts.to_record`).
+The full transcript, tool messages included, stays in `state.messages`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from geoeval.suites.mapsatisfy.user_sim import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
+
+
+def _text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text")
+
+
+def make_user(instance: Any, user_model: Any | None) -> Any:
+    """The LLM simulator on `user_model` when given, otherwise the rule-based one."""
+    if user_model is None:
+        return RuleBasedUser(instance.query, instance.full_intent)
+    persona = instance.user_profile.summary if instance.user_profile is not None else ""
+    prompt = fill_user_prompt(instance.query, instance.full_intent, instance.context.time,
+                              instance.context.user_loc_name or instance.context.user_current_loc, persona)
+    return LLMUser(user_model, prompt)
+
+
+def _user_role_model() -> Any | None:
+    """The `user` model role of the running eval, if one is configured."""
+    from inspect_ai.model._model import model_roles
+
+    return model_roles().get("user")
+
+
+@solver
+def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 40, judges: list[str] | None = None,
+                        votes: int = 3, judge_temperature: float = 0.0) -> Solver:
+    """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from geoeval.suites.mapsatisfy.judges import Trajectory, judge_dialogue
+        from geoeval.suites.mapsatisfy.sandbox import inspect_tools
+        from geoeval.suites.mapsatisfy.schema import parse_instance
+
+        instance = parse_instance(state.metadata["instance"])
+        sandbox = env.sandbox()
+        responses: list[Any] = []
+        tools = inspect_tools(sandbox, state.metadata.get("tools"), trace_id=instance.task_id,
+                              on_response=responses.append)
+        model = get_model()
+        user = make_user(instance, _user_role_model())
+        dialogue: list[tuple[str, str]] = [("user", instance.query)]
+        given = [instance.query, json.dumps(instance.context.model_dump(mode="json"), ensure_ascii=False)]
+        if state.metadata.get("setting") == "profile" and instance.user_profile is not None:
+            given.append(json.dumps(instance.user_profile.model_dump(mode="json"), ensure_ascii=False))
+        tokens = 0
+        turns = 0
+        answer = ""
+        finished = False
+        n_calls = 0
+        while turns < max_turns and not finished:
+            output = await model.generate(state.messages, tools)
+            tokens += int(output.usage.total_tokens) if output.usage else 0
+            message = output.message
+            state.messages.append(message)
+            state.output = output
+            if message.tool_calls:
+                n_calls += len(message.tool_calls)
+                result = await execute_tools(state.messages, tools)
+                state.messages.extend(result.messages)
+                if n_calls >= max_tool_calls:
+                    break
+                continue
+            turns += 1
+            answer = _text(message)
+            dialogue.append(("assistant", answer))
+            reply = await user.reply(dialogue)
+            dialogue.append(("user", reply))
+            finished = FINISH in reply
+            # the closing reply stays in the transcript for review; the agent is not asked again
+            state.messages.append(ChatMessageUser(content=reply))
+            if not finished:
+                given.append(reply)
+        calls = [{"name": r.tool, "arguments": r.arguments, "content": r.content, "match_type": r.match_type,
+                  "error": r.error, "score": r.score} for r in responses]
+        # a call the sandbox never saw (Inspect rejected its arguments, or the tool raised) is still
+        # a call of the trajectory: TS counts its name, but its arguments were refused, so it
+        # carried no valid parameter (they are kept for review as `rejected_arguments`)
+        requested = {c.id: c for m in state.messages for c in (getattr(m, "tool_calls", None) or [])}
+        for m in state.messages:
+            if isinstance(m, ChatMessageTool) and m.error is not None:
+                call = requested.get(m.tool_call_id or "")
+                calls.append({"name": m.function or "", "arguments": {},
+                              "rejected_arguments": dict(call.arguments) if call else {},
+                              "content": _text(m), "match_type": "no_record", "error": m.error.message,
+                              "score": None})
+        record = {"answer": answer, "turns": turns, "tool_calls": calls, "dialogue": dialogue, "given": given,
+                  "tokens": tokens, "finished": finished,
+                  "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None}
+        verdicts = await judge_dialogue(instance, Trajectory.from_record(record), judges or ["rules"], votes,
+                                        judge_temperature)
+        record["verdicts"] = verdicts.to_record()
+        state.metadata["mapsatisfy"] = record
+        return state
+
+    return solve
+

@@ -1,0 +1,269 @@
+"""The MapSatisfy suite: config schemas, environment, samples and task, registered with the core.
+
+`env=mapsatisfy_demo` runs the authors' ten demo instances (`demo_bench.xlsx`) against their
+recorded tool calls (`mock_data/*.csv`) as they are. A sample is one dialogue (solver.py): the C.2
+business-agent prompt (normal or profile version, `suite.setting`) with the root query; the
+simulated user, the sandbox and the judges are run inside the solver; the scorer's metric
+functions (scorers.py) compute ECR ... CEI from what the solver recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from pydantic import Field
+
+from geoeval.core.config import Strict
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions
+from geoeval.core.registry import register_suite
+
+PROMPTS = Path(__file__).parent / "prompts"
+PROFILE_TOOLS = ("search_user_profile", "search_user_action_summary")
+
+
+class MapSatisfyDemoEnvConfig(Strict):
+    """`env=mapsatisfy_demo`: the authors' demo release under `root`."""
+
+    name: Literal["mapsatisfy_demo"] = "mapsatisfy_demo"
+    root: str = Field(default="../shared/peers/mapsatisfy", description="release root (relative to the working directory)")
+    bench: str = Field(default="demo_bench.xlsx", description="instances (.xlsx/.json/.jsonl), relative to root")
+    mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
+    embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
+
+
+class MapSatisfySuiteConfig(Strict):
+    """`suite=mapsatisfy`."""
+
+    name: Literal["mapsatisfy"] = "mapsatisfy"
+    setting: Literal["normal", "profile"] = Field(
+        default="normal", description="normal: the main sandbox; profile: the profile is in the prompt (B.4)")
+    map_tools: list[str] | None = Field(default=None, description="sandbox tools offered to the agent; null: the whole catalogue")
+    max_turns: int = Field(default=8, ge=1, description="assistant turns before the dialogue is cut")
+    max_tool_calls: int = Field(default=40, ge=1)
+    user_model: str | None = Field(default=None, description="model of the C.1 user simulator (the `user` role); "
+                                   "null: the rule-based simulator")
+    tool_simulator: str | None = Field(default=None, description="model simulating unrecorded tool responses "
+                                       "(the `tool_simulator` role); null: typed no_record")
+    judge_votes: int = Field(default=3, ge=1, description="evaluations of each model judge, majority-voted "
+                             "(section 4.2: three); the judge group's `votes` does not apply to this suite")
+
+
+@dataclass(frozen=True)
+class MapSatisfyEnv:
+    """Picklable handle: where the instances and the recorded calls are. The sandbox is opened
+    once per process (`sandbox()`)."""
+
+    bench_path: str
+    mock_dir: str
+    embedder: str = "e5"
+    tool_simulator: str | None = None
+    fingerprint: str = ""
+
+    def sandbox(self) -> Any:
+        return _open_sandbox(self.mock_dir, self.embedder, self.tool_simulator)
+
+
+_SANDBOXES: dict[tuple[str, str, str | None], Any] = {}
+_LOCK = threading.Lock()
+
+
+def _open_sandbox(mock_dir: str, embedder: str, tool_simulator: str | None) -> Any:
+    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
+
+    key = (mock_dir, embedder, tool_simulator)
+    with _LOCK:
+        if key not in _SANDBOXES:
+            emb = HashingEmbedder() if embedder == "hashing" else None
+            _SANDBOXES[key] = ReplaySandbox(load_mock_store(mock_dir), embedder=emb, tool_simulator=tool_simulator)
+        return _SANDBOXES[key]
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            digest.update(str(f.relative_to(path) if path.is_dir() else f.name).encode())
+            digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def tools_brief(names: list[str]) -> str:
+    from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
+
+    return "\n".join(f"- {n}: {TOOL_SPECS[n].description}" for n in names)
+
+
+def agent_prompt(instance: Any, setting: str, tool_names: list[str]) -> str:
+    """The C.2 business-agent prompt of `setting` filled for `instance`."""
+    template = (PROMPTS / f"agent_{setting}.txt").read_text(encoding="utf-8")
+    context = json.dumps(instance.context.model_dump(mode="json"), ensure_ascii=False)
+    profile = ("(no profile)" if instance.user_profile is None else
+               json.dumps(instance.user_profile.model_dump(mode="json"), ensure_ascii=False))
+    for key, value in (("{query}", instance.query), ("{context}", context), ("{user_profile}", profile),
+                       ("{tools_brief}", tools_brief(tool_names))):
+        template = template.replace(key, value)
+    return template
+
+
+def capabilities_of(instance: Any) -> tuple[str, ...]:
+    """What a case exercises: tool use always; evidence acquisition from the profile when a
+    profile tool is expected; clarification when the case allows a question; the implicit-factor
+    sources its metadata names."""
+    caps = ["tool_use"]
+    if any(t in PROFILE_TOOLS for t in instance.expected_tools):
+        caps.append("profile_evidence")
+    if instance.max_allowed_clarifications > 0:
+        caps.append("clarification")
+    caps += [f"{s}_reasoning" for s in instance.metadata.implicit_factor_source]
+    return tuple(dict.fromkeys(caps))
+
+
+def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
+    """The oracle's tool calls: for each expected tool, the first recorded call of this case that
+    carries every required parameter (aliases renamed to the catalogue's names); without one, a
+    call built from the context and the query."""
+    from geoeval.suites.mapsatisfy.metrics import _carried
+    from geoeval.suites.mapsatisfy.sandbox import ARGUMENT_ALIASES, TOOL_SPECS
+
+    plan = []
+    for tool in instance.expected_tools:
+        required = instance.required_parameters.get(tool, [])
+        rename = ARGUMENT_ALIASES.get(tool, {})
+        known = set(TOOL_SPECS[tool].param_names) if tool in TOOL_SPECS else None
+        chosen = None
+        for record in store.records(tool):
+            if record.trace_id != instance.task_id:
+                continue
+            args = {rename.get(k, k): v for k, v in record.arguments.items()}
+            if known is not None:
+                args = {k: v for k, v in args.items() if k in known}
+            if all(_carried(args.get(p)) for p in required):
+                chosen = args
+                break
+        plan.append({"tool": tool, "arguments": chosen if chosen is not None else _synthesized_call(instance, tool, required)})
+    return plan
+
+
+def _synthesized_call(instance: Any, tool: str, required: list[str]) -> dict[str, Any]:
+    """A call from what the agent sees: the user id, the location, the city, the query."""
+    ctx = instance.context
+    city = ctx.city.split("/")[-1] if ctx.city else ""
+    values: dict[str, Any] = {}
+    for param in required:
+        p = param.lower()
+        if p in ("uid", "adiu"):
+            values[param] = ctx.uid
+        elif p in ("query", "keywords", "query_write"):
+            values[param] = instance.query
+        elif p in ("cur_adcode", "city"):
+            values[param] = city
+        elif p == "city_limit":
+            values[param] = True
+        elif p == "query_location" or p.endswith("loc"):
+            values[param] = ctx.user_current_loc
+        elif p.endswith("lon") or p in ("x", "start_x", "end_x"):
+            values[param] = ctx.lon
+        elif p.endswith("lat") or p in ("y", "start_y", "end_y"):
+            values[param] = ctx.lat
+        else:
+            values[param] = instance.query
+    return values
+
+
+def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any, thinking: str) -> Sample:
+    from geoeval.suites.mapsatisfy.schema import instance_to_record
+
+    meta = instance.metadata
+    dims = Dimensions(
+        suite="mapsatisfy", task_family="dialogue", task=(meta.sub_task[0] if meta.sub_task else ""),
+        level=(meta.difficulty or "").lower(), setting=setting, capabilities=capabilities_of(instance),
+        extra={"domain": ";".join(meta.domain), "sub_task": ";".join(meta.sub_task),
+               "implicit_factor_source": ";".join(meta.implicit_factor_source), "thinking": thinking},
+    )
+    return Sample(
+        id=instance.task_id,
+        input=[ChatMessageSystem(content=agent_prompt(instance, setting, tool_names)),
+               ChatMessageUser(content=instance.query)],
+        target="",
+        metadata={"suite": "mapsatisfy", "setting": setting, "tools": tool_names, "shard_key": instance.task_id,
+                  "instance": instance_to_record(instance), "oracle_plan": oracle_plan(instance, store),
+                  "dims": dims.model_dump(mode="json")},
+    )
+
+
+def thinking_of(spec: Any) -> str:
+    """on / off / default, from the model's generate config (reasoning_effort, reasoning_tokens)."""
+    cfg = spec.model.config
+    if cfg.reasoning_effort == "none":
+        return "off"
+    if cfg.reasoning_effort is not None or cfg.reasoning_tokens is not None:
+        return "on"
+    return "default"
+
+
+class MapSatisfySuite:
+    name = "mapsatisfy"
+    config_schema = MapSatisfySuiteConfig
+    env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig}
+
+    def build_env(self, spec: Any) -> MapSatisfyEnv:
+        root = Path(spec.env.root)
+        bench, mock = root / spec.env.bench, root / spec.env.mock_data
+        for path, what in ((bench, "env.bench"), (mock, "env.mock_data")):
+            if not path.exists():
+                raise GeoevalError(f"Invalid config: {what}: {path} does not exist (env.root={spec.env.root!r}, "
+                                   f"relative to the working directory {Path.cwd()})")
+        return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()),
+                             embedder=spec.env.embedder, tool_simulator=spec.suite.tool_simulator,
+                             fingerprint=_fingerprint([bench, mock]))
+
+    def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
+        from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
+        from geoeval.suites.mapsatisfy.schema import load_instances
+
+        names = list(spec.suite.map_tools) if spec.suite.map_tools else sorted(TOOL_SPECS)
+        unknown = [n for n in names if n not in TOOL_SPECS]
+        if unknown:
+            raise GeoevalError(f"Invalid config: suite.map_tools: unknown MapSatisfy tool(s) {unknown} "
+                               f"(available: {', '.join(sorted(TOOL_SPECS))})")
+        store = env.sandbox().store
+        thinking = thinking_of(spec)
+        return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
+
+    def build_task(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
+        from geoeval.core.scoring import geoeval_scorer
+        from geoeval.suites.mapsatisfy.scorers import extract_answer
+        from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue
+
+        roles = {}
+        if spec.suite.user_model:
+            from inspect_ai.model import get_model
+
+            roles["user"] = get_model(spec.suite.user_model)
+        return Task(
+            name="mapsatisfy",
+            dataset=MemoryDataset(samples, name="mapsatisfy"),
+            solver=mapsatisfy_dialogue(env, max_turns=spec.suite.max_turns, max_tool_calls=spec.suite.max_tool_calls,
+                                       judges=list(spec.judge.models), votes=spec.suite.judge_votes,
+                                       judge_temperature=spec.judge.temperature),
+            scorer=geoeval_scorer(list(spec.metrics.metrics), extract_answer),
+            model_roles=roles or None,
+            metadata={"suite": "mapsatisfy"},
+        )
+
+
+register_suite(MapSatisfySuite)
+
+# metrics and agent policies of the suite register on import
+from geoeval.suites.mapsatisfy import agents as _agents  # noqa: E402,F401
+from geoeval.suites.mapsatisfy import scorers as _scorers  # noqa: E402,F401
