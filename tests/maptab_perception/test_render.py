@@ -117,7 +117,7 @@ def test_png_bytes_decode_to_the_image(m):
 
 def test_unsupported_language_is_rejected_naming_allowed_values(m):
     with pytest.raises(ValueError, match="'en'"):
-        render_map(m, language="zh")
+        render_map(m, language="fr")
 
 
 @pytest.mark.parametrize("scale", [0, -0.5, 1.5])

@@ -5,6 +5,9 @@
   the cost model the prompt states (a "Scenic Area" prompt is Travelmap; the sum note of
   `queries.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
   Map+Mix_tab) it cannot see the network and answers that it cannot.
+- QA (`suite.task_family=qa`): the table baseline answers the Edge_tab-only and Vertex_tab-only
+  types from the tables in the prompt (`qa.answer_from_tables`) and says it cannot answer the types
+  that need the map; the perception baseline answers those from what it reads off the image.
 - `perception_baseline` reads the map image: OCR for the station labels, pixel colours for lines
   and markers (`perception.py`). The topology comes from the image; numeric attributes, when the
   setting provides tables, come from the tables. Without an image (Edge_tab-only) it reads the
@@ -27,6 +30,7 @@ from inspect_ai.tool import ToolInfo
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
 
 CANNOT = "I cannot determine the route from the information given."
+CANNOT_ANSWER = "I cannot answer this from the information given."
 
 
 def _texts_and_image(messages: list[ChatMessage]) -> tuple[str, str, Any]:
@@ -86,10 +90,31 @@ def _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, op
     return annotate(g, paths[0])[0]
 
 
+def tagged(answer: str) -> str:
+    from geoeval.suites.maptab.qa import ANSWER_BEGIN, ANSWER_END
+
+    return f"{ANSWER_BEGIN}{answer}{ANSWER_END}"
+
+
+def table_qa_answer(system: str, user: str) -> str | None:
+    """A table reader's QA answer: from the tables in the prompt alone (`qa.answer_from_tables`);
+    None for the types that need the map."""
+    from geoeval.suites.maptab.qa import answer_from_tables
+
+    try:
+        return answer_from_tables(system, user)
+    except Exception:  # an unparseable prompt is this agent's failure, not the run's
+        return None
+
+
 def table_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    from geoeval.suites.maptab.qa import is_qa_system_prompt
     from geoeval.suites.maptab.queries import parse_prompt
 
     system, user, _ = _texts_and_image(messages)
+    if is_qa_system_prompt(system):
+        answer = table_qa_answer(system, user)
+        return answer_or_submit(tagged(answer) if answer is not None else CANNOT_ANSWER, tools, messages)
     try:
         # the system prompt says the scenario and the cost model; the user prompt has the rest
         parsed = parse_prompt(system + "\n" + user)
@@ -136,10 +161,14 @@ def _restrict_to_perceived(g: Any, pm: Any) -> Any:
 
 def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     from geoeval.suites.maptab.perception import route_on_perceived
+    from geoeval.suites.maptab.qa import is_qa_system_prompt
     from geoeval.suites.maptab.queries import parse_prompt
     from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
 
     system, user, image_ref = _texts_and_image(messages)
+    if is_qa_system_prompt(system):
+        answer = perception_qa_answer(system, user, image_ref)
+        return answer_or_submit(tagged(answer) if answer is not None else CANNOT_ANSWER, tools, messages)
     route = None
     try:
         parsed = parse_prompt(system + "\n" + user)
@@ -162,5 +191,40 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
     return answer_or_submit(route or CANNOT, tools, messages)
 
 
+def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
+    """What the perception baseline answers a QA question with: the table types from the tables
+    (as the table baseline), the map types from what it reads off the image
+    (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
+    from geoeval.suites.maptab.perception import answer_from_image
+    from geoeval.suites.maptab.qa import parse_question, question_from_prompt, setting_of, tables_from_prompt
+
+    try:
+        scenario = "travelmap" if "Scenic Area" in system else "metromap"
+        parsed = parse_question(question_from_prompt(user), scenario)  # type: ignore[arg-type]
+        if not setting_of(parsed.qa_type).startswith("map"):
+            return table_qa_answer(system, user)
+        if image_ref is None:
+            return None
+        data, img = _decode_image(image_ref)
+        return answer_from_image(perceive(data, img), parsed, tables_from_prompt(user))
+    except Exception:  # unreadable image or prompt: the agent fails this sample, visibly
+        return None
+
+
+def maptab_oracle(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    """The oracle, with QA answers in the `<answer_begin>`/`<answer_end>` tags the QA scorer reads
+    (a route is replayed as it is)."""
+    from inspect_ai.solver._task_state import sample_state
+
+    state = sample_state()
+    if state is None or not state.target.target:
+        return PolicyReply(content="")
+    reference = state.target.target[0]
+    if (state.metadata or {}).get("task_family") == "qa":
+        reference = tagged(reference)
+    return answer_or_submit(reference, tools, messages)
+
+
+register_policy("oracle", "maptab", maptab_oracle)
 register_policy("table_baseline", "maptab", table_baseline)
 register_policy("perception_baseline", "maptab", perception_baseline)

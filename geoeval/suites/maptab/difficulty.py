@@ -26,6 +26,7 @@ Choices where the paper is silent
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Sequence
 
 import networkx as nx
@@ -142,3 +143,114 @@ def tercile_levels(values: Sequence[float]) -> list[str]:
         else:
             levels[i] = "Easy"
     return levels
+
+
+# --------------------------------------------------------------------------------------------
+# Appendix B.4, Algorithm 1: balanced query allocation for paper-scale generation
+
+SPLITS = ("train", "test")
+TEST_SHARE = 0.2  # 4:1 training-test queries
+PAPER_TOTALS = {"metromap": 8000, "travelmap": 8400}
+PAPER_ALPHA = 1.5
+PAPER_Q_MIN = 5
+
+
+def allocate_queries(
+    cities: Sequence[tuple[str, str, str, int]],
+    total: int,
+    alpha: float = PAPER_ALPHA,
+    q_min: int = PAPER_Q_MIN,
+) -> dict[str, int]:
+    """Algorithm 1 of appendix B.4: how many queries each city (map) gets.
+
+    `cities` are (name, Map Difficulty "Easy"|"Medium"|"Hard", split "train"|"test", vertex
+    count). Each group is walked from its smallest city to its largest (ties by input order), so
+    that the city that absorbs the group's rounding (the last) is the one that best can: walked in
+    an arbitrary order, a small last city is often left below q_min by its group's rounding.
+
+    Phase 1: base = floor(Q/3); T_Medium = T_Hard = base, T_Easy = Q - 2 base.
+    Phase 2: per difficulty d, target_train = floor(0.8 T_d) and target_test = T_d - target_train;
+    within each (d, split) group a city gets max(round(v^alpha / W x target), q_min), W the group's
+    sum of v^alpha, and the group's last city the remainder.
+    Phase 3 (strict 4:1): the test excess E = (test queries) - round(0.2 Q) is taken from the last
+    Easy-test city and given to the last Medium-train and Hard-train cities (E/2 each).
+
+    Choices where the paper is silent: `round` is Python's (half to even); counts stay integers,
+    so Medium gets floor(E/2) and Hard the rest; a compensation that would push the Easy-test city
+    below q_min takes the shortfall from the cities before it in its group (step 7's "second-to-last
+    city"), and one that would leave a receiving train city below q_min moves to the city before it
+    (Algorithm 1's test). A group with queries to place but no city, or whose minimums exceed its
+    target, cannot be allocated and is a GeoevalError naming it.
+    """
+    if total < 0 or q_min < 0:
+        raise GeoevalError(f"total and q_min must be >= 0, got {total} and {q_min}")
+    groups: dict[tuple[str, str], list[tuple[str, int]]] = {(d, s): [] for d in LEVELS for s in SPLITS}
+    for name, level, split, vertices in cities:
+        if (level, split) not in groups:
+            raise GeoevalError(f"city {name!r}: level must be one of {LEVELS} and split one of {SPLITS}, "
+                               f"got {level!r}, {split!r}")
+        groups[(level, split)].append((name, int(vertices)))
+    for members in groups.values():
+        members.sort(key=lambda c: c[1])  # stable: ties keep the input order
+    base = total // 3
+    targets = {"Easy": total - 2 * base, "Medium": base, "Hard": base}
+    q: dict[str, int] = {}
+    for d in LEVELS:
+        train = math.floor(targets[d] * (1 - TEST_SHARE))
+        for s, target in (("train", train), ("test", targets[d] - train)):
+            members = groups[(d, s)]
+            if not members:
+                if target:
+                    raise GeoevalError(f"no {d} {s} city to take its {target} queries")
+                continue
+            weight = sum(v**alpha for _n, v in members)
+            assigned = 0
+            for i, (name, v) in enumerate(members):
+                if i < len(members) - 1:
+                    share = round((v**alpha) / weight * target) if weight else 0
+                    q[name] = max(share, q_min)
+                else:
+                    q[name] = target - assigned
+                    if q[name] < q_min:
+                        raise GeoevalError(f"the {d} {s} cities' minimum of {q_min} queries each exceeds "
+                                           f"the group's {target}; lower q_min or the city count")
+                assigned += q[name]
+    excess = sum(q[n] for d in LEVELS for n, _v in groups[(d, "test")]) - round(total * TEST_SHARE)
+    if excess > 0:
+        _take(q, [n for n, _v in groups[("Easy", "test")]], excess, q_min)
+        half = excess // 2
+        for d, amount in (("Medium", half), ("Hard", excess - half)):
+            train = [n for n, _v in groups[(d, "train")]]
+            if not train:
+                raise GeoevalError(f"no {d} train city to receive {amount} compensated queries")
+            receiver = train[-1]
+            if q[receiver] + amount < q_min and len(train) > 1:
+                receiver = train[-2]
+            q[receiver] += amount
+    return q
+
+
+def _take(q: dict[str, int], group: list[str], amount: int, q_min: int) -> None:
+    """Remove `amount` queries from the last cities of `group`, none going below q_min."""
+    for name in reversed(group):
+        spare = min(amount, q[name] - q_min)
+        if spare > 0:
+            q[name] -= spare
+            amount -= spare
+        if amount == 0:
+            return
+    raise GeoevalError(f"the Easy test cities cannot give up {amount} more queries without going below {q_min}")
+
+
+def train_test_split(scores: Sequence[float], seed: int) -> list[str]:
+    """Appendix C.2's map split: sort by difficulty score, group every three consecutive maps, and
+    send one map of each group (drawn with `random.Random(seed)`) to the test set, the other two to
+    training (a trailing group of one or two maps goes to training). Returns "train"/"test" per map."""
+    import random
+
+    rng = random.Random(seed)
+    order = sorted(range(len(scores)), key=lambda i: (scores[i], i))
+    out = ["train"] * len(scores)
+    for g in range(0, len(order) - len(order) % 3, 3):
+        out[order[g + rng.randrange(3)]] = "test"
+    return out

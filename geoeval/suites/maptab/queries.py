@@ -308,9 +308,11 @@ def build_rp_queries(
     map_difficulty: str = "Easy",
     *,
     objective: routing.Objective = "mean",
+    style: int | None = None,
 ) -> list[RPQuery]:
     """RP queries of map `m`: `n_per_category` origin-destination pairs (fewer if the map has
-    fewer), each asked in every category of `categories` (see the module docstring)."""
+    fewer), each asked in every category of `categories` (see the module docstring). `style`
+    fixes one instruction style for every query instead of cycling them."""
     for c in categories:
         _check_category(c)
     g = to_graph(m)
@@ -338,7 +340,7 @@ def build_rp_queries(
                 routes = routing.optimal_routes(plan_on, s, t, weights, objective=objective)
                 path, transfers = routing.parse_route(routes[0])
                 totals = routing.route_totals(plan_on, path, transfers)
-            style = i % N_STYLES
+            style_i = i % N_STYLES if style is None else style
             queries.append(
                 RPQuery(
                     id=f"{m.name}-{category}-{i:03d}",
@@ -349,8 +351,8 @@ def build_rp_queries(
                     source=s,
                     target=t,
                     weights=weights,
-                    style=style,
-                    question=question_text(category, m.scenario, style, s, t),
+                    style=style_i,
+                    question=question_text(category, m.scenario, style_i, s, t),
                     routes=routes,
                     totals=totals,
                     map_difficulty=map_difficulty,

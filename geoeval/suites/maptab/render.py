@@ -33,7 +33,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from geoeval.suites.maptab.graph import MetroMap
 
-SUPPORTED_LANGUAGES: tuple[str, ...] = ("en",)
+SUPPORTED_LANGUAGES: tuple[str, ...] = ("en", "zh")
 
 # Geometry at full size, in pixels.
 LINE_WIDTH = 10
@@ -47,6 +47,9 @@ LABEL_FONT_SIZE = 24
 LEGEND_FONT_SIZE = 22
 LABEL_COLOR = (0, 0, 0)
 BACKGROUND = (255, 255, 255)
+# Travel style: a scenic area's paths are one trail colour (no lines, no legend), and transport
+# hubs (spots with Time 0: airports, stations) get the larger interchange marker.
+TRAVEL_PATH_COLOR = (46, 139, 87)
 
 # Label placement clearances. They are generous on purpose: an OCR reader must see each
 # label as a separate text line (so labels keep apart by more than a word space) and must
@@ -191,7 +194,7 @@ def _build_strokes(m: MetroMap) -> tuple[list[_Stroke], dict[str, int]]:
     for (a, b), lines in segments.items():
         if not lines:
             lines = ("",)
-            colors.setdefault("", (90, 90, 90))
+            colors.setdefault("", TRAVEL_PATH_COLOR if m.scenario == "travelmap" else (90, 90, 90))
         p, q = m.stations[a], m.stations[b]
         dx, dy = q.x - p.x, q.y - p.y
         length = math.hypot(dx, dy) or 1.0
@@ -220,7 +223,7 @@ def _build_markers(m: MetroMap, bundle: dict[str, int]) -> list[_Marker]:
     markers = []
     for name in sorted(m.stations):
         st = m.stations[name]
-        interchange = len(station_lines[name]) >= 2
+        interchange = len(station_lines[name]) >= 2 or (m.scenario == "travelmap" and st.time == 0)
         if interchange:
             # Cover the whole bundle of parallel strokes, plus a white rim.
             k = bundle.get(name, 1)
@@ -231,9 +234,20 @@ def _build_markers(m: MetroMap, bundle: dict[str, int]) -> list[_Marker]:
     return markers
 
 
-def _load_font(font_path: str | None, size: int) -> ImageFont.FreeTypeFont:
+def _load_font(font_path: str | None, size: int, language: str = "en") -> ImageFont.FreeTypeFont:
     if font_path is not None:
         return ImageFont.truetype(font_path, size)
+    if language == "zh":
+        from geoeval.suites.maptab.language import cjk_font
+
+        found = cjk_font()
+        if found is None:
+            from geoeval.core.errors import GeoevalError
+
+            raise GeoevalError(
+                "suite.language=zh needs a font with Chinese glyphs: `pip install noto-cjk-sans-otc`, "
+                "`apt-get install fonts-noto-cjk`, or set GEOEVAL_CJK_FONT to a .ttf/.otf/.ttc file")
+        return ImageFont.truetype(found[0], size, index=found[1])
     font = ImageFont.load_default(size=size)
     if not isinstance(font, ImageFont.FreeTypeFont):  # Pillow built without FreeType
         raise RuntimeError("Pillow's scalable default font needs FreeType support (Pillow >= 10.1)")
@@ -440,9 +454,9 @@ class _Plan:
     label_ink: dict[str, tuple[float, float, float, float]]
 
 
-def _plan(m: MetroMap, font_path: str | None) -> _Plan:
-    label_font = _load_font(font_path, LABEL_FONT_SIZE)
-    legend_font = _load_font(font_path, LEGEND_FONT_SIZE)
+def _plan(m: MetroMap, font_path: str | None, language: str = "en") -> _Plan:
+    label_font = _load_font(font_path, LABEL_FONT_SIZE, language)
+    legend_font = _load_font(font_path, LEGEND_FONT_SIZE, language)
     strokes, bundle = _build_strokes(m)
     markers = _build_markers(m, bundle)
     obstacles = _Obstacles(m.width, m.height, strokes, markers)
@@ -482,9 +496,9 @@ _LEGEND_ROW_H = 34
 _LEGEND_SWATCH_W = 44
 
 
-def compute_layout(m: MetroMap, *, font_path: str | None = None) -> MapLayout:
+def compute_layout(m: MetroMap, *, font_path: str | None = None, language: str = "en") -> MapLayout:
     """Marker sizes, label boxes and legend position that `render_map` uses for `m`."""
-    return _plan(m, font_path).layout
+    return _plan(m, font_path, language).layout
 
 
 def render_map(
@@ -494,19 +508,23 @@ def render_map(
     language: str = "en",
     font_path: str | None = None,
 ) -> Image.Image:
-    """Draw `m` as a metro map and return an RGB image.
+    """Draw `m` as a map and return an RGB image.
 
     The map is drawn at `m.width` x `m.height`; with `scale` < 1 the result is then
     downsampled with LANCZOS to `round(width*scale)` x `round(height*scale)` (at least
-    1x1), as in the MapTab resolution ablation. `language` selects the label language
-    (only "en" so far). `font_path` overrides Pillow's bundled scalable font.
+    1x1), as in the MapTab resolution ablation. `language` selects the font
+    of the labels: "en" draws with Pillow's bundled font, "zh" with a CJK font
+    (`language.cjk_font`; a GeoevalError says how to install one when there is none); the names
+    themselves are the map's (`language.localize_map` gives Chinese ones). `font_path` overrides
+    the font. A Travelmap is drawn in travel style: paths in `TRAVEL_PATH_COLOR`, no legend, hubs
+    with the larger marker.
     """
     if language not in SUPPORTED_LANGUAGES:
         raise ValueError(f"language must be one of {SUPPORTED_LANGUAGES}, got {language!r}")
     if not (0 < scale <= 1):
         raise ValueError(f"scale must be in (0, 1], got {scale!r}")
 
-    plan = _plan(m, font_path)
+    plan = _plan(m, font_path, language)
     layout = plan.layout
     img = Image.new("RGB", (m.width, m.height), BACKGROUND)
     draw = ImageDraw.Draw(img)

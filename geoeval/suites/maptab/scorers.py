@@ -30,3 +30,33 @@ def pma_metric(inp: MetricInput) -> float:
 def ds_metric(inp: MetricInput) -> float:
     e = m.ema(inp.answer, inp.target, inp.metadata.get("scenario", "metromap"))
     return m.ds(e, inp.metadata.get("map_difficulty", "Easy"), inp.metadata.get("query_difficulty", "Easy"))
+
+
+def extract_qa_answer(raw: str) -> tuple[str, str]:
+    """The text between `<answer_begin>` and `<answer_end>` (appendix B.3); a problem note when
+    the tags are missing (the sample then scores 0 with that reason)."""
+    from geoeval.suites.maptab.qa import extract_answer as extract
+
+    return extract(raw)
+
+
+@register_metric("acc", suites=["maptab"], description="QA accuracy (appendix B.3): 1 when the tagged answer is right")
+def acc_metric(inp: MetricInput) -> float:
+    from geoeval.suites.maptab.qa import is_correct
+
+    kind = inp.metadata.get("answer_kind")
+    if kind is None:
+        raise ValueError("acc scores QA samples (suite.task_family=qa); this sample has no QA answer")
+    return float(is_correct(inp.answer, inp.target[0], kind, inp.metadata.get("answer_value")))
+
+
+@register_metric("prompt_tokens", suites=["maptab"],
+                 description="estimated prompt tokens, text only (tokens.estimate_tokens; appendix G.3)")
+def prompt_tokens_metric(inp: MetricInput) -> float:
+    return float(inp.metadata["prompt_tokens"])
+
+
+@register_metric("table_tokens", suites=["maptab"],
+                 description="estimated tokens of the tables in the prompt (tokens.estimate_tokens; Table 9)")
+def table_tokens_metric(inp: MetricInput) -> float:
+    return float(inp.metadata["table_tokens"])

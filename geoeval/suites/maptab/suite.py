@@ -1,18 +1,23 @@
 """The MapTab suite: config schemas, environment, samples, task and metrics, registered with the
 core registry.
 
-Route planning (RP) only, for now: the 12 categories of appendix B.2 with the cost model of the
-"Task Definition" section. A sample is one RP query; its input is the system prompt, the question
-with the tables its category allows, and (for settings with a map) the map image at
-`suite.resolution` × full size.
+Two task families (`suite.task_family`):
+* `rp` (the default): route planning, the 12 categories of appendix B.2 with the cost model of the
+  "Task Definition" section. A sample is one RP query; its input is the system prompt, the question
+  with the tables its category allows, and (for settings with a map) the map image at
+  `suite.resolution` x full size. Scored by EMA, PMA, DS (`metrics=maptab_rp`).
+* `qa`: diagnostic QA, the 12 types per scenario of appendix D.2 (`qa.py`), scored by Acc
+  (`metrics=maptab_qa`; `suite=maptab_qa` or `+experiment=maptab_qa` set both).
 
 Two environments (`env=`):
-* `maptab_synthetic`: seeded synthetic Metromaps; queries are drawn per run (`suite.categories`,
-  `suite.n_per_category`).
+* `maptab_synthetic`: seeded synthetic Metromaps and, with `suite.scenario` travelmap or both,
+  Travelmaps; queries are drawn per run (`suite.categories` / `suite.qa_types`,
+  `suite.n_per_category`), in `suite.language` and `suite.style`.
 * `maptab_authors`: the authors' released files as they are (`authors_env.py`): their maps, their
-  images and the items of their test-set files. The files fix the queries, so `suite.categories`,
-  `suite.n_per_category` and `suite.scenario` do not apply there (choose with `env.categories` and
-  `env.scenario`); `suite.setting`, `suite.resolution` and `suite.table_format` do.
+  images and the items of their test-set files (RP only). The files fix the queries, so
+  `suite.categories`, `suite.n_per_category` and `suite.scenario` do not apply there (choose with
+  `env.categories` and `env.scenario`); `suite.setting`, `suite.resolution` and
+  `suite.table_format` do.
 """
 
 from __future__ import annotations
@@ -23,16 +28,21 @@ from typing import Any, Literal
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_serializer
 
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
+from geoeval.suites.maptab.qa import QA_TYPES
 from geoeval.suites.maptab.queries import SETTINGS
 
 Category = Literal["map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix"]
 Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"]
+QAType = Literal["M-GP", "M-LP", "M-SR", "E-GP", "E-LP", "E-SR", "V-GP", "V-LP", "V-SR", "MM-GP", "MM-LP", "MM-SR"]
+SCENARIOS = {"metromap": ("metromap",), "travelmap": ("travelmap",), "both": ("metromap", "travelmap")}
+RP_METRICS = frozenset({"ema", "pma", "ds"})
+QA_METRICS = frozenset({"acc"})
 
 # Input setting of each RP category (appendix B.2), as config/metric-safe names:
 # "map+edge_tab" -> "map_edge_tab".
@@ -85,20 +95,58 @@ class MapTabAuthorsEnvConfig(Strict):
         default=None, min_length=1, description="test-set categories to load; null: every one present")
 
 
+# Options added after run hashes were first recorded: left out of the config dump (and so of the
+# run hash) while they hold these defaults, so that every run configured before they existed
+# keeps its hash and resumes from the warehouse.
+_OMITTED_AT_DEFAULT: dict[str, Any] = {"task_family": "rp", "qa_types": list(QA_TYPES), "style": "all"}
+
+
 class MapTabSuiteConfig(Strict):
     """`suite=maptab`."""
 
     name: Literal["maptab"] = "maptab"
-    scenario: Literal["metromap"] = "metromap"
+    task_family: Literal["rp", "qa"] = Field(default="rp", description="rp: route planning; qa: diagnostic QA")
+    scenario: Literal["metromap", "travelmap", "both"] = "metromap"
     categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
-    setting: Literal["all", "map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"] = "all"
-    n_per_category: int = Field(default=4, ge=1, le=10000)
+    qa_types: list[QAType] = Field(default_factory=lambda: list(QA_TYPES), min_length=1,
+                                   description="QA types asked when task_family=qa")
+    setting: Literal["all", "map", "edge_tab", "vertex_tab", "map_edge_tab", "map_edge_tab_vertex_tab",
+                     "map_mix_tab"] = "all"
+    n_per_category: int = Field(default=4, ge=1, le=10000,
+                                description="rp: origin-destination pairs per map; qa: questions per type per map")
     resolution: float = Field(default=1.0, gt=0.0, le=1.0, description="image size factor, 0 < r <= 1")
     table_format: Literal["csv", "json"] = "csv"
-    language: Literal["en"] = "en"
+    language: Literal["en", "zh"] = "en"
+    style: Literal["all", 0, 1, 2, 3, 4] = Field(
+        default="all", description="instruction style: all (cycled, B.3) or one of 0-4 for every query")
     solver: Literal["generate", "react"] = "generate"
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
+
+    @model_serializer(mode="wrap")
+    def _omit_new_defaults(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key, default in _OMITTED_AT_DEFAULT.items():
+            if key in data and data[key] == default:
+                del data[key]
+        return data
+
+    def scenarios(self) -> tuple[str, ...]:
+        return SCENARIOS[self.scenario]
+
+    def fixed_style(self) -> int | None:
+        return None if self.style == "all" else int(self.style)
+
+    def selected_qa_types(self) -> list[str]:
+        from geoeval.suites.maptab.qa import setting_of
+
+        types = [t for t in self.qa_types if self.setting == "all" or setting_of(t) == self.setting]
+        if not types:
+            raise GeoevalError(
+                f"Invalid config: suite.setting={self.setting!r} keeps none of suite.qa_types={self.qa_types} "
+                f"(that setting's types: {[t for t in QA_TYPES if setting_of(t) == self.setting]})"
+            )
+        return types
 
     def selected_categories(self) -> list[str]:
         cats = [c for c in self.categories if self.setting == "all" or SETTING_OF[c] == self.setting]
@@ -122,40 +170,29 @@ class MapTabSuite:
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any):
+        check_metrics(spec)
         if spec.env.name == "maptab_authors":
+            if spec.suite.task_family == "qa":
+                raise GeoevalError("Invalid config: suite.task_family=qa: QA is generated on synthetic maps; "
+                                   "use env=maptab_synthetic (the authors' sample ships no QA items)")
             from geoeval.suites.maptab.authors_env import build_authors_env
 
             return build_authors_env(spec.env, Path(spec.work_dir))
-        from geoeval.suites.maptab.difficulty import gs, mc, tercile_levels, wasp
         from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
-        from geoeval.suites.maptab.generator import generate_metro_map, run_quality_checks
 
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
-        key = env_key(cfg, seed)
+        scenarios = spec.suite.scenarios()
+        # Metromap-only environments keep the key they had before Travelmap maps could be added.
+        key = env_key(cfg if scenarios == ("metromap",) else {**cfg, "scenarios": list(scenarios)}, seed)
         root = Path(spec.work_dir) / "envs" / f"maptab-{key}"
         db = root / "env.duckdb"
         if not db.exists():
-            maps = []
-            for i in range(spec.env.n_maps):
-                m = generate_metro_map(
-                    seed * 1000 + i,
-                    n_lines=spec.env.n_lines,
-                    stations_per_line=tuple(spec.env.stations_per_line),
-                    width=spec.env.width,
-                    height=spec.env.height,
-                    loop_probability=spec.env.loop_probability,
-                    name=f"metro{seed:03d}_{i:03d}",
-                )
-                problems = run_quality_checks(m)
-                if problems:
-                    raise GeoevalError(f"generated map {m.name} failed quality checks: {problems}")
-                maps.append(m)
-            # Map difficulty (appendix C.2): Metromap uses GS and WASP, min-max normalised over the
-            # maps of this environment, averaged, then split 1:1:1.
-            raw = {m.name: {"gs": gs(m), "wasp": wasp(m), "mc": mc(m)} for m in maps}
-            levels = _map_levels(raw, tercile_levels)
-            diff = {n: {**raw[n], "level": levels[n]} for n in raw}
+            maps, diff = [], {}
+            for scenario in scenarios:
+                generated = _generate_maps(spec.env, seed, scenario)
+                diff.update(_difficulty(generated, scenario))
+                maps += generated
             save_maps(db, maps, diff, {"env_key": key, "seed": str(seed)})
         maps = load_maps(db)
         import duckdb
@@ -175,10 +212,21 @@ class MapTabSuite:
 
             return authors_samples(spec.suite, env)
         from geoeval.suites.maptab.environment import image_data_uri, map_image
-        from geoeval.suites.maptab.queries import prompt_tables
 
         suite_cfg: MapTabSuiteConfig = spec.suite
         samples: list[Sample] = []
+        if suite_cfg.task_family == "qa":
+            from geoeval.suites.maptab.qa import qa_tables
+
+            for m, queries in self.synthetic_qa_queries(spec, env):
+                image_uri = None
+                for q in queries:
+                    if q.setting.startswith("map") and image_uri is None:
+                        image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
+                    samples.append(qa_sample(q, qa_tables(m, q, suite_cfg.table_format), image_uri, suite_cfg))
+            return samples
+        from geoeval.suites.maptab.queries import prompt_tables
+
         for m, queries in self.synthetic_queries(spec, env):
             image_uri = None
             for q in queries:
@@ -189,19 +237,40 @@ class MapTabSuite:
                 samples.append(rp_sample(q, tables, image_uri, suite_cfg))
         return samples
 
-    def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
-        """(map, its RP queries) of a synthetic environment, as `build_samples` asks them."""
+    def _maps(self, spec: Any, env: Any) -> list[Any]:
+        """The environment's maps of `suite.scenario`, in `suite.language`."""
         from geoeval.suites.maptab.environment import load_maps
-        from geoeval.suites.maptab.queries import build_rp_queries
+        from geoeval.suites.maptab.language import localize_map
 
         if env.source != "synthetic":
             raise GeoevalError("synthetic_queries needs a maptab_synthetic environment")
+        wanted = spec.suite.scenarios()
+        return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
+
+    def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
+        """(map, its RP queries) of a synthetic environment, as `build_samples` asks them."""
+        from geoeval.suites.maptab.queries import build_rp_queries
+
         suite_cfg: MapTabSuiteConfig = spec.suite
         categories = suite_cfg.selected_categories()
         return [
             (m, build_rp_queries(m, categories, suite_cfg.n_per_category, seed=_env_seed(spec) * 7919 + i,
-                                 map_difficulty=env.map_difficulty.get(m.name, "Easy")))
-            for i, m in enumerate(load_maps(env.db_path))
+                                 map_difficulty=env.map_difficulty.get(m.name, "Easy"), style=suite_cfg.fixed_style()))
+            for i, m in enumerate(self._maps(spec, env))
+        ]
+
+    def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
+        """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
+        type of `suite.qa_types` per map, styles cycled over maps and types (B.3)."""
+        from geoeval.suites.maptab.qa import build_qa_queries
+
+        suite_cfg: MapTabSuiteConfig = spec.suite
+        types = suite_cfg.selected_qa_types()
+        return [
+            (m, build_qa_queries(m, types, suite_cfg.n_per_category, seed=_env_seed(spec),
+                                 map_difficulty=env.map_difficulty.get(m.name, "Easy"),
+                                 style=suite_cfg.fixed_style(), style_offset=i))
+            for i, m in enumerate(self._maps(spec, env))
         ]
 
     def write_authors_layout(self, spec: Any, env: Any, root: Path) -> list[Path]:
@@ -219,10 +288,59 @@ class MapTabSuite:
     def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
         from geoeval.suites.maptab.task import make_task
 
+        check_metrics(spec)
         return make_task(spec.suite, env, samples, spec.metrics.metrics)
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
-        return []
+        """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
+        for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3)."""
+        from geoeval.suites.maptab.report import write_qa_report
+
+        return write_qa_report(results, Path(out_dir))
+
+
+def check_metrics(spec: Any) -> None:
+    """RP is scored by EMA/PMA/DS and QA by Acc (plus the token counts, which fit both); a metric
+    set of the other family would score every sample 0, so it stops the run here."""
+    names = set(spec.metrics.metrics)
+    wrong = names & (RP_METRICS if spec.suite.task_family == "qa" else QA_METRICS)
+    if wrong:
+        fix = "metrics=maptab_qa" if spec.suite.task_family == "qa" else "metrics=maptab_rp"
+        raise GeoevalError(f"Invalid config: metrics.metrics: {sorted(wrong)} do not score "
+                           f"suite.task_family={spec.suite.task_family} samples (use {fix})")
+
+
+def _generate_maps(env_cfg: Any, seed: int, scenario: str) -> list[Any]:
+    from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map, run_quality_checks
+
+    maps = []
+    for i in range(env_cfg.n_maps):
+        if scenario == "metromap":
+            m = generate_metro_map(
+                seed * 1000 + i, n_lines=env_cfg.n_lines, stations_per_line=tuple(env_cfg.stations_per_line),
+                width=env_cfg.width, height=env_cfg.height, loop_probability=env_cfg.loop_probability,
+                name=f"metro{seed:03d}_{i:03d}",
+            )
+        else:  # Travelmap at its own E.1 defaults (the env's size and line options are Metromap's)
+            m = generate_travel_map(seed * 1000 + 500 + i, name=f"travel{seed:03d}_{i:03d}")
+        problems = run_quality_checks(m)
+        if problems:
+            raise GeoevalError(f"generated map {m.name} failed quality checks: {problems}")
+        maps.append(m)
+    return maps
+
+
+def _difficulty(maps: list[Any], scenario: str) -> dict[str, dict[str, Any]]:
+    """Map difficulty (appendix C.2) within one scenario's maps of the environment: Metromap by GS and
+    WASP, Travelmap by GS, WASP and MC, each min-max normalised, averaged, then split 1:1:1."""
+    from geoeval.suites.maptab.difficulty import gs, map_difficulty_score, mc, tercile_levels, wasp
+
+    raw = {m.name: {"gs": gs(m), "wasp": wasp(m), "mc": mc(m)} for m in maps}
+    if scenario == "metromap":
+        levels = _map_levels(raw, tercile_levels)
+    else:
+        levels = dict(zip([m.name for m in maps], tercile_levels(map_difficulty_score(maps, scenario))))
+    return {n: {**raw[n], "level": levels[n]} for n in raw}
 
 
 def rp_sample(
@@ -236,7 +354,9 @@ def rp_sample(
     from geoeval.suites.maptab.queries import system_prompt, user_prompt
 
     setting = SETTING_OF[q.category]
-    content: list[Any] = [ContentText(text=user_prompt(q, tables, suite_cfg.table_format))]
+    system = system_prompt(q.category, q.scenario, q.weights, objective)
+    user = user_prompt(q, tables, suite_cfg.table_format)
+    content: list[Any] = [ContentText(text=user)]
     if setting.startswith("map"):
         if image_uri is None:
             raise GeoevalError(f"sample {q.id}: setting {setting!r} shows a map but no map image was given")
@@ -250,14 +370,56 @@ def rp_sample(
     )
     return Sample(
         id=q.id,
-        input=[ChatMessageSystem(content=system_prompt(q.category, q.scenario, q.weights, objective)),  # type: ignore[arg-type]
-               ChatMessageUser(content=content)],
+        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
         target=list(q.routes),
         metadata={
             "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
             "map": q.map_name, "shard_key": q.map_name, "source": q.source, "destination": q.target,
             "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
             "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
+            "task_family": "rp", **_token_counts(system, user, tables), "dims": dims.model_dump(mode="json"),
+        },
+    )
+
+
+def _token_counts(system: str, user: str, tables: dict[str, str]) -> dict[str, int]:
+    """The prompt's estimated token count (text only; an image is not counted) and that of its
+    tables alone (appendix G.3's Table 9), with `tokens.estimate_tokens`."""
+    from geoeval.suites.maptab.tokens import estimate_tokens
+
+    return {"prompt_tokens": estimate_tokens(system) + estimate_tokens(user),
+            "table_tokens": sum(estimate_tokens(text) for text in tables.values())}
+
+
+def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig) -> Sample:
+    """The Inspect sample of one QA question (`qa.QAQuery`): the type's system prompt, the question
+    with the type's tables, and the map image when its setting shows one. The target is the answer
+    text; metadata carries its kind and exact value for `acc`."""
+    from geoeval.suites.maptab import qa
+
+    system = qa.system_prompt(q.scenario, q.qa_type)
+    user = qa.user_prompt(q, tables, suite_cfg.table_format)
+    content: list[Any] = [ContentText(text=user)]
+    if q.setting.startswith("map"):
+        if image_uri is None:
+            raise GeoevalError(f"sample {q.id}: setting {q.setting!r} shows a map but no map image was given")
+        content.append(ContentImage(image=image_uri))
+    dims = Dimensions(
+        suite="maptab", task_family="qa", task=q.qa_type, level=q.map_difficulty.lower(), setting=q.setting,
+        capabilities=qa.capabilities_of(q.scenario, q.qa_type),
+        extra={"scenario": q.scenario, "map": q.map_name, "qa_category": q.qa_type.split("-")[1],
+               "resolution": f"{suite_cfg.resolution:g}", "table_format": suite_cfg.table_format,
+               "language": suite_cfg.language, "style": str(q.style)},
+    )
+    return Sample(
+        id=q.id,
+        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
+        target=[q.answer],
+        metadata={
+            "suite": "maptab", "task_family": "qa", "scenario": q.scenario, "qa_type": q.qa_type,
+            "setting": q.setting, "map": q.map_name, "shard_key": q.map_name, "params": q.params,
+            "answer": q.answer, "answer_kind": q.kind, "answer_value": q.value, "hidden_rows": list(q.hidden_rows),
+            "map_difficulty": q.map_difficulty, **_token_counts(system, user, tables),
             "dims": dims.model_dump(mode="json"),
         },
     )

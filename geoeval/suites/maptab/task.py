@@ -14,7 +14,7 @@ from geoeval.core.scoring import geoeval_scorer
 
 def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str]) -> Task:
     from geoeval.core.registry import get_tool
-    from geoeval.suites.maptab.scorers import extract_answer
+    from geoeval.suites.maptab.scorers import extract_answer, extract_qa_answer
 
     tools = [get_tool(name).factory(env) for name in suite_cfg.tools]
     if suite_cfg.solver == "react" or tools:
@@ -27,7 +27,7 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
         name="maptab",
         dataset=MemoryDataset(samples, name="maptab"),
         solver=solver,
-        scorer=geoeval_scorer(list(metric_names), extract_answer),
+        scorer=geoeval_scorer(list(metric_names), extract_qa_answer if suite_cfg.task_family == "qa" else extract_answer),
         message_limit=suite_cfg.message_limit,
         metadata={"suite": "maptab"},
     )
