@@ -3,3 +3,4 @@ policies) with `geoeval.core.registry`."""
 
 from geoeval.suites.maptab import suite as _maptab_suite  # noqa: F401
 from geoeval.suites.mapsatisfy import suite as _mapsatisfy_suite  # noqa: F401
+from geoeval.suites.lifeplanner import suite as _lifeplanner_suite  # noqa: F401

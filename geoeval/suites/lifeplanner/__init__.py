@@ -1,14 +1,16 @@
 """LifePlanner (paper: `../shared/seeds/000_99f3c0004c86cdcd.txt`): agentic geo-spatial planning over a
 city database of places, roads and social-media notes.
 
-This package is not registered with the core yet (the suite, case engine and MCP server come
-later). What exists:
+The suite (`suite.py`, registered with the core when `geoeval.suites` is imported) evaluates an
+agent on cases of the 11 task × level combinations:
 
-- `environment`: the seeded synthetic city in one DuckDB file, the opening-hours parser and the
-  access separation of Table 9 (what the evaluated agent may see);
-- `tools`: the standard agent toolset (Table 7) and the data-engine toolset (Table 8), as pure
-  functions returning `ToolResult(payload, failure_class)` plus thin Inspect tool wrappers;
-- `metrics`: every metric of section 3.2 as a pure function, with Table 11's applicability.
+- `environment`: the seeded synthetic city in one DuckDB file, opening hours, access separation;
+- `tools`: the standard agent toolset (Table 7) and the data-engine toolset (Table 8);
+- `cases`: the deterministic case engine (Figure 10 with templates), τ* replay;
+- `task`, `scorers`, `judging`, `trajectory`, `answers`, `prompts`: the Figure 9 scaffold and the
+  Table 11 metrics with the judge ensemble;
+- `agents`, `baseline`: the oracle and the heuristic baseline;
+- `metrics`: every metric of section 3.2 as a pure function.
 
 See `README.md` in this folder for the departures from the paper and what is still to do.
 """

@@ -15,7 +15,8 @@ Tables (agent-visible columns are listed by `agent_visible_columns`; the rest is
 - `notes`    note_id, title, desc, time, liked_count, collected_count, comment_count, share_count,
              tag_list, search_text (lower-cased title+desc+tags, the text index)
 - `comments` comment_id, note_id, time, content, like_count
-- `note_mentions` note_id, place_id, mention, mention_kind    (ground truth: who a note is about)
+- `note_mentions` note_id, place_id, mention, mention_kind, role (ground truth: who a note is about;
+                  role `subject` for the place the note reviews, `also` for places a crawl passes)
 - `note_facts`    note_id, place_id, fact, source              (ground truth: what a note evidences)
 - `meta`          key, value
 
@@ -29,7 +30,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -502,7 +503,8 @@ CREATE TABLE notes (note_id VARCHAR PRIMARY KEY, title VARCHAR, "desc" VARCHAR, 
     tag_list VARCHAR, search_text VARCHAR);
 CREATE TABLE comments (comment_id VARCHAR PRIMARY KEY, note_id VARCHAR, time TIMESTAMP, content VARCHAR,
     like_count INTEGER);
-CREATE TABLE note_mentions (note_id VARCHAR, place_id VARCHAR, mention VARCHAR, mention_kind VARCHAR);
+CREATE TABLE note_mentions (note_id VARCHAR, place_id VARCHAR, mention VARCHAR, mention_kind VARCHAR,
+    role VARCHAR);
 CREATE TABLE note_facts (note_id VARCHAR, place_id VARCHAR, fact VARCHAR, source VARCHAR);
 CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 """
@@ -887,7 +889,7 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
 
     notes: dict[str, list] = {k: [] for k in ("note_id", "title", "desc", "time", "liked_count", "collected_count",
                                               "comment_count", "share_count", "tag_list", "search_text")}
-    mentions: dict[str, list] = {"note_id": [], "place_id": [], "mention": [], "mention_kind": []}
+    mentions: dict[str, list] = {"note_id": [], "place_id": [], "mention": [], "mention_kind": [], "role": []}
     nfacts: dict[str, list] = {"note_id": [], "place_id": [], "fact": [], "source": []}
     comments: dict[str, list] = {"comment_id": [], "note_id": [], "time": [], "content": [], "like_count": []}
     comment_ts = []
@@ -896,7 +898,6 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
         nid = note_ids[k]
         pk = int(about[k])
         tags = [_HASHTAGS[i] for i in rng.choice(len(_HASHTAGS), size=int(rng.integers(1, 3)), replace=False)]
-        facts_here: list[tuple[str, str, str]] = []
         if pk < 0:  # a general post: districts and filler, no place
             d = districts[int(rng.integers(0, len(districts)))][0]
             title = _GENERAL_TITLES[int(rng.integers(0, len(_GENERAL_TITLES)))].format(d=d)
@@ -907,7 +908,7 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
             p = places[pk]
             text, kind = _mention(p, _MENTION_KINDS[int(kinds[k])], rng)
             mentions["note_id"].append(nid); mentions["place_id"].append(p["id"])
-            mentions["mention"].append(text); mentions["mention_kind"].append(kind)
+            mentions["mention"].append(text); mentions["mention_kind"].append(kind); mentions["role"].append("subject")
             hook = _HOOKS[int(rng.integers(0, len(_HOOKS)))]
             t_kind = int(rng.integers(0, 4))
             title = (f"{text} | {hook}", f"{hook.capitalize()} at {text}", f"{p['_district']} finds: {text}",
@@ -915,7 +916,6 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
             facts = _place_facts(p)
             chosen = [facts[i] for i in rng.choice(len(facts), size=min(len(facts), int(rng.integers(1, 4))),
                                                    replace=False)] if facts else []
-            facts_here = chosen
             body = [f"Finally visited {text}." if t_kind == 3 else f"Some notes on {text}."]
             body += [_fact_sentence(f, rng) for f in chosen]
             body.append(_FILLER[int(rng.integers(0, len(_FILLER)))])
@@ -928,6 +928,7 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
                     body.append(f"Then walked over to {qtext}.")
                     mentions["note_id"].append(nid); mentions["place_id"].append(q["id"])
                     mentions["mention"].append(qtext); mentions["mention_kind"].append(qkind)
+                    mentions["role"].append("also")
             for f in chosen:
                 nfacts["note_id"].append(nid); nfacts["place_id"].append(p["id"])
                 nfacts["fact"].append(f"{f[0]}:{f[1]}:{f[2]}"); nfacts["source"].append("desc")
@@ -1034,7 +1035,7 @@ def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes:
         "comments": _arrow(social["comments"], [("comment_id", S), ("note_id", S), ("time", T), ("content", S),
                                                 ("like_count", I)]),
         "note_mentions": _arrow(social["mentions"], [("note_id", S), ("place_id", S), ("mention", S),
-                                                     ("mention_kind", S)]),
+                                                     ("mention_kind", S), ("role", S)]),
         "note_facts": _arrow(social["facts"], [("note_id", S), ("place_id", S), ("fact", S), ("source", S)]),
     }
     info = CityInfo(path=str(path), seed=int(seed), n_places=n_places, n_notes=n_notes,

@@ -511,7 +511,7 @@ def _turn(prev: float, new: float) -> str:
     return "Turn right onto" if delta > 0 else "Turn left onto"
 
 
-def _route_steps(city: City, r: _Route, speeds: dict[int, float]) -> list[dict[str, Any]]:
+def _route_steps(city: City, r: _Route, speeds: dict[int, tuple[float, float]]) -> list[dict[str, Any]]:
     access_speed = ACCESS_SPEED[r.vehicle]
     start_access, end_access = float(city.place_access[r.start]), float(city.place_access[r.end])
     steps = [{"instruction": f"Depart from {city.place_names[r.start]}", "road_name": "", "way_ids": [],
@@ -720,6 +720,25 @@ def _center(city: City, center: Any) -> tuple[str, Any]:
                              "{'start': 'ID', 'end': 'ID', 'vehicle': 'driving'}.")
 
 
+def _route_line(city: City, r: _Route) -> np.ndarray:
+    """The polyline (metres) a route buffer is measured from: start place, road nodes, end place."""
+    nodes = [int(city.place_node[r.start])] + [e[2] for e in r.edges]
+    return np.vstack([city.place_xy[[r.start]], city.node_xy[nodes], city.place_xy[[r.end]]])
+
+
+def route_buffer_distances(city: City, start_id: str, end_id: str, vehicle: str, mode: str,
+                           place_ids: list[str]) -> list[float] | None:
+    """Distance (m) of each place to the route from `start_id` to `end_id`, measured as
+    `nearby_search` measures a route buffer; None when there is no route."""
+    r = _route(city, city.place_index[start_id], city.place_index[end_id], vehicle, mode)
+    if r is None:
+        return None
+    idx = np.array([city.place_index[p] for p in place_ids], dtype=np.int64)
+    if not len(idx):
+        return []
+    return [float(d) for d in _point_polyline_distance(city.place_xy[idx], _route_line(city, r))]
+
+
 @_tool
 def nearby_search(city: City, center: Any, radius_meters: Any = 100, place_types: Any = None, min_rating: Any = None,
                   max_rating: Any = None, min_cost: Any = None, max_cost: Any = None, geo_tag: Any = None,
@@ -739,8 +758,7 @@ def nearby_search(city: City, center: Any, radius_meters: Any = 100, place_types
         if r is None:
             return ToolResult({"error": f"No {vehicle} route between the two places.", "results": []}, "empty")
         exclude = {a, b}
-        nodes = [int(city.place_node[a])] + [e[2] for e in r.edges]
-        line = np.vstack([city.place_xy[[a]], city.node_xy[nodes], city.place_xy[[b]]])
+        line = _route_line(city, r)
         route_info = {"start": city.place_ids[a], "end": city.place_ids[b], "vehicle": vehicle, "mode": mode,
                       "total_distance_m": _half_up(r.distance), "total_time_s": _half_up(r.duration)}
     # candidates: a bounding box around the centre/route, then the attribute filters in SQL
@@ -1097,7 +1115,8 @@ def record_call(tool: str, arguments: dict[str, Any], result: ToolResult) -> Non
 
         s = store()
         log = list(s.get(TOOL_LOG_KEY, []))
-        log.append({"tool": tool, "arguments": arguments, "failure_class": result.failure_class})
+        log.append({"tool": tool, "arguments": {k: v for k, v in arguments.items() if v is not None},
+                    "failure_class": result.failure_class})
         s.set(TOOL_LOG_KEY, log)
     except Exception:  # no sample context (direct use): nothing to record into
         pass

@@ -60,3 +60,18 @@ def _metric(name: str):
 
 for _name in METRIC_NAMES:
     register_metric(_name, suites=["mapsatisfy"], description=DESCRIPTIONS[_name])(_metric(_name))
+
+
+def profile_call_metric(inp: MetricInput) -> float:
+    """1.0 when the agent called a profile tool (search_user_profile / search_user_action_summary)
+    in the dialogue, else 0.0: the per-case input of the Figure 4 call rate (reports.py)."""
+    from geoeval.suites.mapsatisfy.suite import PROFILE_TOOLS
+
+    record = inp.metadata.get("mapsatisfy")
+    if record is None:
+        raise ValueError("no dialogue record: the mapsatisfy solver did not run on this sample")
+    return float(any(c["name"] in PROFILE_TOOLS for c in record["tool_calls"]))
+
+
+register_metric("profile_call", suites=["mapsatisfy"],
+                description="a profile tool was called (Figure 4 call rate)")(profile_call_metric)

@@ -1,7 +1,8 @@
 """The MapSatisfy suite: config schemas, environment, samples and task, registered with the core.
 
 `env=mapsatisfy_demo` runs the authors' ten demo instances (`demo_bench.xlsx`) against their
-recorded tool calls (`mock_data/*.csv`) as they are. A sample is one dialogue (solver.py): the C.2
+recorded tool calls (`mock_data/*.csv`) as they are; `env=mapsatisfy_generated` generates instances
+over a city (generator.py) and fills the store from its POI table. A sample is one dialogue (solver.py): the C.2
 business-agent prompt (normal or profile version, `suite.setting`) with the root query; the
 simulated user, the sandbox and the judges are run inside the solver; the scorer's metric
 functions (scorers.py) compute ECR ... CEI from what the solver recorded.
@@ -37,6 +38,23 @@ class MapSatisfyDemoEnvConfig(Strict):
     root: str = Field(default="../shared/peers/mapsatisfy", description="release root (relative to the working directory)")
     bench: str = Field(default="demo_bench.xlsx", description="instances (.xlsx/.json/.jsonl), relative to root")
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
+    embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
+
+
+class MapSatisfyGeneratedEnvConfig(Strict):
+    """`env=mapsatisfy_generated`: instances generated over a city (generator.py), with the replay
+    store filled from the city's POI table."""
+
+    name: Literal["mapsatisfy_generated"] = "mapsatisfy_generated"
+    n: int = Field(default=60, ge=1, description="instances (the six domains in turn)")
+    seed: int = Field(default=0, description="the generation seed: same seed, same instances and store")
+    city: Literal["synthetic", "lifeplanner"] = Field(
+        default="synthetic", description="synthetic: a seeded POI table; lifeplanner: the places of `lifeplanner_db`")
+    n_pois: int = Field(default=360, ge=24, description="POIs of the synthetic city")
+    lifeplanner_db: str | None = Field(default=None, description="a LifePlanner city DuckDB (city=lifeplanner)")
+    out_dir: str = Field(default="results/mapsatisfy_generated",
+                         description="where instances.jsonl, mock_data/ and coverage.md are written "
+                                     "(relative to the working directory), one folder per seed/n/city")
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
 
@@ -214,9 +232,11 @@ def thinking_of(spec: Any) -> str:
 class MapSatisfySuite:
     name = "mapsatisfy"
     config_schema = MapSatisfySuiteConfig
-    env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig}
+    env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 
     def build_env(self, spec: Any) -> MapSatisfyEnv:
+        if spec.env.name == "mapsatisfy_generated":
+            return self._build_generated_env(spec)
         root = Path(spec.env.root)
         bench, mock = root / spec.env.bench, root / spec.env.mock_data
         for path, what in ((bench, "env.bench"), (mock, "env.mock_data")):
@@ -226,6 +246,30 @@ class MapSatisfySuite:
         return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()),
                              embedder=spec.env.embedder, tool_simulator=spec.suite.tool_simulator,
                              fingerprint=_fingerprint([bench, mock]))
+
+    def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
+        from geoeval.suites.mapsatisfy.generator import city_from_lifeplanner, generate, synthetic_city, write_generated
+
+        e = spec.env
+        if e.city == "lifeplanner":
+            if not e.lifeplanner_db or not Path(e.lifeplanner_db).is_file():
+                raise GeoevalError(f"Invalid config: env.lifeplanner_db: {e.lifeplanner_db!r} is not a file "
+                                   "(city=lifeplanner reads its places table)")
+            city = city_from_lifeplanner(e.lifeplanner_db)
+            tag = f"lifeplanner_{hashlib.sha256(Path(e.lifeplanner_db).read_bytes()).hexdigest()[:8]}"
+        else:
+            city, tag = synthetic_city(e.seed, n_pois=e.n_pois), f"synthetic{e.n_pois}"
+        # regenerated on every run (a second or two): the files are a cache for reading, never an input
+        gen = generate(e.n, seed=e.seed, city=city)
+        bench, mock = write_generated(gen, Path(e.out_dir) / f"seed{e.seed}_n{e.n}_{tag}")
+        return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()), embedder=e.embedder,
+                             tool_simulator=spec.suite.tool_simulator, fingerprint=_fingerprint([bench, mock]))
+
+    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
+        """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
+        from geoeval.suites.mapsatisfy.reports import write_reports
+
+        return write_reports(results, Path(out_dir) / "mapsatisfy_reports")
 
     def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS

@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 class MapTabEnv:
     """A picklable handle: what a worker needs to reopen the environment.
 
-    `source` is "synthetic" (generated maps, queries drawn per run) or "authors" (the authors'
+    `source` is "synthetic" (generated maps, queries drawn per run), "real" (real topology,
+    `real_env.py`; queries drawn per run as for "synthetic") or "authors" (the authors'
     released files: `items_path` is the JSON of their test-set items, normalised, that
     `authors_env.authors_samples` turns into samples)."""
 

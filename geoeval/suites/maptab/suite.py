@@ -9,10 +9,12 @@ Two task families (`suite.task_family`):
 * `qa`: diagnostic QA, the 12 types per scenario of appendix D.2 (`qa.py`), scored by Acc
   (`metrics=maptab_qa`; `suite=maptab_qa` or `+experiment=maptab_qa` set both).
 
-Two environments (`env=`):
+Three environments (`env=`):
 * `maptab_synthetic`: seeded synthetic Metromaps and, with `suite.scenario` travelmap or both,
   Travelmaps; queries are drawn per run (`suite.categories` / `suite.qa_types`,
   `suite.n_per_category`), in `suite.language` and `suite.style`.
+* `maptab_real`: real station names and line topology (Tokyo Metro + Toei, or a GTFS feed) with
+  synthetic attributes (`real_env.py`); queries drawn per run as on synthetic maps. Metromap only.
 * `maptab_authors`: the authors' released files as they are (`authors_env.py`): their maps, their
   images and the items of their test-set files (RP only). The files fix the queries, so
   `suite.categories`, `suite.n_per_category` and `suite.scenario` do not apply there (choose with
@@ -95,6 +97,20 @@ class MapTabAuthorsEnvConfig(Strict):
         default=None, min_length=1, description="test-set categories to load; null: every one present")
 
 
+class MapTabRealEnvConfig(Strict):
+    """`env=maptab_real`: Metromaps with real station names and topology (`real_env.py`)."""
+
+    name: Literal["maptab_real"] = "maptab_real"
+    source: Literal["tokyo", "gtfs"] = Field(
+        default="tokyo", description="tokyo: Tokyo Metro + Toei lines of the tokyo-train-board package; gtfs: gtfs_path")
+    gtfs_path: str | None = Field(default=None, description="GTFS feed folder (stops/routes/trips/stop_times.txt)")
+    lines: list[str] | None = Field(
+        default=None, min_length=1,
+        description="lines to keep: tokyo keys/names/symbols, or GTFS route ids/names; null: all")
+    n_maps: int = Field(default=1, ge=1, le=500, description="maps sharing the topology, attributes drawn per map")
+    seed: int | None = None
+
+
 # Options added after run hashes were first recorded: left out of the config dump (and so of the
 # run hash) while they hold these defaults, so that every run configured before they existed
 # keeps its hash and resumes from the warehouse.
@@ -166,7 +182,8 @@ class MapTabSuite:
     name = "maptab"
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
-    env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig}
+    env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig,
+                  "maptab_real": MapTabRealEnvConfig}
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any):
@@ -178,6 +195,13 @@ class MapTabSuite:
             from geoeval.suites.maptab.authors_env import build_authors_env
 
             return build_authors_env(spec.env, Path(spec.work_dir))
+        if spec.env.name == "maptab_real":
+            if spec.suite.scenarios() != ("metromap",):
+                raise GeoevalError(f"Invalid config: env=maptab_real builds Metromaps only; "
+                                   f"suite.scenario={spec.suite.scenario} (use suite.scenario=metromap)")
+            from geoeval.suites.maptab.real_env import build_real_env
+
+            return build_real_env(spec.env, _env_seed(spec), Path(spec.work_dir))
         from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
 
         seed = _env_seed(spec)
@@ -242,8 +266,8 @@ class MapTabSuite:
         from geoeval.suites.maptab.environment import load_maps
         from geoeval.suites.maptab.language import localize_map
 
-        if env.source != "synthetic":
-            raise GeoevalError("synthetic_queries needs a maptab_synthetic environment")
+        if env.source not in ("synthetic", "real"):
+            raise GeoevalError("synthetic_queries needs a maptab_synthetic or maptab_real environment")
         wanted = spec.suite.scenarios()
         return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
 
@@ -293,10 +317,43 @@ class MapTabSuite:
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
-        for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3)."""
+        for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
+        results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
+        and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp_analysis.py`, `rp_report.py`)."""
         from geoeval.suites.maptab.report import write_qa_report
 
-        return write_qa_report(results, Path(out_dir))
+        files = write_qa_report(results, Path(out_dir))
+        if env is not None and any(r.dims.task_family == "rp" for r in results):
+            from geoeval.suites.maptab.rp_analysis import analyse
+            from geoeval.suites.maptab.rp_report import write_rp_report
+
+            queries = self.rp_queries(spec, env)
+            models = sorted({r.model for r in results if r.model})
+            files += write_rp_report(analyse(results, queries), Path(out_dir), models)
+        return files
+
+    def rp_queries(self, spec: Any, env: Any) -> dict[str, tuple[Any, Any]]:
+        """{sample id: (map, RPQuery)} of the run's RP samples (rebuilt: they are deterministic)."""
+        if env.source == "authors":
+            import json
+
+            from geoeval.suites.maptab.authors_env import authors_query
+            from geoeval.suites.maptab.environment import load_maps
+
+            maps = {m.name: m for m in load_maps(env.db_path)}
+            counters: dict[tuple[str, str], int] = {}
+            out: dict[str, tuple[Any, Any]] = {}
+            # the ids are numbered as authors_samples numbers them (per map and category, file order)
+            for it in json.loads(Path(env.items_path).read_text("utf-8")):
+                if spec.suite.setting != "all" and SETTING_OF[it["category"]] != spec.suite.setting:
+                    continue
+                m = maps[it["map"]]
+                i = counters.get((m.name, it["category"]), 0)
+                counters[(m.name, it["category"])] = i + 1
+                q = authors_query(it, m, f"{m.name}-{it['category']}-{i:03d}")
+                out[q.id] = (m, q)
+            return out
+        return {q.id: (m, q) for m, queries in self.synthetic_queries(spec, env) for q in queries}
 
 
 def check_metrics(spec: Any) -> None:

@@ -1,0 +1,51 @@
+"""`python -m geoeval.mcp <suite> --db <file> [--transport stdio|http] [--host H --port N]
+[--toolset standard|data_engine] [--seed S]`: serve a suite's agent tools over MCP.
+
+Errors a user can make (unknown suite, missing database, bad option) end with one line on
+stderr and exit status 2; nothing is written to stdout, which belongs to the stdio transport.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from geoeval.mcp import SUITES
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m geoeval.mcp", description="Serve a geoeval suite's tools over MCP.")
+    p.add_argument("suite", help=f"suite name ({', '.join(SUITES)})")
+    p.add_argument("--db", required=True, help="the environment's DuckDB file")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--toolset", choices=("standard", "data_engine"), default="standard")
+    p.add_argument("--seed", type=int, default=0, help="seed of sample_place (data engine)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.suite not in SUITES:
+        print(f"error: unknown suite '{args.suite}'; MCP servers exist for: {', '.join(SUITES)}", file=sys.stderr)
+        return 2
+    if not Path(args.db).is_file():
+        print(f"error: database file not found: {args.db}", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(SUITES[args.suite])
+    try:
+        module.serve(args.db, transport=args.transport, toolset=args.toolset, host=args.host, port=args.port,
+                     seed=args.seed)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

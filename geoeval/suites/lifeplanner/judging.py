@@ -1,0 +1,403 @@
+"""Checking an answer against the database: the explicit attribute requirements of Attribute
+Accuracy (A, eq. 1), the constraints of Semantic Constraint (SC) and the faithfulness checks of
+Reasoning Purity (RP), and the offline `rules` judge of the judge ensemble that scores SC and RP
+with them.
+
+A case states its requirements and constraints as data (see `cases.py`):
+
+- requirement groups `{"scope", "requirements": [[attribute, op, value], ...]}` with scope
+  `answer` (the answer's own fields: value, vehicle, mode), `answer_place` (the place a Place
+  Perception answer names), `places` (every place a Nearby answer names) or `slot` (some waypoint
+  of a route; `slot` gives its index), checked with `metrics.satisfies`;
+- constraints `{"kind", ..., "text"}`; `text` is the English rubric line model judges read.
+
+Place records carry the agent-visible attributes plus `distance_m` to the case's anchor, when the
+case has one. Facts (`tag:Key:value`, `long:...`, `short:...`) are read from the database's tag and
+hidden memory fields: the judge may read what the evaluated agent may not.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner.answers import ParsedAnswer
+from geoeval.suites.lifeplanner.environment import DAYS, is_open
+from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
+from geoeval.suites.lifeplanner.trajectory import Trajectory
+
+# --------------------------------------------------------------------------------------------
+# Place records and facts
+# --------------------------------------------------------------------------------------------
+
+
+def parse_fact_groups(text: str | None, source: str) -> set[str]:
+    """`Atmosphere: quiet, cozy; Scenery: lake view` -> {`long:Atmosphere:quiet`, ...}."""
+    out: set[str] = set()
+    for seg in (text or "").split(";"):
+        key, sep, values = seg.partition(":")
+        if not sep:
+            continue
+        for v in values.split(","):
+            v = v.strip()
+            if v:
+                out.add(f"{source}:{key.strip()}:{v}")
+    return out
+
+
+_RECORDS: dict[str, dict[str, dict[str, Any]]] = {}
+_RECORDS_LOCK = threading.Lock()
+
+
+def place_records(city: T.City) -> dict[str, dict[str, Any]]:
+    """Every place's full record (agent-visible fields, memory, facts), once per opened city."""
+    key = f"{city.db_path}@{id(city)}"
+    with _RECORDS_LOCK:
+        got = _RECORDS.get(key)
+    if got is not None:
+        return got
+    rows = city.cursor().execute(
+        "SELECT id, name, place_type, address, opentime_week, rating, cost, tag, alias, long_mem, short_mem "
+        "FROM places ORDER BY id").fetchall()
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        rec = dict(zip(("place_id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias",
+                        "long_mem", "short_mem"), r))
+        rec["facts"] = frozenset(parse_fact_groups(rec["tag"], "tag") | parse_fact_groups(rec["long_mem"], "long")
+                                 | parse_fact_groups(rec["short_mem"], "short"))
+        out[rec["place_id"]] = rec
+    with _RECORDS_LOCK:
+        for k in [k for k in _RECORDS if k.startswith(f"{city.db_path}@")]:
+            del _RECORDS[k]
+        _RECORDS[key] = out
+    return out
+
+
+_VISIBLE = ("place_id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias")
+
+
+def visible_record(city: T.City, place_id: str, anchor: str | None = None) -> dict[str, Any] | None:
+    """The agent-visible record of a place (what A's requirements are checked on), plus
+    `distance_m` to `anchor` (straight line, as nearby_search measures it)."""
+    rec = place_records(city).get(place_id)
+    if rec is None:
+        return None
+    out = {k: rec[k] for k in _VISIBLE}
+    if anchor is not None and anchor in city.place_index:
+        out["distance_m"] = straight_distance(city, place_id, anchor)
+    return out
+
+
+def straight_distance(city: T.City, a: str, b: str) -> float:
+    pa, pb = city.place_xy[city.place_index[a]], city.place_xy[city.place_index[b]]
+    return float(math.hypot(pa[0] - pb[0], pa[1] - pb[1]))
+
+
+def resolve_place(city: T.City, value: Any) -> str | None:
+    """A place an answer names: its place_id, or its exact name (case and spacing ignored)."""
+    if not isinstance(value, str):
+        return None
+    v = value.strip()
+    if v in city.place_index:
+        return v
+    key = " ".join(v.casefold().split())
+    hits = [pid for pid, rec in place_records(city).items() if " ".join(rec["name"].casefold().split()) == key]
+    return hits[0] if len(hits) == 1 else None
+
+
+def has_any_fact(city: T.City, place_id: str, facts: list[str]) -> bool:
+    rec = place_records(city).get(place_id)
+    if rec is None:
+        return False
+    own = {f.casefold() for f in rec["facts"]}
+    return any(f.casefold() in own for f in facts)
+
+
+# --------------------------------------------------------------------------------------------
+# Time: arrivals along a visiting order
+# --------------------------------------------------------------------------------------------
+
+
+def hhmm_to_minute(hhmm: str) -> int:
+    h, m = hhmm.split(":")
+    return int(h) * 60 + int(m)
+
+
+def minute_to_hhmm(minute: float) -> str:
+    m = int(minute) % 1440
+    return f"{m // 60:02d}:{m % 60:02d}"
+
+
+def arrival_minutes(leg_seconds: list[float], departure_min: float, dwell_min: float) -> list[float]:
+    """Minute of the day (may pass 1440) at which each stop after the start is reached: the trip
+    leaves the start at `departure_min`, and spends `dwell_min` at every intermediate stop."""
+    t = float(departure_min)
+    out = []
+    for k, secs in enumerate(leg_seconds):
+        t += secs / 60.0
+        out.append(t)
+        if k < len(leg_seconds) - 1:  # the last stop is the destination: no dwell counted after it
+            t += dwell_min
+    return out
+
+
+def open_at_minute(hours: str | None, weekday: int, minute: float) -> bool:
+    """Open at a minute counted from 00:00 of `weekday` (a minute past 1440 is the next day)."""
+    m = int(math.floor(minute))
+    return is_open(hours, (weekday + m // 1440) % 7, m % 1440)
+
+
+def leg_times(city: T.City, order: list[str], vehicle: str, mode: str) -> list[float] | None:
+    """Seconds of each leg of `order`, as `routing` reports them; None if a leg has no route or
+    a place is unknown."""
+    out = []
+    for a, b in zip(order, order[1:]):
+        if a not in city.place_index or b not in city.place_index or a == b:
+            return None
+        r = T.routing(city, a, b, mode=mode, vehicle=vehicle)
+        if r.failure_class != "ok":
+            return None
+        out.append(float(r.payload["total_time_s"]))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Requirements (A) and constraints (SC)
+# --------------------------------------------------------------------------------------------
+
+
+def answer_record(parsed: ParsedAnswer) -> dict[str, Any]:
+    rec: dict[str, Any] = {}
+    if parsed.value is not None:
+        rec["value"] = parsed.value
+    if parsed.vehicle is not None:
+        rec["vehicle"] = parsed.vehicle
+    if parsed.mode is not None:
+        rec["mode"] = parsed.mode
+    return rec
+
+
+def answer_place(city: T.City, parsed: ParsedAnswer) -> str | None:
+    """The place a Place Perception answer names (by id or exact name), if any."""
+    if parsed.task == "place":
+        return resolve_place(city, parsed.value)
+    return None
+
+
+def stop_places(parsed: ParsedAnswer) -> list[str]:
+    """A route's intermediate stops: its waypoints, else its order without start and end."""
+    if parsed.waypoints:
+        return list(parsed.waypoints)
+    return [p for p in parsed.order if p not in (parsed.start, parsed.end)]
+
+
+def _req(r: Any) -> Requirement:
+    attribute, op, value = r
+    if op in ("open_at", "closed_at"):
+        value = tuple(value)
+    elif op == "in":
+        value = tuple(value)
+    return Requirement(attribute, op, value)
+
+
+def attribute_accuracy_of(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
+    """A (eq. 1): 1 when every requirement group of the case holds for the answer, else 0."""
+    anchor = (case.get("context") or {}).get("anchor")
+    for group in case.get("requirements") or []:
+        reqs = [_req(r) for r in group["requirements"]]
+        scope = group["scope"]
+        if scope == "answer":
+            ok = attribute_accuracy([answer_record(parsed)], reqs) == 1.0
+        elif scope == "answer_place":
+            pid = answer_place(city, parsed)
+            rec = visible_record(city, pid, anchor) if pid else None
+            ok = rec is not None and attribute_accuracy([rec], reqs) == 1.0
+        elif scope == "places":
+            recs = [visible_record(city, p, anchor) for p in parsed.places]
+            ok = all(r is not None for r in recs) and attribute_accuracy(recs, reqs) == 1.0
+        elif scope == "slot":
+            recs = [visible_record(city, p, anchor) for p in stop_places(parsed)]
+            ok = any(r is not None and all(satisfies(r, q) for q in reqs) for r in recs)
+        else:
+            raise ValueError(f"unknown requirement scope {scope!r}")
+        if not ok:
+            return 0.0
+    return 1.0
+
+
+def _places_for(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> list[str]:
+    role = con.get("role", "places")
+    if role == "answer_place":
+        pid = answer_place(city, parsed)
+        return [pid] if pid else []
+    if role == "slot":
+        return stop_places(parsed)
+    return list(parsed.places) if parsed.task == "nearby" else stop_places(parsed)
+
+
+def _check_place(city: T.City, con: Mapping[str, Any], pid: str, anchor: str | None) -> bool:
+    kind = con["kind"]
+    if pid not in city.place_index:
+        return False
+    if kind == "place_requirement":
+        rec = visible_record(city, pid, anchor)
+        return rec is not None and satisfies(rec, _req(con["requirement"]))
+    if kind == "has_preference":
+        return has_any_fact(city, pid, con["facts"])
+    if kind == "lacks_preference":
+        return not has_any_fact(city, pid, con["facts"])
+    if kind == "within_radius":
+        return con["center"] in city.place_index and straight_distance(city, pid, con["center"]) <= con["radius_m"]
+    if kind == "within_route_buffer":
+        d = T.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], [pid])
+        return d is not None and d[0] <= con["radius_m"]
+    if kind == "nearest_on_route":
+        recs = place_records(city)
+        same = [p for p, r in recs.items() if con["place_type"].casefold() in (r["place_type"] or "").casefold()
+                and p not in (con["start"], con["end"])]
+        if pid not in same:
+            return False
+        ds = T.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], same)
+        if ds is None:
+            return False
+        mine = ds[same.index(pid)]
+        return mine <= min(ds) + 0.5
+    raise ValueError(f"unknown place constraint kind {kind!r}")
+
+
+_PLACE_KINDS = {"place_requirement", "has_preference", "lacks_preference", "within_radius", "within_route_buffer",
+                "nearest_on_route"}
+
+
+def constraint_results(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> list[bool]:
+    """Whether the answer meets each constraint of the case, in order. Constraints on one slot
+    are judged on the waypoint that meets most of them (the answer may list stops in any order)."""
+    anchor = (case.get("context") or {}).get("anchor")
+    constraints = list(case.get("constraints") or [])
+    results: list[bool | None] = [None] * len(constraints)
+    slots: dict[int, list[int]] = {}
+    for i, con in enumerate(constraints):
+        if con["kind"] in _PLACE_KINDS and con.get("role") == "slot":
+            slots.setdefault(int(con["slot"]), []).append(i)
+    for idxs in slots.values():
+        best: list[bool] = [False] * len(idxs)
+        for pid in stop_places(parsed):
+            got = [_check_place(city, constraints[i], pid, anchor) for i in idxs]
+            if sum(got) > sum(best):
+                best = got
+        for i, ok in zip(idxs, best):
+            results[i] = ok
+    for i, con in enumerate(constraints):
+        if results[i] is not None:
+            continue
+        kind = con["kind"]
+        if kind in _PLACE_KINDS:
+            pids = _places_for(city, con, parsed)
+            results[i] = bool(pids) and all(_check_place(city, con, p, anchor) for p in pids)
+        elif kind == "value_equals":
+            results[i] = satisfies({"value": parsed.value}, Requirement("value", "==", con["expected"])) \
+                if parsed.value is not None else False
+        elif kind == "starts_at":
+            results[i] = parsed.start == con["place_id"] and (not parsed.order or parsed.order[0] == con["place_id"])
+        elif kind == "ends_at":
+            results[i] = parsed.end == con["place_id"] and (not parsed.order or parsed.order[-1] == con["place_id"])
+        elif kind == "visits_all":
+            results[i] = set(con["place_ids"]) <= set(parsed.order or stop_places(parsed))
+        elif kind == "order_before":
+            order = parsed.order
+            results[i] = (con["first"] in order and con["then"] in order
+                          and order.index(con["first"]) < order.index(con["then"]))
+        elif kind == "open_on_arrival":
+            results[i] = _open_on_arrival(city, con, parsed)
+        else:
+            raise ValueError(f"unknown constraint kind {kind!r}")
+    return [bool(r) for r in results]
+
+
+def _open_on_arrival(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> bool:
+    order = parsed.order
+    if len(order) < 3:
+        return False
+    secs = leg_times(city, order, con["vehicle"], con["mode"])
+    if secs is None:
+        return False
+    arrivals = arrival_minutes(secs, hhmm_to_minute(con["departure"]), float(con["dwell_min"]))
+    weekday = DAYS.index(con["weekday"])
+    recs = place_records(city)
+    return all(open_at_minute(recs[p]["opentime_week"], weekday, t) for p, t in zip(order[1:-1], arrivals))
+
+
+def semantic_constraint_score(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
+    """The rules judge's SC: the share of the case's constraints the answer meets (1 without any)."""
+    res = constraint_results(city, case, parsed)
+    return sum(res) / len(res) if res else 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Reasoning Purity: is what the answer states grounded in the database and in what the agent saw?
+# --------------------------------------------------------------------------------------------
+
+
+def _norm(s: Any) -> str:
+    return " ".join(str(s).casefold().split())
+
+
+def purity_checks(city: T.City, parsed: ParsedAnswer, traj: Trajectory) -> list[tuple[str, bool]]:
+    """(check, passed) for every claim of the answer that can be checked against the database
+    and the trajectory: named places exist, were seen, and carry the names given; cited notes
+    exist and were seen; reported route totals are the sum of legs the agent saw."""
+    recs = place_records(city)
+    checks: list[tuple[str, bool]] = []
+    for pid in parsed.places:
+        checks.append((f"place {pid} exists", pid in recs))
+        checks.append((f"place {pid} was seen in a tool result", f"place:{pid}" in traj.observed))
+    for pid, name in parsed.names.items():
+        if pid in recs:
+            checks.append((f"name of {pid}", _norm(name) == _norm(recs[pid]["name"])))
+    if parsed.task == "place":
+        pid = answer_place(city, parsed)
+        if pid is not None:
+            checks.append((f"answered place {pid} was seen", f"place:{pid}" in traj.observed))
+    if parsed.note_ids:
+        rows = city.cursor().execute("SELECT note_id FROM notes WHERE list_contains(?, note_id)",
+                                     [parsed.note_ids]).fetchall()
+        known = {r[0] for r in rows}
+        for nid in parsed.note_ids:
+            checks.append((f"note {nid} exists", nid in known))
+            checks.append((f"note {nid} was seen", f"note:{nid}" in traj.observed or f"note_listed:{nid}" in traj.observed))
+    if parsed.task in ("routing", "trip") and parsed.order and parsed.vehicle and parsed.mode:
+        legs = [traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(parsed.order, parsed.order[1:])]
+        if all(leg is not None for leg in legs):
+            d = sum(leg[0] for leg in legs)  # type: ignore[index]
+            t = sum(leg[1] for leg in legs)  # type: ignore[index]
+            checks.append(("total_distance_m is the sum of the legs seen", abs(float(parsed.total_distance_m) - d) <= 1))
+            checks.append(("total_time_s is the sum of the legs seen", abs(float(parsed.total_time_s) - t) <= 1))
+        else:
+            checks.append(("every leg of the route was computed with routing", False))
+    return checks
+
+
+def reasoning_purity_score(city: T.City, parsed: ParsedAnswer, traj: Trajectory) -> float:
+    checks = purity_checks(city, parsed, traj)
+    return sum(ok for _, ok in checks) / len(checks) if checks else 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# The `rules` judge
+# --------------------------------------------------------------------------------------------
+
+
+def rules_judge(request: Any) -> float:
+    """The offline judge of the ensemble (`judge.models: [rules]`). `request.context` holds
+    `metric` (`sc` or `rp`), the `db_path`, the `case`, the `parsed` answer and the
+    `trajectory`."""
+    ctx = request.context
+    city = T.open_city(ctx["db_path"])
+    if ctx["metric"] == "sc":
+        return semantic_constraint_score(city, ctx["case"], ctx["parsed"])
+    if ctx["metric"] == "rp":
+        return reasoning_purity_score(city, ctx["parsed"], ctx["trajectory"])
+    raise ValueError(f"the rules judge scores 'sc' or 'rp', not {ctx['metric']!r}")

@@ -1,0 +1,162 @@
+"""The words the case engine phrases queries with (section 3.2, Figure 10 step A4/B7): everyday
+nouns for place types, personas, and the implicit preferences of L2 cases.
+
+A `Preference` is what an L2 query implies without naming it ("it's pouring and I have no
+umbrella"): a set of facts, any one of which satisfies it, written the way `note_facts.fact`
+writes them (`tag:Service:Free umbrella borrowing`, `long:Atmosphere:quiet`). Facts that say the
+same thing in the tag and in the memory vocabulary belong to one preference, so that uniqueness is
+checked against everything the phrasing could mean. Every fact named here exists in the
+vocabularies of `environment.py` (a test checks this).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --------------------------------------------------------------------------------------------
+# Place types as people say them
+# --------------------------------------------------------------------------------------------
+
+# sub-type (the part after "|" of place_type) -> everyday nouns, singular and plural
+TYPE_NOUNS: dict[str, tuple[str, str]] = {
+    "Coffee House": ("coffee shop", "coffee shops"),
+    "Tea House": ("tea shop", "tea shops"),
+    "Chinese Restaurant": ("Chinese restaurant", "Chinese restaurants"),
+    "Fast Food Restaurant": ("fast-food place", "fast-food places"),
+    "Hot Pot Restaurant": ("hot pot restaurant", "hot pot restaurants"),
+    "Bakery": ("bakery", "bakeries"),
+    "Dessert House": ("dessert shop", "dessert shops"),
+    "Barbecue Restaurant": ("barbecue restaurant", "barbecue restaurants"),
+    "Pet Cafe": ("pet cafe", "pet cafes"),
+    "Convenience Store": ("convenience store", "convenience stores"),
+    "Supermarket": ("supermarket", "supermarkets"),
+    "Bookstore": ("bookstore", "bookstores"),
+    "Florist": ("florist", "florists"),
+    "Optical Shop": ("optical shop", "optical shops"),
+    "Pub": ("bar", "bars"),
+    "KTV": ("karaoke place", "karaoke places"),
+    "Gym": ("gym", "gyms"),
+    "Park": ("park", "parks"),
+    "Tourist Attraction": ("sightseeing spot", "sightseeing spots"),
+    "Business Hotel": ("hotel", "hotels"),
+    "Hostel": ("hostel", "hostels"),
+    "Museum": ("museum", "museums"),
+    "Library": ("library", "libraries"),
+    "Pharmacy": ("pharmacy", "pharmacies"),
+    "Hair Salon": ("hair salon", "hair salons"),
+    "Laundry": ("laundry", "laundries"),
+    "Dedicated Charging Station": ("EV charging station", "EV charging stations"),
+}
+
+# Sub-types a user would ask to visit or find (companies, homes and hospitals are origins only).
+TARGET_TYPES: tuple[str, ...] = tuple(TYPE_NOUNS)
+
+PERSONAS: tuple[str, ...] = (
+    "I'm a graduate student at Luojia Hill.",
+    "I'm a mum of two.",
+    "I'm visiting the city for the weekend.",
+    "I just moved here for a new job.",
+    "I work night shifts at the hospital.",
+    "My friend and I run a small food blog.",
+    "I'm a retired teacher.",
+    "I'm a freelance designer.",
+    "I'm a first-year undergrad.",
+    "I'm in town on a business trip.",
+    "I'm a photographer.",
+    "I'm planning a day out with my parents.",
+)
+
+VEHICLE_VERBS = {"driving": "driving", "cycling": "cycling", "walking": "walking"}
+MODE_WORDS = {"time": ("fastest", "quickest"), "distance": ("shortest", "shortest-distance")}
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+# --------------------------------------------------------------------------------------------
+# Implicit preferences (L2)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preference:
+    """An implicit need: `phrases` imply it, `facts` satisfy it (any one of them)."""
+
+    key: str
+    phrases: tuple[str, ...]
+    facts: tuple[str, ...]
+
+    def value_of(self, fact: str) -> str:
+        return fact.split(":", 2)[2]
+
+
+PREFERENCES: tuple[Preference, ...] = (
+    Preference("quiet", ("I need somewhere calm where I can hear myself think",
+                         "I want a peaceful spot without any noise"),
+               ("long:Atmosphere:quiet",)),
+    Preference("study", ("I have an exam on Monday and need a spot where I can revise for hours",
+                         "I need somewhere to work through my thesis all afternoon"),
+               ("long:Atmosphere:good for studying", "tag:Facility:Study desks")),
+    Preference("cozy", ("I want somewhere warm and snug to unwind",), ("long:Atmosphere:cozy",)),
+    Preference("lively", ("we want a buzzing place full of energy",), ("long:Atmosphere:lively",)),
+    Preference("romantic", ("it's our anniversary, so the mood has to be right",),
+               ("long:Atmosphere:romantic",)),
+    Preference("family", ("I'm bringing my two little kids along",), ("long:Atmosphere:family-friendly",)),
+    Preference("cute", ("my roommates want a cute vibe for photos",), ("long:Atmosphere:cute pink decor",)),
+    Preference("music", ("I'd like gentle music playing in the background",), ("long:Atmosphere:soothing music",)),
+    Preference("lake_view", ("I'd love to look out over the water while I sit",), ("long:Scenery:lake view",)),
+    Preference("rooftop", ("somewhere up high overlooking the city would be perfect",),
+               ("long:Scenery:rooftop view",)),
+    Preference("sakura", ("I want to see the sakura this spring",),
+               ("long:Scenery:cherry blossoms in spring", "tag:Scenery:Cherry blossoms")),
+    Preference("sunset", ("I want to watch the sun go down over the water",),
+               ("long:Scenery:sunset over the lake", "tag:Scenery:Lake sunset")),
+    Preference("latte_art", ("I'm a sucker for pretty latte art",), ("long:Positive:great latte art",)),
+    Preference("big_portions", ("I'm starving and want big servings",), ("long:Positive:generous portions",)),
+    Preference("fast_wifi", ("I have a video call and need a fast, stable connection",),
+               ("long:Positive:fast wifi",)),
+    Preference("fresh", ("fresh ingredients matter a lot to me",), ("long:Positive:fresh ingredients",)),
+    Preference("trails", ("I want well-maintained paths for a morning jog",),
+               ("long:Positive:well-kept trails",)),
+    Preference("cocktails", ("I want an expertly mixed drink tonight",),
+               ("long:Positive:great cocktails", "tag:Drinks:Cocktails")),
+    Preference("matcha", ("I'm obsessed with anything green-tea flavoured right now",), ("short:New Arrival:new matcha series",)),
+    Preference("live_music", ("I'd love to hear a band play tonight",),
+               ("tag:Service:Live music", "short:Event:live music on Friday nights")),
+    Preference("german", ("I'm practising my German and want to chat with other learners",),
+               ("short:Event:German Corner on Sundays",)),
+    Preference("outlets", ("my laptop battery is nearly dead",), ("tag:Facility:Power outlets",)),
+    Preference("books", ("I forgot my novel, so I'd like something to leaf through there",),
+               ("tag:Facility:Bookshelves",)),
+    Preference("sofa", ("I want to sink into something soft and read for hours",), ("tag:Facility:Reading sofa",)),
+    Preference("outdoor", ("I'd like to sit outside in the fresh air",), ("tag:Facility:Outdoor seating",)),
+    Preference("daylight", ("I love sitting under natural daylight",), ("tag:Facility:Glass roof",)),
+    Preference("corgi", ("I want to play with some short-legged dogs",), ("tag:Pet:Corgi",)),
+    Preference("ragdoll", ("I want to cuddle a big, floppy, long-haired cat",), ("tag:Pet:Ragdoll cat",)),
+    Preference("umbrella", ("it's pouring and I have no umbrella", "I got caught in the rain without any rain gear"), ("tag:Service:Free umbrella borrowing",)),
+    Preference("power_bank", ("my phone is about to die and I have no charger",),
+               ("tag:Service:Power bank rental",)),
+    Preference("private_room", ("our group wants a space closed off from the other guests",), ("tag:Facility:Private rooms",)),
+    Preference("kids_area", ("my toddlers need a play corner while we eat",), ("tag:Facility:Kids area",)),
+    Preference("mochi", ("I want a drink with those chewy rice-cake bits in it",), ("tag:Drinks:Milk tea with mochi",)),
+    Preference("hot_dry_noodles", ("I must try the sesame-paste noodle dish this city is famous for",), ("tag:Dish:Hot dry noodles",)),
+    Preference("egg_tarts", ("I'm craving a flaky Portuguese-style custard pastry",), ("tag:Food:Egg tarts",)),
+    Preference("lakeside_walk", ("I want a stroll along the water",), ("tag:Facility:Lakeside trail",)),
+    Preference("lake_walk", ("I want to stroll on a boardwalk right over the water",), ("tag:Scenery:Walk above the lake",)),
+    Preference("board_games", ("we want to play Catan and Monopoly with friends",), ("tag:Service:Board games",)),
+    Preference("swim", ("I want to do some laps before work",), ("tag:Facility:Swimming pool",)),
+    Preference("eye_test", ("I need my eyes checked and don't want to pay for it",),
+               ("tag:Service:Free eye test",)),
+    Preference("dinosaurs", ("my son can't stop talking about T. rex",), ("tag:Exhibit:Dinosaur fossils",)),
+    Preference("karaoke", ("we want to sing our hearts out",), ("tag:Service:Karaoke",)),
+)
+PREFERENCE_BY_KEY = {p.key: p for p in PREFERENCES}
+
+# Things a user can rule out ("I absolutely hate mosquitoes"): a place with any of the facts fails.
+DISLIKES: tuple[Preference, ...] = (
+    Preference("mosquitoes", ("I absolutely hate mosquitoes",), ("long:Negative:mosquitoes in summer",)),
+    Preference("queues", ("I really can't stand queuing",), ("long:Negative:long queues",)),
+    Preference("weekend_noise", ("noise drives me crazy",), ("long:Atmosphere:noisy at weekends",)),
+    Preference("crowds", ("I hate crowds",), ("long:Negative:crowded at weekends", "long:Atmosphere:often full")),
+    Preference("pricey", ("I don't want overpriced drinks",), ("long:Negative:pricey drinks",)),
+    Preference("hidden_entrance", ("I get lost easily, so the entrance should be easy to find",),
+               ("long:Negative:hard to find entrance",)),
+)

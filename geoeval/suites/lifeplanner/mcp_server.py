@@ -1,0 +1,297 @@
+"""The LifePlanner tools over MCP (issue 4, item 3).
+
+Server: `python -m geoeval.mcp lifeplanner --db city.duckdb [--transport stdio|http]
+[--host 127.0.0.1 --port 8765] [--toolset standard|data_engine]` serves the standard toolset
+(Table 7) or the data-engine toolset (Table 8) over stdio or streamable HTTP (path `/mcp`).
+
+The server does not re-declare the tools. It builds the Inspect tools of `tools.py`
+(`agent_tools` / `data_engine_tools`) and serves exactly those:
+
+- `tools/list` gives each tool's name, description and the JSON schema Inspect generates for it
+  (so an MCP client sees the parameters an in-process agent sees, down to the descriptions);
+- `tools/call` awaits the same wrapper, which calls the same pure function, so the result text is
+  `ToolResult.text()`; a parameter error (`ToolError`) becomes an MCP error result whose text is
+  the error message, which Inspect's MCP client turns back into the same `ToolError`.
+
+Client: `mcp_agent_tools(db_path, transport)` returns an Inspect `ToolSource` that a task can
+use in place of `agent_tools(db_path)`. It wraps Inspect's own MCP client (`mcp_tools`) so that
+the transcript is the in-process one: a tool result is the plain text (not a one-item content
+list), the data-engine tools keep `max_output=0`, and each call is appended to the sample store
+under `TOOL_LOG_KEY` with its failure class (the server process cannot reach the sample store;
+the class is read back from the payload by `failure_class_of`, which a test checks against the
+pure functions call by call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from geoeval.suites.lifeplanner.tools import ToolResult, agent_tools, data_engine_tools, record_call
+
+TOOLSETS = ("standard", "data_engine")
+TRANSPORTS = ("stdio", "http")
+SERVER_NAME = "geoeval-lifeplanner"
+HTTP_PATH = "/mcp"
+
+logger = logging.getLogger(__name__)
+
+
+def _inspect_toolset(db_path: str | Path, toolset: str, seed: int = 0) -> list[Any]:
+    if toolset == "standard":
+        return agent_tools(db_path)
+    if toolset == "data_engine":
+        return data_engine_tools(db_path, seed=seed)
+    raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}.")
+
+
+# --------------------------------------------------------------------------------------------
+# Server
+# --------------------------------------------------------------------------------------------
+
+
+def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 0) -> Any:
+    """An MCP low-level `Server` serving the Inspect tools of `toolset` over the city at `db_path`.
+
+    The low-level server (rather than `MCPServer` with decorated functions) lets `tools/list`
+    publish Inspect's own JSON schema verbatim, so both transports declare identical parameters.
+    `sample_place` (data engine) draws seed, seed+1, ... per call over the server's lifetime, as
+    it does per tool list in process."""
+    import mcp_types as types
+    from inspect_ai.tool import ToolDef, ToolError
+    from mcp.server.lowlevel import Server
+
+    defs = {d.name: d for d in (ToolDef(t) for t in _inspect_toolset(db_path, toolset, seed))}
+    specs = [types.Tool(name=d.name, description=d.description,
+                        input_schema=d.parameters.model_dump(exclude_none=True)) for d in defs.values()]
+
+    def error(message: str) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=specs)
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        d = defs.get(params.name)
+        if d is None:
+            return error(f"Unknown tool '{params.name[:60]}'. Available tools: {', '.join(defs)}.")
+        args = dict(params.arguments or {})
+        # Inspect's client checks these against the schema before calling; other MCP clients may not,
+        # and a Python TypeError would say nothing useful to an agent.
+        unknown = sorted(set(args) - set(d.parameters.properties))
+        if unknown:
+            return error(f"Unknown parameter(s) for {d.name}: {', '.join(u[:40] for u in unknown)}. "
+                         f"Parameters: {', '.join(d.parameters.properties)}.")
+        missing = [p for p in d.parameters.required if p not in args]
+        if missing:
+            return error(f"Missing required parameter(s) for {d.name}: {', '.join(missing)}.")
+        try:
+            text = await d.tool(**args)
+        except ToolError as exc:
+            return error(exc.message)
+        except Exception as exc:  # a bug in a tool: tell the client, keep serving
+            logger.exception("tool %s failed", d.name)
+            return error(f"Internal error in {d.name}: {type(exc).__name__}: {exc}")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    return Server(SERVER_NAME, version="1", instructions=f"LifePlanner {toolset} tools over {Path(db_path).name}",
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def serve(db_path: str | Path, *, transport: str = "stdio", toolset: str = "standard", host: str = "127.0.0.1",
+          port: int = 8765, seed: int = 0) -> None:
+    """Run the server until stdin closes (stdio) or the process is stopped (http)."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}.")
+    server = build_server(db_path, toolset=toolset, seed=seed)
+    if transport == "stdio":
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(main)
+    else:
+        import uvicorn
+
+        app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+        print(f"LifePlanner MCP ({toolset}) at http://{host}:{port}{HTTP_PATH}", file=sys.stderr, flush=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def server_command(db_path: str | Path, *, transport: str = "stdio", toolset: str = "standard",
+                   host: str = "127.0.0.1", port: int | None = None, seed: int = 0) -> list[str]:
+    """The command line that starts the server with this interpreter."""
+    cmd = [sys.executable, "-m", "geoeval.mcp", "lifeplanner", "--db", str(Path(db_path).resolve()),
+           "--transport", transport, "--toolset", toolset, "--seed", str(seed)]
+    if transport == "http":
+        cmd += ["--host", host, "--port", str(port)]
+    return cmd
+
+
+def _repo_env() -> dict[str, str]:
+    """Environment for a server subprocess: geoeval importable even when run from elsewhere."""
+    root = str(Path(__file__).resolve().parents[3])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(db_path: str | Path, *, toolset: str = "standard", host: str = "127.0.0.1",
+                port: int | None = None, seed: int = 0, startup_timeout: float = 30.0) -> Iterator[str]:
+    """Start the HTTP server in a subprocess, wait until it accepts connections, yield its URL,
+    and stop it on exit."""
+    port = port or free_port(host)
+    proc = subprocess.Popen(server_command(db_path, transport="http", toolset=toolset, host=host, port=port,
+                                           seed=seed),
+                            env=_repo_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"MCP server exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"MCP server did not listen on {host}:{port} within {startup_timeout:g} s.")
+            time.sleep(0.1)
+        yield f"http://{host}:{port}{HTTP_PATH}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Inspect client
+# --------------------------------------------------------------------------------------------
+
+
+def failure_class_of(payload: Any) -> str:
+    """Figure 6's class of a call that returned `payload` (parameter errors arrive as tool errors,
+    never as payloads): list tools say `total_matched`/`returned`; a route that does not exist is
+    an `error` payload (class `empty`)."""
+    if isinstance(payload, dict):
+        if "total_matched" in payload and "returned" in payload:
+            if payload["total_matched"] == 0:
+                return "empty"
+            return "truncated" if payload["total_matched"] > payload["returned"] else "ok"
+        if "error" in payload:
+            return "empty"
+    return "ok"
+
+
+def _result_text(result: Any) -> str:
+    from inspect_ai._util.content import ContentText
+
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list) and all(isinstance(c, ContentText) for c in result):
+        return "".join(c.text for c in result)
+    raise TypeError(f"Unexpected MCP tool result: {type(result).__name__}")
+
+
+def _inner_exception(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _recording_tool(mcp_tool: Any, toolset: str) -> Any:
+    """`mcp_tool` with the in-process wrapper's behaviour: text result, tool log, max_output."""
+    from inspect_ai.tool import ToolDef, ToolError
+
+    d = ToolDef(mcp_tool)
+    defaults = {n: p.default for n, p in d.parameters.properties.items() if p.default is not None}
+
+    async def execute(**kwargs: Any) -> str:
+        # the in-process wrapper logs its arguments with Python defaults filled in; the schema has them
+        arguments = {**defaults, **kwargs}
+        try:
+            text = _result_text(await mcp_tool(**kwargs))
+        except Exception as exc:
+            # without a held connection Inspect opens one per call, inside a task group, so the
+            # ToolError can arrive wrapped in an exception group
+            inner = _inner_exception(exc)
+            if isinstance(inner, ToolError):
+                record_call(d.name, arguments, ToolResult({"error": inner.message}, "parameter_error"))
+            raise
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = text
+        record_call(d.name, arguments, ToolResult(payload, failure_class_of(payload)))
+        return text
+
+    return ToolDef(execute, name=d.name, description=d.description, parameters=d.parameters,
+                   max_output=0 if toolset == "data_engine" else None).as_tool()
+
+
+def _tool_source_class() -> type:
+    # A subclass of Inspect's local MCP tool source (private class) rather than a plain ToolSource:
+    # `mcp_connection(tools)` (used by `react()`, and by any solver that wants one connection per
+    # sample instead of one per call) recognises it by this type and holds its server open.
+    from inspect_ai.tool._mcp.tools import MCPToolSourceLocal
+
+    class LifePlannerMCPTools(MCPToolSourceLocal):
+        """Inspect's MCP tool source with each tool wrapped by `_recording_tool`."""
+
+        def __init__(self, server: Any, toolset: str) -> None:
+            super().__init__(server, "all")
+            self._toolset = toolset
+
+        async def tools(self) -> list[Any]:
+            return [_recording_tool(t, self._toolset) for t in await super().tools()]
+
+    return LifePlannerMCPTools
+
+
+def mcp_agent_tools(db_path: str | Path, transport: Literal["stdio", "http"] = "stdio", *,
+                    toolset: str = "standard", url: str | None = None, seed: int = 0) -> list[Any]:
+    """Inspect tool sources reaching the LifePlanner tools through MCP, usable wherever
+    `agent_tools(db_path)` (toolset `standard`) or `data_engine_tools(db_path, seed=seed)`
+    (`data_engine`) is.
+
+    `stdio` starts `python -m geoeval.mcp lifeplanner --db ...` per connection: one per sample when
+    the agent loop runs inside `inspect_ai.tool.mcp_connection(tools)` (as `react()` does),
+    otherwise one per tool call (correct, but about a second each). `http` connects to a running server at `url` (start one with
+    `python -m geoeval.mcp lifeplanner --db ... --transport http`, or `http_server(...)`)."""
+    from inspect_ai.tool import mcp_server_http, mcp_server_stdio
+
+    if toolset not in TOOLSETS:
+        raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}.")
+    if transport == "stdio":
+        if not Path(db_path).is_file():
+            raise FileNotFoundError(f"LifePlanner city database not found: {db_path}")
+        cmd = server_command(db_path, transport="stdio", toolset=toolset, seed=seed)
+        server = mcp_server_stdio(name=f"{SERVER_NAME}-{toolset}", command=cmd[0], args=cmd[1:], env=_repo_env())
+    elif transport == "http":
+        if not url:
+            raise ValueError("transport 'http' needs the url of a running server (e.g. http://127.0.0.1:8765/mcp).")
+        server = mcp_server_http(name=f"{SERVER_NAME}-{toolset}", url=url)
+    else:
+        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}.")
+    return [_tool_source_class()(server, toolset)]

@@ -1,0 +1,190 @@
+"""The LifePlanner suite: config schemas, the environment (one city database per config and
+seed), the cases as Inspect samples, and the task, registered with the core registry.
+
+A sample is one case of the case engine (`cases.py`): Figure 9's system prompt for its task
+family, the question, and in its metadata the whole case (reference answer, τ*, evidence,
+requirements, constraints) and its dimensions. The evaluated agent gets the standard toolset of
+Table 7 and `submit_answer`, with a budget of `suite.tool_budget` calls (`task.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from inspect_ai import Task
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from pydantic import Field, model_validator
+
+from geoeval.core.config import Strict
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions
+from geoeval.core.registry import register_suite
+from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
+
+Task_ = Literal["place", "nearby", "routing", "trip"]
+Level = Literal["l0", "l1", "l2"]
+
+# What each task family exercises (the paper's three capabilities, section 1: evidence grounding
+# over notes, tool use for spatial analysis, constrained reasoning), split finer so that reports
+# can be cut by them. L2 adds implicit preferences, read from social-media evidence.
+_TASK_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "place": ("attribute_retrieval",),
+    "nearby": ("attribute_retrieval", "spatial_search"),
+    "routing": ("spatial_search", "routing"),
+    "trip": ("routing", "multi_stop_planning", "temporal_reasoning"),
+}
+
+
+def capabilities_of(task: str, level: str) -> tuple[str, ...]:
+    caps = list(_TASK_CAPABILITIES[task])
+    if level in ("l1", "l2"):
+        caps.append("constraint_reasoning")
+    if level == "l2":
+        caps += ["implicit_preference", "social_evidence"]
+    return tuple(caps)
+
+
+class LifePlannerEnvConfig(Strict):
+    """`env=lifeplanner_synthetic`: a seeded synthetic city (`environment.build_synthetic_city`).
+    Paper scale is the default: 3,600 places, 40,000 notes (about 200,000 notes plus comments)."""
+
+    name: Literal["lifeplanner_synthetic"] = "lifeplanner_synthetic"
+    n_places: int = Field(default=3600, ge=50, le=100_000)
+    n_notes: int = Field(default=40_000, ge=100, le=2_000_000)
+    area_km2: float = Field(default=10.0, gt=0.0, le=400.0)
+    comments_per_note: float = Field(default=4.0, ge=0.0, le=10.0)
+    seed: int | None = Field(default=None, description="null: the run's top-level seed")
+
+
+class LifePlannerSuiteConfig(Strict):
+    """`suite=lifeplanner`."""
+
+    name: Literal["lifeplanner"] = "lifeplanner"
+    n_cases: int = Field(default=667, ge=1, le=100_000, description="split over task x level as Table 4")
+    tasks: list[Task_] = Field(default_factory=lambda: list(TASKS), min_length=1)
+    levels: list[Level] = Field(default_factory=lambda: list(LEVELS), min_length=1)
+    tool_budget: int = Field(default=30, ge=1, le=500, description="tool calls per case (appendix B.3)")
+    alpha: float = Field(default=0.9, ge=0.0, lt=1.0, description="PR@alpha: SC must exceed alpha")
+    transport: Literal["inproc"] = Field(default="inproc", description="how the agent reaches the tools")
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> LifePlannerSuiteConfig:
+        if not self.combinations():
+            raise ValueError(f"tasks={self.tasks} and levels={self.levels} select no task/level combination "
+                             "(Trip Design has no l0)")
+        return self
+
+    def combinations(self) -> list[tuple[str, str]]:
+        return [c for c in COMBINATIONS if c[0] in self.tasks and c[1] in self.levels]
+
+
+@dataclass(frozen=True)
+class LifePlannerEnv:
+    """The environment handle workers receive (picklable): where the city database is."""
+
+    db_path: str
+    root: str
+    seed: int
+    key: str
+
+
+def _key(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _env_seed(spec: Any) -> int:
+    return spec.env.seed if spec.env.seed is not None else spec.seed
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class LifePlannerSuite:
+    name = "lifeplanner"
+    config_schema = LifePlannerSuiteConfig
+    env_schema = LifePlannerEnvConfig
+
+    # ------------------------------------------------------------ environment
+    def build_env(self, spec: Any) -> LifePlannerEnv:
+        from geoeval.suites.lifeplanner.environment import GENERATOR_VERSION, build_synthetic_city
+
+        seed = _env_seed(spec)
+        cfg = spec.env.model_dump(mode="json")
+        key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
+        root = Path(spec.work_dir) / "envs" / f"lifeplanner-{key}"
+        db = root / "city.duckdb"
+        if not db.exists():
+            build_synthetic_city(db, seed=seed, n_places=spec.env.n_places, n_notes=spec.env.n_notes,
+                                 area_km2=spec.env.area_km2, comments_per_note=spec.env.comments_per_note)
+        return LifePlannerEnv(db_path=str(db.resolve()), root=str(root.resolve()), seed=seed, key=key)
+
+    # ------------------------------------------------------------ cases and samples
+    def cases(self, spec: Any, env: LifePlannerEnv) -> list[Any]:
+        """The run's cases: generated once per (environment, cases config, seed) and kept beside
+        the city (generation is deterministic; the file only saves time)."""
+        from geoeval.suites.lifeplanner.cases import (
+            ENGINE_VERSION,
+            CaseGenerationError,
+            cases_from_jsonl,
+            cases_to_jsonl,
+            generate_cases,
+        )
+
+        cfg: LifePlannerSuiteConfig = spec.suite
+        combos = cfg.combinations()
+        key = _key({"n": cfg.n_cases, "combos": combos, "seed": spec.seed, "engine": ENGINE_VERSION})
+        path = Path(env.root) / f"cases-{key}.jsonl"
+        if path.exists():
+            return cases_from_jsonl(path.read_text())
+        try:
+            cases = generate_cases(env.db_path, n_cases=cfg.n_cases, seed=spec.seed, combos=combos)
+        except CaseGenerationError as exc:
+            raise GeoevalError(f"LifePlanner case generation: {exc}") from None
+        _write_atomic(path, cases_to_jsonl(cases))
+        return cases
+
+    def build_samples(self, spec: Any, env: LifePlannerEnv) -> list[Sample]:
+        return [case_sample(c) for c in self.cases(spec, env)]
+
+    # ------------------------------------------------------------ task
+    def build_task(self, spec: Any, env: LifePlannerEnv, samples: list[Sample]) -> Task:
+        from geoeval.suites.lifeplanner.task import make_task
+
+        return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge)
+
+    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
+        return []
+
+
+def case_sample(case: Any) -> Sample:
+    """The Inspect sample of one case."""
+    from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
+
+    dims = Dimensions(
+        suite="lifeplanner", task_family=case.task, task=f"{case.task}_{case.level}", level=case.level,
+        capabilities=capabilities_of(case.task, case.level),
+        extra={"implicit_logic": str(case.implicit_logic).lower(),
+               "scenario": str(case.context.get("scenario") or "")},
+    )
+    return Sample(
+        id=case.id,
+        input=[ChatMessageSystem(content=system_prompt(case.task)), ChatMessageUser(content=user_prompt(case.question))],
+        target=json.dumps(case.answer, ensure_ascii=False, sort_keys=True),
+        metadata={"suite": "lifeplanner", "case": case.to_dict(), "dims": dims.model_dump(mode="json")},
+    )
+
+
+register_suite(LifePlannerSuite)
+
+# metrics and agent policies of the suite register on import
+from geoeval.suites.lifeplanner import agents as _agents  # noqa: E402,F401
+from geoeval.suites.lifeplanner import scorers as _scorers  # noqa: E402,F401

@@ -1,0 +1,189 @@
+"""The LifePlanner Inspect task and its solver.
+
+The solver is the paper's scaffold (appendix B.3): the model sees Figure 9's prompt and the
+question, the standard toolset of Table 7 plus `submit_answer`, and may call tools until it
+submits, stops calling tools, or spends its budget (30 calls by default). `submit_answer` does
+not count against the budget; a call past the budget is not run and the model is told to submit.
+The submitted `result` is the answer; the trajectory (every call and what it returned) stays in
+the messages, where the scorer reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageTool, ModelOutput, execute_tools, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import ToolCallError, ToolDef
+
+from geoeval.suites.lifeplanner.prompts import SUBMIT_DESCRIPTION, SUBMIT_PARAMETER
+from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+
+ANSWER_KEY = "lifeplanner_answer"
+# turns the model may still take after its budget is spent, to submit
+_GRACE_TURNS = 2
+
+
+def submit_answer_tool() -> Any:
+    """`submit_answer(result)` (Table 7): records the final answer in the sample store."""
+
+    async def submit_answer(result: dict[str, Any] | list[Any] | str) -> str:
+        from inspect_ai.util import store
+
+        store().set(ANSWER_KEY, result)
+        return "Answer submitted."
+
+    return ToolDef(submit_answer, name=SUBMIT_TOOL, description=SUBMIT_DESCRIPTION,
+                   parameters={"result": SUBMIT_PARAMETER}).as_tool()
+
+
+def budget_message(budget: int) -> str:
+    return (f"Tool budget exhausted: {budget} tool calls were already made. This call was not run. "
+            f"Call {SUBMIT_TOOL}(result=...) now with your final answer.")
+
+
+@solver
+def lifeplanner_agent(db_path: str, tool_budget: int = 30) -> Solver:
+    """Figure 9's agent loop over the standard toolset with a tool-call budget."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from geoeval.suites.lifeplanner.tools import agent_tools
+
+        tools = [*agent_tools(db_path), submit_answer_tool()]
+        state.tools = tools
+        model = get_model()
+        calls = 0
+        over_budget_turns = 0
+        while not state.completed:
+            output = await model.generate(state.messages, tools)
+            state.output = output
+            message = output.message
+            state.messages.append(message)
+            tool_calls = list(message.tool_calls or [])
+            if not tool_calls:
+                break  # the model answered in text: no submission (scored as such)
+            allowed, refused = [], []
+            for call in tool_calls:
+                if call.function == SUBMIT_TOOL or calls < tool_budget:
+                    allowed.append(call)
+                    calls += call.function != SUBMIT_TOOL
+                else:
+                    refused.append(call)
+            if allowed:
+                # run only the calls within budget: execute_tools reads the last assistant message
+                runnable = message.model_copy(update={"tool_calls": allowed})
+                result = await execute_tools([*state.messages[:-1], runnable], tools)
+                state.messages.extend(result.messages)
+            for call in refused:
+                state.messages.append(ChatMessageTool(
+                    content=budget_message(tool_budget), tool_call_id=call.id, function=call.function,
+                    error=ToolCallError("limit", budget_message(tool_budget))))
+            submitted = any(c.function == SUBMIT_TOOL for c in allowed) and _submitted(state)
+            if submitted:
+                break
+            if refused:
+                over_budget_turns += 1
+                if over_budget_turns >= _GRACE_TURNS:
+                    break
+        answer = _stored_answer(state)
+        if answer is not None:
+            # the run's final output is the submitted answer (what logs show as the completion)
+            text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+            final = ModelOutput.from_content(model=str(state.model), content=text)
+            final.usage = state.output.usage
+            state.output = final
+        return state
+
+    return solve
+
+
+def _stored_answer(state: TaskState) -> Any:
+    return state.store.get(ANSWER_KEY)
+
+
+def _submitted(state: TaskState) -> bool:
+    return state.store.get(ANSWER_KEY) is not None
+
+
+def _evaluated_tokens(state: TaskState) -> dict[str, int]:
+    """Input and output tokens of the evaluated model over the whole trajectory (read before the
+    judges run; they are other models)."""
+    from inspect_ai.model._model import sample_model_usage
+
+    usage = sample_model_usage() or {}
+    own = usage.get(str(state.model))
+    picked = [own] if own is not None else list(usage.values())
+    return {"input": sum(u.input_tokens for u in picked), "output": sum(u.output_tokens for u in picked)}
+
+
+@solver
+def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
+    """The last step: read the finished trajectory and answer, run the judge ensemble (SC, RP)
+    and record the outcome in `metadata["lifeplanner"]` for the metric functions. Judges are
+    model calls, which the core scorer's synchronous metric functions cannot make."""
+    from geoeval.judges.ensemble import JudgeEnsemble
+    from geoeval.suites.lifeplanner.judging import rules_judge
+    from geoeval.suites.lifeplanner.scorers import RECORD_KEY, evaluate_sample
+
+    ensemble = JudgeEnsemble(judge, rules=rules_judge)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        record = await evaluate_sample(state.metadata["case"], state.messages, db_path, ensemble, alpha=alpha,
+                                       tokens=_evaluated_tokens(state))
+        state.metadata[RECORD_KEY] = record.to_dict()
+        return state
+
+    return solve
+
+
+def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str], judge: Any) -> Task:
+    from geoeval.core.scoring import geoeval_scorer
+    from geoeval.suites.lifeplanner.scorers import extract_answer
+
+    return Task(
+        name="lifeplanner",
+        dataset=MemoryDataset(samples, name="lifeplanner"),
+        solver=[lifeplanner_agent(env.db_path, suite_cfg.tool_budget),
+                lifeplanner_judging(env.db_path, judge, suite_cfg.alpha)],
+        scorer=geoeval_scorer(list(metric_names), extract_answer),
+        metadata={"suite": "lifeplanner"},
+    )
+
+
+@task
+def lifeplanner(
+    n_cases: int = 22,
+    tasks: str | list[str] = "place,nearby,routing,trip",
+    levels: str | list[str] = "l0,l1,l2",
+    n_places: int = 600,
+    n_notes: int = 5000,
+    seed: int = 0,
+    tool_budget: int = 30,
+    work_dir: str = "results/work",
+) -> Task:
+    """LifePlanner on a seeded synthetic city, without geoeval's CLI
+    (`inspect eval geoeval/lifeplanner --model geoeval/oracle`)."""
+    from geoeval.core.config import validate_config
+    from geoeval.core.registry import get_suite
+
+    def split(v: str | list[str]) -> list[str]:
+        return v.split(",") if isinstance(v, str) else list(v)
+
+    spec = validate_config({
+        "seed": seed, "work_dir": work_dir,
+        "env": {"name": "lifeplanner_synthetic", "n_places": n_places, "n_notes": n_notes},
+        "suite": {"name": "lifeplanner", "n_cases": n_cases, "tasks": split(tasks), "levels": split(levels),
+                  "tool_budget": tool_budget},
+        "model": {"name": "geoeval/oracle"},
+        "judge": {"models": ["rules"]},
+        "metrics": {"name": "lifeplanner", "metrics": ["pr", "a", "piou", "rd_distance", "rd_time", "oc", "sc", "ig",
+                                                       "te", "rp", "input_tokens", "output_tokens"]},
+        "runner": {"name": "local"},
+        "tracking": {"enabled": False},
+    })
+    suite = get_suite("lifeplanner")
+    env = suite.build_env(spec)
+    return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics, spec.judge)

@@ -1,0 +1,1 @@
+"""Tests of the LifePlanner suite (environment, tools, metrics)."""
