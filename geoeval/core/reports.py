@@ -30,10 +30,13 @@ def _is_number(value: Any) -> bool:
 
 
 def format_cell(value: Any, floatfmt: str = ".3f") -> str:
-    """One table cell as text: None -> "", floats with `floatfmt`, lists joined by ", ", and
-    "|" and line breaks escaped so that the cell cannot break a pipe table."""
+    """One table cell as text: None -> "", NaN (metric not applicable) -> "–", floats with
+    `floatfmt`, lists joined by ", ", and "|" and line breaks escaped so that the cell cannot
+    break a pipe table."""
     if value is None:
         text = ""
+    elif isinstance(value, float) and math.isnan(value):
+        text = "–"
     elif isinstance(value, float):
         text = format(value, floatfmt)
     elif isinstance(value, (list, tuple)):

@@ -164,3 +164,10 @@ def test_write_per_sample_parquet_has_one_row_per_score(tmp_path: Path) -> None:
         ("2", "pma", 0.5, None),
     ]
     assert rows[1]["level"] == "easy" and rows[1]["extra"] == "{}"
+
+
+def test_not_applicable_values_show_as_a_dash():
+    from geoeval.core.reports import format_cell
+
+    assert format_cell(float("nan")) == "–"
+    assert format_cell(0.5) == "0.500"

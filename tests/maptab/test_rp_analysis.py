@@ -1,6 +1,5 @@
 """RP analyses and report (Table 2 / Table 4 layouts, G.2 matrix): FR/PR/NR, T/P/C/R understanding."""
 
-from pathlib import Path
 
 import pytest
 
@@ -98,3 +97,17 @@ def test_after_run_writes_the_rp_report(baseline_run):
     assert mix[7:13] == ["0.00"] * 6
     assert sum(int(n) for n in mix[13].split("/")) == 18
     assert "### Difficulty matrix (G.2)" in text and "### Per category x query difficulty" in text
+
+
+@pytest.mark.conformance
+def test_authors_queries_are_rebuilt_with_the_sample_ids(tmp_path):
+    from geoeval.core.registry import get_suite
+    from tests.maptab.test_authors_env import build, peers_or_skip, spec_for
+
+    spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={peers_or_skip()}", "suite.setting=map_edge_tab_vertex_tab")
+    env, samples = build(spec)
+    queries = get_suite("maptab").rp_queries(spec, env)
+    assert sorted(queries) == sorted(s.id for s in samples) and len(samples) == 16
+    for s in samples:
+        m, q = queries[s.id]
+        assert q.routes == s.target and q.totals == s.metadata["totals"] and m.name == s.metadata["map"]
