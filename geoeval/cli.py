@@ -2,6 +2,8 @@
 
 - `geoeval [hydra overrides]` runs an evaluation (same as `python -m geoeval`);
 - `geoeval results ...` prints leaderboards from the warehouse;
+- `geoeval env build <suite> ...` builds a suite's environment file with the suite's
+  `env_cli.main(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
   suite's `score_cli.main(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
 """
@@ -19,6 +21,8 @@ def main(argv: list[str] | None = None) -> int | None:
         return results_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
+    if args and args[0] == "env":
+        return _env(args[1:])
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
     from geoeval.app import hydra_main
@@ -27,19 +31,36 @@ def main(argv: list[str] | None = None) -> int | None:
     return 0
 
 
-def _score(args: list[str]) -> int:
+def _suite_command(module_name: str, args: list[str], usage: str) -> int:
+    """Run `geoeval.suites.<suite>.<module_name>.main(rest)` for `args = [suite, *rest]`."""
     import importlib
 
-    suites = ("maptab",)
-    if not args or args[0] not in suites:
-        print(f"usage: geoeval score <suite> ... (suites with a scorer: {', '.join(suites)})", file=sys.stderr)
+    from geoeval.core.registry import suite_names
+
+    if not args or args[0].startswith("-"):
+        print(f"usage: {usage} (suites: {', '.join(suite_names())})", file=sys.stderr)
         return 2
+    target = f"geoeval.suites.{args[0]}.{module_name}"
     try:
-        module = importlib.import_module(f"geoeval.suites.{args[0]}.score_cli")
-    except ModuleNotFoundError:
-        print(f"geoeval: error: suite '{args[0]}' has no authors'-format scorer yet", file=sys.stderr)
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (target, f"geoeval.suites.{args[0]}"):
+            raise  # a dependency of an existing command is missing: show it as it is
+        print(f"geoeval: error: suite '{args[0]}' has no `{module_name}` command "
+              f"(suites: {', '.join(suite_names())})", file=sys.stderr)
         return 2
     return int(module.main(args[1:]) or 0)
+
+
+def _env(args: list[str]) -> int:
+    if not args or args[0] != "build":
+        print("usage: geoeval env build <suite> [options]", file=sys.stderr)
+        return 2
+    return _suite_command("env_cli", args[1:], "geoeval env build <suite> [options]")
+
+
+def _score(args: list[str]) -> int:
+    return _suite_command("score_cli", args, "geoeval score <suite> <results file> [options]")
 
 
 if __name__ == "__main__":
