@@ -85,3 +85,105 @@ def test_the_oracle_replays_this_cases_recording(run_dialogue):
                                                                          ("get_navigation", "exact")]
     assert rec["answer"] == "根据查询结果：「驾车路线」；「路线的耗时18分钟」；「路线的长度3.5公里」。"
     assert rec["turns"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The `tool_simulator` model role inside a real eval (sandbox stage 3), and record mode
+
+WEATHER_ARGS = {"location": "拉萨", "date": "2026-05-27"}
+SIMULATED_WEATHER = '{"live": {"weather": "小雨", "temperature": "12"}}'
+
+
+def _asks_the_weather(messages, tools, ctx):
+    """Calls get_weather (no recording in the store), then quotes what the tool returned."""
+    tool_messages = [m for m in messages if m.role == "tool"]
+    if not tool_messages:
+        return PolicyReply(tool="get_weather", arguments=WEATHER_ARGS)
+    return PolicyReply(content=f"天气：「{tool_messages[-1].text}」")
+
+
+register_policy("test_asks_the_weather", "mapsatisfy", _asks_the_weather)
+
+
+def _simulator_model(*replies):
+    """A scripted mockllm; every output has usage set (mockllm's own token count needs a tokenizer
+    download, which fails offline)."""
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    outputs = []
+    for reply in replies:
+        out = ModelOutput.from_content("mockllm/model", reply)
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        outputs.append(out)
+    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+
+
+def _weather_spec(tmp_path, **suite):
+    from geoeval.core.config import validate_config
+
+    (tmp_path / "bench.json").write_text(json.dumps([record()], ensure_ascii=False), encoding="utf-8")
+    store = RecordStore()
+    store.add("get_navigation", NAV_ARGS, "驾车路线;路线的耗时18分钟", trace_id="t1")
+    store.save_csv(tmp_path / "mock")
+    return validate_config({
+        "env": {"name": "mapsatisfy_demo", "root": str(tmp_path), "bench": "bench.json", "mock_data": "mock",
+                "embedder": "hashing"},
+        "suite": {"name": "mapsatisfy", "map_tools": ["get_weather", "get_navigation"], **suite},
+        "model": {"name": "geoeval/test_asks_the_weather"}, "judge": {"models": ["rules"]},
+        "metrics": {"name": "mapsatisfy", "metrics": ["ts", "ifs"]},
+        "runner": {"name": "local"}, "tracking": {"enabled": False},
+    })
+
+
+def _run_weather(tmp_path, spec, roles):
+    from geoeval.core.registry import get_suite
+
+    suite = get_suite("mapsatisfy")
+    env = suite.build_env(spec)
+    task = suite.build_task(spec, env, suite.build_samples(spec, env))
+    log = inspect_eval(task, model=spec.model.name, model_roles=roles, log_dir=str(tmp_path / "logs"),
+                       display="none")[0]
+    assert log.samples and log.samples[0].error is None
+    return suite, env, log.samples[0]
+
+
+def test_the_suite_puts_its_tool_simulator_in_the_task_model_roles(tmp_path):
+    from geoeval.core.registry import get_suite
+
+    suite = get_suite("mapsatisfy")
+    for configured, expected in ((None, set()), ("mockllm/model", {"tool_simulator"})):
+        spec = _weather_spec(tmp_path, tool_simulator=configured)
+        env = suite.build_env(spec)
+        task = suite.build_task(spec, env, suite.build_samples(spec, env))
+        assert set(task.model_roles or {}) == expected
+
+
+def test_the_tool_simulator_role_answers_an_unrecorded_call_in_the_eval(tmp_path):
+    spec = _weather_spec(tmp_path)
+    _, _, sample = _run_weather(tmp_path, spec, {"tool_simulator": _simulator_model(f"```json\n{SIMULATED_WEATHER}\n```")})
+    call = sample.metadata["mapsatisfy"]["tool_calls"][0]
+    assert call["name"] == "get_weather" and call["match_type"] == "simulated"
+    assert call["content"] == SIMULATED_WEATHER  # the fence stripped
+    assert SIMULATED_WEATHER in sample.metadata["mapsatisfy"]["answer"]
+
+
+def test_without_the_role_the_unrecorded_call_is_a_typed_no_record(tmp_path):
+    spec = _weather_spec(tmp_path)
+    _, _, sample = _run_weather(tmp_path, spec, None)
+    call = sample.metadata["mapsatisfy"]["tool_calls"][0]
+    assert call["match_type"] == "no_record" and json.loads(call["content"])["status"] == "no_record"
+
+
+def test_record_mode_captures_simulated_responses_and_they_replay_exactly(tmp_path):
+    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
+
+    spec = _weather_spec(tmp_path, record_simulated=True)
+    suite, env, _ = _run_weather(tmp_path, spec, {"tool_simulator": _simulator_model(SIMULATED_WEATHER)})
+    paths = suite.after_run(spec, env, [], tmp_path / "out")
+    recorded = tmp_path / "out" / "mapsatisfy_recorded"
+    assert recorded / "get_weather.csv" in paths
+    replay = ReplaySandbox(load_mock_store(recorded), embedder=HashingEmbedder())
+    hit = replay.lookup("get_weather", WEATHER_ARGS)
+    assert hit.match_type == "exact" and hit.content == SIMULATED_WEATHER
+    # the recordings that were there are kept alongside
+    assert replay.lookup("get_navigation", NAV_ARGS).match_type == "exact"

@@ -159,3 +159,101 @@ def write_reports(results: list[Any], out_dir: str | Path) -> list[Path]:
     for key in ("domain", "difficulty"):
         paths.append(_plot(usable, key, out / f"by_{key}.png"))
     return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables 1/2 across runs: the warehouse joins what `after_run` (one run, one model) cannot
+
+THINKING_COLUMNS = ("off", "default", "on")  # "default": the run set no reasoning config
+
+
+def leaderboard_frame(db_path: str | Path, *, experiment: str | None = None) -> Any:
+    """Mean of each metric per (setting, model, thinking) over every MapSatisfy run in the
+    warehouse (or only those of `experiment`), with `n` the cases behind it. NaN values are skipped
+    (undefined, as in `model_table`) and errored samples left out. Runs of one model in the same
+    setting and thinking mode are pooled: select them with `experiment` when they differ otherwise."""
+    import json
+
+    import pandas as pd
+
+    from geoeval.core.warehouse import Warehouse
+
+    with Warehouse(db_path, read_only=True) as wh:
+        runs = [r["run_hash"] for r in wh.runs(suite="mapsatisfy")
+                if experiment is None or r["experiment"] == experiment]
+        frame = wh.scores_frame(runs) if runs else pd.DataFrame()
+    columns = ["setting", "model", "thinking", "metric", "value", "n"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    frame = frame[frame["error"].isna() | (frame["error"] == "")]
+    frame = frame.assign(
+        thinking=[json.loads(e or "{}").get("thinking", "default") for e in frame["extra"]],
+        setting=frame["setting"].fillna("").replace("", "normal"),
+    )
+    frame = frame[frame["metric"].isin(TABLE_METRICS)]
+    grouped_frame = frame.groupby(["setting", "model", "thinking", "metric"])["value"]
+    out = grouped_frame.mean().to_frame("value")  # pandas' mean skips NaN
+    out["n"] = frame.groupby(["setting", "model", "thinking", "metric"])["sample_id"].nunique()
+    return out.reset_index()[columns]
+
+
+def leaderboard_markdown(table: Any) -> str:
+    """One table per setting (normal = Table 1/2's main sandbox, profile = B.4): one row per model,
+    for each metric a column per thinking mode present (off, then default, then on)."""
+    lines = ["# MapSatisfy leaderboard (Table 1/2 layout)", ""]
+    if table.empty:
+        return "\n".join(lines + ["No MapSatisfy runs in the warehouse.", ""])
+    for setting in sorted(table["setting"].unique(), key=lambda s: (s != "normal", s)):
+        part = table[table["setting"] == setting]
+        modes = [t for t in THINKING_COLUMNS if t in set(part["thinking"])]
+        cells = {(r.model, r.thinking, r.metric): r.value for r in part.itertuples()}
+        cases = part.groupby(["model", "thinking"])["n"].max().to_dict()
+        head = ["model"] + [f"n ({t})" for t in modes] + [f"{m.upper()} ({t})" for m in TABLE_METRICS for t in modes]
+        lines += [f"## Setting: {setting}", "", "| " + " | ".join(head) + " |",
+                  "| --- | " + " | ".join("---:" for _ in head[1:]) + " |"]
+        for model in sorted(part["model"].unique()):
+            row = [model] + [str(int(cases[(model, t)])) if (model, t) in cases else "-" for t in modes]
+            row += [_cell(cells.get((model, t, m), math.nan)) for m in TABLE_METRICS for t in modes]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _table_png(markdown: str, path: Path) -> Path:
+    """The Markdown tables drawn as images (one panel per setting), for MLflow and slides."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    blocks: list[tuple[str, list[list[str]]]] = []
+    for line in markdown.splitlines():
+        if line.startswith("## "):
+            blocks.append((line[3:], []))
+        elif line.startswith("|") and blocks and not line.startswith("| ---"):
+            blocks[-1][1].append([c.strip() for c in line.strip("|").split("|")])
+    blocks = [b for b in blocks if len(b[1]) > 1] or [("no runs", [["-"], ["-"]])]
+    fig, axes = plt.subplots(len(blocks), 1, figsize=(max(8, 1.1 * len(blocks[0][1][0])), 0.6 + 0.8 * len(blocks) + 0.3 * sum(len(r) for _, r in blocks)),
+                             squeeze=False)
+    for ax, (title, rows) in zip(axes[:, 0], blocks):
+        ax.axis("off")
+        ax.set_title(title)
+        table = ax.table(cellText=rows[1:], colLabels=rows[0], loc="center")
+        table.auto_set_font_size(False)
+        table.set_fontsize(7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def leaderboard_table(db_path: str | Path, out_dir: str | Path, *, experiment: str | None = None) -> list[Path]:
+    """Reads the warehouse at `db_path` and writes `leaderboard.md` and `leaderboard.png` to
+    `out_dir`: every MapSatisfy run (or those of `experiment`), one row per model, thinking off/on
+    columns, one table per setting. Returns the two paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = leaderboard_markdown(leaderboard_frame(db_path, experiment=experiment))
+    md_path = out / "leaderboard.md"
+    md_path.write_text(markdown, encoding="utf-8")
+    return [md_path, _table_png(markdown, out / "leaderboard.png")]

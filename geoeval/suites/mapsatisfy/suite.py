@@ -73,6 +73,8 @@ class MapSatisfySuiteConfig(Strict):
                                        "(the `tool_simulator` role); null: typed no_record")
     judge_votes: int = Field(default=3, ge=1, description="evaluations of each model judge, majority-voted "
                              "(section 4.2: three); the judge group's `votes` does not apply to this suite")
+    record_simulated: bool = Field(default=False, description="record mode: simulated responses are added to the "
+                                   "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)")
 
 
 @dataclass(frozen=True)
@@ -83,25 +85,27 @@ class MapSatisfyEnv:
     bench_path: str
     mock_dir: str
     embedder: str = "e5"
-    tool_simulator: str | None = None
+    record: bool = False
     fingerprint: str = ""
 
     def sandbox(self) -> Any:
-        return _open_sandbox(self.mock_dir, self.embedder, self.tool_simulator)
+        return _open_sandbox(self.mock_dir, self.embedder, self.record)
 
 
-_SANDBOXES: dict[tuple[str, str, str | None], Any] = {}
+_SANDBOXES: dict[tuple[str, str, bool], Any] = {}
 _LOCK = threading.Lock()
 
 
-def _open_sandbox(mock_dir: str, embedder: str, tool_simulator: str | None) -> Any:
+def _open_sandbox(mock_dir: str, embedder: str, record: bool) -> Any:
     from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
 
-    key = (mock_dir, embedder, tool_simulator)
+    # No simulator is given to the sandbox: stage 3 uses the running eval's `tool_simulator` model
+    # role (`build_task`), so one cached sandbox serves evals with and without a simulator.
+    key = (mock_dir, embedder, record)
     with _LOCK:
         if key not in _SANDBOXES:
             emb = HashingEmbedder() if embedder == "hashing" else None
-            _SANDBOXES[key] = ReplaySandbox(load_mock_store(mock_dir), embedder=emb, tool_simulator=tool_simulator)
+            _SANDBOXES[key] = ReplaySandbox(load_mock_store(mock_dir), embedder=emb, record=record)
         return _SANDBOXES[key]
 
 
@@ -219,6 +223,17 @@ def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any,
     )
 
 
+def save_simulated(sandbox: Any, out_dir: Path) -> list[Path]:
+    """Record mode's output: the sandbox's whole store (recordings plus the simulated responses
+    captured in this process) in the authors' CSV layout, so `env.mock_data` pointed at it replays
+    the simulated calls exactly. Nothing is written when nothing was simulated. The store lives in
+    the process that ran the eval: the local runner's; Ray workers' captures are not gathered."""
+    store = sandbox.store
+    if not any(r.origin == "simulated" for tool in store.tools for r in store.records(tool)):
+        return []
+    return store.save_csv(out_dir)
+
+
 def thinking_of(spec: Any) -> str:
     """on / off / default, from the model's generate config (reasoning_effort, reasoning_tokens)."""
     cfg = spec.model.config
@@ -244,7 +259,7 @@ class MapSatisfySuite:
                 raise GeoevalError(f"Invalid config: {what}: {path} does not exist (env.root={spec.env.root!r}, "
                                    f"relative to the working directory {Path.cwd()})")
         return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()),
-                             embedder=spec.env.embedder, tool_simulator=spec.suite.tool_simulator,
+                             embedder=spec.env.embedder, record=spec.suite.record_simulated,
                              fingerprint=_fingerprint([bench, mock]))
 
     def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
@@ -263,13 +278,16 @@ class MapSatisfySuite:
         gen = generate(e.n, seed=e.seed, city=city)
         bench, mock = write_generated(gen, Path(e.out_dir) / f"seed{e.seed}_n{e.n}_{tag}")
         return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()), embedder=e.embedder,
-                             tool_simulator=spec.suite.tool_simulator, fingerprint=_fingerprint([bench, mock]))
+                             record=spec.suite.record_simulated, fingerprint=_fingerprint([bench, mock]))
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
         from geoeval.suites.mapsatisfy.reports import write_reports
 
-        return write_reports(results, Path(out_dir) / "mapsatisfy_reports")
+        paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports")
+        if getattr(env, "record", False):
+            paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
+        return paths
 
     def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
@@ -289,11 +307,15 @@ class MapSatisfySuite:
         from geoeval.suites.mapsatisfy.scorers import extract_answer
         from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue
 
+        from inspect_ai.model import get_model
+
+        from geoeval.suites.mapsatisfy.sandbox import SIMULATOR_ROLE
+
         roles = {}
         if spec.suite.user_model:
-            from inspect_ai.model import get_model
-
             roles["user"] = get_model(spec.suite.user_model)
+        if spec.suite.tool_simulator:
+            roles[SIMULATOR_ROLE] = get_model(spec.suite.tool_simulator)
         return Task(
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),
