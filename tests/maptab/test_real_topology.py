@@ -2,6 +2,7 @@
 the computed layout and `env=maptab_real`."""
 
 import json
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,11 @@ t5,08:03:00,08:03:00,H,2
 t5,08:05:00,08:05:00,F2,3
 t5,08:07:00,08:07:00,G,4
 """
+
+
+# the Tokyo line lists come from the PyPI package tokyo-train-board (import name jrboard)
+needs_tokyo = pytest.mark.skipif(importlib.util.find_spec("jrboard") is None,
+                                 reason="tokyo-train-board is not installed (pip install tokyo-train-board==0.4.0)")
 
 
 def write_feed(folder: Path, **override: str) -> Path:
@@ -127,6 +133,7 @@ def test_names_are_folded_for_route_strings_and_tables():
         ("Six", ("J", "L1", "L2", "L3"), True), ("Six Branch", ("T1", "T2", "J"), False)]
 
 
+@needs_tokyo
 def test_tokyo_lines_are_the_real_metro_and_toei_network():
     lines = {ln.name: ln for ln in tokyo_lines()}
     assert len(lines) == 13 and "Yamanote Line" not in lines  # 9 Tokyo Metro + 4 Toei, no JR
@@ -137,6 +144,7 @@ def test_tokyo_lines_are_the_real_metro_and_toei_network():
         tokyo_lines(["atlantis"])
 
 
+@needs_tokyo
 def test_tokyo_subset_map_has_real_interchanges_and_shared_track():
     m = build_real_map(tokyo_lines(["ginza", "marunouchi", "namboku", "mita"]), seed=3, name="tokyo")
     assert run_quality_checks(m) == [] and range_violations(m) == []
@@ -164,6 +172,7 @@ def spec_for(tmp_path, *overrides):
 ALL_CATEGORIES = "[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"
 
 
+@needs_tokyo
 def test_real_env_oracle_scores_one_on_every_category(tmp_path):
     from geoeval.core.job import run_job
 

@@ -97,6 +97,10 @@ def test_after_run_writes_the_rp_report(baseline_run):
     assert mix[7:13] == ["0.00"] * 6
     assert sum(int(n) for n in mix[13].split("/")) == 18
     assert "### Difficulty matrix (G.2)" in text and "### Per category x query difficulty" in text
+    # its 36 declined answers (map-only and Mix_tab) carry no route: Output Format, nothing else
+    errors = "### Error types of wrong answers (Table 5 layout)"
+    assert row("Output Format", errors)[1:4] == ["36", "100.00", "50.00"]
+    assert row("Table Lookup", errors)[1] == "0"
 
 
 @pytest.mark.conformance
@@ -111,3 +115,40 @@ def test_authors_queries_are_rebuilt_with_the_sample_ids(tmp_path):
     for s in samples:
         m, q = queries[s.id]
         assert q.routes == s.target and q.totals == s.metadata["totals"] and m.name == s.metadata["map"]
+
+
+def test_understanding_keeps_the_reference_transfer_placement():
+    """L1 A-B-C and L2 B-C-D share the track B-C: on A-B-C-D the change can be at B (5 min) or
+    C (9 min). A reference annotated at C has its Total_Time with C's transfer; the same route
+    answered must be judged with that placement, not the cheaper one."""
+    on = {"A": ("L1",), "B": ("L1", "L2"), "C": ("L1", "L2"), "D": ("L2",)}
+    tt = {"A": 0.0, "B": 5.0, "C": 9.0, "D": 0.0}
+    stations = {s: Station(s, on[s], 0, 0, 1.0, 0.0, 0.5, 0.8, tt[s]) for s in "ABCD"}
+    edges = [Edge("A", "B", ("L1",), 2.0, 0.5, 0.5, 0.0), Edge("B", "C", ("L1", "L2"), 2.0, 0.5, 0.5, 0.0),
+             Edge("C", "D", ("L2",), 2.0, 0.5, 0.5, 0.0)]
+    m = MetroMap("shared", "metromap", stations, edges,
+                 {"L1": Line("L1", "#E32017", ("A", "B", "C")), "L2": Line("L2", "#0072CE", ("B", "C", "D"))})
+    ref = routing.route_totals(m, ["A", "B", "C", "D"], {"C"})
+    assert ref["Total_Time"] != routing.route_totals(m, ["A", "B", "C", "D"], {"B"})["Total_Time"]
+    assert understanding(m, "A-B-C(transfer)-D", "A", "D", ref, ["A-B-C(transfer)-D"])["T"] is True
+
+
+def test_error_types_are_read_from_the_graph():
+    from geoeval.suites.maptab.rp_analysis import error_types
+
+    m = small_map()  # L1: A-B-C-E, L2: A-D-C
+
+    def types(answer, routes=("B-C-E",), criteria=True, s="B", t="E"):
+        return error_types(m, answer, s, t, list(routes), criteria)
+
+    assert types("I cannot tell.") == ("Output Format",)
+    assert types("B--C-E") == ("Output Format",)
+    assert types("B-Zzzz-E") == ("Perception",)  # no station is like Zzzz
+    assert types("C-E") == ("Perception",)  # wrong origin
+    assert types("B-E") == ("Path Search",)  # skips C on line L1
+    assert types("B-D-C-E") == ("Topology Extraction",)  # B and D share no line
+    assert types("B-C(transfer)-E") == ("Transfer Indeterminate",)
+    assert types("B-A(transfer)-D-C(transfer)-E") == ("Table Lookup",)
+    assert types("B-A(transfer)-D-C(transfer)-E", criteria=False) == ("Path Search",)
+    # labels combine: wrong origin, D-B is no connection, B-E skips C
+    assert types("A-D-B-E") == ("Perception", "Path Search", "Topology Extraction")

@@ -23,6 +23,19 @@
 * **Difficulty** (Table 2 layout per map and per query difficulty, and the G.2 matrix): EMA, PMA
   and DS by category x level, and EMA by map level x query level.
 
+* **Error taxonomy** (Table 5 / 12), for every wrong answer (EMA 0), computed from the graph;
+  labels can combine, as in the paper:
+  - Output Format: no route line in the answer, or an empty station name ("A--B");
+  - Perception: a name that matches no station of the map, or the wrong origin or destination;
+  - Topology Extraction: two consecutive stations with no edge between them and no common line
+    (a connection that does not exist);
+  - Path Search: two consecutive stations on a common line with no edge between them (stations of
+    a valid line skipped); also a valid but not fewest-station path in a criteria-free category
+    (the search stopped at a worse path);
+  - Transfer Indeterminate: the station sequence of a reference route with other transfer marks;
+  - Table Lookup: a valid path that is not optimal in a criteria category (the criteria were
+    misread or misweighed).
+
 Answered stations are matched to the map's stations as the scorer matches them to a reference:
 exact name first, else the most similar name with a difflib ratio >= 0.5.
 """
@@ -40,6 +53,8 @@ from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, extract_route, simila
 TOTAL_KEYS = {"T": "Total_Time", "P": "Total_Price", "C": "Average_Comfort Level", "R": "Average_Reliability"}
 TOLERANCE = {"T": 0.005, "P": 0.005, "C": 1e-4, "R": 1e-4}
 CRITERIA_CATEGORIES = ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix")
+ERROR_TYPES = ("Perception", "Transfer Indeterminate", "Path Search", "Topology Extraction", "Output Format",
+               "Table Lookup")
 REPEAT_CLASSES = ("FR", "PR", "NR")
 
 
@@ -57,6 +72,7 @@ class RPAnalysis:
     ds: float
     repeat: str | None = None  # FR / PR / NR for criteria queries
     understood: dict[str, bool] = field(default_factory=dict)  # T/P/C/R for criteria queries
+    errors: tuple[str, ...] = ()  # error types of a wrong answer (Table 5)
 
 
 def repeat_class(m: MetroMap, source: str, target: str, routes: Iterable[str]) -> str:
@@ -106,6 +122,38 @@ def understanding(plan_on: MetroMap, answer: str, source: str, target: str, refe
             for k, key in TOTAL_KEYS.items()}
 
 
+def error_types(m: MetroMap, answer: str, source: str, target: str, routes: Iterable[str],
+                criteria: bool) -> tuple[str, ...]:
+    """The error types of a wrong answer (module docstring), in ERROR_TYPES order."""
+    route = extract_route(answer)
+    if not route:
+        return ("Output Format",)
+    parts = split_route(route)
+    found: set[str] = set()
+    if any(not p.replace(routing.TRANSFER_MARK, "").strip() for p in parts):
+        found.add("Output Format")
+    stations = list(m.stations)
+    path = [_station_of(p, stations) for p in parts if p.replace(routing.TRANSFER_MARK, "").strip()]
+    if any(p is None for p in path) or not path or path[0] != source or path[-1] != target:
+        found.add("Perception")
+    known = [p for p in path if p is not None]
+    for a, b in zip(path, path[1:]):
+        # a pair with an unreadable name says nothing about the topology
+        if a is None or b is None or a == b or m.edge_between(a, b) is not None:
+            continue
+        shared = set(m.stations[a].lines) & set(m.stations[b].lines)
+        found.add("Path Search" if shared else "Topology Extraction")
+    if not found:
+        refs = [routing.parse_route(r)[0] for r in routes]
+        if known in refs:
+            found.add("Transfer Indeterminate")
+        elif criteria:
+            found.add("Table Lookup")
+        else:
+            found.add("Path Search")
+    return tuple(t for t in ERROR_TYPES if t in found)
+
+
 def analyse(results: Iterable[Any], queries: dict[str, tuple[MetroMap, Any]]) -> list[RPAnalysis]:
     """One `RPAnalysis` per RP result whose query is in `queries` ({sample id: (map, RPQuery)})."""
     from geoeval.suites.maptab.tables import mix_map
@@ -125,6 +173,8 @@ def analyse(results: Iterable[Any], queries: dict[str, tuple[MetroMap, Any]]) ->
             if q.category == "mix":
                 plan_on = mixed.setdefault(m.name, mix_map(m))
             a.understood = understanding(plan_on, r.answer, q.source, q.target, q.totals, q.routes)
+        if a.ema < 1.0:
+            a.errors = error_types(m, r.answer, q.source, q.target, q.routes, q.weights is not None)
         out.append(a)
     return out
 
@@ -217,3 +267,15 @@ def repetition_table(analyses: list[RPAnalysis], scenario: str) -> list[dict[str
         row["n FR/PR/NR"] = "/".join(str(sum(a.repeat == k for a in sel)) for k in REPEAT_CLASSES)
         rows.append(row)
     return rows if len(rows) > 1 else []
+
+
+def error_table(analyses: list[RPAnalysis], scenario: str) -> list[dict[str, Any]]:
+    """Table 5 layout: per error type, the count, the share of wrong answers and of all queries (%);
+    an answer can carry several types."""
+    mine = [a for a in analyses if a.scenario == scenario]
+    wrong = [a for a in mine if a.ema < 1.0]
+    if not wrong:
+        return []
+    return [{"error type": t, "count": sum(t in a.errors for a in wrong),
+             "error (%)": _pct([float(t in a.errors) for a in wrong]),
+             "overall (%)": _pct([float(t in a.errors) for a in mine])} for t in ERROR_TYPES]

@@ -1,6 +1,7 @@
 """MapTab's paper-style RP report of one run (`after_run`; the harness logs the files to MLflow):
 Markdown tables per scenario (Table 2 / 7 layout by category, the same split by map and by query
-difficulty, the G.2 difficulty matrix, the Table 4 FR / PR / NR and T / P / C / R table) and one
+difficulty, the G.2 difficulty matrix, the Table 4 FR / PR / NR and T / P / C / R table, the
+Table 5 error types) and one
 PNG with the difficulty matrices as heat maps and the FR / PR / NR EMA as bars. Definitions:
 `rp_analysis.py`. EMA, PMA and the understanding accuracies are percentages; DS is a total, as in
 the authors' evaluator."""
@@ -12,8 +13,8 @@ from typing import Any, Sequence
 
 from geoeval.core.reports import markdown_table
 from geoeval.suites.maptab.rp_analysis import (
-    LEVELS, REPEAT_CLASSES, SCENARIO_NAMES, RPAnalysis, category_table, difficulty_matrix, level_table,
-    repetition_table)
+    LEVELS, REPEAT_CLASSES, SCENARIO_NAMES, RPAnalysis, category_table, difficulty_matrix, error_table,
+    level_table, repetition_table)
 
 RP_REPORT_MD = "maptab_rp_report.md"
 RP_REPORT_PNG = "maptab_rp_report.png"
@@ -50,6 +51,11 @@ def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Seque
                       "optimum's Total_Time / Total_Price / Average_Comfort Level / Average_Reliability.",
                       markdown_table(rep, ["criteria", *[f"{k} {m}" for k in REPEAT_CLASSES for m in ("EMA", "PMA")],
                                            "All EMA", "All PMA", "T", "P", "C", "R", "n FR/PR/NR"], floatfmt=".2f")]
+        errors = error_table(analyses, s)
+        if errors:
+            parts += ["### Error types of wrong answers (Table 5 layout)",
+                      "Computed from the graph; an answer can carry several types (definitions: rp_analysis.py).",
+                      markdown_table(errors, ["error type", "count", "error (%)", "overall (%)"], floatfmt=".2f")]
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / RP_REPORT_MD
     md.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
