@@ -29,6 +29,21 @@ class MetricInput:
     tokens: dict[str, int] = field(default_factory=dict)
 
 
+def evaluated_model_tokens(state: TaskState) -> dict[str, int]:
+    """Input and output tokens of the evaluated model over the whole sample (every turn of a
+    multi-turn agent), not counting judges or simulated users that ran under other models."""
+    from inspect_ai.model._model import sample_model_usage
+
+    usage_by_model = sample_model_usage() or {}
+    usage = usage_by_model.get(str(state.model))
+    if usage is None and state.output is not None:
+        usage = state.output.usage
+    return {
+        "input": int(usage.input_tokens) if usage else 0,
+        "output": int(usage.output_tokens) if usage else 0,
+    }
+
+
 def compute_metrics(names: list[str], inp: MetricInput) -> tuple[dict[str, float], list[str]]:
     """Apply each metric; returns the values and the problems met (for the explanation)."""
     values: dict[str, float] = {}
@@ -50,16 +65,12 @@ def geoeval_scorer(metric_names: list[str], extract_answer: Callable[[str], tupl
     async def score(state: TaskState, target: Target) -> Score:
         raw = state.output.completion if state.output is not None else ""
         answer, problem = extract_answer(raw or "")
-        usage = state.output.usage if state.output is not None else None
         inp = MetricInput(
             answer=answer,
             raw=raw or "",
             target=list(target.target),
             metadata=dict(state.metadata or {}),
-            tokens={
-                "input": int(usage.input_tokens) if usage else 0,
-                "output": int(usage.output_tokens) if usage else 0,
-            },
+            tokens=evaluated_model_tokens(state),
         )
         values, problems = compute_metrics(metric_names, inp)
         if problem:

@@ -80,3 +80,40 @@ def test_two_suites_may_register_the_same_metric_name():
     a, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_a"}))
     b, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_b"}))
     assert (a["shared_name_acc"], b["shared_name_acc"]) == (0.25, 0.75)
+
+
+def test_tokens_count_every_turn_of_the_evaluated_model(tmp_path):
+    """A react agent with two model turns: the scorer sees both turns' tokens."""
+    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai.agent import react
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, Target, scorer
+    from inspect_ai.solver import TaskState
+    from inspect_ai.tool import tool
+
+    from geoeval.core.scoring import evaluated_model_tokens
+
+    @tool
+    def noop():
+        async def execute() -> str:
+            """Do nothing."""
+            return "ok"
+        return execute
+
+    outs = [ModelOutput.for_tool_call("mockllm/model", "noop", {}), ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "x"})]
+    for o in outs:
+        o.usage = ModelUsage(input_tokens=10, output_tokens=3, total_tokens=13)
+    seen = {}
+
+    @scorer(metrics=[])
+    def probe():
+        async def score(state: TaskState, target: Target) -> Score:
+            seen.update(evaluated_model_tokens(state))
+            return Score(value=1)
+        return score
+
+    model = get_model("mockllm/model", custom_outputs=outs, memoize=False)
+    inspect_eval(Task(dataset=[Sample(input="go")], solver=react(tools=[noop()]), scorer=probe(), message_limit=10),
+                 model=model, display="none", log_dir=str(tmp_path))
+    assert seen == {"input": 20, "output": 6}
