@@ -146,3 +146,14 @@ def test_the_inspect_task_builds_without_the_cli(tmp_path):
     assert samples[0].input[0].role == "system" and "submit_answer" in samples[0].input[0].text
     assert samples[0].input[1].text.startswith("Now answer the following question:")
     assert (tmp_path / "envs").is_dir()
+
+
+def test_after_run_writes_the_paper_reports(oracle_run):
+    tmp, proc = oracle_run
+    [report] = list((tmp / "outputs").rglob("lifeplanner_reports/lifeplanner_report.md"))
+    text = report.read_text()
+    # the oracle passes everything: every Table 2 cell is 100.0 (22 cases cover all 11 combinations)
+    row = next(line for line in text.splitlines() if line.startswith("| geoeval/oracle |"))
+    assert row.count("100.0") == 12
+    assert "## Tool-call failures (Figure 6)" in text
+    assert (report.parent / "exceedance.png").is_file() and (report.parent / "tool_failures.png").is_file()

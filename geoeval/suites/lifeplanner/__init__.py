@@ -10,7 +10,9 @@ agent on cases of the 11 task × level combinations:
 - `task`, `scorers`, `judging`, `trajectory`, `answers`, `prompts`: the Figure 9 scaffold and the
   Table 11 metrics with the judge ensemble;
 - `agents`, `baseline`: the oracle and the heuristic baseline;
-- `metrics`: every metric of section 3.2 as a pure function.
+- `metrics`: every metric of section 3.2 as a pure function;
+- `mcp_server`, `osm`, `env_cli`: the tools over MCP, the OpenStreetMap city, `geoeval env build lifeplanner`;
+- `reports`, `calibration`: Tables 2/3 and Figures 5/6 after a run; judge calibration (appendix B.2).
 
 See `README.md` in this folder for the departures from the paper and what is still to do.
 """

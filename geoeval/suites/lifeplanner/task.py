@@ -46,58 +46,86 @@ def budget_message(budget: int) -> str:
 
 
 @solver
-def lifeplanner_agent(db_path: str, tool_budget: int = 30) -> Solver:
-    """Figure 9's agent loop over the standard toolset with a tool-call budget."""
+def lifeplanner_agent(db_path: str, tool_budget: int = 30, transport: str = "inproc") -> Solver:
+    """Figure 9's agent loop over the standard toolset with a tool-call budget. `transport="mcp"`
+    reaches the tools through the suite's MCP server over stdio, one server process per sample
+    (the connection is held for the whole loop; without it Inspect would start one per call)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from geoeval.suites.lifeplanner.tools import agent_tools
+        from inspect_ai.tool import mcp_connection
 
-        tools = [*agent_tools(db_path), submit_answer_tool()]
-        state.tools = tools
-        model = get_model()
-        calls = 0
-        over_budget_turns = 0
-        while not state.completed:
-            output = await model.generate(state.messages, tools)
-            state.output = output
-            message = output.message
-            state.messages.append(message)
-            tool_calls = list(message.tool_calls or [])
-            if not tool_calls:
-                break  # the model answered in text: no submission (scored as such)
-            allowed, refused = [], []
-            for call in tool_calls:
-                if call.function == SUBMIT_TOOL or calls < tool_budget:
-                    allowed.append(call)
-                    calls += call.function != SUBMIT_TOOL
-                else:
-                    refused.append(call)
-            if allowed:
-                # run only the calls within budget: execute_tools reads the last assistant message
-                runnable = message.model_copy(update={"tool_calls": allowed})
-                result = await execute_tools([*state.messages[:-1], runnable], tools)
-                state.messages.extend(result.messages)
-            for call in refused:
-                state.messages.append(ChatMessageTool(
-                    content=budget_message(tool_budget), tool_call_id=call.id, function=call.function,
-                    error=ToolCallError("limit", budget_message(tool_budget))))
-            submitted = any(c.function == SUBMIT_TOOL for c in allowed) and _submitted(state)
-            if submitted:
-                break
-            if refused:
-                over_budget_turns += 1
-                if over_budget_turns >= _GRACE_TURNS:
-                    break
-        answer = _stored_answer(state)
-        if answer is not None:
-            # the run's final output is the submitted answer (what logs show as the completion)
-            text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
-            final = ModelOutput.from_content(model=str(state.model), content=text)
-            final.usage = state.output.usage
-            state.output = final
-        return state
+        if transport == "mcp":
+            from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
+
+            sources = mcp_agent_tools(db_path, "stdio")
+        elif transport == "inproc":
+            from geoeval.suites.lifeplanner.tools import agent_tools
+
+            sources = agent_tools(db_path)
+        else:
+            raise ValueError(f"transport must be inproc or mcp, got {transport!r}")
+        # mcp_connection is a no-op for in-process tools
+        async with mcp_connection(sources):
+            return await _agent_loop(state, sources, tool_budget)
 
     return solve
+
+
+async def _resolve_tools(sources: list[Any]) -> list[Any]:
+    """Tools from a list of tools and tool sources (an MCP source lists its server's tools)."""
+    from inspect_ai.tool import ToolSource
+
+    tools: list[Any] = []
+    for source in sources:
+        tools.extend(await source.tools() if isinstance(source, ToolSource) else [source])
+    return tools
+
+
+async def _agent_loop(state: TaskState, sources: list[Any], tool_budget: int) -> TaskState:
+    tools = [*await _resolve_tools(sources), submit_answer_tool()]
+    state.tools = tools
+    model = get_model()
+    calls = 0
+    over_budget_turns = 0
+    while not state.completed:
+        output = await model.generate(state.messages, tools)
+        state.output = output
+        message = output.message
+        state.messages.append(message)
+        tool_calls = list(message.tool_calls or [])
+        if not tool_calls:
+            break  # the model answered in text: no submission (scored as such)
+        allowed, refused = [], []
+        for call in tool_calls:
+            if call.function == SUBMIT_TOOL or calls < tool_budget:
+                allowed.append(call)
+                calls += call.function != SUBMIT_TOOL
+            else:
+                refused.append(call)
+        if allowed:
+            # run only the calls within budget: execute_tools reads the last assistant message
+            runnable = message.model_copy(update={"tool_calls": allowed})
+            result = await execute_tools([*state.messages[:-1], runnable], tools)
+            state.messages.extend(result.messages)
+        for call in refused:
+            state.messages.append(ChatMessageTool(
+                content=budget_message(tool_budget), tool_call_id=call.id, function=call.function,
+                error=ToolCallError("limit", budget_message(tool_budget))))
+        submitted = any(c.function == SUBMIT_TOOL for c in allowed) and _submitted(state)
+        if submitted:
+            break
+        if refused:
+            over_budget_turns += 1
+            if over_budget_turns >= _GRACE_TURNS:
+                break
+    answer = _stored_answer(state)
+    if answer is not None:
+        # the run's final output is the submitted answer (what logs show as the completion)
+        text = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        final = ModelOutput.from_content(model=str(state.model), content=text)
+        final.usage = state.output.usage
+        state.output = final
+    return state
 
 
 def _stored_answer(state: TaskState) -> Any:
@@ -146,7 +174,7 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
     return Task(
         name="lifeplanner",
         dataset=MemoryDataset(samples, name="lifeplanner"),
-        solver=[lifeplanner_agent(env.db_path, suite_cfg.tool_budget),
+        solver=[lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport),
                 lifeplanner_judging(env.db_path, judge, suite_cfg.alpha)],
         scorer=geoeval_scorer(list(metric_names), extract_answer),
         metadata={"suite": "lifeplanner"},
