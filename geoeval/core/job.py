@@ -43,13 +43,15 @@ class JobOutcome:
 class GroupCommitWriter:
     """Writes finished samples to the warehouse on a background thread.
 
-    Each commit takes every result queued while the previous commit ran (group commit): a sample
-    is durable milliseconds after it finishes, and a fast agent is not slowed down by one
-    transaction per sample on the evaluation loop."""
+    Each commit takes every result that arrived within `window_s` of the first one waiting
+    (group commit): a sample is durable at most ~`window_s` after it finishes (a kill loses at
+    most that much finished work), and a fast agent does not pay one transaction (~6 ms in
+    DuckDB) per sample."""
 
     _STOP = object()
 
-    def __init__(self, warehouse: Warehouse, on_written) -> None:
+    def __init__(self, warehouse: Warehouse, on_written, window_s: float = 0.05) -> None:
+        self._window_s = window_s
         self._wh = warehouse
         self._on_written = on_written
         self._queue: queue.Queue = queue.Queue()
@@ -69,9 +71,10 @@ class GroupCommitWriter:
             if item is self._STOP:
                 return
             batch = [item]
+            deadline = time.monotonic() + self._window_s
             while True:
                 try:
-                    nxt = self._queue.get_nowait()
+                    nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     break
                 if nxt is self._STOP:

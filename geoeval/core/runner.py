@@ -145,11 +145,15 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
     log_paths: list[str] = []
 
     def drain() -> None:
-        while True:
-            try:
-                item = queue.get(block=False)
-            except Empty:
-                return
+        # two queue-actor calls per drain, however many results wait (not one per result)
+        size = queue.qsize()
+        if not size:
+            return
+        try:
+            items = queue.get_nowait_batch(size)
+        except Empty:
+            return
+        for item in items:
             result = SampleResult.model_validate(item)
             received.add((result.sample_id, result.epoch))
             sink(result)
