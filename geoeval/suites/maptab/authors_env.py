@@ -315,6 +315,22 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
                 for it in items for p in item_problems(it, by_name[it["map"]])
             ],
         }
+        bad_maps = {name for name, problems in quality["maps"].items() if problems}
+        bad_items = {(q["file"], q["index"]) for q in quality["items"]}
+        if (bad_maps or bad_items) and env_cfg.on_quality_failure == "fail":
+            lines = [f"map {n}: {p}" for n in sorted(bad_maps) for p in quality["maps"][n]]
+            lines += [f"{q['file']} item {q['index']}: {q['problem']}" for q in quality["items"]]
+            raise GeoevalError(
+                "env.on_quality_failure=fail: the authors' files fail quality checks (B.5/B.6):\n  "
+                + "\n  ".join(lines[:50]) + ("\n  ..." if len(lines) > 50 else "")
+                + "\nFix the files, or set env.on_quality_failure=exclude to evaluate without them."
+            )
+        # exclude (the default): a failing map or item is never used, and the exclusion is recorded
+        kept = [it for it in items if it["map"] not in bad_maps and (it["file"], it["index"]) not in bad_items]
+        quality["excluded"] = {"maps": sorted(bad_maps), "items": len(items) - len(kept)}
+        items = kept
+        if not items:
+            raise GeoevalError("env: every authors' item failed the quality checks; see " + str(quality_path))
         _write_atomic(folder / ITEMS_FILE, json.dumps(items, ensure_ascii=False, indent=1))
         _write_atomic(quality_path, json.dumps(quality, ensure_ascii=False, indent=2))
         difficulty = {name: {"level": level} for name, (_, _, level) in maps_named.items()}
@@ -336,6 +352,9 @@ def report_quality(quality: dict[str, Any], where: Path | None = None) -> int:
     """Print the stored violations to stderr; returns how many there are."""
     lines = [f"map {name}: {p}" for name, problems in quality.get("maps", {}).items() for p in problems]
     lines += [f"{q['file']} item {q['index']}: {q['problem']}" for q in quality.get("items", [])]
+    excluded = quality.get("excluded") or {}
+    if excluded.get("maps") or excluded.get("items"):
+        lines.append(f"excluded from evaluation: maps {excluded.get('maps')}, {excluded.get('items')} item(s)")
     for line in lines:
         print(f"[geoeval] maptab_authors quality: {line}", file=sys.stderr)
     if lines and where is not None:

@@ -95,6 +95,8 @@ class MapTabAuthorsEnvConfig(Strict):
     scenario: Literal["metromap", "travelmap", "both"] = "both"
     categories: list[Category] | None = Field(
         default=None, min_length=1, description="test-set categories to load; null: every one present")
+    on_quality_failure: Literal["exclude", "fail"] = Field(
+        default="exclude", description="a map or item failing the B.5/B.6 checks is left out (reported), or stops the run")
 
 
 class MapTabRealEnvConfig(Strict):
