@@ -19,7 +19,7 @@ from typing import Any, Literal
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
@@ -84,6 +84,16 @@ class LifePlannerSuiteConfig(Strict):
     alpha: float = Field(default=0.9, ge=0.0, lt=1.0, description="PR@alpha: SC must exceed alpha")
     transport: Literal["inproc", "mcp"] = Field(
         default="inproc", description="how the agent reaches the tools: in process, or an MCP server over stdio per sample")
+    phrasing_model: str | None = Field(
+        default=None, description="Inspect model that rewrites each templated query (temperature 0); null: templates only")
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_phrasing(self, handler: Any) -> dict[str, Any]:
+        # configs written before this option keep their run hash
+        data = handler(self)
+        if data.get("phrasing_model") is None:
+            data.pop("phrasing_model", None)
+        return data
 
     @model_validator(mode="after")
     def _selects_something(self) -> LifePlannerSuiteConfig:
@@ -194,7 +204,13 @@ class LifePlannerSuite:
         return cases
 
     def build_samples(self, spec: Any, env: LifePlannerEnv) -> list[Sample]:
-        return [case_sample(c) for c in self.cases(spec, env)]
+        cases = self.cases(spec, env)
+        if spec.suite.phrasing_model:
+            from geoeval.suites.lifeplanner.phrasing import rephrase_questions
+
+            phrased = rephrase_questions([c.question for c in cases], spec.suite.phrasing_model, cache=Path(env.root))
+            return [case_sample(c, question=q) for c, q in zip(cases, phrased)]
+        return [case_sample(c) for c in cases]
 
     # ------------------------------------------------------------ task
     def build_task(self, spec: Any, env: LifePlannerEnv, samples: list[Sample]) -> Task:
@@ -218,8 +234,8 @@ class LifePlannerSuite:
         return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts)
 
 
-def case_sample(case: Any) -> Sample:
-    """The Inspect sample of one case."""
+def case_sample(case: Any, question: str | None = None) -> Sample:
+    """The Inspect sample of one case (`question`: an LLM rewrite of the templated query)."""
     from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 
     dims = Dimensions(
@@ -230,7 +246,7 @@ def case_sample(case: Any) -> Sample:
     )
     return Sample(
         id=case.id,
-        input=[ChatMessageSystem(content=system_prompt(case.task)), ChatMessageUser(content=user_prompt(case.question))],
+        input=[ChatMessageSystem(content=system_prompt(case.task)), ChatMessageUser(content=user_prompt(question or case.question))],
         target=json.dumps(case.answer, ensure_ascii=False, sort_keys=True),
         metadata={"suite": "lifeplanner", "case": case.to_dict(), "dims": dims.model_dump(mode="json")},
     )
