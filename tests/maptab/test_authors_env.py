@@ -278,7 +278,7 @@ def test_malformed_item_stops_the_build_naming_file_item_and_key(tmp_path, copie
 
 
 @pytest.mark.conformance
-def test_quality_violations_are_reported_and_stored_not_fatal(tmp_path, copied_sample, capsys):
+def test_quality_violations_are_reported_stored_and_excluded(tmp_path, copied_sample, capsys):
     # a route through a non-existent edge, and a map with a duplicated edge row and a stray station
     edit_items(copied_sample, "T", lambda it: it.update(routes=["Triskett-West 65th_Lorain-West 25th_Ohio City"]))
     edge_csv = copied_sample / "metromap/tabulars/america/cleveland_edge.csv"
@@ -286,9 +286,12 @@ def test_quality_violations_are_reported_and_stored_not_fatal(tmp_path, copied_s
         (copied_sample / "metromap/tabulars/america" / name).unlink()
     edge_csv.write_text(edge_csv.read_text("utf-8-sig") + "Triskett-West Park,Red Line,2.45,0.2,0.79,0\n", "utf-8-sig")
     spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={copied_sample}", "env.scenario=metromap")
-    env, samples = build(spec)
-    assert len(samples) == 12  # still evaluated
-    report = quality_report(env)
+    # the failing map is never used (env.on_quality_failure=exclude); here it is the only one
+    with pytest.raises(GeoevalError) as failure:
+        build(spec)
+    stored = Path(str(failure.value).rsplit("see ", 1)[1])
+    report = json.loads(stored.read_text("utf-8"))
+    assert report["excluded"] == {"maps": ["cleveland"], "items": 12}
     assert any("duplicate edge" in p for p in report["maps"]["cleveland"])
     assert report["items"] == [{
         "file": "metromap/data/test_set/metromap_shortest_path_query_map_and_tab_with_constraint_1_test_set.json",

@@ -20,19 +20,13 @@ from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
+from geoeval.agents.providers import message_text
 from geoeval.suites.mapsatisfy.user_sim import SLOT_WORDS, is_request
 
 _SNIPPET_SPLIT = re.compile(r"[;；\"\[\]{}\n,，|]")
 _TRUNCATED = re.compile(r"<START_TOOL_OUTPUT>(.*?)(?:<END_TOOL_OUTPUT>|$)", re.DOTALL)
 _MAX_SNIPPETS_PER_RESPONSE = 6
 _NO_RESULT = "已为您查询，但工具没有返回可用的结果。"
-
-
-def _text(message: Any) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "\n".join(getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text")
 
 
 def _served(content: str) -> bool:
@@ -90,8 +84,8 @@ def answer_from_tools(messages: list[ChatMessage]) -> str:
     """A final answer made only of quoted facts from the served tool responses."""
     facts: list[str] = []
     for m in messages:
-        if getattr(m, "role", "") == "tool" and getattr(m, "error", None) is None and _served(_text(m)):
-            facts += [s for s in snippets(_text(m)) if s not in facts]
+        if getattr(m, "role", "") == "tool" and getattr(m, "error", None) is None and _served(message_text(m)):
+            facts += [s for s in snippets(message_text(m)) if s not in facts]
     if not facts:
         return _NO_RESULT
     return "根据查询结果：" + "；".join(f"「{f}」" for f in facts) + "。"
@@ -133,7 +127,7 @@ def missing_slots(query: str) -> list[str]:
 def _context_city(messages: list[ChatMessage]) -> str:
     for m in messages:
         if getattr(m, "role", "") == "system":
-            found = re.search(r'"city"\s*:\s*"([^"]*)"', _text(m))
+            found = re.search(r'"city"\s*:\s*"([^"]*)"', message_text(m))
             if found:
                 return found.group(1).split("/")[-1]
     return ""
@@ -141,7 +135,7 @@ def _context_city(messages: list[ChatMessage]) -> str:
 
 def _clarify_baseline(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
     users = [m for m in messages if getattr(m, "role", "") == "user"]
-    query = _text(users[0]) if users else ""
+    query = message_text(users[0]) if users else ""
     asked = [m for m in messages if getattr(m, "role", "") == "assistant" and not getattr(m, "tool_calls", None)]
     missing = missing_slots(query)
     if len(asked) < len(missing):

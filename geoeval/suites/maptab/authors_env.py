@@ -29,8 +29,10 @@ weights that are not 4 non-negative numbers) stops the build with a GeoevalError
 the item and the key. A map that fails a quality check of appendices B.5/B.6
 (`generator.run_quality_checks`), and an item whose endpoints or routes do not fit its map, are
 reported instead: printed to stderr on every build and stored in `quality.json` beside the
-environment (and in its DuckDB `meta` table under "quality"). They are not fatal: the authors'
-labels are the benchmark, and geoeval reports rather than silently repairs them.
+environment (and in its DuckDB `meta` table under "quality"). `env.on_quality_failure` decides
+what happens to them: `exclude` (default) leaves the failing maps and items out of the samples and
+records that under "excluded"; `fail` stops before any work. geoeval never silently repairs or
+uses them.
 
 The environment folder (`<work_dir>/envs/maptab-authors-<key>/`) is keyed by the config, the
 resolved root and a fingerprint of the files read (contents of test sets and tables, size and
@@ -327,12 +329,14 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
             )
         # exclude (the default): a failing map or item is never used, and the exclusion is recorded
         kept = [it for it in items if it["map"] not in bad_maps and (it["file"], it["index"]) not in bad_items]
-        quality["excluded"] = {"maps": sorted(bad_maps), "items": len(items) - len(kept)}
+        if len(kept) < len(items):
+            quality["excluded"] = {"maps": sorted(bad_maps), "items": len(items) - len(kept)}
         items = kept
-        if not items:
-            raise GeoevalError("env: every authors' item failed the quality checks; see " + str(quality_path))
-        _write_atomic(folder / ITEMS_FILE, json.dumps(items, ensure_ascii=False, indent=1))
         _write_atomic(quality_path, json.dumps(quality, ensure_ascii=False, indent=2))
+        if not items:
+            report_quality(quality, quality_path)
+            raise GeoevalError(f"env: every authors' item failed the quality checks; see {quality_path}")
+        _write_atomic(folder / ITEMS_FILE, json.dumps(items, ensure_ascii=False, indent=1))
         difficulty = {name: {"level": level} for name, (_, _, level) in maps_named.items()}
         save_maps(db, maps, difficulty, {"env_key": key, "root": str(root),
                                          "quality": json.dumps(quality, ensure_ascii=False)})

@@ -125,6 +125,15 @@ def load_maps(db_path: str | Path, names: list[str] | None = None) -> list[Metro
         con.close()
 
 
+def map_levels(db_path: str | Path) -> dict[str, str]:
+    """Each stored map's difficulty level (Easy / Medium / Hard)."""
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        return dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
+    finally:
+        con.close()
+
+
 def station_neighbors(db_path: str | Path, map_name: str, station: str) -> list[dict[str, Any]]:
     """Adjacent stations of `station` with the lines between them (parameterised SQL: the station
     name comes from a model and is never interpolated)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
+from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
 
 QUALITY_FILE = "quality.json"
 NAME_SIMILARITY_LIMIT = 0.5
@@ -94,13 +94,7 @@ def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
                   {"env_key": key, "seed": str(seed), "input": fingerprint,
                    "quality": json.dumps(quality, ensure_ascii=False)})
     maps = load_maps(db)
-    import duckdb
-
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        levels = dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
-    finally:
-        con.close()
+    levels = map_levels(db)
     return MapTabEnv(db_path=str(db.resolve()), image_dir=str((folder / "images").resolve()),
                      map_names=tuple(m.name for m in maps), map_difficulty=levels, source="real",
                      fingerprint=fingerprint)

@@ -204,7 +204,7 @@ class MapTabSuite:
             from geoeval.suites.maptab.real_env import build_real_env
 
             return build_real_env(spec.env, _env_seed(spec), Path(spec.work_dir))
-        from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, save_maps
+        from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
 
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
@@ -221,13 +221,7 @@ class MapTabSuite:
                 maps += generated
             save_maps(db, maps, diff, {"env_key": key, "seed": str(seed)})
         maps = load_maps(db)
-        import duckdb
-
-        con = duckdb.connect(str(db), read_only=True)
-        try:
-            levels = dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
-        finally:
-            con.close()
+        levels = map_levels(db)
         return MapTabEnv(db_path=str(db.resolve()), image_dir=str((root / "images").resolve()),
                          map_names=tuple(m.name for m in maps), map_difficulty=levels)
 
