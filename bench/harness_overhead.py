@@ -6,7 +6,8 @@
    bare Inspect `eval()` of the suite's task; geoeval's `run_job` with `runner=local` (environment,
    resume check, per-sample warehouse writes, aggregation); and `python -m geoeval runner=local`
    as a whole process. Target: geoeval local <= 1.15 x bare Inspect.
-2. A CPU-bound agent (the OCR perception baseline) under `runner=ray` with 1 and with 2 workers.
+2. A CPU-bound agent (the OCR perception baseline) under `runner=ray` with 1 and with 2 workers,
+   with warm workers (as in a sweep after its first job; `--cold-workers` includes their start-up).
    Target: 2 workers >= 1.8 x faster than 1.
 Prints per-sample wall times and the ratios against the baseline measured in the same run.
 """
@@ -22,6 +23,26 @@ import time
 from pathlib import Path
 
 from hydra import compose, initialize_config_module
+
+
+def _warm_worker_fn():
+    import ray
+
+    @ray.remote(num_cpus=1)
+    def warm() -> int:
+        import os
+        import time
+
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        import geoeval.core.inspect_bridge  # noqa: F401
+        import geoeval.suites  # noqa: F401
+        from geoeval.suites.maptab.perception import get_ocr_engine
+
+        get_ocr_engine()
+        time.sleep(1.0)  # hold this worker so the other warm-up lands on another process
+        return os.getpid()
+
+    return warm
 
 
 def spec_for(work: Path, *overrides: str):
@@ -43,6 +64,8 @@ def main() -> None:
     ap.add_argument("--maps", type=int, default=4)
     ap.add_argument("--per-category", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cold-workers", dest="warm_workers", action="store_false",
+                    help="time the Ray variants with worker start-up (imports, OCR models) included")
     ap.add_argument("--ocr-maps", type=int, default=16, help="maps for the Ray scaling part (one OCR read each)")
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -95,6 +118,9 @@ def main() -> None:
 
     from geoeval.core.runner import ensure_ray
 
+    global _warm_worker
+    _warm_worker = _warm_worker_fn()
+
     ocr = ["model=perception_baseline", "suite.setting=map", "suite.categories=[map_only]",
            f"env.n_maps={args.ocr_maps}", f"suite.n_per_category={args.per_category}"]
     times = {}
@@ -103,6 +129,10 @@ def main() -> None:
                      f"results_db={work}/ray{workers}.duckdb", f"log_dir={work}/rlogs{workers}")
         suite.build_samples(s, suite.build_env(s))  # images rendered before timing
         ensure_ray(s)  # Ray's own start-up is not the runner's work
+        if args.warm_workers:
+            # steady state of a sweep: worker processes already started, imports and OCR models
+            # loaded (Ray keeps idle workers and reuses them for the next job's shards)
+            ray.get([_warm_worker.remote() for _ in range(workers)])
         times[workers] = timed(lambda: run_job(s, progress=False))
         ray.shutdown()  # fresh workers for each variant: no OCR cache carried over
     m = args.ocr_maps * args.per_category
