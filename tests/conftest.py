@@ -28,3 +28,18 @@ def peers() -> Path:
 
 def geoeval_cmd(*overrides: str) -> list[str]:
     return [sys.executable, "-m", "geoeval", *overrides]
+
+
+def compose_spec(tmp_path: Path, *overrides: str):
+    """A validated RunSpec from the shipped configs, writing only under `tmp_path`, tracking off."""
+    from hydra import compose, initialize_config_module
+
+    from geoeval.core.config import validate_config
+    from geoeval.core.registry import load_plugins
+
+    load_plugins()
+    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
+            f"log_dir={tmp_path / 'logs'}", *overrides])
+    return validate_config(cfg)

@@ -2,26 +2,17 @@
 Chinese labels, instruction style; and Travelmap route planning on synthetic maps."""
 
 import pytest
-from hydra import compose, initialize_config_module
 from PIL import Image
 
-from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.job import run_job
-from geoeval.core.registry import get_suite, load_plugins
+from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import language, render
 from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.queries import prompt_tables
 from geoeval.suites.maptab.tokens import estimate_tokens
+from tests.conftest import compose_spec as spec_for
 
-
-def spec_for(tmp_path, *overrides):
-    load_plugins()
-    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
-            f"log_dir={tmp_path / 'logs'}", *overrides])
-    return validate_config(cfg)
 
 
 def samples_of(spec):

@@ -8,17 +8,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_module
 from PIL import Image
 
-from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.job import run_job
-from geoeval.core.registry import get_suite, load_plugins
+from geoeval.core.registry import get_suite
 from geoeval.suites.maptab.authors_env import quality_report
 from geoeval.suites.maptab.authors_format import load_test_set, rp_test_set_path
 from geoeval.suites.maptab.queries import CATEGORIES, SUM_OBJECTIVE_NOTE
 from geoeval.suites.maptab.tables import parse_table
+from tests.conftest import compose_spec as spec_for
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 TABLE_CATEGORIES = {"edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR"}
@@ -29,14 +28,6 @@ def peers_or_skip() -> Path:
         pytest.skip("../shared/peers/maptab (the authors' sample) is not present")
     return PEERS
 
-
-def spec_for(tmp_path, *overrides):
-    load_plugins()
-    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
-            f"log_dir={tmp_path / 'logs'}", *overrides])
-    return validate_config(cfg)
 
 
 def build(spec):

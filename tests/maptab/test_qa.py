@@ -10,10 +10,11 @@ from hydra import compose, initialize_config_module
 from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.job import run_job
-from geoeval.core.registry import get_suite, load_plugins
+from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import qa
 from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
+from tests.conftest import compose_spec as spec_for
 
 # ---------------------------------------------------------------- hand-built maps
 
@@ -205,14 +206,6 @@ def test_table_reader_reproduces_table_answers_and_declines_map_ones(gen, fmt):
 
 # ---------------------------------------------------------------- runs
 
-
-def spec_for(tmp_path, *overrides):
-    load_plugins()
-    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
-            f"log_dir={tmp_path / 'logs'}", *overrides])
-    return validate_config(cfg)
 
 
 @pytest.fixture(scope="module")

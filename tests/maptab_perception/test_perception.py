@@ -11,7 +11,6 @@ import difflib
 import math
 import random
 import time
-from collections import deque
 
 import pytest
 
@@ -25,6 +24,7 @@ from geoeval.suites.maptab.perception import (
     route_on_perceived,
 )
 from geoeval.suites.maptab.render import compute_layout, render_map
+from geoeval.suites.maptab.routing import fewest_station_routes
 
 from .test_render import build_map
 
@@ -97,31 +97,6 @@ def _ratio(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.lower().strip(), b.lower().strip()).ratio()
 
 
-def all_shortest_paths(m: MetroMap, s: str, t: str) -> list[list[str]]:
-    dist = {s: 0}
-    queue = deque([s])
-    while queue:
-        u = queue.popleft()
-        for v in m.neighbors(u):
-            if v not in dist:
-                dist[v] = dist[u] + 1
-                queue.append(v)
-    if t not in dist:
-        return []
-    out: list[list[str]] = []
-
-    def back(v: str, tail: list[str]) -> None:
-        if v == s:
-            out.append([s] + tail[::-1])
-            return
-        for u in m.neighbors(v):
-            if dist.get(u) == dist[v] - 1:
-                back(u, tail + [v])
-
-    back(t, [])
-    return out
-
-
 def min_transfer_markings(m: MetroMap, path: list[str]) -> set[frozenset[int]]:
     """Every set of station positions marked "(transfer)" by some line assignment with the
     fewest line changes along `path`."""
@@ -151,7 +126,7 @@ def route_is_correct(m: MetroMap, source: str, target: str, answer: str | None) 
     parts = answer.split("-")
     names = [p.removesuffix("(transfer)") for p in parts]
     marks = frozenset(i for i, p in enumerate(parts) if p.endswith("(transfer)"))
-    for path in all_shortest_paths(m, source, target):
+    for path in fewest_station_routes(m, source, target):
         if len(path) == len(names) and all(_ratio(a, b) >= 0.5 for a, b in zip(path, names)):
             if marks in min_transfer_markings(m, path):
                 return True
@@ -163,7 +138,7 @@ def sample_pairs(m: MetroMap, n: int, seed: int = 0) -> list[tuple[str, str]]:
     names = sorted(m.stations)
     pairs = [
         (a, b) for a in names for b in names
-        if a != b and len((all_shortest_paths(m, a, b) or [[]])[0]) >= 3
+        if a != b and len((fewest_station_routes(m, a, b) or [[]])[0]) >= 3
     ]
     random.Random(seed).shuffle(pairs)
     return pairs[:n]

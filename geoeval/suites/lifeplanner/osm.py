@@ -309,24 +309,8 @@ def _stable_place_id(osm_type: str, osm_id: int, taken: set[str]) -> str:
         salt += 1
 
 
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-
-    def find(self, a: int) -> int:
-        while self.parent[a] != a:
-            self.parent[a] = self.parent[self.parent[a]]
-            a = self.parent[a]
-        return a
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 def _largest_component(n: int, edges: list[tuple[int, int]]) -> set[int]:
-    uf = _UnionFind(n)
+    uf = env._UnionFind(n)  # the synthetic city's union-find
     for a, b in edges:
         uf.union(a, b)
     roots = Counter(uf.find(a) for a, b in edges for a in (a, b))
