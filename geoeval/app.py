@@ -40,10 +40,21 @@ def _job_label(hc: Any) -> str:
     return hc.job.override_dirname or "run"
 
 
+def _scrub_hydra_outputs(out_dir: Path, secrets: set[str]) -> None:
+    """Hydra saves the composed config and the overrides under `<out_dir>/.hydra/` before the job
+    starts: any secret given in the config is blanked there too."""
+    from geoeval.core.secrets import scrub_tree
+
+    if secrets and (out_dir / ".hydra").is_dir():
+        scrub_tree(out_dir / ".hydra", secrets)
+
+
 def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core import tracking
     from geoeval.core.job import run_job
     from geoeval.core.reports_job import print_outcome, write_job_reports
+    from geoeval.core.secrets import collect_secret_values, redact
+    from geoeval.core.serving import served_model
 
     try:
         spec = validate_config(cfg)
@@ -51,9 +62,13 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         _fail(exc)
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True))
+    _scrub_hydra_outputs(out_dir, secrets)
+    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(
+        OmegaConf.to_container(cfg, resolve=True)))))
     try:
-        outcome = run_job(spec, out_dir=out_dir)
+        with served_model(spec) as spec:
+            outcome = run_job(spec, out_dir=out_dir)
     except GeoevalError as exc:
         _fail(exc)
     artifacts = write_job_reports(outcome) + [out_dir / "resolved_config.yaml"]
@@ -67,13 +82,18 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             "job": hc.job.num,
             "overrides": dict(o.split("=", 1) for o in hc.overrides.task if "=" in o),
             "metrics": outcome.metrics,
+            "counts": outcome.counts,
+            "failed": outcome.failed,
             "run_hash": outcome.run_hash,
             "mlflow_run_id": outcome.mlflow_run_id,
             "n": len(outcome.results),
         }
         with open(Path(hc.sweep.dir) / SWEEP_POINTS, "a") as f:
-            f.write(json.dumps(point) + "\n")
+            f.write(json.dumps(redact(point)) + "\n")
     print_outcome(outcome)
+    if outcome.failed and hc.mode != RunMode.MULTIRUN:
+        print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
+        raise SystemExit(1)
     return outcome.metrics
 
 
@@ -135,6 +155,11 @@ class SweepCallback(Callback):
             tracking.log_parent_artifacts(self._tracking, self._experiment, run_id, artifacts)
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
+        failed = [p for p in points if p.get("failed")]
+        if failed:
+            for p in failed:
+                print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)
+            raise SystemExit(1)
 
 
 @hydra.main(config_path="pkg://geoeval.conf", config_name="config", version_base="1.3")

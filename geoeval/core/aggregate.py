@@ -10,8 +10,9 @@ Two views of the same numbers:
 
 How a metric is reduced: by the mean over the samples that carry it, except the metrics in
 `sum_metrics`, which are summed (MapTab's DS is a total score, as in the authors' evaluator).
-A sample that errored counts with the scores it carries (the scorer gives it 0s): an error lowers
-the mean rather than vanishing from it.
+A sample that errored carries NaN on every metric, so means are over the scored samples; the
+errors are never hidden: `group_table` adds an `n_errors` column whenever any result errored, and
+the job logs `n_samples`, `n_scored` and `n_errors` (`records.error_counts`).
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def group_table(
     """
     by = list(by)
     _check_dimensions(results, by)
+    show_errors = any(r.status == "error" for r in results)
     groups: dict[tuple[str, ...], list[SampleResult]] = {}
     for result in results:
         for key in _group_keys(result, by):
@@ -161,9 +163,12 @@ def group_table(
         members = groups[key]
         row: dict[str, Any] = dict(zip(by, key))
         for metric in metrics:
-            values = [r.scores[metric] for r in members if metric in r.scores]
+            values = [r.scores[metric] for r in members if metric in r.scores and not math.isnan(r.scores[metric])]
+            # no value at all (every member errored, or the metric does not apply) is None, not 0
             row[metric] = reduce_values(values, summed=metric in sum_metrics) if values else None
         row["n"] = len(members)
+        if show_errors:
+            row["n_errors"] = sum(1 for r in members if r.status == "error")
         rows.append(row)
     return rows
 

@@ -35,7 +35,14 @@ class GenerateSettings(Strict):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
     reasoning_tokens: int | None = Field(default=None, gt=0)
     max_connections: int | None = Field(default=None, gt=0)
-    timeout: int | None = Field(default=None, gt=0)
+    timeout: int | None = Field(default=None, gt=0, description="seconds for a whole request, retries included")
+    attempt_timeout: int | None = Field(default=None, gt=0, description="seconds for one attempt, then retried")
+    max_retries: int | None = Field(default=None, ge=0, description="retries of a failed request (429, 5xx, timeout)")
+
+
+#: GenerateSettings that change how a request is sent, not what the model answers: they are left
+#: out of the run identity (a rerun with more connections or a longer timeout resumes the run).
+EXECUTION_SETTINGS = frozenset({"max_connections", "timeout", "attempt_timeout", "max_retries"})
 
 
 class ModelSpec(Strict):
@@ -46,6 +53,9 @@ class ModelSpec(Strict):
     base_url: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)  # provider model_args
     config: GenerateSettings = Field(default_factory=GenerateSettings)
+    # a local server geoeval starts for the run and stops after it (`model=local_llm`); its URL
+    # becomes `base_url`. None: the model is served elsewhere (or needs no server).
+    serve: dict[str, Any] | None = None
 
     @field_validator("name")
     @classmethod
@@ -96,6 +106,9 @@ class TrackingSpec(Strict):
     tracking_uri: str | None = None
     artifact_location: str | None = None
     experiment_name: str | None = None
+    traces: Literal["all", "errors", "none"] = Field(
+        default="all", description="samples logged as MLflow traces: all, only errored ones, or none")
+    max_traces: int = Field(default=500, ge=0, description="traces logged per job at most (the rest are counted)")
 
 
 class RunSpec(Strict):
@@ -108,6 +121,12 @@ class RunSpec(Strict):
     work_dir: str = "results/work"
     limit: int | None = Field(default=None, ge=1)
     epochs: int = Field(default=1, ge=1)
+    # Inspect's convention: true = fail on any error, false = never, 0 < x < 1 = a fraction of the
+    # samples, an integer >= 1 = a count. A run past it ends FAILED and exits non-zero; below it,
+    # errors are still counted and shown loudly.
+    fail_on_error: bool | int | float = 0.1
+    retry_on_error: int = Field(default=1, ge=0, description="Inspect's in-run retries of an errored sample")
+    retry_errors_on_resume: bool = True
     env: BaseModel
     suite: BaseModel
     model: ModelSpec
@@ -119,28 +138,70 @@ class RunSpec(Strict):
     # (e.g. the authors' files), so that changed inputs never resume stale scores
     env_fingerprint: str = ""
 
-    def semantic_dict(self) -> dict[str, Any]:
-        """What determines the scores: everything except where and how the run executes."""
+    @field_validator("fail_on_error")
+    @classmethod
+    def _threshold(cls, v: bool | int | float) -> bool | int | float:
+        if not isinstance(v, bool) and v <= 0:
+            raise ValueError("must be true, false, a fraction in (0, 1) or a count >= 1")
+        if isinstance(v, float) and v >= 1 and not v.is_integer():
+            raise ValueError("a fraction must be below 1; a count must be a whole number")
+        return v
+
+    def identity(self) -> dict[str, Any]:
+        """What a sample's result depends on, and nothing else: the run identity.
+
+        In: the code (geoeval's version and the suite's `scoring_version`, bumped when its
+        references or metrics change), seed, epochs, env, suite, model, judges, metrics, and the
+        content of external inputs. Out: where and how the run executes (runner, `limit`, the
+        model's base URL, connection, timeout and retry settings, tracking, paths), secrets (a rotated key
+        is the same experiment), and what a suite declares irrelevant (MapTab's `resolution` when
+        no image is shown), through the suite config's optional `identity_dict()`."""
+        import geoeval
+        from geoeval.core import registry
+        from geoeval.core.secrets import strip_secrets
+
+        suite = registry.get_suite(self.suite.name)
+        identity_dict = getattr(self.suite, "identity_dict", None)
+        # where the model is served is not what it is (a local server gets a new port each run)
+        model = self.model.model_dump(mode="json", exclude={"serve", "base_url"})
+        model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
-        return {
+        return strip_secrets({
+            **extra,
+            "geoeval_version": geoeval.__version__,
+            "scoring_version": str(getattr(suite, "scoring_version", "1")),
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "env": self.env.model_dump(mode="json"),
+            "suite": identity_dict() if identity_dict else self.suite.model_dump(mode="json"),
+            "model": model,
+            "judge": self.judge.model_dump(mode="json"),
+            "metrics": self.metrics.model_dump(mode="json"),
+        })
+
+    def config_hash(self) -> str:
+        """Keys the warehouse: the run identity's hash (see `identity`)."""
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole validated config (every key, for MLflow params and the warehouse); secrets
+        are redacted by the callers that store it."""
+        extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
+        d: dict[str, Any] = {
             **extra,
             "seed": self.seed,
             "epochs": self.epochs,
             "limit": self.limit,
+            "fail_on_error": self.fail_on_error,
+            "retry_on_error": self.retry_on_error,
+            "retry_errors_on_resume": self.retry_errors_on_resume,
             "env": self.env.model_dump(mode="json"),
             "suite": self.suite.model_dump(mode="json"),
             "model": self.model.model_dump(mode="json"),
             "judge": self.judge.model_dump(mode="json"),
             "metrics": self.metrics.model_dump(mode="json"),
         }
-
-    def config_hash(self) -> str:
-        """Keys the warehouse: the same scoring config gives the same hash, whatever the runner."""
-        blob = json.dumps(self.semantic_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = self.semantic_dict()
         d.update(
             experiment_name=self.experiment_name,
             results_db=self.results_db,
@@ -154,6 +215,7 @@ class RunSpec(Strict):
 
 _TOP_LEVEL = {
     "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
+    "fail_on_error", "retry_on_error", "retry_errors_on_resume",
     "env", "suite", "model", "judge", "metrics", "runner", "tracking",
 }
 
@@ -245,6 +307,14 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     except ValidationError as err:
         raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
 
+    from geoeval.core.secrets import is_secret_key
+
+    leaked = sorted(k for k in spec.model.args if k != "api_key" and is_secret_key(k))
+    if leaked:
+        # Inspect writes model_args into every log; only `api_key` travels apart from them
+        raise GeoevalError(f"Invalid config: model.args.{leaked[0]}: a secret here would be written to the "
+                           "Inspect logs; pass the key as model.args.api_key or, better, through the "
+                           "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)")
     registry.check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:
         if j != "rules":

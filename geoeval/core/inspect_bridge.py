@@ -22,6 +22,7 @@ from inspect_ai.log import EvalSample
 from inspect_ai.model import GenerateConfig, Model, get_model
 
 from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.text import clean_text, clean_value
 
 Sink = Callable[[SampleResult], None]
 
@@ -44,22 +45,33 @@ _current_shard: contextvars.ContextVar[int] = contextvars.ContextVar("geoeval_sh
 
 
 def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_names: list[str]) -> SampleResult:
-    """Convert an Inspect EvalSample into the shared result shape. An errored sample keeps its
-    dimensions, scores 0 on every metric and records the error."""
+    """Convert an Inspect EvalSample into the shared result shape.
+
+    The line between `scored` and `error`: a sample is *scored* whenever the model answered and
+    the scorer ran, however malformed the answer (a bad answer scores 0 on the metrics it fails).
+    It is an *error* when Inspect recorded a sample error (the provider failed after its retries,
+    a timeout, a crashed tool or solver), when no score was produced, or when the scorer flagged
+    it (`Score.metadata["error"]`, e.g. every judge failed). An error keeps its dimensions, tokens
+    and message; its metrics are NaN (see `SampleResult`)."""
     meta = sample.metadata or {}
     dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
     score = (sample.scores or {}).get("geoeval")
-    error = None
-    if sample.error is not None:
-        error = sample.error.message
+    error = clean_text(sample.error.message, max_chars=4000) if sample.error is not None else None
+    details: dict[str, Any] = {}
     if score is not None and isinstance(score.value, dict):
         scores = {k: float(v) for k, v in score.value.items()}
         answer = score.answer or ""
         explanation = score.explanation or ""
+        score_meta = score.metadata or {}
+        details = dict(score_meta.get("details") or {})
+        if error is None and score_meta.get("error"):
+            error = str(score_meta["error"])
     else:
         scores = {m: 0.0 for m in metric_names}
         answer = ""
-        explanation = error or "sample produced no score"
+        explanation = ""
+        if error is None:
+            error = "sample produced no score"
     usage = sample.model_usage or {}
     in_tok = sum(u.input_tokens for u in usage.values())
     out_tok = sum(u.output_tokens for u in usage.values())
@@ -68,13 +80,14 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         sample_id=str(sample.id),
         epoch=int(sample.epoch),
         model=model,
-        answer=answer,
-        explanation=explanation,
+        answer=clean_text(answer),
+        explanation=clean_text(explanation),
         scores=scores,
         dims=dims,
         input_tokens=int(in_tok),
         output_tokens=int(out_tok),
         error=error,
+        details=clean_value(details),
     )
 
 
@@ -99,37 +112,82 @@ def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[st
 
 
 def build_model(spec: Any) -> Model:
-    """The evaluated model from `model=`: any Inspect model string with its generate settings."""
+    """The evaluated model from `model=`: any Inspect model string with its generate settings.
+
+    A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
+    writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
     settings = {k: v for k, v in spec.model.config.model_dump().items() if v is not None}
+    args = dict(spec.model.args)
+    api_key = args.pop("api_key", None)
     return get_model(
         spec.model.name,
         config=GenerateConfig(**settings),
         base_url=spec.model.base_url,
+        api_key=api_key,
         memoize=False,
-        **spec.model.args,
+        **args,
     )
 
 
+def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, metric_names: list[str],
+                      reason: str) -> SampleResult:
+    """The error result of a sample that Inspect never delivered (its eval failed as a whole, or
+    was cancelled): it keeps its dimensions, so it is counted where it belongs."""
+    meta = getattr(sample, "metadata", None) or {}
+    dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
+    return SampleResult(run_hash=run_hash, sample_id=str(sample.id), epoch=epoch, model=model,
+                        scores={m: 0.0 for m in metric_names}, dims=dims, error=clean_text(reason, max_chars=4000))
+
+
 def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path) -> list[str]:
-    """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths."""
+    """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
+
+    Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
+    an errored sample `retry_on_error` times in the run; and when the eval fails as a whole (an
+    error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
+    carrying the eval's message, so nothing vanishes and a rerun retries them."""
     from geoeval.core import registry
 
     suite = registry.get_suite(spec.suite.name)
     task = suite.build_task(spec, env, samples)
     model = build_model(spec)
     Path(log_dir).mkdir(parents=True, exist_ok=True)
-    with streaming_to(sink, run_hash=spec.config_hash(), model=spec.model.name, metric_names=spec.metrics.metrics):
-        logs = inspect_eval(
-            task,
-            model=model,
-            log_dir=str(log_dir),
-            log_format="eval",
-            display="none",
-            epochs=spec.epochs,
-            max_samples=spec.runner.max_samples,
-            fail_on_error=False,
-            score_display=False,
-            tags=[f"geoeval:{spec.config_hash()}", f"shard:{shard}"],
-            metadata={"geoeval_run_hash": spec.config_hash(), "shard": shard},
-        )
+    run_hash = spec.config_hash()
+    delivered: set[tuple[str, int]] = set()
+
+    def tracking_sink(result: SampleResult) -> None:
+        delivered.add((result.sample_id, result.epoch))
+        sink(result)
+
+    reason = ""
+    logs = []
+    with streaming_to(tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics):
+        try:
+            logs = inspect_eval(
+                task,
+                model=model,
+                log_dir=str(log_dir),
+                log_format="eval",
+                display="none",
+                epochs=spec.epochs,
+                max_samples=spec.runner.max_samples,
+                # geoeval applies `fail_on_error` itself, over the whole run and after retries
+                fail_on_error=False,
+                retry_on_error=spec.retry_on_error or None,
+                score_display=False,
+                tags=[f"geoeval:{run_hash}", f"shard:{shard}"],
+                metadata={"geoeval_run_hash": run_hash, "shard": shard},
+            )
+        except Exception as exc:  # Inspect raised instead of logging the failure
+            reason = f"eval failed: {type(exc).__name__}: {exc}"
+    for log in logs:
+        if getattr(log, "status", "") in ("error", "cancelled") and not reason:
+            err = getattr(log, "error", None)
+            reason = f"eval {log.status}: {getattr(err, 'message', '') or 'no message'}"
+    for sample in samples:
+        for epoch in range(1, spec.epochs + 1):
+            if (str(sample.id), epoch) not in delivered:
+                sink(undelivered_error(sample, epoch=epoch, run_hash=run_hash, model=spec.model.name,
+                                       metric_names=spec.metrics.metrics,
+                                       reason=reason or "Inspect did not deliver this sample"))
     return [str(log.location) for log in logs]

@@ -7,6 +7,7 @@ environment -> samples -> skip what the warehouse already holds (resume) -> runn
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -19,7 +20,8 @@ from tqdm import tqdm
 
 from geoeval.core import registry
 from geoeval.core.aggregate import aggregate
-from geoeval.core.records import SampleResult
+from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.secrets import redact
 from geoeval.core.runner import run_samples
 from geoeval.core.warehouse import Warehouse
 
@@ -36,8 +38,23 @@ class JobOutcome:
     out_dir: Path
     artifacts: list[Path] = field(default_factory=list)
     mlflow_run_id: str | None = None
-    log_paths_all: list[str] = field(default_factory=list)  # also those of earlier, resumed invocations
+    log_paths_all: list[str] = field(default_factory=list)  # this run's logs, earlier (resumed) invocations too
     seconds: float = 0.0
+    counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors
+    failed: str | None = None  # why the run counts as failed (errors past `fail_on_error`)
+
+
+def error_threshold_exceeded(n_errors: int, n_samples: int, fail_on_error: bool | int | float) -> bool:
+    """Inspect's `fail_on_error` convention: True fails on any error, False never, a fraction
+    0 < x < 1 fails when more than that share of the samples errored, a count >= 1 when more than
+    that many did."""
+    if fail_on_error is False or n_errors == 0:
+        return False
+    if fail_on_error is True:
+        return True
+    if isinstance(fail_on_error, float) and fail_on_error < 1:
+        return n_errors / max(1, n_samples) > fail_on_error
+    return n_errors > int(fail_on_error)
 
 
 class GroupCommitWriter:
@@ -83,7 +100,7 @@ class GroupCommitWriter:
                 batch.append(nxt)
             try:
                 self._wh.write_results(batch)
-                self._on_written(len(batch))
+                self._on_written(batch)
             except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
                 self._error = exc
                 return
@@ -105,7 +122,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
     run_hash = spec.config_hash()
     out_dir = Path(out_dir or Path(spec.work_dir) / "runs" / run_hash)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
+    (out_dir / "config.json").write_text(json.dumps(redact(spec.to_dict()), indent=2, sort_keys=True))
 
     samples = suite.build_samples(spec, env)
     if spec.limit:
@@ -113,22 +130,36 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
     wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
 
     with Warehouse(spec.results_db) as wh:
-        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=spec.to_dict(), experiment=spec.experiment_name)
-        done = wh.finished_keys(run_hash) & wanted
+        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=redact(spec.to_dict()),
+                        experiment=spec.experiment_name)
+        # errored samples are not finished: a rerun retries them (unless told not to)
+        done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
             print(f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run", file=sys.stderr)
         wh.set_run_status(run_hash, "running")
         bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
+        n_errors = 0
 
-        writer = GroupCommitWriter(wh, bar.update)
+        def on_written(batch: list[SampleResult]) -> None:
+            nonlocal n_errors
+            n_errors += sum(1 for r in batch if r.status == "error")
+            if n_errors:
+                bar.set_postfix_str(f"errors={n_errors}", refresh=False)
+            bar.update(len(batch))
+            if tracker is not None:
+                tracker.progress(done=bar.n, errors=n_errors, total=len(wanted))
+
+        writer = GroupCommitWriter(wh, on_written)
 
         def sink(result: SampleResult) -> None:
             if (result.sample_id, result.epoch) in wanted:
                 writer.put(result)
 
-        log_dir = Path(spec.log_dir).resolve() / run_hash
+        # one folder per invocation: a run lists and logs only its own logs (recorded per run in
+        # the warehouse), never another warehouse's run of the same config
+        log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         try:
             log_paths = run_samples(spec, env, todo, sink, log_dir)
             writer.close()
@@ -140,16 +171,26 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
             raise
         finally:
             bar.close()
+        wh.add_run_logs(run_hash, log_paths)
         results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
+        counts = error_counts(results)
         missing = len(wanted) - len(results)
-        wh.set_run_status(run_hash, "finished" if missing == 0 else f"incomplete ({missing} missing)")
+        failed = None
+        if missing:
+            failed = f"{missing} sample(s) missing from the warehouse"
+        elif error_threshold_exceeded(int(counts["n_errors"]), len(results), spec.fail_on_error):
+            failed = (f"{int(counts['n_errors'])} of {len(results)} sample(s) errored, past "
+                      f"fail_on_error={spec.fail_on_error}")
+        status = "finished" if failed is None else "failed"
+        wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
+        log_paths_all = wh.run_logs(run_hash)
 
-    metrics = aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics))
+    metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics)), **counts}
     outcome = JobOutcome(
         run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
-        resumed=len(done), ran=len(todo), out_dir=out_dir,
+        resumed=len(done), ran=len(todo), out_dir=out_dir, counts=counts, failed=failed,
     )
-    outcome.log_paths_all = sorted(str(p) for p in log_dir.glob("*.eval"))
+    outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
     outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
     outcome.seconds = time.time() - started
     return outcome

@@ -9,8 +9,16 @@ and reports read the aggregates. Nothing downstream special-cases a suite.
 from __future__ import annotations
 
 import json
+import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: A sample's outcome. `scored`: the model answered (well or badly) and every metric has its value.
+#: `error`: the sample could not be evaluated (the provider failed or timed out after its retries,
+#: a tool or the harness crashed, every judge failed); its metrics are NaN, never 0, so means skip
+#: it, and it is counted in `n_errors` and retried on resume.
+SampleStatus = Literal["scored", "error"]
 
 
 class Dimensions(BaseModel):
@@ -56,5 +64,25 @@ class SampleResult(BaseModel):
     dims: Dimensions
     input_tokens: int = 0
     output_tokens: int = 0
-    # set when the sample errored (model or tool failure); its scores are then 0
+    # set when the sample errored; its scores are then NaN (see `SampleStatus`)
     error: str | None = None
+    status: SampleStatus = "scored"
+    # per-sample facts worth keeping beside the scores, e.g. every judge vote with its raw reply
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _error_means_no_scores(self) -> "SampleResult":
+        # one rule, wherever a result is built: an error is never scored
+        if self.error is not None and self.status != "error":
+            object.__setattr__(self, "status", "error")
+        if self.status == "error":
+            if self.error is None:
+                object.__setattr__(self, "error", "sample errored")
+            object.__setattr__(self, "scores", {k: math.nan for k in self.scores})
+        return self
+
+
+def error_counts(results: "list[SampleResult]") -> dict[str, float]:
+    """`n_samples`, `n_scored` and `n_errors` of a set of results (the MLflow metric names)."""
+    n_errors = sum(1 for r in results if r.status == "error")
+    return {"n_samples": float(len(results)), "n_scored": float(len(results) - n_errors), "n_errors": float(n_errors)}

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 
 from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_table
 from geoeval.core.errors import GeoevalError
-from geoeval.core.records import SampleResult
+from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.text import clean_text, clean_value
 from geoeval.core.warehouse import SCORE_ARROW_SCHEMA
 
 # -- tables -----------------------------------------------------------------------------------
@@ -101,7 +102,11 @@ def summary_markdown(
     """
     metrics = list(metrics)
     models = sorted({r.model for r in results if r.model})
+    counts = error_counts(list(results))
     intro = f"{len(results)} samples"
+    if counts["n_errors"]:
+        intro = (f"{len(results)} samples: {int(counts['n_scored'])} scored, **{int(counts['n_errors'])} errors** "
+                 "(errors have no scores: means are over the scored samples)")
     if models:
         intro += f"; model{'s' if len(models) > 1 else ''}: {', '.join(models)}"
     summed = [m for m in metrics if m in sum_metrics]
@@ -314,11 +319,12 @@ def write_per_sample_parquet(results: Sequence[SampleResult], path: str | Path) 
                 "run_hash": result.run_hash,
                 "sample_id": result.sample_id,
                 "epoch": result.epoch,
-                "model": result.model,
+                "model": clean_text(result.model),
                 "metric": metric,
-                "value": result.scores[metric],
-                **dims.columns(),
-                "error": result.error,
+                "value": None if math.isnan(result.scores[metric]) else result.scores[metric],
+                **clean_value(dims.columns()),
+                "error": None if result.error is None else clean_text(result.error),
+                "status": result.status,
             }
             for name, value in row.items():
                 columns[name].append(value)

@@ -32,8 +32,17 @@ def write_job_reports(outcome: Any) -> list[Path]:
 
 def print_outcome(outcome: Any) -> None:
     print((Path(outcome.out_dir) / "summary.md").read_text())
+    counts = outcome.counts
     print(f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
           f"{outcome.seconds:.1f} s)")
+    print(f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
+          f"n_errors={int(counts.get('n_errors', 0))}")
+    if counts.get("n_errors"):
+        errored = [r for r in outcome.results if r.status == "error"]
+        first = errored[0].error if errored else ""
+        print(f"WARNING: {int(counts['n_errors'])} sample(s) errored and have no scores; the means are over the "
+              f"{int(counts.get('n_scored', 0))} scored. A rerun of the same command retries them. "
+              f"First error: {first[:300]}", file=sys.stderr)
     if outcome.mlflow_run_id:
         print(f"MLflow run: {outcome.mlflow_run_id}")
     for p in outcome.log_paths_all:

@@ -23,6 +23,7 @@ from typing import Any
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
+from geoeval.core.secrets import is_secret_key
 
 Sink = Callable[[SampleResult], None]
 
@@ -78,7 +79,9 @@ def ensure_ray(spec: Any) -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = spec.runner.address
-    env_vars = {k: v for k, v in os.environ.items() if k.startswith(("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_"))}
+    # Ray keeps a runtime env in its control store, readable through the dashboard and state API:
+    # only non-secret variables travel there; secrets go with each task call (`worker_secrets`)
+    env_vars = {k: v for k, v in worker_env().items() if not is_secret_key(k)}
     runtime_env = {"env_vars": env_vars} if env_vars else None
     if address is None:
         # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
@@ -112,19 +115,46 @@ def ensure_ray(spec: Any) -> None:
         )
 
 
+_WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
+
+
+def worker_env() -> dict[str, str]:
+    """The driver's environment variables that the shards need: geoeval's, Inspect's and the
+    providers' (keys and base URLs: `OPENAI_*`, `ANTHROPIC_*`, and `<SERVICE>_API_KEY` /
+    `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models)."""
+    return {k: v for k, v in os.environ.items()
+            if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))}
+
+
+def worker_secrets() -> dict[str, str]:
+    """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
+    worker's environment for that shard only, and never put in Ray's runtime env."""
+    return {k: v for k, v in worker_env().items() if is_secret_key(k)}
+
+
 def _remote_shard_fn():
     import ray
 
     @ray.remote(num_cpus=1, max_retries=0)
-    def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str) -> list[str]:
+    def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str,
+                         secrets: dict[str, str] | None = None) -> list[str]:
         # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+        before = {k: os.environ.get(k) for k in secrets or {}}
+        os.environ.update(secrets or {})
         from geoeval.core.inspect_bridge import run_shard
 
         def to_queue(result: SampleResult) -> None:
             queue.put(result.model_dump(mode="json"))
 
-        return run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+        try:
+            return run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+        finally:  # the worker's own environment, as it was
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     return run_shard_remote
 
@@ -141,7 +171,8 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
     shards = shard_samples(samples, spec.runner.num_workers)
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}
-    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir)): i for i, shard in enumerate(shards)}
+    secrets = worker_secrets()
+    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets): i for i, shard in enumerate(shards)}
     log_paths: list[str] = []
 
     def drain() -> None:
@@ -178,7 +209,7 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
                       f"with {len(left)} unfinished sample(s)", file=sys.stderr)
                 if left:
                     shards[i] = left
-                    pending[remote.remote(spec, env, left, i, queue, str(log_dir))] = i
+                    pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets)] = i
     # results put just before a shard returned may still be in flight
     deadline = time.time() + 2.0
     while time.time() < deadline:

@@ -1,12 +1,20 @@
 """The generic Inspect scorer every suite uses: it computes the configured metric set for one
 sample by calling the registered metric functions, and attaches the sample's dimensions.
 
-Metric functions are pure: `fn(MetricInput) -> float`. A metric that raises is scored 0 with the
-reason in the explanation, so a malformed answer or a buggy plugin metric never crashes a run.
+Metric functions are pure: `fn(MetricInput) -> float`. A malformed answer is the metric's to
+score (usually 0). A metric that *raises* is a harness failure, not a judgement of the answer: the
+sample becomes an error (its metrics NaN, the reason kept), so a buggy plugin metric never crashes
+a run and never hides as a 0.
+
+A suite's solver can flag a sample as an error the same way, by putting a one-line reason under
+`state.metadata[SAMPLE_ERROR_KEY]` (LifePlanner and MapSatisfy do when every judge failed), and
+can keep per-sample facts for the warehouse (every judge vote and its raw reply) under
+`state.metadata[DETAILS_KEY]`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +23,11 @@ from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
 from geoeval.core import registry
+
+#: `state.metadata` key of a suite's reason to count the sample as an error (see module doc).
+SAMPLE_ERROR_KEY = "geoeval_error"
+#: `state.metadata` key of per-sample details stored with the result (judge votes, raw replies).
+DETAILS_KEY = "geoeval_details"
 
 
 @dataclass(frozen=True)
@@ -45,14 +58,15 @@ def evaluated_model_tokens(state: TaskState) -> dict[str, int]:
 
 
 def compute_metrics(names: list[str], inp: MetricInput) -> tuple[dict[str, float], list[str]]:
-    """Apply each metric; returns the values and the problems met (for the explanation)."""
+    """Apply each metric; returns the values and the failures met. A metric that raised has no
+    value (NaN) and one line in the failures, which make the sample an error."""
     values: dict[str, float] = {}
     problems: list[str] = []
     for name in names:
         try:
             values[name] = float(registry.get_metric(name, inp.metadata.get("suite")).fn(inp))
         except Exception as exc:  # recorded, never raised: one bad metric must not lose the sample
-            values[name] = 0.0
+            values[name] = math.nan
             problems.append(f"metric {name} failed: {type(exc).__name__}: {exc}")
     return values, problems
 
@@ -72,14 +86,16 @@ def geoeval_scorer(metric_names: list[str], extract_answer: Callable[[str], tupl
             metadata=dict(state.metadata or {}),
             tokens=evaluated_model_tokens(state),
         )
-        values, problems = compute_metrics(metric_names, inp)
-        if problem:
-            problems.insert(0, problem)
+        values, failures = compute_metrics(metric_names, inp)
+        metadata = state.metadata or {}
+        errors = [e for e in [metadata.get(SAMPLE_ERROR_KEY), *failures] if e]
+        notes = [problem] if problem else []
         return Score(
             value=values,
             answer=answer,
-            explanation="; ".join(problems),
-            metadata={"dims": (state.metadata or {}).get("dims", {})},
+            explanation="; ".join(notes + errors),
+            metadata={"dims": metadata.get("dims", {}), "error": "; ".join(errors) or None,
+                      "details": metadata.get(DETAILS_KEY) or {}},
         )
 
     return score

@@ -28,6 +28,7 @@ Every value reaches DuckDB as a bound parameter, never interpolated into SQL tex
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -40,12 +41,24 @@ import pyarrow as pa
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.text import clean_text, clean_value
 
 #: The schema this code writes. Bump it, and add the step to `_MIGRATIONS`, when a table changes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: `_MIGRATIONS[n]` holds the statements that take a file from schema version n to n + 1.
-_MIGRATIONS: dict[int, list[str]] = {}
+_MIGRATIONS: dict[int, list[str]] = {
+    # 1 -> 2: each sample has a status ('scored' | 'error') and details (judge votes, raw replies).
+    # Version-1 files stored errored samples with 0 on every metric: those scores become NULL.
+    1: [
+        "ALTER TABLE samples ADD COLUMN status VARCHAR DEFAULT 'scored'",
+        "ALTER TABLE samples ADD COLUMN details JSON DEFAULT '{}'",
+        "UPDATE samples SET status = 'error' WHERE error IS NOT NULL",
+        """UPDATE scores SET value = NULL FROM samples p
+           WHERE p.status = 'error' AND scores.run_hash = p.run_hash
+             AND scores.sample_id = p.sample_id AND scores.epoch = p.epoch""",
+    ],
+}
 
 _DIMENSION_COLUMNS_DDL = """
     suite VARCHAR NOT NULL,
@@ -83,6 +96,8 @@ _SCHEMA_DDL = [
         input_tokens BIGINT NOT NULL,
         output_tokens BIGINT NOT NULL,{_DIMENSION_COLUMNS_DDL},
         completed_at TIMESTAMPTZ NOT NULL,
+        status VARCHAR DEFAULT 'scored',
+        details JSON DEFAULT '{{}}',
         PRIMARY KEY (run_hash, sample_id, epoch)
     )""",
     f"""CREATE TABLE IF NOT EXISTS scores (
@@ -93,6 +108,13 @@ _SCHEMA_DDL = [
         value DOUBLE,{_DIMENSION_COLUMNS_DDL},
         PRIMARY KEY (run_hash, sample_id, epoch, metric)
     )""",
+    # the Inspect logs each run wrote (every invocation of it): a run lists and logs only its own
+    """CREATE TABLE IF NOT EXISTS run_logs (
+        run_hash VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        added_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (run_hash, path)
+    )""",
 ]
 
 #: Status a run gets when it is first registered; the runner moves it on with `set_run_status`.
@@ -102,7 +124,7 @@ REGISTERED = "registered"
 #: their Arrow types as `export_parquet` writes them (DuckDB names a list's item "element"), so a
 #: Parquet file written from results in memory reads back the same: one row per
 #: (sample, epoch, metric); `capabilities` is a list of strings, `extra` a JSON object as text,
-#: `error` the sample's error (null when it did not error).
+#: `error` the sample's error (null when it did not error), `status` 'scored' or 'error'.
 SCORE_ARROW_SCHEMA = pa.schema(
     [
         ("run_hash", pa.string()),
@@ -119,6 +141,7 @@ SCORE_ARROW_SCHEMA = pa.schema(
         ("capabilities", pa.list_(pa.field("element", pa.string()))),
         ("extra", pa.string()),
         ("error", pa.string()),
+        ("status", pa.string()),
     ]
 )
 SCORE_COLUMNS: tuple[str, ...] = tuple(SCORE_ARROW_SCHEMA.names)
@@ -128,7 +151,7 @@ _SCORES_SELECT = """
     SELECT s.run_hash, s.sample_id, s.epoch,
            COALESCE(NULLIF(r.model, ''), p.model, '') AS model,
            s.metric, s.value, s.suite, s.task_family, s.task, s.level, s.setting,
-           s.capabilities, CAST(s.extra AS VARCHAR) AS extra, p.error
+           s.capabilities, CAST(s.extra AS VARCHAR) AS extra, p.error, p.status
     FROM scores s
     LEFT JOIN samples p USING (run_hash, sample_id, epoch)
     LEFT JOIN runs r USING (run_hash)
@@ -368,6 +391,20 @@ class Warehouse:
             runs.append(run)
         return runs
 
+    def add_run_logs(self, run_hash: str, paths: Sequence[str]) -> None:
+        """Record Inspect log files written for `run_hash` (idempotent)."""
+        now = _now()
+        with self._lock:
+            for path in paths:
+                self.con.execute("INSERT INTO run_logs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [run_hash, str(path), now])
+
+    def run_logs(self, run_hash: str) -> list[str]:
+        """The Inspect logs recorded for `run_hash`, oldest first."""
+        with self._lock:
+            rows = self.con.execute("SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path",
+                                    [run_hash]).fetchall()
+        return [row[0] for row in rows]
+
     # -- samples and scores ------------------------------------------------------------------
 
     def finished_keys(self, run_hash: str, *, include_errors: bool = True) -> set[tuple[str, int]]:
@@ -437,7 +474,7 @@ class Warehouse:
                 """
                 SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
                        output_tokens, suite, task_family, task, level, setting, capabilities,
-                       CAST(extra AS VARCHAR)
+                       CAST(extra AS VARCHAR), status, CAST(details AS VARCHAR)
                 FROM samples WHERE run_hash = ? ORDER BY sample_id, epoch
                 """,
                 [run_hash],
@@ -449,11 +486,12 @@ class Warehouse:
             ).fetchall()
         scores: dict[tuple[str, int], dict[str, float]] = {}
         for sample_id, epoch, metric, value in score_rows:
-            scores.setdefault((sample_id, epoch), {})[metric] = value
+            scores.setdefault((sample_id, epoch), {})[metric] = math.nan if value is None else value
         rebuilt = []
         for row in samples:
             (sample_id, epoch, model, answer, explanation, error, input_tokens, output_tokens,
-             suite, task_family, task, level, setting, capabilities, extra) = row  # fmt: skip
+             suite, task_family, task, level, setting, capabilities, extra, status,
+             details) = row  # fmt: skip
             rebuilt.append(
                 SampleResult(
                     run_hash=run_hash,
@@ -463,6 +501,8 @@ class Warehouse:
                     answer=answer,
                     explanation=explanation,
                     error=error,
+                    status=status or ("error" if error is not None else "scored"),
+                    details=json.loads(details) if details else {},
                     input_tokens=input_tokens,
                     output_tokens=output_tokens,
                     scores=scores.get((sample_id, epoch), {}),
@@ -554,6 +594,8 @@ _SAMPLES_ARROW = pa.schema(
         ("output_tokens", pa.int64()),
         *_DIMENSION_FIELDS,
         ("completed_at", pa.timestamp("us", tz="UTC")),
+        ("status", pa.string()),
+        ("details", pa.string()),  # a JSON object as text
     ]
 )
 _SCORES_ARROW = pa.schema(
@@ -571,23 +613,28 @@ def _batch_tables(
     scores: dict[str, list[Any]] = {name: [] for name in _SCORES_ARROW.names}
     for result in results:
         dims = result.dims
-        dimension_values = dims.columns()
-        key = {"run_hash": result.run_hash, "sample_id": result.sample_id, "epoch": result.epoch}
+        # text from a model or tool may hold what UTF-8 cannot encode (lone surrogates): clean it
+        dimension_values = clean_value(dims.columns())
+        key = {"run_hash": result.run_hash, "sample_id": clean_text(result.sample_id), "epoch": result.epoch}
         sample_row = {
             **key,
-            "model": result.model,
-            "answer": result.answer,
-            "explanation": result.explanation,
-            "error": result.error,
+            "model": clean_text(result.model),
+            "answer": clean_text(result.answer),
+            "explanation": clean_text(result.explanation),
+            "error": None if result.error is None else clean_text(result.error),
             "input_tokens": result.input_tokens,
             "output_tokens": result.output_tokens,
             **dimension_values,
             "completed_at": completed_at,
+            "status": result.status,
+            "details": json.dumps(clean_value(result.details), sort_keys=True, default=str),
         }
         for name, value in sample_row.items():
             samples[name].append(value)
         for metric, value in result.scores.items():
-            score_row = {**key, "metric": metric, "value": value, **dimension_values}
+            # NaN is stored as NULL: "no value" (an error, or a metric that does not apply)
+            stored = None if value is None or math.isnan(value) else value
+            score_row = {**key, "metric": clean_text(metric), "value": stored, **dimension_values}
             for name, column_value in score_row.items():
                 scores[name].append(column_value)
     return (

@@ -4,16 +4,24 @@ Each judge scores a request in [0, 1]. `rules` is the suite's deterministic offl
 other entry is an Inspect model string, run at the configured temperature (0 by default) `votes`
 times. A judge's votes are combined by the median (for 0/1 verdicts that is the majority vote of
 MapSatisfyBench section 4.2); the ensemble's score is the mean over judges (LifePlanner's SC/RP).
-A model judge whose reply has no parseable score counts as 0 and the reply is kept for review.
+
+Failures are visible, never a silent 0 and never a shrunken denominator: every vote is kept with
+its raw reply (`JudgeVerdict.votes` / `.raw`). A vote whose reply has no readable score, or whose
+call raised, is None with the reason in `.errors`. A judge with no readable vote has no score
+(it is left out of the mean and named in `.failed`); when every judge fails, `score` raises
+`JudgesFailed`, which the suites turn into an errored sample (counted in `n_errors`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from geoeval.core.text import clean_text
 
 JUDGE_PROMPT = """You are a strict evaluator. Score how well the ANSWER satisfies the RUBRIC,
 using the REFERENCE and the EVIDENCE. Reply with one line `SCORE: <number between 0 and 1>`
@@ -47,8 +55,24 @@ class JudgeRequest:
 @dataclass
 class JudgeVerdict:
     score: float
-    per_judge: dict[str, float]
-    raw: dict[str, list[str]] = field(default_factory=dict)
+    per_judge: dict[str, float]  # the judges that gave a readable score
+    raw: dict[str, list[str]] = field(default_factory=dict)  # every reply, per judge
+    votes: dict[str, list[float | None]] = field(default_factory=dict)  # None: unreadable or failed
+    errors: dict[str, list[str]] = field(default_factory=dict)  # why a vote is None
+    failed: list[str] = field(default_factory=list)  # judges without a readable vote
+
+    def record(self) -> dict[str, Any]:
+        """The verdict as JSON-ready data, for the sample's stored details."""
+        return {"score": self.score, "per_judge": self.per_judge, "votes": self.votes, "raw": self.raw,
+                "errors": self.errors, "failed": self.failed}
+
+
+class JudgesFailed(RuntimeError):
+    """Every judge of the ensemble failed: the case cannot be judged (an error, not a 0)."""
+
+    def __init__(self, message: str, verdict: JudgeVerdict) -> None:
+        super().__init__(message)
+        self.verdict = verdict
 
 
 def parse_score(text: str) -> float | None:
@@ -80,24 +104,48 @@ class JudgeEnsemble:
         return factory(name, config=GenerateConfig(temperature=self.temperature))
 
     async def score(self, request: JudgeRequest) -> JudgeVerdict:
-        per_judge: dict[str, float] = {}
-        raw: dict[str, list[str]] = {}
+        verdict = JudgeVerdict(score=math.nan, per_judge={})
         for name in self.models:
             if name == "rules":
                 if self.rules is None:
                     raise ValueError("the `rules` judge is not available for this suite")
-                per_judge[name] = float(self.rules(request))
+                try:
+                    verdict.per_judge[name] = float(self.rules(request))
+                    verdict.votes[name] = [verdict.per_judge[name]]
+                except Exception as exc:  # a broken rule is a failed judge, reported like any other
+                    verdict.votes[name] = [None]
+                    verdict.errors[name] = [f"{type(exc).__name__}: {exc}"[:500]]
+                    verdict.failed.append(name)
                 continue
-            model = self._model(name)
             prompt = JUDGE_PROMPT.format(rubric=request.rubric, reference=request.reference,
                                          evidence=request.evidence, answer=request.answer)
-            replies, votes = [], []
+            model = self._model(name)
+            replies: list[str] = []
+            votes: list[float | None] = []
+            errors: list[str] = []
             for _ in range(self.votes):
-                out = await model.generate(prompt)
-                replies.append(out.completion)
+                try:
+                    out = await model.generate(prompt)
+                except Exception as exc:  # provider failure after its retries: this vote is lost
+                    replies.append("")
+                    votes.append(None)
+                    errors.append(f"{type(exc).__name__}: {exc}"[:500])
+                    continue
+                replies.append(clean_text(out.completion or ""))
                 parsed = parse_score(out.completion)
-                votes.append(parsed if parsed is not None else 0.0)
-            per_judge[name] = combine_votes(votes)
-            raw[name] = replies
-        score = sum(per_judge.values()) / len(per_judge) if per_judge else 0.0
-        return JudgeVerdict(score=score, per_judge=per_judge, raw=raw)
+                votes.append(parsed)
+                if parsed is None:
+                    errors.append("reply has no readable `SCORE: x` in [0, 1]")
+            verdict.raw[name], verdict.votes[name] = replies, votes
+            if errors:
+                verdict.errors[name] = errors
+            readable = [v for v in votes if v is not None]
+            if readable:
+                verdict.per_judge[name] = combine_votes(readable)
+            else:
+                verdict.failed.append(name)
+        if not verdict.per_judge:
+            reasons = "; ".join(f"{n}: {(verdict.errors.get(n) or ['no vote'])[0]}" for n in verdict.failed)
+            raise JudgesFailed(f"every judge failed ({reasons})", verdict)
+        verdict.score = sum(verdict.per_judge.values()) / len(verdict.per_judge)
+        return verdict

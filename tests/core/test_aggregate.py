@@ -31,7 +31,7 @@ def r(sample_id, scores, *, level="", task="", setting="", caps=(), extra=None, 
 
 
 # Four samples. By hand:
-#   ema: 1, 0, 1, 0 (r4 errored: its 0 counts)    -> mean 0.5
+#   ema: 1, 0, 1 and r4 errored (NaN, skipped)      -> mean 2/3
 #   ds:  1, 0, 3, 0                                -> sum 4
 #   pma: only r1 (0.5) and r3 (1.0)                 -> mean 0.75
 RESULTS = [
@@ -47,9 +47,9 @@ RESULTS = [
 
 def test_aggregate_matches_hand_computed_values() -> None:
     expected = {
-        "ema": 0.5,
+        "ema": 2 / 3,
         "ema/easy": 0.5,  # r1 1, r2 0
-        "ema/hard": 0.5,  # r3 1, r4 0
+        "ema/hard": 1.0,  # r3 1; r4 errored and has no value
         "ema/A/easy": 1.0,
         "ema/B/easy": 0.0,
         "ema/A/hard": 1.0,  # r4 has no task, so no task x level key for it
@@ -89,7 +89,7 @@ def test_aggregate_matches_hand_computed_values() -> None:
 def test_sum_metrics_can_be_chosen() -> None:
     got = aggregate(RESULTS, sum_metrics=frozenset({"ema"}))
     assert got["ema"] == 2.0 and got["ema/hard"] == 1.0
-    assert got["ds"] == 1.0  # ds is now averaged: (1 + 0 + 3 + 0) / 4
+    assert got["ds"] == 4 / 3  # ds is now averaged over the scored: (1 + 0 + 3) / 3
 
 
 def test_every_key_is_a_valid_mlflow_metric_name() -> None:
@@ -126,10 +126,11 @@ def test_a_capability_listed_twice_counts_its_sample_once() -> None:
 def test_group_table_by_setting_and_level() -> None:
     rows = group_table(RESULTS, ["setting", "level"], ["ema", "ds", "pma"])
     assert rows == [
-        {"setting": "", "level": "hard", "ema": 0.0, "ds": 0.0, "pma": None, "n": 1},
-        {"setting": "map", "level": "easy", "ema": 1.0, "ds": 1.0, "pma": 0.5, "n": 1},
-        {"setting": "map", "level": "hard", "ema": 1.0, "ds": 3.0, "pma": 1.0, "n": 1},
-        {"setting": "map+edge_tab", "level": "easy", "ema": 0.0, "ds": 0.0, "pma": None, "n": 1},
+        # r4 errored: no value in any metric, and counted in n_errors (shown once any result errored)
+        {"setting": "", "level": "hard", "ema": None, "ds": None, "pma": None, "n": 1, "n_errors": 1},
+        {"setting": "map", "level": "easy", "ema": 1.0, "ds": 1.0, "pma": 0.5, "n": 1, "n_errors": 0},
+        {"setting": "map", "level": "hard", "ema": 1.0, "ds": 3.0, "pma": 1.0, "n": 1, "n_errors": 0},
+        {"setting": "map+edge_tab", "level": "easy", "ema": 0.0, "ds": 0.0, "pma": None, "n": 1, "n_errors": 0},
     ]
 
 
@@ -169,7 +170,7 @@ def test_group_table_by_extra_key_model_and_capabilities() -> None:
 
 def test_group_table_with_no_dimensions_is_one_overall_row() -> None:
     assert group_table(RESULTS, [], ["ema", "ds", "pma", "missing"]) == [
-        {"ema": 0.5, "ds": 4.0, "pma": 0.75, "missing": None, "n": 4}
+        {"ema": 2 / 3, "ds": 4.0, "pma": 0.75, "missing": None, "n": 4, "n_errors": 1}
     ]
     assert group_table([], ["level"], ["ema"]) == []
 

@@ -159,7 +159,7 @@ def test_write_per_sample_parquet_has_one_row_per_score(tmp_path: Path) -> None:
     assert table.column_names == list(SCORE_COLUMNS)
     rows = table.to_pylist()
     assert [(row["sample_id"], row["metric"], row["value"], row["error"]) for row in rows] == [
-        ("1", "ema", 0.0, "timeout"),
+        ("1", "ema", None, "timeout"),  # an error has no value, never 0
         ("2", "ema", 1.0, None),
         ("2", "pma", 0.5, None),
     ]

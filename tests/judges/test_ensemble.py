@@ -43,10 +43,38 @@ def test_votes_majority_and_mean_of_judges():
     assert len(verdict.raw["mockllm/judge"]) == 3
 
 
-def test_unparseable_judge_reply_counts_zero():
-    spec = JudgeSpec(models=["mockllm/judge"], votes=1)
-    ens = JudgeEnsemble(spec, model_factory=scripted(["no idea"]))
-    assert asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a"))).score == 0.0
+def test_an_unreadable_reply_is_no_vote_and_its_raw_text_is_kept():
+    spec = JudgeSpec(models=["mockllm/judge"], votes=3)
+    ens = JudgeEnsemble(spec, model_factory=scripted(["SCORE: 1", "no idea", "SCORE: 0.5"]))
+    verdict = asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a")))
+    # the median of the two readable votes, not of (1, 0, 0.5): an unreadable reply is not a 0
+    assert verdict.score == 0.75
+    assert verdict.votes["mockllm/judge"] == [1.0, None, 0.5]
+    assert verdict.raw["mockllm/judge"] == ["SCORE: 1", "no idea", "SCORE: 0.5"]
+    assert verdict.errors["mockllm/judge"] == ["reply has no readable `SCORE: x` in [0, 1]"]
+
+
+def test_a_failed_judge_is_left_out_of_the_mean_and_named():
+    spec = JudgeSpec(models=["rules", "mockllm/judge"], votes=1)
+    ens = JudgeEnsemble(spec, rules=lambda req: 0.25, model_factory=scripted(["unreadable"]))
+    verdict = asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a")))
+    assert verdict.score == 0.25 and verdict.per_judge == {"rules": 0.25}
+    assert verdict.failed == ["mockllm/judge"]
+
+
+def test_every_judge_failing_raises_with_the_votes():
+    from geoeval.judges.ensemble import JudgesFailed
+
+    def broken(name, config):
+        class Model:
+            async def generate(self, prompt):
+                raise ConnectionError("judge endpoint down")
+        return Model()
+
+    ens = JudgeEnsemble(JudgeSpec(models=["mockllm/judge"], votes=2), model_factory=broken)
+    with pytest.raises(JudgesFailed, match="every judge failed.*judge endpoint down") as info:
+        asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a")))
+    assert info.value.verdict.votes == {"mockllm/judge": [None, None]}
 
 
 def test_rules_judge_required_when_configured():

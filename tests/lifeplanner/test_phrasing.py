@@ -34,12 +34,12 @@ def test_rewrites_used_only_when_faithful(tmp_path):
     assert rephrase_questions(questions, model, cache=tmp_path) == out
 
 
-def test_default_config_leaves_phrasing_out_of_the_hash():
+def test_phrasing_model_is_part_of_the_run_identity():
     base = {"env": {"name": "lifeplanner_synthetic"}, "suite": {"name": "lifeplanner"},
             "model": {"name": "geoeval/oracle"}, "judge": {"models": ["rules"]},
             "metrics": {"name": "lifeplanner", "metrics": ["pr"]}, "runner": {"name": "local"},
             "tracking": {"enabled": False}}
     spec = validate_config(base)
-    assert "phrasing_model" not in spec.semantic_dict()["suite"]
+    assert spec.identity()["suite"]["phrasing_model"] is None  # shown, never hidden
     phrased = validate_config({**base, "suite": {"name": "lifeplanner", "phrasing_model": "openai/gpt-4o-mini"}})
     assert phrased.config_hash() != spec.config_hash()

@@ -228,14 +228,17 @@ def test_sc_and_rp_are_the_mean_of_the_judge_ensemble(city, city_path, cases):
     assert values["rp"] == pytest.approx(0.75)
 
 
-def test_a_failing_judge_leaves_sc_and_pr_without_a_value(city, city_path, cases):
+def test_a_case_whose_judges_all_fail_is_an_error_with_no_values(city, city_path, cases):
     case = first(cases, "trip_L2")
 
     def broken(request):
         raise RuntimeError("judge offline")
 
-    values, notes, _ = score(city, city_path, case, replaying(case), JudgeEnsemble(JudgeSpec(models=["rules"]),
-                                                                                   rules=broken))
+    values, notes, record = score(city, city_path, case, replaying(case), JudgeEnsemble(JudgeSpec(models=["rules"]),
+                                                                                        rules=broken))
     assert math.isnan(values["sc"]) and math.isnan(values["pr"]) and math.isnan(values["rp"])
     assert values["a"] == 1.0 and values["oc"] == 1.0
     assert any("SC judges failed" in n and "judge offline" in n for n in notes)
+    # the sample becomes an error (counted in n_errors), and every (failed) vote is kept
+    assert record.judge_error and "judge offline" in record.judge_error
+    assert record.judge_votes["sc"]["votes"] == {"rules": [None]}

@@ -32,7 +32,7 @@ def scores(tmp_path: Path) -> dict[str, dict[str, float]]:
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
         out: dict[str, dict[str, float]] = {}
-        for sid, metric, value in con.execute("SELECT sample_id, metric, value FROM scores").fetchall():
+        for sid, metric, value in con.execute("SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores").fetchall():
             out.setdefault(sid, {})[metric] = value
         return out
     finally:

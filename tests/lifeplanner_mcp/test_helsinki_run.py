@@ -27,7 +27,7 @@ def test_the_oracle_passes_every_helsinki_case(tmp_path):
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
-        rows = con.execute("SELECT sample_id, metric, value FROM scores").fetchall()
+        rows = con.execute("SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores").fetchall()
         families = {r[0] for r in con.execute("SELECT task_family FROM samples").fetchall()}
     finally:
         con.close()

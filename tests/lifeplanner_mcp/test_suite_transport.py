@@ -67,7 +67,7 @@ def trajectories(log_path: Path) -> dict[str, dict]:
 def scores(tmp_path: Path) -> dict[tuple[str, str], float]:
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
-        return {(sid, m): v for sid, m, v in con.execute("SELECT sample_id, metric, value FROM scores").fetchall()}
+        return {(sid, m): v for sid, m, v in con.execute("SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores").fetchall()}
     finally:
         con.close()
 

@@ -30,7 +30,7 @@ def run_dir(tmp_path_factory) -> Path:
 def test_oracle_scores_one_on_generated_instances(run_dir):
     from inspect_ai.log import read_eval_log
 
-    [log] = glob.glob(str(run_dir / "logs" / "*" / "*.eval"))
+    [log] = glob.glob(str(run_dir / "logs" / "**" / "*.eval"), recursive=True)
     samples = read_eval_log(log).samples
     assert samples is not None and len(samples) == N
     for s in samples:

@@ -24,7 +24,7 @@ def _run(tmp: Path, demo_dir: Path, model: str, *extra: str, expect: int = 10) -
         cwd=tmp, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    logs = glob.glob(str(tmp / "logs" / "*" / "*.eval"))
+    logs = glob.glob(str(tmp / "logs" / "**" / "*.eval"), recursive=True)
     assert len(logs) == 1, logs
     samples = read_eval_log(logs[0]).samples
     assert samples is not None and len(samples) == expect

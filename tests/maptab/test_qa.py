@@ -269,18 +269,29 @@ def test_qa_samples_carry_their_answer_and_token_counts(tmp_path):
 # ---------------------------------------------------------------- config
 
 
-def test_default_run_hashes_are_unchanged(tmp_path):
-    """The QA, style and scenario options must not move the hashes of configs written before them
-    (the warehouse resumes by hash)."""
+def test_the_run_identity_keeps_what_changes_results_and_only_that(tmp_path, monkeypatch):
+    """The hash moves with what a sample's result depends on (the code's scoring version, QA
+    options, style), not with how or how much is run (limit, runner, timeouts), nor with the
+    image resolution where no image is shown."""
     def h(*overrides):
         with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
             return validate_config(compose(config_name="config", overrides=list(overrides))).config_hash()
 
-    assert h() == "f230e58f49877943"
-    assert h("model=oracle") == "9d1bdf7b55c0856d"
-    assert h("+experiment=maptab_resolution_sweep", "suite.resolution=0.5", "suite.setting=map") == "a2ea042d69f31efe"  # both scenarios and mix since the issue-3 extension
+    assert h() == h("limit=5") == h("runner=ray")
+    assert h("model=openai_api") == h("model=openai_api", "model.config.max_connections=4", "model.config.timeout=30",
+                                      "model.base_url=http://127.0.0.1:1234/v1", "+model.args.api_key=sk-rotated-key")
+    assert h("model=oracle") != h()
     assert h("suite.task_family=qa", "metrics=maptab_qa") != h("metrics=maptab_qa")
     assert h("suite.style=1") != h()
+    # resolution matters where a map is shown, not for table-only settings
+    assert h("suite.resolution=0.5") != h()
+    assert h("suite.setting=edge_tab", "suite.resolution=0.5") == h("suite.setting=edge_tab")
+    # a new scoring version of the suite is a new run: no stored score is reused across it
+    from geoeval.core.registry import get_suite
+
+    before = h()
+    monkeypatch.setattr(get_suite("maptab"), "scoring_version", "test-bump")
+    assert h() != before
     # suite=maptab_qa spells the RP defaults out: as RP it is the default config
     assert h("suite=maptab_qa", "suite.task_family=rp", "suite.scenario=metromap", "suite.n_per_category=4") == h()
 

@@ -16,3 +16,8 @@ agent on cases of the 11 task × level combinations:
 
 See `README.md` in this folder for the departures from the paper and what is still to do.
 """
+
+#: The version of this suite's references, metrics and environments. It is part of the run
+#: identity and of the environment cache keys: bump it whenever any of them changes, so that no
+#: stored score or cached environment is reused across the change.
+SCORING_VERSION = "2"

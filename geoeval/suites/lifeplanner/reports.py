@@ -3,9 +3,8 @@ harness: Table 2 (PR@α in % per task × level, one row per model), Table 3 (eve
 per level), Figure 5 (exceedance curves: the share of cases scoring ≥ t) and Figure 6 (tool-call
 failures split into parameter errors, truncation and empty results).
 
-The table and curve functions are pure over `SampleResult`s; the failure split needs each
-sample's `failure_classes`, which the warehouse does not keep, so it is read from the run's
-Inspect logs (`metadata["lifeplanner"]`).
+The table and curve functions are pure over `SampleResult`s; the failure split reads each
+sample's `failure_classes` from its stored details.
 """
 
 from __future__ import annotations
@@ -84,7 +83,29 @@ def level_table(results: Sequence[Any]) -> str:
     tokens = {lvl: (None if means["input_tokens"][lvl] is None
                     else means["input_tokens"][lvl] + (means["output_tokens"][lvl] or 0.0)) for lvl in LEVELS}
     lines.append("| Token Usage (k) | " + " | ".join(_cell(tokens[lvl], 1e-3) for lvl in LEVELS) + " |")
+    for metric in JUDGED_METRICS:
+        cells = [judged_cell(results, metric, lvl) for lvl in LEVELS]
+        lines.append(f"| {metric.upper()} judged / total | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+#: Metrics that need a judge: reports show how many cases were judged beside their means.
+JUDGED_METRICS = ("sc", "rp", "pr")
+
+
+def judged_counts(results: Sequence[Any], metric: str, level: str) -> tuple[int, int]:
+    """(cases with a value of `metric`, those plus the errored cases) at `level`: an errored case
+    (e.g. every judge failed) has no value but counts in the total, so a mean over fewer judged
+    cases is never mistaken for a mean over all of them."""
+    at_level = [r for r in results if r.dims.level == level]
+    judged = sum(1 for r in at_level if r.status != "error" and _value(r, metric) is not None)
+    errored = sum(1 for r in at_level if r.status == "error")
+    return judged, judged + errored
+
+
+def judged_cell(results: Sequence[Any], metric: str, level: str) -> str:
+    judged, total = judged_counts(results, metric, level)
+    return "-" if total == 0 else f"{judged}/{total}"
 
 
 def exceedance(values: Sequence[float], thresholds: Sequence[float]) -> list[float]:
@@ -139,21 +160,11 @@ def failure_table(split: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failure_counts_from_logs(log_paths: Iterable[Path], wanted: set[tuple[str, int]] | None = None
-                             ) -> list[tuple[str, dict[str, int]]]:
-    """(level, failure classes) per sample from Inspect logs; a sample in several logs (a resumed
-    run) counts once, from the last log read."""
-    from inspect_ai.log import read_eval_log_samples
-
-    found: dict[tuple[str, int], tuple[str, dict[str, int]]] = {}
-    for path in sorted(log_paths):
-        for s in read_eval_log_samples(str(path), all_samples_required=False):
-            key = (str(s.id), int(s.epoch))
-            record = (s.metadata or {}).get("lifeplanner")
-            if record is None or (wanted is not None and key not in wanted):
-                continue
-            found[key] = (s.metadata["dims"]["level"], dict(record.get("failure_classes") or {}))
-    return [found[k] for k in sorted(found)]
+def failure_counts_from_results(results: Sequence[Any]) -> list[tuple[str, dict[str, int]]]:
+    """(level, failure classes) per sample from the results' stored details (the judging step
+    keeps them there, so Figure 6 needs no log, wherever the sample ran)."""
+    return [(r.dims.level, dict(r.details["failure_classes"])) for r in sorted(results, key=lambda r: (r.sample_id, r.epoch))
+            if "failure_classes" in (r.details or {})]
 
 
 def _plot_exceedance(curves: Mapping[str, Mapping[str, list[float]]], ts: Sequence[float], path: Path) -> Path:

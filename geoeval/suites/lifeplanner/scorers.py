@@ -16,8 +16,9 @@ A metric that Table 11 does not apply to the sample's task and level is NaN, the
 value": averages skip it (Table 3 prints "-" for OC and SC at L0). An answer off its task's schema
 scores 0 on the applicable outcome metrics (A, PIoU, RD, OC, SC, PR) and on RP, and the reason is
 the sample's explanation; IG, TE and the token counts still describe the trajectory, which exists
-whatever the answer. A judge that fails leaves its metric (and PR) without a value, with the
-failure recorded.
+whatever the answer. Every judge vote is kept with its raw reply (the sample's stored details);
+when every judge of SC or RP fails, the case cannot be judged and the sample is an error (its
+metrics NaN, counted in n_errors, retried on resume), never a PR over the judged cases only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 from geoeval.core.registry import register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
-from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest
+from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner import tools as T
 from geoeval.suites.lifeplanner.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
@@ -64,6 +65,8 @@ class SampleRecord:
     rp_judges: dict[str, float] | None = None
     tokens: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # why the scores are what they are
+    judge_votes: dict[str, Any] = field(default_factory=dict)  # per metric: every vote and raw reply
+    judge_error: str | None = None  # every judge of a metric failed: the sample is an error
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,21 +124,31 @@ async def evaluate_sample(case: dict[str, Any], messages: list[Any], db_path: st
     if "sc" in M.applicable(case["task"], case["level"]):
         rubric = SC_RUBRIC + f"Request: {case['question']}\nConstraints:\n" + "\n".join(
             f"- {c['text']}" for c in case["constraints"])
-        try:
-            verdict = await ensemble.score(JudgeRequest(rubric=rubric, answer=answer_text, reference=reference,
-                                                        evidence=_judge_evidence(city, case, parsed),
-                                                        context={**base, "metric": "sc"}))
-            record.sc_judges = dict(verdict.per_judge)
-        except Exception as exc:  # a judge failure loses the metric, not the sample
-            record.notes.append(f"SC judges failed: {type(exc).__name__}: {exc}")
-    try:
-        verdict = await ensemble.score(JudgeRequest(
-            rubric=RP_RUBRIC, answer=answer_text, reference="",
-            evidence=traj.observed_text()[:_JUDGE_EVIDENCE_CHARS], context={**base, "metric": "rp"}))
-        record.rp_judges = dict(verdict.per_judge)
-    except Exception as exc:
-        record.notes.append(f"RP judges failed: {type(exc).__name__}: {exc}")
+        request = JudgeRequest(rubric=rubric, answer=answer_text, reference=reference,
+                               evidence=_judge_evidence(city, case, parsed), context={**base, "metric": "sc"})
+        record.sc_judges = await _judge(ensemble, request, "sc", record)
+    record.rp_judges = await _judge(ensemble, JudgeRequest(
+        rubric=RP_RUBRIC, answer=answer_text, reference="",
+        evidence=traj.observed_text()[:_JUDGE_EVIDENCE_CHARS], context={**base, "metric": "rp"}), "rp", record)
     return record
+
+
+async def _judge(ensemble: JudgeEnsemble, request: JudgeRequest, metric: str,
+                 record: SampleRecord) -> dict[str, float] | None:
+    """The judges' scores for `metric`, every vote kept in `record.judge_votes`. When every judge
+    fails the case cannot be judged: `record.judge_error` makes the sample an error (counted in
+    n_errors), instead of a metric that silently drops out of the mean."""
+    try:
+        verdict = await ensemble.score(request)
+    except JudgesFailed as exc:
+        record.judge_votes[metric] = exc.verdict.record()
+        record.judge_error = f"{metric.upper()} judges failed: {exc}"
+        record.notes.append(record.judge_error)
+        return None
+    record.judge_votes[metric] = verdict.record()
+    if verdict.failed:
+        record.notes.append(f"{metric.upper()} judge(s) without a readable vote: {', '.join(verdict.failed)}")
+    return dict(verdict.per_judge)
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ from typing import Any, Literal
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, model_validator
 
+from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
@@ -87,14 +88,6 @@ class LifePlannerSuiteConfig(Strict):
     phrasing_model: str | None = Field(
         default=None, description="Inspect model that rewrites each templated query (temperature 0); null: templates only")
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_phrasing(self, handler: Any) -> dict[str, Any]:
-        # configs written before this option keep their run hash
-        data = handler(self)
-        if data.get("phrasing_model") is None:
-            data.pop("phrasing_model", None)
-        return data
-
     @model_validator(mode="after")
     def _selects_something(self) -> LifePlannerSuiteConfig:
         if not self.combinations():
@@ -117,6 +110,10 @@ class LifePlannerEnv:
 
 
 def _key(data: Any) -> str:
+    """An environment cache key: `data` plus the code that builds it (geoeval's and the suite's version)."""
+    from geoeval import __version__
+
+    data = {"data": data, "code": [__version__, SCORING_VERSION]}
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
@@ -147,6 +144,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 class LifePlannerSuite:
     name = "lifeplanner"
+    scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
     config_schema = LifePlannerSuiteConfig
     # the environment is chosen by env.name (the core validates env with the matching schema)
     env_schema = {"lifeplanner_synthetic": LifePlannerEnvConfig, "lifeplanner_osm": LifePlannerOsmEnvConfig}
@@ -220,17 +218,12 @@ class LifePlannerSuite:
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
-        classes per sample are read from the run's Inspect logs (the warehouse does not keep them)."""
-        from geoeval.suites.lifeplanner.reports import failure_counts_from_logs, write_reports
+        classes per sample come from the samples' stored details."""
+        from geoeval.suites.lifeplanner.reports import failure_counts_from_results, write_reports
 
         if not results:
             return []
-        wanted = {(r.sample_id, r.epoch) for r in results}
-        logs = sorted((Path(spec.log_dir) / results[0].run_hash).glob("*.eval"))
-        try:
-            counts = failure_counts_from_logs(logs, wanted)
-        except Exception:  # a report without Figure 6 beats a failed run after evaluation
-            counts = []
+        counts = failure_counts_from_results(results)
         return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts)
 
 

@@ -152,6 +152,7 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
     """The last step: read the finished trajectory and answer, run the judge ensemble (SC, RP)
     and record the outcome in `metadata["lifeplanner"]` for the metric functions. Judges are
     model calls, which the core scorer's synchronous metric functions cannot make."""
+    from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
     from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.judging import rules_judge
     from geoeval.suites.lifeplanner.scorers import RECORD_KEY, evaluate_sample
@@ -162,6 +163,9 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
         record = await evaluate_sample(state.metadata["case"], state.messages, db_path, ensemble, alpha=alpha,
                                        tokens=_evaluated_tokens(state))
         state.metadata[RECORD_KEY] = record.to_dict()
+        state.metadata[DETAILS_KEY] = {"judges": record.judge_votes, "failure_classes": record.failure_classes}
+        if record.judge_error:
+            state.metadata[SAMPLE_ERROR_KEY] = record.judge_error
         return state
 
     return solve

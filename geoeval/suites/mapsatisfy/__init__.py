@@ -5,3 +5,8 @@ The instance schema and loaders (`schema`), the replay sandbox (`sandbox`), the 
 (`judges`), the offline agents (`agents`) and the suite registration (`suite`, imported by
 `geoeval.suites`). See README.md.
 """
+
+#: The version of this suite's references, metrics and environments. It is part of the run
+#: identity and of the environment cache keys: bump it whenever any of them changes, so that no
+#: stored score or cached environment is reused across the change.
+SCORING_VERSION = "2"

@@ -22,6 +22,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field
 
+from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
@@ -246,6 +247,7 @@ def thinking_of(spec: Any) -> str:
 
 class MapSatisfySuite:
     name = "mapsatisfy"
+    scoring_version = SCORING_VERSION  # see geoeval/suites/mapsatisfy/__init__.py
     config_schema = MapSatisfySuiteConfig
     env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 

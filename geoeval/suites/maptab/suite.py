@@ -30,8 +30,9 @@ from typing import Any, Literal
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
-from pydantic import Field, ValidationError, field_validator, model_serializer
+from pydantic import Field, field_validator
 
+from geoeval.suites.maptab import SCORING_VERSION
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
@@ -113,12 +114,6 @@ class MapTabRealEnvConfig(Strict):
     seed: int | None = None
 
 
-# Options added after run hashes were first recorded: left out of the config dump (and so of the
-# run hash) while they hold these defaults, so that every run configured before they existed
-# keeps its hash and resumes from the warehouse.
-_OMITTED_AT_DEFAULT: dict[str, Any] = {"task_family": "rp", "qa_types": list(QA_TYPES), "style": "all"}
-
-
 class MapTabSuiteConfig(Strict):
     """`suite=maptab`."""
 
@@ -141,13 +136,23 @@ class MapTabSuiteConfig(Strict):
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
 
-    @model_serializer(mode="wrap")
-    def _omit_new_defaults(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for key, default in _OMITTED_AT_DEFAULT.items():
-            if key in data and data[key] == default:
-                del data[key]
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key, except `resolution` when no
+        selected category or QA type shows an image (the result cannot depend on it)."""
+        data = self.model_dump(mode="json")
+        if not self.shows_image():
+            data.pop("resolution")
         return data
+
+    def shows_image(self) -> bool:
+        from geoeval.suites.maptab.qa import setting_of
+
+        try:
+            settings = ({setting_of(t) for t in self.selected_qa_types()} if self.task_family == "qa"
+                        else {SETTING_OF[c] for c in self.selected_categories()})
+        except GeoevalError:
+            return True  # an empty selection is reported by validation, not here
+        return any(s.startswith("map") for s in settings)
 
     def scenarios(self) -> tuple[str, ...]:
         return SCENARIOS[self.scenario]
@@ -182,6 +187,7 @@ def _env_seed(spec: Any) -> int:
 
 class MapTabSuite:
     name = "maptab"
+    scoring_version = SCORING_VERSION  # see geoeval/suites/maptab/__init__.py
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
     env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig,

@@ -1,0 +1,50 @@
+"""Text hygiene at the boundaries: text from a model or a tool may hold anything.
+
+A reply can carry lone UTF-16 surrogates (valid JSON `"\\ud800"`), NUL and other control
+characters, bidi marks, emoji or megabytes of text. Python `str` holds all of them, but UTF-8
+encoders (Arrow, DuckDB, MLflow, JSON with `ensure_ascii=False`, sockets) refuse surrogates and
+some stores truncate at NUL. `clean_text` is applied wherever such text leaves geoeval's memory
+(warehouse, logs, tool arguments, MCP replies), so that it is stored and scored, never a crash.
+Printable text, including emoji, CJK and right-to-left marks, passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: U+FFFD stands in for what cannot be encoded (the Unicode convention for a bad code unit).
+REPLACEMENT = "\ufffd"
+
+# Lone surrogates, NUL, and the C0/C1 controls other than tab, newline and carriage return.
+_BAD = re.compile("[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def clean_text(text: str, *, max_chars: int | None = None) -> str:
+    """`text` safe for any UTF-8 store: every lone surrogate and control character other than
+    tab/newline/CR becomes U+FFFD. With `max_chars`, longer text is cut and marked with how much
+    was dropped (so a truncation is never silent)."""
+    if not isinstance(text, str):
+        text = str(text)
+    if _BAD.search(text):
+        text = _BAD.sub(REPLACEMENT, text)
+    if max_chars is not None and len(text) > max_chars:
+        dropped = len(text) - max_chars
+        text = f"{text[:max_chars]}…[{dropped} more characters cut]"
+    return text
+
+
+def is_clean(text: str) -> bool:
+    """True when `clean_text` would leave `text` unchanged (no truncation considered)."""
+    return not _BAD.search(text)
+
+
+def clean_value(value: Any) -> Any:
+    """`clean_text` applied to every string inside nested dicts, lists and tuples (keys too)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_value(k): clean_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(clean_value(v) for v in value)
+    return value
