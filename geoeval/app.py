@@ -49,11 +49,20 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str]) -> None:
         scrub_tree(out_dir / ".hydra", secrets)
 
 
+def _report_preflight(results: list) -> None:
+    """One note per endpoint that answered but not plainly (429, 5xx, a refused probe): the run
+    goes on, and the user knows why it may be slow."""
+    for r in results:
+        if r.status not in (None, 200) and r.ok:
+            print(f"[geoeval] preflight: {r.message}", file=sys.stderr)
+
+
 def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core import tracking
     from geoeval.core.job import run_job
-    from geoeval.core.reports_job import print_outcome, write_job_reports
-    from geoeval.core.secrets import collect_secret_values, redact
+    from geoeval.core.reports_job import print_outcome
+    from geoeval.core.preflight import endpoint_checks, preflight
+    from geoeval.core.secrets import collect_secret_values, env_secret_values, redact
     from geoeval.core.serving import served_model
 
     try:
@@ -62,21 +71,18 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         _fail(exc)
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True))
+    secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True)) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets)
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(
         OmegaConf.to_container(cfg, resolve=True)))))
     try:
         with served_model(spec) as spec:
-            outcome = run_job(spec, out_dir=out_dir)
+            if spec.preflight and hc.mode != RunMode.MULTIRUN:  # a sweep checks once, before job 0
+                _report_preflight(preflight(endpoint_checks(spec)))
+            outcome = run_job(spec, out_dir=out_dir, run_name=_job_label(hc),
+                              parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV))
     except GeoevalError as exc:
         _fail(exc)
-    artifacts = write_job_reports(outcome) + [out_dir / "resolved_config.yaml"]
-    if spec.tracking.enabled:
-        outcome.mlflow_run_id = tracking.log_job(
-            outcome, parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV), artifacts=artifacts + [Path(p) for p in outcome.log_paths_all],
-            run_name=_job_label(hc),
-        )
     if hc.mode == RunMode.MULTIRUN:
         point = {
             "job": hc.job.num,
@@ -111,6 +117,21 @@ def _sweep_combinations(config: DictConfig) -> list[list[str]]:
     return [list(c) for c in batches[0]] if batches else [[]]
 
 
+def sweep_metrics(points: list[dict]) -> dict[str, float]:
+    """The sweep parent's summary metrics: the jobs, the samples and errors over all of them, and
+    the mean over jobs of each overall metric every job has (the per-job values are the child
+    runs' and the sweep table's)."""
+    totals = {"sweep/jobs": float(len(points)), "sweep/failed_jobs": float(sum(1 for p in points if p.get("failed")))}
+    for key in ("n_samples", "n_scored", "n_errors"):
+        totals[f"sweep/{key}"] = float(sum((p.get("counts") or {}).get(key, 0) for p in points))
+    shared = set.intersection(*(set(k for k in p["metrics"] if "/" not in k) for p in points)) if points else set()
+    for key in sorted(shared - {"n_samples", "n_scored", "n_errors", "http_retries"}):
+        values = [p["metrics"][key] for p in points if p["metrics"][key] == p["metrics"][key]]  # skip NaN
+        if values:
+            totals[f"sweep/mean_over_jobs/{key}"] = sum(values) / len(values)
+    return totals
+
+
 class SweepCallback(Callback):
     """Validates every job of a sweep before the first one starts, opens the parent MLflow run,
     and at the end writes the sweep table and plot and logs them to the parent run."""
@@ -133,9 +154,23 @@ class SweepCallback(Callback):
             raise SystemExit(2)
         spec = specs[0]
         print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
+        from geoeval.core.preflight import endpoint_checks, preflight
+
+        served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
+        try:
+            _report_preflight(preflight([c for s in served for c in endpoint_checks(s)]))
+        except GeoevalError as exc:
+            _fail(exc)
         if spec.tracking.enabled:
-            params = {"sweep.jobs": str(len(specs)), "sweep.overrides": " ".join(config.hydra.overrides.task)}
-            run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}", params)
+            import hashlib
+
+            from geoeval.core.secrets import redact
+
+            params = {"sweep.jobs": str(len(specs)), "sweep.overrides": redact(" ".join(config.hydra.overrides.task))}
+            # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
+            sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
+            run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}",
+                                               params, sweep_hash=sweep_hash)
             os.environ[tracking.PARENT_RUN_ENV] = run_id
             self._tracking = spec.tracking
             self._experiment = spec.experiment_name
@@ -151,11 +186,12 @@ class SweepCallback(Callback):
         points = [json.loads(line) for line in points_file.read_text().splitlines() if line.strip()]
         artifacts, summary = write_sweep_reports(points, sweep_dir)
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
+        failed = [p for p in points if p.get("failed")]
         if run_id and getattr(self, "_tracking", None) is not None:
-            tracking.log_parent_artifacts(self._tracking, self._experiment, run_id, artifacts)
+            tracking.end_parent_run(self._tracking, self._experiment, run_id, metrics=sweep_metrics(points),
+                                    artifacts=artifacts, status="FAILED" if failed else "FINISHED")
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
-        failed = [p for p in points if p.get("failed")]
         if failed:
             for p in failed:
                 print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)

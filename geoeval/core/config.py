@@ -127,6 +127,9 @@ class RunSpec(Strict):
     fail_on_error: bool | int | float = 0.1
     retry_on_error: int = Field(default=1, ge=0, description="Inspect's in-run retries of an errored sample")
     retry_errors_on_resume: bool = True
+    # one small request to each configured model endpoint before any work: a dead or refusing
+    # endpoint stops the run in seconds, naming the role, the endpoint and the status
+    preflight: bool = True
     env: BaseModel
     suite: BaseModel
     model: ModelSpec
@@ -196,6 +199,7 @@ class RunSpec(Strict):
             "fail_on_error": self.fail_on_error,
             "retry_on_error": self.retry_on_error,
             "retry_errors_on_resume": self.retry_errors_on_resume,
+            "preflight": self.preflight,
             "env": self.env.model_dump(mode="json"),
             "suite": self.suite.model_dump(mode="json"),
             "model": self.model.model_dump(mode="json"),
@@ -215,7 +219,7 @@ class RunSpec(Strict):
 
 _TOP_LEVEL = {
     "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
-    "fail_on_error", "retry_on_error", "retry_errors_on_resume",
+    "fail_on_error", "retry_on_error", "retry_errors_on_resume", "preflight",
     "env", "suite", "model", "judge", "metrics", "runner", "tracking",
 }
 

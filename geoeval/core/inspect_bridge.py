@@ -21,6 +21,7 @@ from inspect_ai.hooks import Hooks, SampleEnd, hooks
 from inspect_ai.log import EvalSample
 from inspect_ai.model import GenerateConfig, Model, get_model
 
+from geoeval.core.preflight import sample_http_retries
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.text import clean_text, clean_value
 
@@ -72,6 +73,9 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         explanation = ""
         if error is None:
             error = "sample produced no score"
+    retries = sample_http_retries(sample)
+    if retries:  # shown in the progress line, and kept with the sample
+        details["http_retries"] = retries
     usage = sample.model_usage or {}
     in_tok = sum(u.input_tokens for u in usage.values())
     out_tok = sum(u.output_tokens for u in usage.values())
@@ -116,7 +120,10 @@ def build_model(spec: Any) -> Model:
 
     A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
     writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
-    settings = {k: v for k, v in spec.model.config.model_dump().items() if v is not None}
+    from geoeval.core.preflight import bounded_generate_settings
+
+    # retries are bounded whatever the config says: a failing endpoint ends in counted errors
+    settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
     args = dict(spec.model.args)
     api_key = args.pop("api_key", None)
     return get_model(

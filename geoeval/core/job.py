@@ -21,7 +21,8 @@ from tqdm import tqdm
 from geoeval.core import registry
 from geoeval.core.aggregate import aggregate
 from geoeval.core.records import SampleResult, error_counts
-from geoeval.core.secrets import redact
+from geoeval.core.secrets import collect_secret_values, redact, scrub_zip
+from geoeval.core.text import clean_text
 from geoeval.core.runner import run_samples
 from geoeval.core.warehouse import Warehouse
 
@@ -112,9 +113,31 @@ class GroupCommitWriter:
             raise self._error
 
 
-def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tracker: Any = None) -> JobOutcome:
+def _dataset_rows(samples: list[Any]) -> Any:
+    """The evaluated dataset as MLflow shows it beside the run: one row per sample, with its
+    reference and dimensions (the prompts stay in the traces and Inspect logs)."""
+    import pandas as pd
+
+    rows = []
+    for s in samples:
+        dims = (s.metadata or {}).get("dims") or {}
+        target = s.target if isinstance(s.target, str) else "\n".join(s.target or [])
+        rows.append({"sample_id": str(s.id), "target": clean_text(target, max_chars=2000),
+                     **{k: str(dims.get(k, "")) for k in ("task_family", "task", "level", "setting")}})
+    return pd.DataFrame(rows, dtype=object)
+
+
+def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, run_name: str = "run",
+            parent_run_id: str | None = None) -> JobOutcome:
+    """Run one job to the end: its MLflow run (when tracking is on) is RUNNING from the start,
+    shows progress while samples finish, and ends FINISHED, FAILED (errors past
+    `fail_on_error`, or an exception) or KILLED (interrupted)."""
+    from geoeval.core import tracking, traces
+    from geoeval.core.reports_job import write_job_reports
+
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
+    Warehouse(spec.results_db, config_key="results_db=").close()  # a bad results_db fails before any work
     env = suite.build_env(spec)
     fingerprint = getattr(env, "fingerprint", "")
     if fingerprint:  # external inputs are part of what the scores depend on
@@ -122,14 +145,49 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
     run_hash = spec.config_hash()
     out_dir = Path(out_dir or Path(spec.work_dir) / "runs" / run_hash)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.json").write_text(json.dumps(redact(spec.to_dict()), indent=2, sort_keys=True))
+    config = redact(spec.to_dict())
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
 
     samples = suite.build_samples(spec, env)
     if spec.limit:
         samples = samples[: spec.limit]
     wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
 
-    with Warehouse(spec.results_db) as wh:
+    mlflow_run = None
+    if spec.tracking.enabled:
+        mlflow_run = tracking.JobRun.start(
+            spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
+            params=tracking.flatten(config), parent_run_id=parent_run_id,
+            tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name})
+    try:
+        outcome = _evaluate(spec, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run)
+        outcome.seconds = time.time() - started
+        if mlflow_run is not None:
+            outcome.mlflow_run_id = mlflow_run.run_id
+            traces.log_dataset(spec.tracking, spec.experiment_name, mlflow_run.run_id, _dataset_rows(samples),
+                               name=f"{suite.name}-{run_hash}", digest=run_hash)
+            if spec.tracking.traces != "none":
+                traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
+                                         mode=spec.tracking.traces, cap=spec.tracking.max_traces,
+                                         dataset_name=suite.name, model=spec.model.name)
+            artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
+            resolved = out_dir / "resolved_config.yaml"
+            mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
+                              artifacts + ([resolved] if resolved.exists() else []),
+                              status="FAILED" if outcome.failed else "FINISHED")
+        else:
+            write_job_reports(outcome)
+    except BaseException as exc:
+        if mlflow_run is not None:
+            mlflow_run.finish(status=tracking.status_for_exception(exc))
+        raise
+    return outcome
+
+
+def _evaluate(spec: Any, suite: Any, env: Any, samples: list[Any], wanted: set[tuple[str, int]], run_hash: str,
+              out_dir: Path, progress: bool, mlflow_run: Any) -> JobOutcome:
+    """Resume from the warehouse, run what is left, and aggregate."""
+    with Warehouse(spec.results_db, config_key="results_db=") as wh:
         wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=redact(spec.to_dict()),
                         experiment=spec.experiment_name)
         # errored samples are not finished: a rerun retries them (unless told not to)
@@ -137,19 +195,20 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
             print(f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run", file=sys.stderr)
-        wh.set_run_status(run_hash, "running")
+        wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
         bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
-        n_errors = 0
+        n_errors = n_retries = 0
 
         def on_written(batch: list[SampleResult]) -> None:
-            nonlocal n_errors
+            nonlocal n_errors, n_retries
             n_errors += sum(1 for r in batch if r.status == "error")
-            if n_errors:
-                bar.set_postfix_str(f"errors={n_errors}", refresh=False)
+            n_retries += sum(int(r.details.get("http_retries", 0)) for r in batch)
+            if n_errors or n_retries:
+                bar.set_postfix_str(f"errors={n_errors} retries={n_retries}", refresh=False)
             bar.update(len(batch))
-            if tracker is not None:
-                tracker.progress(done=bar.n, errors=n_errors, total=len(wanted))
+            if mlflow_run is not None:
+                mlflow_run.progress(done=bar.n, errors=n_errors, total=len(wanted))
 
         writer = GroupCommitWriter(wh, on_written)
 
@@ -171,6 +230,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
             raise
         finally:
             bar.close()
+        # Inspect writes the model's base URL and args into its logs: blank any secret given in the config
+        config_secrets = collect_secret_values(spec.to_dict())
+        if config_secrets:
+            for path in log_paths:
+                if Path(path).exists():
+                    scrub_zip(path, config_secrets)
         wh.add_run_logs(run_hash, log_paths)
         results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
         counts = error_counts(results)
@@ -184,13 +249,16 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, tr
         status = "finished" if failed is None else "failed"
         wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
         log_paths_all = wh.run_logs(run_hash)
+    if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
+        mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
 
-    metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics)), **counts}
+    retries = sum(int(r.details.get("http_retries", 0)) for r in results)
+    metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics)), **counts,
+               "http_retries": float(retries)}
     outcome = JobOutcome(
         run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
         resumed=len(done), ran=len(todo), out_dir=out_dir, counts=counts, failed=failed,
     )
     outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
     outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
-    outcome.seconds = time.time() - started
     return outcome

@@ -36,7 +36,7 @@ def print_outcome(outcome: Any) -> None:
     print(f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
           f"{outcome.seconds:.1f} s)")
     print(f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
-          f"n_errors={int(counts.get('n_errors', 0))}")
+          f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}")
     if counts.get("n_errors"):
         errored = [r for r in outcome.results if r.status == "error"]
         first = errored[0].error if errored else ""

@@ -351,3 +351,35 @@ def scrub_tree(root: str | Path, secrets: Iterable[str], *, suffixes: tuple[str,
         return []
     files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
     return [p for p in files if scrub_file(p, secrets)]
+
+
+def scrub_zip(path: str | Path, secrets: Iterable[str]) -> bool:
+    """Rewrite a zip archive (an Inspect `.eval` log is one: JSON members) with `scrub_text`
+    applied to every member that is UTF-8 text, when that changes any; returns whether it did.
+    Inspect writes the model's base URL and args into its logs, so a credential given in the
+    config is blanked there after the run. Atomic, like `scrub_file`."""
+    import zipfile
+
+    path = Path(path)
+    secrets = list(secrets)
+    with zipfile.ZipFile(path) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    changed = False
+    rewritten = []
+    for info, data in members:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            rewritten.append((info, data))
+            continue
+        scrubbed = scrub_text(text, secrets)
+        changed |= scrubbed != text
+        rewritten.append((info, scrubbed.encode("utf-8")))
+    if not changed:
+        return False
+    tmp = path.with_name(f".{path.name}.scrub-{os.getpid()}")
+    with zipfile.ZipFile(tmp, "w") as archive:
+        for info, data in rewritten:
+            archive.writestr(info, data, compress_type=info.compress_type)
+    os.replace(tmp, path)
+    return True

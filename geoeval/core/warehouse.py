@@ -18,19 +18,31 @@ Rewrites replace: writing a (run_hash, sample_id, epoch) that is already stored 
 row and its whole score set (a metric missing from the new write does not linger from the old one).
 Writing the same result twice therefore leaves the file as one write would.
 
-Concurrency: DuckDB lets one process hold a file for writing. Each `Warehouse` opens its own
-connection; only the driver process writes (Ray workers return results to it). A second process
-that opens the same file gets a `GeoevalError` saying so.
+Concurrency: DuckDB lets one process hold a file open for writing, and no reader in while it
+does. So a `Warehouse` on a file holds it only for each operation: it opens a connection, runs
+one statement or one transaction (a whole commit batch of samples), and closes it, under a lock
+file beside the database (`<file>.lock`, `fcntl.flock`: exclusive for writes, shared for reads).
+Several geoeval runs can therefore write one warehouse at once (their batches interleave), and
+`geoeval results` reads it while they do; each waits at most `lock_timeout_s` for its turn. The
+cost is one open per batch (~10 ms), which the runs' group commit (one batch per ~50 ms of
+finished samples) keeps small. The other designs considered: per-run Parquet parts attached at
+read time (no lock, but every query unions many files and resume must read them all), and a
+single writer service (one more process to run and find). Only the driver writes (Ray workers
+return results to it).
 
 Every value reaches DuckDB as a bound parameter, never interpolated into SQL text.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
+import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -169,14 +181,15 @@ def _first_line(error: BaseException) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def _open_failure(path: Path, error: duckdb.Error) -> str:
-    """What to do when DuckDB cannot open `path`, by its reason."""
+def _open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
+    """What to do when DuckDB cannot open `path`, by its reason. `key` is how the user names the
+    file: `--db` (the results command) or `results_db=` (a run)."""
     message = _first_line(error)
     if "lock" in message.lower():
         return (
-            f"cannot open {path}: another process holds it ({message}). DuckDB allows one "
-            "writing process per file: wait for the run that uses it to finish, or use another "
-            "--db path"
+            f"cannot open {path}: another program holds it open ({message}). geoeval runs share "
+            f"a warehouse, but another DuckDB client keeps it locked: close that client, or point "
+            f"{key} at another file"
         )
     if "different configuration" in message:
         return (
@@ -184,54 +197,97 @@ def _open_failure(path: Path, error: duckdb.Error) -> str:
             "use that Warehouse instead"
         )
     return (
-        f"cannot open {path} as a DuckDB database ({message}): point --db at a geoeval "
+        f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval "
         "results file"
     )
 
 
+@contextmanager
+def _file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterator[None]:
+    """Hold `<path>.lock` (shared for readers, exclusive for writers) across processes, waiting at
+    most `timeout_s` for it."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        # a read-only folder (e.g. a shared results file): readers go without the lock
+        if shared:
+            yield
+            return
+        raise GeoevalError(f"cannot create {lock_path}: point {key} at a writable place") from None
+    try:
+        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+        deadline = time.monotonic() + timeout_s
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, mode)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise GeoevalError(
+                        f"{path} stayed busy for {timeout_s:g} s (another geoeval process holds its lock): "
+                        f"wait for it, or point {key} at another file") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 class Warehouse:
-    """One DuckDB results file, opened for the life of this object.
+    """One DuckDB results file.
 
     `Warehouse(path)` creates the file (and its parent folders) and the tables if missing;
-    `Warehouse(":memory:")` keeps everything in memory. `Warehouse(path, read_only=True)` opens an
-    existing file for reading only (the `geoeval results` CLI does this): statements that write
-    fail, and a missing file is a `GeoevalError`. Use it as a context manager, or call `close()`.
-    One object is safe to share between threads of one process (calls are serialised); other
-    processes must not write the same file while it is open.
+    `Warehouse(":memory:")` keeps everything in memory. `Warehouse(path, read_only=True)` reads
+    an existing file (the `geoeval results` CLI does this): a missing file is a `GeoevalError`.
+    Use it as a context manager, or call `close()`. One object is safe to share between threads
+    of one process (calls are serialised), and several processes may use one file at once (see
+    the module doc: each operation holds the file only while it runs). `config_key` is how
+    messages name the file (`--db` for the CLI, `results_db=` for a run).
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool = False, config_key: str = "--db",
+                 lock_timeout_s: float = 120.0) -> None:
         self.path = Path(path)
         self.read_only = read_only
+        self.config_key = config_key
+        self.lock_timeout_s = lock_timeout_s
         self._lock = threading.RLock()
+        self._closed = False
+        self._memory: duckdb.DuckDBPyConnection | None = None
+        self._active: duckdb.DuckDBPyConnection | None = None
         in_memory = str(path) == ":memory:"
         if read_only and not in_memory and not self.path.is_file():
             raise GeoevalError(
                 f"no results database at {self.path}: run an evaluation first, or point --db "
                 "(or GEOEVAL_DB) at an existing .duckdb file"
             )
-        if not in_memory:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(
-                ":memory:" if in_memory else str(self.path), read_only=read_only
-            )
-        except duckdb.Error as error:
-            raise GeoevalError(_open_failure(self.path, error)) from None
-        try:
-            self._prepare_schema()
-        except BaseException:
-            self.close()
-            raise
+        if in_memory:
+            self._memory = duckdb.connect(":memory:")
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise GeoevalError(f"cannot create the folder of {self.path} ({error.strerror}): "
+                                   f"point {config_key} at a writable place") from None
+            if not read_only and self.path.exists() and not os.access(self.path, os.W_OK):
+                raise GeoevalError(f"{self.path} is read-only: point {config_key} at a writable file")
+        with self._session() as con:
+            self._prepare_schema(con)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (idempotent). Later calls raise."""
+        """Release the warehouse (idempotent). Later calls raise."""
         with self._lock:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+            self._closed = True
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
 
     def __enter__(self) -> Warehouse:
         return self
@@ -243,15 +299,33 @@ class Warehouse:
         mode = "read-only" if self.read_only else "read-write"
         return f"Warehouse({str(self.path)!r}, {mode})"
 
-    @property
-    def con(self) -> duckdb.DuckDBPyConnection:
-        """The open connection (for callers that need DuckDB directly, e.g. a custom report)."""
-        if self._con is None:
-            raise RuntimeError(f"{self!r} is closed")
-        return self._con
+    @contextmanager
+    def _session(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation: the in-memory one, or a fresh connection to the file
+        under the cross-process lock, closed afterwards (so other processes get their turn)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed")
+            if self._memory is not None:
+                yield self._memory
+                return
+            if self._active is not None:  # a nested call of this thread shares the open session
+                yield self._active
+                return
+            with _file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s,
+                            key=self.config_key):
+                try:
+                    con = duckdb.connect(str(self.path), read_only=self.read_only)
+                except duckdb.Error as error:
+                    raise GeoevalError(_open_failure(self.path, error, self.config_key)) from None
+                self._active = con
+                try:
+                    yield con
+                finally:
+                    self._active = None
+                    con.close()
 
-    def _prepare_schema(self) -> None:
-        con = self.con
+    def _prepare_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         tables = {
             row[0]
             for row in con.execute(
@@ -285,10 +359,9 @@ class Warehouse:
                     f"{self.path} has schema version {version}; this geoeval needs "
                     f"{SCHEMA_VERSION}: open it once for writing (any geoeval run) to migrate it"
                 )
-            self._migrate(version)
+            self._migrate(con, version)
 
-    def _migrate(self, version: int) -> None:
-        con = self.con
+    def _migrate(self, con: duckdb.DuckDBPyConnection, version: int) -> None:
         con.begin()
         try:
             while version < SCHEMA_VERSION:
@@ -318,8 +391,8 @@ class Warehouse:
         are not, such as paths, are stored as their `str`)."""
         config_json = json.dumps(config, sort_keys=True, default=str)
         now = _now()
-        with self._lock:
-            self.con.execute(
+        with self._session() as con:
+            con.execute(
                 """
                 INSERT INTO runs (run_hash, suite, model, experiment, config_json, created_at,
                                   updated_at, status, mlflow_run_id)
@@ -337,8 +410,8 @@ class Warehouse:
     def set_run_status(self, run_hash: str, status: str, mlflow_run_id: str | None = None) -> None:
         """Set the run's status (e.g. "running", "finished", "failed"); `mlflow_run_id` is kept
         when None. The run must be registered (a `LookupError` otherwise: that is a bug)."""
-        with self._lock:
-            row = self.con.execute(
+        with self._session() as con:
+            row = con.execute(
                 """
                 UPDATE runs SET status = ?, mlflow_run_id = COALESCE(?, mlflow_run_id),
                                 updated_at = ?
@@ -370,8 +443,8 @@ class Warehouse:
             WHERE ? IS NULL OR COALESCE(r.suite, s.suite) = ?
             ORDER BY r.created_at NULLS LAST, h.run_hash
         """
-        with self._lock:
-            rows = self.con.execute(sql, [suite, suite]).fetchall()
+        with self._session() as con:
+            rows = con.execute(sql, [suite, suite]).fetchall()
         keys = (
             "run_hash",
             "suite",
@@ -394,14 +467,14 @@ class Warehouse:
     def add_run_logs(self, run_hash: str, paths: Sequence[str]) -> None:
         """Record Inspect log files written for `run_hash` (idempotent)."""
         now = _now()
-        with self._lock:
+        with self._session() as con:
             for path in paths:
-                self.con.execute("INSERT INTO run_logs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [run_hash, str(path), now])
+                con.execute("INSERT INTO run_logs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [run_hash, str(path), now])
 
     def run_logs(self, run_hash: str) -> list[str]:
         """The Inspect logs recorded for `run_hash`, oldest first."""
-        with self._lock:
-            rows = self.con.execute("SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path",
+        with self._session() as con:
+            rows = con.execute("SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path",
                                     [run_hash]).fetchall()
         return [row[0] for row in rows]
 
@@ -414,8 +487,8 @@ class Warehouse:
         sql = "SELECT sample_id, epoch FROM samples WHERE run_hash = ?"
         if not include_errors:
             sql += " AND error IS NULL"
-        with self._lock:
-            rows = self.con.execute(sql, [run_hash]).fetchall()
+        with self._session() as con:
+            rows = con.execute(sql, [run_hash]).fetchall()
         return {(sample_id, int(epoch)) for sample_id, epoch in rows}
 
     def write_results(self, results: Sequence[SampleResult]) -> None:
@@ -428,8 +501,7 @@ class Warehouse:
         if not latest:
             return
         samples, scores = _batch_tables(list(latest.values()), completed_at=_now())
-        with self._lock:
-            con = self.con
+        with self._session() as con:
             # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
             con.register("_geoeval_new_samples", samples)
             con.register("_geoeval_new_scores", scores)
@@ -450,7 +522,7 @@ class Warehouse:
                         f"INSERT INTO samples ({', '.join(_SAMPLE_TABLE_COLUMNS)}) "
                         f"SELECT {', '.join(_SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
                     )
-                    self._insert_scores()
+                    self._insert_scores(con)
                     con.commit()
                 except BaseException:
                     con.rollback()
@@ -459,9 +531,9 @@ class Warehouse:
                 con.unregister("_geoeval_new_samples")
                 con.unregister("_geoeval_new_scores")
 
-    def _insert_scores(self) -> None:
+    def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
         """The second half of `write_results`' transaction (a seam the tests break on purpose)."""
-        self.con.execute(
+        con.execute(
             f"INSERT INTO scores ({', '.join(_SCORE_TABLE_COLUMNS)}) "
             f"SELECT {', '.join(_SCORE_TABLE_COLUMNS)} FROM _geoeval_new_scores"
         )
@@ -469,8 +541,8 @@ class Warehouse:
     def results(self, run_hash: str) -> list[SampleResult]:
         """The stored results of `run_hash`, rebuilt as `SampleResult`s, ordered by
         (sample_id, epoch) (string order of sample_id). Scores keep their metric order sorted."""
-        with self._lock:
-            samples = self.con.execute(
+        with self._session() as con:
+            samples = con.execute(
                 """
                 SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
                        output_tokens, suite, task_family, task, level, setting, capabilities,
@@ -479,7 +551,7 @@ class Warehouse:
                 """,
                 [run_hash],
             ).fetchall()
-            score_rows = self.con.execute(
+            score_rows = con.execute(
                 "SELECT sample_id, epoch, metric, value FROM scores WHERE run_hash = ? "
                 "ORDER BY sample_id, epoch, metric",
                 [run_hash],
@@ -530,8 +602,8 @@ class Warehouse:
             sql += " WHERE list_contains(?, s.run_hash)"
             params.append(hashes)
         sql += " ORDER BY s.run_hash, s.sample_id, s.epoch, s.metric"
-        with self._lock:
-            cursor = self.con.execute(sql, params)
+        with self._session() as con:
+            cursor = con.execute(sql, params)
             columns = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
         frame = pd.DataFrame.from_records(rows, columns=columns)
@@ -547,8 +619,8 @@ class Warehouse:
         # COPY takes the target as text, so the path is the one non-parameter: it is ours (not
         # data from a sample) and quoted by doubling single quotes.
         target = str(out).replace("'", "''")
-        with self._lock:
-            self.con.execute(
+        with self._session() as con:
+            con.execute(
                 f"COPY ({_SCORES_SELECT} WHERE s.run_hash = ? "
                 "ORDER BY s.sample_id, s.epoch, s.metric) "
                 f"TO '{target}' (FORMAT parquet)",
@@ -562,9 +634,9 @@ class Warehouse:
         """Run one SQL statement (the `geoeval results --sql` escape hatch) and return
         (column names, rows). A statement that returns nothing gives ([], []). Bad SQL is a
         `GeoevalError` carrying DuckDB's first message line."""
-        with self._lock:
+        with self._session() as con:
             try:
-                cursor = self.con.execute(sql, list(params) if params is not None else None)
+                cursor = con.execute(sql, list(params) if params is not None else None)
                 if cursor.description is None:
                     return [], []
                 columns = [d[0] for d in cursor.description]

@@ -100,8 +100,11 @@ class JudgeEnsemble:
     def _model(self, name: str) -> Any:
         from inspect_ai.model import GenerateConfig, get_model
 
+        from geoeval.core.preflight import RETRY_DEFAULTS
+
         factory = self._model_factory or get_model
-        return factory(name, config=GenerateConfig(temperature=self.temperature))
+        # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait
+        return factory(name, config=GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS))
 
     async def score(self, request: JudgeRequest) -> JudgeVerdict:
         verdict = JudgeVerdict(score=math.nan, per_judge={})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import duckdb
@@ -100,7 +101,7 @@ def test_a_write_that_fails_midway_leaves_no_half_sample(
 ) -> None:
     wh.write_results([result("kept", scores={"ema": 1.0})])
 
-    def scores_insert_fails(self: Warehouse) -> None:
+    def scores_insert_fails(self: Warehouse, con) -> None:
         # inside the transaction: the batch's sample rows are in ("new" and the rewritten
         # "kept"), and the old scores of "kept" are already deleted
         assert self.finished_keys("run1") == {("new", 1), ("kept", 1)}
@@ -278,34 +279,56 @@ def test_opening_a_missing_or_foreign_or_newer_file_is_a_user_error(tmp_path: Pa
         Warehouse(newer)
 
 
-def test_a_second_process_cannot_open_a_file_being_written(tmp_path: Path) -> None:
-    path = tmp_path / "locked.duckdb"
+def test_processes_share_a_warehouse_and_a_reader_reads_while_they_write(tmp_path: Path) -> None:
+    path = tmp_path / "shared.duckdb"
     script = textwrap.dedent(
         f"""
-        from geoeval.core.errors import GeoevalError
+        import sys
+        from geoeval.core.records import Dimensions, SampleResult
         from geoeval.core.warehouse import Warehouse
-        try:
-            Warehouse({str(path)!r})
-        except GeoevalError as error:
-            print("GeoevalError:", error)
+        run = sys.argv[1]
+        with Warehouse({str(path)!r}, config_key="results_db=") as wh:
+            wh.register_run(run, suite="maptab", model="m", config={{}})
+            for i in range(40):
+                wh.write_results([SampleResult(run_hash=run, sample_id=str(i), scores={{"ema": 1.0}},
+                                               dims=Dimensions(suite="maptab"))])
         """
     )
-    with Warehouse(path):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parents[2],
-            timeout=60,
-        )
-    assert "GeoevalError: cannot open" in done.stdout, done.stderr
-    assert "one writing process" in done.stdout
+    with Warehouse(path) as wh:  # held open by this process the whole time
+        procs = [subprocess.Popen([sys.executable, "-c", script, f"run{i}"], cwd=Path(__file__).resolve().parents[2],
+                                  stderr=subprocess.PIPE, text=True) for i in range(3)]
+        reads = 0
+        while any(p.poll() is None for p in procs):
+            with Warehouse(path, read_only=True) as reader:  # `geoeval results` while they write
+                reader.runs()
+            reads += 1
+            time.sleep(0.05)  # a person polling `geoeval results`, not a busy loop
+        errors = [p.stderr.read() for p in procs]
+        assert all(p.returncode == 0 for p in procs), errors
+        assert reads > 0
+        counts = wh.query("SELECT run_hash, count(*) FROM samples GROUP BY 1 ORDER BY 1")[1]
+    assert counts == [("run0", 40), ("run1", 40), ("run2", 40)]  # nothing lost, nothing twice
 
 
-def test_read_only_while_this_process_writes_says_what_to_do(tmp_path: Path) -> None:
-    with Warehouse(tmp_path / "r.duckdb"):
-        with pytest.raises(GeoevalError, match="already has it open for writing"):
-            Warehouse(tmp_path / "r.duckdb", read_only=True)
+def test_another_duckdb_client_holding_the_file_names_the_config_key(tmp_path: Path) -> None:
+    path = tmp_path / "held.duckdb"
+    Warehouse(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(GeoevalError, match=r"another program holds it open.*results_db="):
+            Warehouse(path, config_key="results_db=")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_reader_sees_what_an_open_writer_of_this_process_wrote(tmp_path: Path) -> None:
+    with Warehouse(tmp_path / "r.duckdb") as wh:
+        wh.register_run("run1", suite="maptab", model="m", config={})
+        with Warehouse(tmp_path / "r.duckdb", read_only=True) as reader:
+            assert [r["run_hash"] for r in reader.runs()] == ["run1"]
 
 
 def test_in_memory_warehouse() -> None:

@@ -1,0 +1,316 @@
+"""Per-sample MLflow traces (geoeval.core.traces) from a real Inspect eval log: an agent with a
+tool, run on Inspect's mockllm, scored by a dict-valued scorer; one sample errors."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from geoeval.core import traces, tracking
+
+N_SAMPLES = 50
+ERRORED = "s1"  # its model call raises
+NAN_LENGTH = "s2"  # scored, but one metric does not apply (NaN)
+
+
+def _eval_log(log_dir: Path) -> str:
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import Score, mean, scorer
+    from inspect_ai.solver import generate, use_tools
+    from inspect_ai.tool import tool
+
+    @tool
+    def add():
+        async def execute(x: int, y: int):
+            """Add two numbers.
+
+            Args:
+                x: the first number
+                y: the second number
+            """
+            return x + y
+
+        return execute
+
+    def reply(messages, tools, tool_choice, config):
+        last = messages[-1]
+        if last.role == "user" and "explode" in last.text:
+            raise RuntimeError("model exploded")
+        if last.role == "user":  # first turn: call the tool
+            out = ModelOutput.for_tool_call("mockllm/model", "add", {"x": 2, "y": 3})
+        else:  # second turn: answer with the tool's result
+            out = ModelOutput.from_content("mockllm/model", f"The answer is {last.text}")
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)  # no tokenizer download
+        return out
+
+    @scorer(metrics=[mean()])
+    def geoeval_like():
+        async def score(state, target):
+            answer = state.output.completion
+            length = math.nan if state.sample_id == NAN_LENGTH else float(len(answer))
+            return Score(value={"correct": float(target.text in answer), "length": length}, answer=answer,
+                         explanation="target found in the answer")
+
+        return score
+
+    samples = [Sample(id=f"s{i}", input=f"add 2 and 3 ({i})" + (" explode" if f"s{i}" == ERRORED else ""), target="5",
+                      metadata={"dims": {"suite": "toy", "level": i % 3}})
+               for i in range(N_SAMPLES)]
+    task = Task(dataset=samples, solver=[use_tools(add()), generate()], scorer=geoeval_like(), name="toy")
+    model = get_model("mockllm/model", custom_outputs=reply, memoize=False)
+    [log] = inspect_eval(task, model=model, log_dir=str(log_dir), display="none", fail_on_error=False)
+    return log.location
+
+
+@pytest.fixture(scope="module")
+def eval_log(tmp_path_factory) -> str:
+    return _eval_log(tmp_path_factory.mktemp("inspect_logs"))
+
+
+@pytest.fixture(scope="module")
+def schema_db(tmp_path_factory) -> Path:
+    store = tmp_path_factory.mktemp("schema") / "mlruns"
+    tracking.client_for(spec_for(store))
+    return store / "mlflow.db"
+
+
+@pytest.fixture
+def store(tmp_path, schema_db) -> Path:
+    path = tmp_path / "mlruns"
+    path.mkdir()
+    # the backup API, not a file copy: the schema may still sit in the WAL file
+    with sqlite3.connect(schema_db) as source, sqlite3.connect(path / "mlflow.db") as copy:
+        source.backup(copy)
+    return path
+
+
+def spec_for(store: Path) -> SimpleNamespace:
+    return SimpleNamespace(tracking_uri=f"sqlite:///{store / 'mlflow.db'}", artifact_location=None, experiment_name=None)
+
+
+def open_run(store: Path, run_hash: str = "h1") -> tracking.JobRun:
+    return tracking.JobRun.start(spec_for(store), "exp", run_hash=run_hash, run_name="job", params={"a": "1"})
+
+
+def run_traces(store: Path, run: tracking.JobRun) -> dict[str, object]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=spec_for(store).tracking_uri)
+    found = client.search_traces(locations=[run.experiment_id], run_id=run.run_id, max_results=1000)
+    return {t.info.tags["geoeval.sample_id"]: t for t in found}
+
+
+def test_one_trace_per_sample_with_spans_assessments_and_run_link(store, eval_log):
+    run = open_run(store)
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None,
+                                      dataset_name="toy", model="mockllm/model")
+    assert (counts.logged, counts.skipped, counts.failed, counts.warnings) == (N_SAMPLES, 0, 0, ())
+    found = run_traces(store, run)
+    assert sorted(found) == sorted(f"s{i}" for i in range(N_SAMPLES))
+
+    trace = found["s0"]
+    assert trace.info.state.value == "OK"
+    assert trace.info.trace_metadata["mlflow.sourceRun"] == run.run_id
+    assert trace.info.client_request_id == "toy:s0:1"  # lines the sample up across runs
+    assert trace.info.tags["geoeval.status"] == "scored"
+    assert trace.info.tags["geoeval.dims.level"] == "0"
+    spans = sorted(trace.data.spans, key=lambda s: s.start_time_ns)
+    assert [(s.name, s.span_type) for s in spans] == [
+        ("sample s0", "AGENT"), ("turn 1", "LLM"), ("add", "TOOL"), ("turn 2", "LLM")]
+    root, turn1, tool_call, turn2 = spans
+    assert all(s.parent_id == root.span_id for s in (turn1, tool_call, turn2))
+    assert root.inputs == {"prompt": "add 2 and 3 (0)"}
+    assert root.outputs == {"completion": "The answer is 5"}
+    assert turn1.inputs["n_messages"] == 1
+    assert turn1.outputs["tool_calls"] == [{"function": "add", "arguments": {"x": 2, "y": 3}}]
+    assert turn1.get_attribute("mlflow.chat.tokenUsage") == {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+    assert turn2.inputs["n_messages"] == 3 and turn2.outputs["text"] == "The answer is 5"
+    assert tool_call.inputs == {"x": 2, "y": 3} and tool_call.outputs == {"result": "5"}
+    # the events' own times, not the time of logging
+    assert root.start_time_ns <= turn1.start_time_ns <= tool_call.start_time_ns <= turn2.start_time_ns <= root.end_time_ns
+    assert root.end_time_ns < time.time_ns() - 1e6
+
+    by_name = {a.name: a for a in trace.info.assessments}
+    assert set(by_name) == {"correct", "length", "expected_response"}
+    assert by_name["correct"].feedback.value == 1.0
+    assert by_name["length"].feedback.value == float(len("The answer is 5"))
+    assert by_name["correct"].source.source_type == "CODE" and by_name["correct"].source.source_id == "geoeval"
+    assert by_name["correct"].rationale == "target found in the answer"
+    assert by_name["correct"].run_id == run.run_id
+    assert by_name["expected_response"].expectation.value == "5"
+
+    from mlflow import MlflowClient
+
+    tags = MlflowClient(tracking_uri=spec_for(store).tracking_uri).get_run(run.run_id).data
+    assert tags.tags["mlflow.runType"] == "genai_evaluate"
+    assert tags.metrics["traces_logged"] == N_SAMPLES and tags.metrics["traces_skipped"] == 0
+
+
+def test_errored_sample_and_nan_metric_are_visible(store, eval_log):
+    run = open_run(store)
+    traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy")
+    found = run_traces(store, run)
+    errored = found[ERRORED]
+    assert errored.info.state.value == "ERROR"
+    assert errored.info.tags["geoeval.status"] == "error"
+    assert "model exploded" in errored.info.tags["geoeval.error"]
+    root = next(s for s in errored.data.spans if s.parent_id is None)
+    assert root.status.status_code.value == "ERROR" and "model exploded" in root.status.description
+    turn = next(s for s in errored.data.spans if s.span_type == "LLM")
+    assert turn.status.status_code.value == "ERROR"
+    assert [a.name for a in errored.info.assessments] == ["expected_response"]  # no score, no feedback
+
+    nan = {a.name: a for a in found[NAN_LENGTH].info.assessments}["length"]
+    assert nan.feedback.value is None  # never 0
+    assert nan.feedback.error.error_code == "METRIC_NOT_COMPUTED"
+
+
+def test_errors_mode_traces_only_errored_samples(store, eval_log):
+    run = open_run(store)
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="errors", cap=None,
+                                      dataset_name="toy")
+    assert (counts.logged, counts.skipped, counts.failed) == (1, 0, 0)
+    assert list(run_traces(store, run)) == [ERRORED]
+
+
+def test_cap_keeps_errors_first_and_counts_the_rest_as_skipped(store, eval_log):
+    run = open_run(store)
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=3, dataset_name="toy")
+    assert (counts.logged, counts.skipped) == (3, N_SAMPLES - 3)
+    found = run_traces(store, run)
+    assert len(found) == 3 and ERRORED in found  # the errored one first, then in log order
+    from mlflow import MlflowClient
+
+    metrics = MlflowClient(tracking_uri=spec_for(store).tracking_uri).get_run(run.run_id).data.metrics
+    assert metrics["traces_skipped"] == N_SAMPLES - 3
+
+
+def test_none_mode_logs_nothing(store, eval_log):
+    run = open_run(store)
+    assert traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="none", cap=None,
+                                    dataset_name="toy") == traces.TraceCounts()
+    assert run_traces(store, run) == {}
+
+
+def test_logging_again_keeps_one_trace_per_sample(store, eval_log):
+    """A resumed run that retries samples logs them again: their earlier traces are replaced."""
+    run = open_run(store)
+    spec = spec_for(store)
+    traces.log_sample_traces(spec, "exp", run.run_id, [eval_log], mode="errors", cap=None, dataset_name="toy")
+    first = run_traces(store, run)[ERRORED].info.trace_id
+    counts = traces.log_sample_traces(spec, "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy")
+    assert counts.logged == N_SAMPLES
+    found = run_traces(store, run)
+    assert len(found) == N_SAMPLES and found[ERRORED].info.trace_id != first
+
+
+def test_log_samples_writes_given_samples(store, eval_log):
+    """The entry point for samples already in memory (an Inspect hook), with no log to read."""
+    from inspect_ai.log import read_eval_log
+
+    run = open_run(store)
+    samples = [s for s in read_eval_log(eval_log).samples if s.id in ("s0", ERRORED)]
+    counts = traces.log_samples(spec_for(store), run.run_id, samples, dataset_name="toy")
+    assert (counts.logged, counts.failed) == (2, 0)
+    assert sorted(run_traces(store, run)) == ["s0", ERRORED]
+
+
+def test_trace_stream_logs_samples_as_they_arrive(store, eval_log):
+    from inspect_ai.log import read_eval_log
+
+    run = open_run(store)
+    samples = read_eval_log(eval_log).samples
+    stream = traces.TraceStream(spec_for(store), run.run_id, mode="all", cap=10, dataset_name="toy", window_s=0.05)
+    for sample in samples:
+        stream.put(sample)  # what an on_sample_end hook does
+    counts = stream.close()
+    assert (counts.logged, counts.skipped, counts.failed) == (10, N_SAMPLES - 10, 0)
+    assert len(run_traces(store, run)) == 10
+
+    errors_only = open_run(store, "h2")
+    stream = traces.TraceStream(spec_for(store), errors_only.run_id, mode="errors", dataset_name="toy")
+    for sample in samples:
+        stream.put(sample)
+    assert stream.close().logged == 1
+    assert list(run_traces(store, errors_only)) == [ERRORED]
+    assert traces.TraceStream(spec_for(store), "no-such-run", mode="all").close().logged == 0  # never raises
+
+
+def test_select_samples_dedupes_and_orders():
+    cand = traces._Candidate
+    logs = [cand("a", "x", 1, True), cand("a", "y", 1, False), cand("b", "x", 1, False), cand("b", "z", 1, True)]
+    chosen, skipped = traces.select_samples(logs, "all", None)
+    assert [(c.path, c.sample_id) for c in chosen] == [("a", "y"), ("b", "x"), ("b", "z")]  # x: the later log
+    assert skipped == 0
+    chosen, skipped = traces.select_samples(logs, "all", 1)
+    assert [(c.path, c.sample_id) for c in chosen] == [("b", "z")] and skipped == 2
+    assert [c.sample_id for c in traces.select_samples(logs, "errors", None)[0]] == ["z"]
+    assert traces.select_samples(logs, "none", None) == ([], 0)
+
+
+def test_bad_input_is_a_warning_never_an_exception(store, eval_log, tmp_path, capsys):
+    run = open_run(store)
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"not a zip file")
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [str(broken), str(tmp_path / "absent.eval"), eval_log],
+                                      mode="errors", cap=None, dataset_name="toy")
+    assert counts.logged == 1 and len(counts.warnings) == 2
+    assert "cannot read Inspect log" in capsys.readouterr().err
+    counts = traces.log_sample_traces(spec_for(store), "exp", "no-such-run", [eval_log], mode="all", cap=None, dataset_name="toy")
+    assert counts.logged == 0 and counts.warnings and counts.warnings[0].startswith("traces not logged")
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="some", cap=None, dataset_name="toy")
+    assert counts.logged == 0 and "unknown traces mode" in counts.warnings[0]
+
+
+def test_hostile_text_is_cleaned_and_bounded():
+    text = "a\ud800b\x00c" + "x" * 30_000
+    cleaned = traces._text(text)
+    assert cleaned.startswith("a\ufffdb\ufffdc") and cleaned.endswith("more characters cut]")
+    assert len(cleaned) < traces.FIELD_CHARS + 50
+    deep: object = "leaf"
+    for _ in range(50):
+        deep = {"k": [deep]}
+    clipped = traces._clip({"args": deep, "n": float("nan"), "big": list(range(1000)), "\ud800": 1})
+    assert clipped["n"] == "nan" and len(clipped["big"]) == traces.MAX_LIST_ITEMS + 1
+    assert "\ufffd" in clipped
+    import json
+
+    json.dumps(clipped).encode("utf-8")  # storable
+
+
+def test_log_dataset_is_an_evaluation_input(store):
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    run = open_run(store)
+    # object columns can hold what arrow-backed strings refuse (a lone surrogate)
+    rows = pd.DataFrame({"sample_id": ["s0", "s1"], "input": ["add 2 and 3", "bad \ud800 text"], "target": ["5", "5"]},
+                        dtype=object)
+    traces.log_dataset(spec_for(store), "exp", run.run_id, rows, name="toy", digest="abc123")
+    inputs = MlflowClient(tracking_uri=spec_for(store).tracking_uri).get_run(run.run_id).inputs.dataset_inputs
+    assert len(inputs) == 1
+    assert inputs[0].dataset.name == "toy" and inputs[0].dataset.digest == "abc123"
+    assert {t.key: t.value for t in inputs[0].tags} == {"mlflow.data.context": "evaluation"}
+
+
+def test_cost_per_sample(store, eval_log, capsys):
+    """The cost that `tracking.traces=all` adds per sample (reported; the bound is loose on purpose:
+    CI machines are shared)."""
+    import inspect_ai.log  # noqa: F401  (already loaded in a real job)
+
+    run = open_run(store)
+    began = time.perf_counter()
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy")
+    per_sample_ms = 1000 * (time.perf_counter() - began) / N_SAMPLES
+    assert counts.logged == N_SAMPLES
+    with capsys.disabled():
+        print(f"\n[traces] log_sample_traces: {per_sample_ms:.1f} ms per sample ({N_SAMPLES} samples, 4 spans, 3 assessments each)")
+    assert per_sample_ms < 250
