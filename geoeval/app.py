@@ -62,7 +62,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core.job import run_job
     from geoeval.core.reports_job import print_outcome
     from geoeval.core.preflight import endpoint_checks, preflight
-    from geoeval.core.secrets import collect_secret_values, env_secret_values, redact
+    from geoeval.core.secrets import collect_secret_values, env_secret_values, redact, scrub_text
     from geoeval.core.serving import served_model
 
     try:
@@ -79,7 +79,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         with served_model(spec) as spec:
             if spec.preflight and hc.mode != RunMode.MULTIRUN:  # a sweep checks once, before job 0
                 _report_preflight(preflight(endpoint_checks(spec)))
-            outcome = run_job(spec, out_dir=out_dir, run_name=_job_label(hc),
+            outcome = run_job(spec, out_dir=out_dir, run_name=scrub_text(_job_label(hc), secrets),
                               parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV))
     except GeoevalError as exc:
         _fail(exc)
@@ -164,9 +164,11 @@ class SweepCallback(Callback):
         if spec.tracking.enabled:
             import hashlib
 
-            from geoeval.core.secrets import redact
+            from geoeval.core.secrets import collect_secret_values, scrub_text
 
-            params = {"sweep.jobs": str(len(specs)), "sweep.overrides": redact(" ".join(config.hydra.overrides.task))}
+            secrets = set().union(*(collect_secret_values(s.to_dict()) for s in specs))
+            params = {"sweep.jobs": str(len(specs)),
+                      "sweep.overrides": scrub_text(" ".join(config.hydra.overrides.task), secrets)}
             # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
             sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
             run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}",

@@ -160,8 +160,19 @@ def _probe_request(endpoint: Endpoint) -> urllib.request.Request:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    return urllib.request.Request(f"{endpoint.base_url.rstrip('/')}/chat/completions", data=body,
-                                  headers=headers, method="POST")
+    url = f"{endpoint.base_url.rstrip('/')}/chat/completions"
+    parts = urllib.parse.urlsplit(url)
+    if "@" in parts.netloc:
+        # urllib cannot send `user:password@host`: the credentials go as HTTP basic auth, as
+        # httpx (the providers' client) sends them
+        import base64
+
+        userinfo, host = parts.netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()).decode()
+        headers.setdefault("Authorization", f"Basic {token}")
+        url = urllib.parse.urlunsplit(parts._replace(netloc=host))
+    return urllib.request.Request(url, data=body, headers=headers, method="POST")
 
 
 def _quote_body(raw: bytes, api_key: str | None) -> str:
