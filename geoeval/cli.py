@@ -2,6 +2,8 @@
 
 - `geoeval [hydra overrides]` runs an evaluation (same as `python -m geoeval`);
 - `geoeval results ...` prints leaderboards from the warehouse;
+- `geoeval compare A B ...` compares two runs on their common samples (paired intervals and tests);
+- `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
   `env_cli.main(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
@@ -19,6 +21,14 @@ def main(argv: list[str] | None = None) -> int | None:
         from geoeval.core.results_cli import main as results_main
 
         return results_main(args[1:])
+    if args and args[0] == "compare":
+        from geoeval.core.compare_cli import main as compare_main
+
+        return compare_main(args[1:])
+    if args and args[0] == "data":
+        from geoeval.core.data_cli import main as data_main
+
+        return data_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
     if args and args[0] == "env":

@@ -115,6 +115,50 @@ def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[st
             _STATE.sink = None
 
 
+def clean_model_output(output: Any) -> Any:
+    """A provider's `ModelOutput` (or `(ModelOutput, ModelCall)`) made safe for Inspect's own
+    logging, in place: lone surrogates and control characters in the text, the tool calls'
+    names and arguments and the raw call record become U+FFFD, and over-deep argument nesting is
+    cut. Without it one `"\\ud800"` in a reply fails Inspect's sample log and with it the whole eval."""
+    from geoeval.core.text import nesting_depth
+
+    result, call = (output if isinstance(output, tuple) else (output, None))
+    for choice in getattr(result, "choices", None) or []:
+        message = choice.message
+        if isinstance(message.content, str):
+            message.content = clean_text(message.content)
+        else:
+            for part in message.content or []:
+                for attr in ("text", "reasoning", "refusal"):
+                    if isinstance(getattr(part, attr, None), str):
+                        setattr(part, attr, clean_text(getattr(part, attr)))
+        for tool_call in message.tool_calls or []:
+            tool_call.function = clean_text(tool_call.function)
+            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments) > 64:
+                tool_call.arguments = clean_value(tool_call.arguments, max_depth=64)
+            if tool_call.parse_error:
+                tool_call.parse_error = clean_text(tool_call.parse_error)
+    if call is not None:
+        call.request = clean_value(call.request)
+        call.response = clean_value(call.response) if call.response is not None else None
+    return output
+
+
+def is_clean_value(value: Any) -> bool:
+    return clean_value(value) == value
+
+
+def _with_clean_output(api: Any) -> None:
+    """Wrap one provider instance's `generate` with `clean_model_output` (the seam between the
+    provider and Inspect's Model, which records the reply as soon as `generate` returns)."""
+    generate = api.generate
+
+    async def clean_generate(*args: Any, **kwargs: Any) -> Any:
+        return clean_model_output(await generate(*args, **kwargs))
+
+    api.generate = clean_generate
+
+
 def build_model(spec: Any) -> Model:
     """The evaluated model from `model=`: any Inspect model string with its generate settings.
 
@@ -126,7 +170,7 @@ def build_model(spec: Any) -> Model:
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
     args = dict(spec.model.args)
     api_key = args.pop("api_key", None)
-    return get_model(
+    model = get_model(
         spec.model.name,
         config=GenerateConfig(**settings),
         base_url=spec.model.base_url,
@@ -134,6 +178,8 @@ def build_model(spec: Any) -> Model:
         memoize=False,
         **args,
     )
+    _with_clean_output(model.api)
+    return model
 
 
 def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, metric_names: list[str],

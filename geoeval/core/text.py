@@ -39,12 +39,41 @@ def is_clean(text: str) -> bool:
     return not _BAD.search(text)
 
 
-def clean_value(value: Any) -> Any:
-    """`clean_text` applied to every string inside nested dicts, lists and tuples (keys too)."""
+#: Nesting deeper than this is cut: pydantic and Inspect's own models fail past ~255 levels, and
+#: recursion over hostile input must stay bounded.
+MAX_DEPTH = 100
+TOO_DEEP = "[nested too deep: cut]"
+
+
+def clean_value(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
+    """`clean_text` applied to every string inside nested dicts, lists and tuples (keys too);
+    anything nested deeper than `max_depth` is replaced by `TOO_DEEP`."""
+    return _clean(value, max_depth)
+
+
+def _clean(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return clean_text(value)
+    if isinstance(value, (dict, list, tuple)) and depth <= 0:
+        return TOO_DEEP
     if isinstance(value, dict):
-        return {clean_value(k): clean_value(v) for k, v in value.items()}
+        return {_clean(k, depth - 1): _clean(v, depth - 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(clean_value(v) for v in value)
+        return type(value)(_clean(v, depth - 1) for v in value)
     return value
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """How deeply `value` nests dicts and lists (a scalar is 0), counted without recursion and
+    at most to `limit` (so a hostile value costs no more than that)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list, tuple)):
+            if depth + 1 >= limit:
+                return limit
+            deepest = max(deepest, depth + 1)
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return deepest

@@ -1,18 +1,25 @@
 """`python -m geoeval.mcp <suite> --db <file> [--transport stdio|http] [--host H --port N]
-[--toolset standard|data_engine] [--seed S]`: serve a suite's agent tools over MCP.
+[--token T] [--toolset standard|data_engine] [--seed S]`: serve a suite's agent tools over MCP.
 
-Errors a user can make (unknown suite, missing database, bad option) end with one line on
-stderr and exit status 2; nothing is written to stdout, which belongs to the stdio transport.
+HTTP binds 127.0.0.1 by default. Any other address needs a token (`GEOEVAL_MCP_TOKEN`, or
+`--token`, which other local users can read in `ps`); with a token every HTTP request must carry
+`Authorization: Bearer <token>` (see `geoeval.mcp.security`). stdio needs no token.
+
+Errors a user can make (unknown suite, missing database, bad option, a public address without a
+token) end with one line on stderr and exit status 2; nothing is written to stdout, which belongs
+to the stdio transport.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
 from geoeval.mcp import SUITES
+from geoeval.mcp.security import TOKEN_ENV, bind_refusal, token_problem
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--token", default=None,
+                   help=f"bearer token every HTTP request must carry (default: ${TOKEN_ENV}); required to bind "
+                        "beyond loopback")
     p.add_argument("--toolset", choices=("standard", "data_engine"), default="standard")
     p.add_argument("--seed", type=int, default=0, help="seed of sample_place (data engine)")
     return p
@@ -38,10 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.port < 65536:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    if args.transport == "http":
+        problem = token_problem(token) if token is not None else bind_refusal(args.host, token)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     module = importlib.import_module(SUITES[args.suite])
     try:
         module.serve(args.db, transport=args.transport, toolset=args.toolset, host=args.host, port=args.port,
-                     seed=args.seed)
+                     seed=args.seed, token=token if args.transport == "http" else None)
     except KeyboardInterrupt:
         pass
     return 0

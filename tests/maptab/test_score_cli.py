@@ -198,6 +198,120 @@ def test_bad_input_file_is_one_error_line_and_exit_2(tmp_path, capsys, content, 
     assert not out.exists()  # nothing is written when any input is bad
 
 
+# Files that cannot be scored at all: written as raw bytes, so that what reaches the reader is
+# exactly the hostile text (json.dumps would escape it).
+ITEM_JSON = json.dumps(metro_item(ROUTE))
+BAD_FILES = {
+    "deeply nested": ("[" * 100_000 + "]" * 100_000).encode(),  # past Python's recursion limit
+    "nested inside an item": f'[{ITEM_JSON[:-1]}, "notes": {"[" * 40}{"]" * 40}}}]'.encode(),
+    "raw NUL byte": f"[{ITEM_JSON}]\x00".encode(),
+    "raw NUL inside a string": '[{"response": "Alpha\x00Park"}]'.encode(),
+    "raw surrogate bytes": b'[{"response": "Alpha \xed\xa0\x80 Park"}]',  # CESU-8 of U+D800: not UTF-8
+    "integer of 5000 digits": f"[{'7' * 5000}]".encode(),
+    "huge string, not a list": json.dumps("A-B" * 400_000).encode(),
+    "number, not a list": b"42",
+    "null, not a list": b"null",
+    "empty file": b"",
+    "truncated": f"[{ITEM_JSON}".encode(),
+}
+BAD_FILE_REASONS = {
+    "deeply nested": "nested deeper than 32 levels", "nested inside an item": "nested deeper than 32 levels",
+    "raw NUL byte": "not valid JSON (Extra data", "raw NUL inside a string": "Invalid control character",
+    "raw surrogate bytes": "not UTF-8 text", "integer of 5000 digits": "Exceeds the limit (4300 digits)",
+    "huge string, not a list": "got a JSON string", "number, not a list": "got a JSON number",
+    "null, not a list": "got a JSON null", "empty file": "not valid JSON (Expecting value",
+    "truncated": "not valid JSON",
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_FILES))
+def test_hostile_file_is_one_error_line_and_exit_2(tmp_path, capsys, kind):
+    path = tmp_path / "results.json"
+    path.write_bytes(BAD_FILES[kind])
+    out = tmp_path / "scored.json"
+    rc = main([str(path), "--output", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert captured.out == ""
+    err = captured.err.splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"geoeval: error: {path}: ") and BAD_FILE_REASONS[kind] in err[0]
+    assert len(err[0]) < 300  # the file's content is never echoed whole
+    assert not out.exists()
+
+
+def test_a_directory_and_a_file_over_the_size_bound_are_errors(tmp_path, capsys, monkeypatch):
+    from geoeval.suites.maptab import score_cli
+
+    out = tmp_path / "scored.json"
+    assert main([str(tmp_path), "--output", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"geoeval: error: {tmp_path}: is a directory, not a results file"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps([metro_item(ROUTE)]), "utf-8")
+    monkeypatch.setattr(score_cli, "MAX_FILE_BYTES", 100)
+    assert main([str(path), "--output", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"geoeval: error: {path}: ") and "larger than" in err[0]
+
+
+def test_hostile_text_inside_a_valid_item_is_cleaned_and_scored(tmp_path, capsys):
+    """Lone surrogates and control characters inside an otherwise valid item are not an error: they
+    become U+FFFD, the item is scored as cleaned and a warning names the field."""
+    items = [
+        # a lone surrogate at the end of the last station: "Echo Square\ufffd" vs "Echo Square",
+        # ratio 2*11/23 >= 0.5, so still an exact match (Medium + Hard = 5)
+        metro_item(ROUTE + "\ud800"),
+        # NUL and ESC inside the first station: "Alpha\ufffdPark\ufffd" still matches "Alpha Park"
+        metro_item("Alpha\x00Park\x1b" + ROUTE[len("Alpha Park"):]),
+        # a response that is nothing but a surrogate pair written as two lone halves in reverse
+        metro_item("\udc00\ud800"),
+        # hostile text in another field is cleaned too; the response is right
+        metro_item(ROUTE, question="Which route?\ud83d"),
+        # emoji, CJK and right-to-left marks are ordinary text: kept as they are, no warning
+        metro_item(ROUTE.replace("Alpha Park", "Alpha Park \U0001F687\u200f")),
+    ]
+    path = tmp_path / "results.json"
+    # ensure_ascii (the default) writes the surrogates as valid JSON escapes such as "\ud800"
+    path.write_text(json.dumps(items), "utf-8")
+    out = tmp_path / "scored.json"
+    rc = main([str(path), "--output", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0
+    scored = json.loads(out.read_text("utf-8"))  # strict UTF-8: the output holds no surrogates
+    assert [fields(it) for it in scored] == [(1, 1.0, 5), (1, 1.0, 5), (0, 0.0, 5), (1, 1.0, 5), (1, 1.0, 5)]
+    assert scored[0]["response"] == ROUTE + "\ufffd"
+    assert scored[1]["response"].startswith("Alpha\ufffdPark\ufffd-")
+    assert scored[2]["response"] == "\ufffd\ufffd" and scored[2]["parsed_route"] == "\ufffd\ufffd"
+    assert scored[3]["question"] == "Which route?\ufffd"
+    assert scored[4]["response"] == items[4]["response"]
+    warnings = captured.err.splitlines()
+    assert warnings == [
+        f"geoeval: warning: {path}: item {i}: lone surrogates or control characters in '{field}' replaced by "
+        "U+FFFD; scored as cleaned"
+        for i, field in ((0, "response"), (1, "response"), (2, "response"), (3, "question"))]
+
+
+def test_huge_and_ill_typed_responses_are_scored(tmp_path, capsys):
+    items = [
+        metro_item("x" * 1_000_000),  # 1 MB, no hyphen: one station that matches nothing
+        metro_item("Alpha Park-" * 100_000),  # 100,000 stations: no reference has that length
+        # a list: scored as its text "['Alpha Park', 'Echo Square']", one station whose ratio to
+        # "alpha park" is 2*10/39 >= 0.5: PMA 1/5
+        metro_item(["Alpha Park", "Echo Square"]),
+        metro_item(12345),
+        metro_item(ROUTE, Map_Difficulty={"level": "Hard"}, Query_Difficulty="Q" * 10_000),
+    ]
+    rc, scored, captured = run(tmp_path, items, capsys)
+    assert rc == 0
+    assert [fields(it) for it in scored] == [(0, 0.0, 5), (0, 0.2, 5), (0, 0.2, 5), (0, 0.0, 5), (1, 1.0, 0)]
+    assert scored[2]["parsed_route"] == "['Alpha Park', 'Echo Square']" and scored[3]["parsed_route"] == "12345"
+    warnings = captured.err.splitlines()
+    assert len(warnings) == 3
+    assert "item 2: 'response' is a JSON list, not a route string: scored as its text" in warnings[0]
+    assert "item 3: 'response' is a JSON number" in warnings[1]
+    assert "item 4: difficulty {'level': 'Hard'}/'QQQ" in warnings[2] and len(warnings[2]) < 300
+
+
 def test_missing_arguments_exit_2(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["results.json"])  # no --output

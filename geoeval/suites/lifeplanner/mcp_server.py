@@ -13,6 +13,14 @@ The server does not re-declare the tools. It builds the Inspect tools of `tools.
   `ToolResult.text()`; a parameter error (`ToolError`) becomes an MCP error result whose text is
   the error message, which Inspect's MCP client turns back into the same `ToolError`.
 
+Every message gets a reply, whatever it holds (issue 8): both transports read JSON with the
+standard library and clean every string before the SDK sees it (`geoeval.mcp.hygiene`: lone
+surrogates, NUL and control characters become U+FFFD; too deep, too long or not JSON is answered
+with a JSON-RPC error carrying the request's id); `tools/call` checks the tool name and the
+argument names itself; a tool answers a result or a parameter error; a bug in a tool is an error
+result, one line. Bound beyond loopback, HTTP needs a token, and then every request must carry
+`Authorization: Bearer <token>` (`geoeval.mcp.security`).
+
 Client: `mcp_agent_tools(db_path, transport)` returns an Inspect `ToolSource` that a task can
 use in place of `agent_tools(db_path)`. It wraps Inspect's own MCP client (`mcp_tools`) so that
 the transcript is the in-process one: a tool result is the plain text (not a one-item content
@@ -36,6 +44,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from geoeval.core.text import clean_text, clean_value
+from geoeval.mcp.security import TOKEN_ENV
 from geoeval.suites.lifeplanner.tools import ToolResult, agent_tools, data_engine_tools, record_call
 
 TOOLSETS = ("standard", "data_engine")
@@ -75,7 +85,12 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
                         input_schema=d.parameters.model_dump(exclude_none=True)) for d in defs.values()]
 
     def error(message: str) -> types.CallToolResult:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+        text = " ".join(clean_text(message).splitlines())  # an MCP error result is one line, always encodable
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+    def names(items: list[str]) -> str:
+        shown = ", ".join(" ".join(n[:40].split()) for n in items[:10])
+        return shown + (f" (and {len(items) - 10} more)" if len(items) > 10 else "")
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=specs)
@@ -83,13 +98,13 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         d = defs.get(params.name)
         if d is None:
-            return error(f"Unknown tool '{params.name[:60]}'. Available tools: {', '.join(defs)}.")
+            return error(f"Unknown tool '{' '.join(params.name[:60].split())}'. Available tools: {', '.join(defs)}.")
         args = dict(params.arguments or {})
         # Inspect's client checks these against the schema before calling; other MCP clients may not,
         # and a Python TypeError would say nothing useful to an agent.
         unknown = sorted(set(args) - set(d.parameters.properties))
         if unknown:
-            return error(f"Unknown parameter(s) for {d.name}: {', '.join(u[:40] for u in unknown)}. "
+            return error(f"Unknown parameter(s) for {d.name}: {names(unknown)}. "
                          f"Parameters: {', '.join(d.parameters.properties)}.")
         missing = [p for p in d.parameters.required if p not in args]
         if missing:
@@ -100,33 +115,50 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
             return error(exc.message)
         except Exception as exc:  # a bug in a tool: tell the client, keep serving
             logger.exception("tool %s failed", d.name)
-            return error(f"Internal error in {d.name}: {type(exc).__name__}: {exc}")
+            return error(f"Internal error in {d.name}: {type(exc).__name__}: {str(exc)[:200]}")
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
     return Server(SERVER_NAME, version="1", instructions=f"LifePlanner {toolset} tools over {Path(db_path).name}",
                   on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
+def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The ASGI app of the streamable HTTP transport: bodies cleaned (`CleanJSONBodyMiddleware`)
+    and, with a token, every request checked for `Authorization: Bearer <token>` first. Refuses
+    (ValueError) a non-loopback `host` without a token."""
+    from geoeval.mcp.hygiene import CleanJSONBodyMiddleware
+    from geoeval.mcp.security import BearerTokenMiddleware, bind_refusal
+
+    refusal = bind_refusal(host, token)
+    if refusal:
+        raise ValueError(refusal)
+    app = CleanJSONBodyMiddleware(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host), HTTP_PATH)
+    return BearerTokenMiddleware(app, token) if token else app
+
+
 def serve(db_path: str | Path, *, transport: str = "stdio", toolset: str = "standard", host: str = "127.0.0.1",
-          port: int = 8765, seed: int = 0) -> None:
-    """Run the server until stdin closes (stdio) or the process is stopped (http)."""
+          port: int = 8765, seed: int = 0, token: str | None = None) -> None:
+    """Run the server until stdin closes (stdio) or the process is stopped (http). `token`
+    (http only): the bearer token every request must carry; required beyond loopback."""
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}.")
     server = build_server(db_path, toolset=toolset, seed=seed)
     if transport == "stdio":
         import anyio
-        from mcp.server.stdio import stdio_server
+
+        from geoeval.mcp.hygiene import stdio_transport
 
         async def main() -> None:
-            async with stdio_server() as (read, write):
+            async with stdio_transport() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(main)
     else:
         import uvicorn
 
-        app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
-        print(f"LifePlanner MCP ({toolset}) at http://{host}:{port}{HTTP_PATH}", file=sys.stderr, flush=True)
+        app = http_app(server, host=host, token=token)
+        print(f"LifePlanner MCP ({toolset}) at http://{host}:{port}{HTTP_PATH}"
+              f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
@@ -140,11 +172,14 @@ def server_command(db_path: str | Path, *, transport: str = "stdio", toolset: st
     return cmd
 
 
-def _repo_env() -> dict[str, str]:
-    """Environment for a server subprocess: geoeval importable even when run from elsewhere."""
+def _repo_env(token: str | None = None) -> dict[str, str]:
+    """Environment for a server subprocess: geoeval importable even when run from elsewhere; the
+    token (if any) in `GEOEVAL_MCP_TOKEN`, never on the command line, and none inherited."""
     root = str(Path(__file__).resolve().parents[3])
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    if token:
+        env[TOKEN_ENV] = token
     return env
 
 
@@ -156,13 +191,14 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 @contextlib.contextmanager
 def http_server(db_path: str | Path, *, toolset: str = "standard", host: str = "127.0.0.1",
-                port: int | None = None, seed: int = 0, startup_timeout: float = 30.0) -> Iterator[str]:
+                port: int | None = None, seed: int = 0, token: str | None = None,
+                startup_timeout: float = 30.0) -> Iterator[str]:
     """Start the HTTP server in a subprocess, wait until it accepts connections, yield its URL,
-    and stop it on exit."""
+    and stop it on exit. With `token`, requests must carry `Authorization: Bearer <token>`."""
     port = port or free_port(host)
     proc = subprocess.Popen(server_command(db_path, transport="http", toolset=toolset, host=host, port=port,
                                            seed=seed),
-                            env=_repo_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=_repo_env(token), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
@@ -231,7 +267,8 @@ def _recording_tool(mcp_tool: Any, toolset: str) -> Any:
         # the in-process wrapper logs its arguments with Python defaults filled in; the schema has them
         arguments = {**defaults, **kwargs}
         try:
-            text = _result_text(await mcp_tool(**kwargs))
+            # cleaned as the in-process tool cleans them; a lone surrogate would not even encode as JSON
+            text = _result_text(await mcp_tool(**clean_value(kwargs)))
         except Exception as exc:
             # without a held connection Inspect opens one per call, inside a task group, so the
             # ToolError can arrive wrapped in an exception group
@@ -270,7 +307,8 @@ def _tool_source_class() -> type:
 
 
 def mcp_agent_tools(db_path: str | Path, transport: Literal["stdio", "http"] = "stdio", *,
-                    toolset: str = "standard", url: str | None = None, seed: int = 0) -> list[Any]:
+                    toolset: str = "standard", url: str | None = None, seed: int = 0,
+                    token: str | None = None) -> list[Any]:
     """Inspect tool sources reaching the LifePlanner tools through MCP, usable wherever
     `agent_tools(db_path)` (toolset `standard`) or `data_engine_tools(db_path, seed=seed)`
     (`data_engine`) is.
@@ -278,7 +316,8 @@ def mcp_agent_tools(db_path: str | Path, transport: Literal["stdio", "http"] = "
     `stdio` starts `python -m geoeval.mcp lifeplanner --db ...` per connection: one per sample when
     the agent loop runs inside `inspect_ai.tool.mcp_connection(tools)` (as `react()` does),
     otherwise one per tool call (correct, but about a second each). `http` connects to a running server at `url` (start one with
-    `python -m geoeval.mcp lifeplanner --db ... --transport http`, or `http_server(...)`)."""
+    `python -m geoeval.mcp lifeplanner --db ... --transport http`, or `http_server(...)`), sending
+    `Authorization: Bearer <token>` when `token` (default: `$GEOEVAL_MCP_TOKEN`) is set."""
     from inspect_ai.tool import mcp_server_http, mcp_server_stdio
 
     if toolset not in TOOLSETS:
@@ -291,7 +330,9 @@ def mcp_agent_tools(db_path: str | Path, transport: Literal["stdio", "http"] = "
     elif transport == "http":
         if not url:
             raise ValueError("transport 'http' needs the url of a running server (e.g. http://127.0.0.1:8765/mcp).")
-        server = mcp_server_http(name=f"{SERVER_NAME}-{toolset}", url=url)
+        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        server = mcp_server_http(name=f"{SERVER_NAME}-{toolset}", url=url, headers=headers)
     else:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}.")
     return [_tool_source_class()(server, toolset)]

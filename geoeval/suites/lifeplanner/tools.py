@@ -20,16 +20,25 @@ data-engine tools can. No tool returns coordinates or the ground-truth tables.
 
 Every value an agent supplies reaches SQL as a bound parameter. SQL text is assembled only from
 constant fragments, whose number depends on list lengths, never on their content.
+
+Hostile input (issue 8): an agent may send any JSON, and a tool answers with a result or a
+parameter error, never an exception. Before a tool reads its arguments, `_tool` rejects values
+nested deeper than `MAX_ARGUMENT_DEPTH` and cleans every string (`geoeval.core.text.clean_value`:
+lone surrogates, NUL and other control characters become U+FFFD, which DuckDB and JSON can carry
+and which matches nothing); long text, long lists and wrong types are parameter errors; a value
+quoted in an error message is cut short and kept on one line (`_quote`, `_brief`).
 """
 
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import json
 import math
 import os
 import re
+import reprlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +48,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from geoeval.core.text import clean_text, clean_value
 from geoeval.suites.lifeplanner.environment import ACCESS_SPEED, VEHICLES
 
 FAILURE_CLASSES = ("ok", "parameter_error", "truncated", "empty")
@@ -56,6 +66,11 @@ MAX_STOPS = 8
 MAX_PERMUTATIONS = 5040
 MAX_SAMPLES = 50
 MAX_AVOID = 200
+# Inspect's own bound on tool-call arguments (MAX_TOOL_CALL_ARGUMENTS_DEPTH); no parameter needs more than 2.
+MAX_ARGUMENT_DEPTH = 100
+MAX_CENTER_CHARS = 2000  # a route object as JSON text is < 200 characters
+MAX_RAW_LIST_ITEMS = 1000  # keyword lists before de-duplication
+MAX_LOGGED_TEXT = 1000  # characters of one argument string kept in the tool log
 
 
 @dataclass(frozen=True)
@@ -84,11 +99,18 @@ def _error(message: str) -> ToolResult:
 
 
 def _tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
-    """Turn `ToolParameterError` into a parameter_error result; other exceptions are bugs."""
+    """Check and clean the agent's arguments (see the module docstring), then run `fn`; a
+    `ToolParameterError` becomes a parameter_error result; other exceptions are bugs."""
+    signature = inspect.signature(fn)
 
     def wrapper(*args: Any, **kwargs: Any) -> ToolResult:
+        bound = signature.bind(*args, **kwargs)  # a TypeError here is the caller's bug, not the agent's
         try:
-            return fn(*args, **kwargs)
+            for name, value in list(bound.arguments.items())[1:]:  # [0] is the city
+                if nesting_depth(value, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+                    raise ToolParameterError(f"{name} is nested more than {MAX_ARGUMENT_DEPTH} levels deep.")
+                bound.arguments[name] = clean_value(value)
+            return fn(*bound.args, **bound.kwargs)
         except ToolParameterError as exc:
             return _error(str(exc))
 
@@ -101,6 +123,41 @@ def _tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
 # --------------------------------------------------------------------------------------------
 # Argument checking (what an agent may send: anything JSON can carry)
 # --------------------------------------------------------------------------------------------
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deeply lists, tuples and dicts nest in `value` (a scalar is 0), counted without
+    recursion (a hostile value may be deeper than Python's stack) and stopped once past `limit`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, (list, tuple)):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+# Characters that end a line (str.splitlines) other than those clean_text already replaces.
+_LINE_BREAKS = re.compile("[\n\r\x85\u2028\u2029]")
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlevel = 40, 40, 2
+
+
+def _quote(text: str, limit: int = 40) -> str:
+    """`text` as quoted in an error message: cleaned, at most `limit` characters, on one line."""
+    return _LINE_BREAKS.sub(" ", clean_text(text[:limit]))
+
+
+def _brief(value: Any) -> str:
+    """A short one-line repr of any value (strings, lists, dicts of any size or depth)."""
+    return _LINE_BREAKS.sub(" ", clean_text(_BRIEF.repr(value)))
 
 
 def _text(name: str, value: Any, *, required: bool = False) -> str:
@@ -127,9 +184,9 @@ def _number(name: str, value: Any, lo: float | None = None, hi: float | None = N
         try:
             value = float(value.strip())
         except ValueError:
-            raise ToolParameterError(f"{name} must be a number, got '{value[:40]}'.") from None
+            raise ToolParameterError(f"{name} must be a number, got '{_quote(value)}'.") from None
     if not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise ToolParameterError(f"{name} must be a finite number, got {value!r:.40}.")
+        raise ToolParameterError(f"{name} must be a finite number, got {_brief(value)}.")
     value = float(value)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         raise ToolParameterError(f"{name} must be between {lo:g} and {hi:g}, got {value:g}.")
@@ -146,6 +203,8 @@ def _text_list(name: str, value: Any) -> list[str]:
         items = list(value)
     else:
         raise ToolParameterError(f"{name} must be a list of strings, got {type(value).__name__}.")
+    if len(items) > MAX_RAW_LIST_ITEMS:
+        raise ToolParameterError(f"{name}: too many keywords ({len(items)}, at most {MAX_LIST_ITEMS}).")
     out: list[str] = []
     for item in items:
         if not isinstance(item, str):
@@ -155,15 +214,15 @@ def _text_list(name: str, value: Any) -> list[str]:
             raise ToolParameterError(f"{name}: keyword too long ({len(item)} characters, at most 100).")
         if item and item.lower() not in out:
             out.append(item.lower())
-    if len(out) > MAX_LIST_ITEMS:
-        raise ToolParameterError(f"{name}: too many keywords ({len(out)}, at most {MAX_LIST_ITEMS}).")
+            if len(out) > MAX_LIST_ITEMS:  # stop here: the membership test above is linear in len(out)
+                raise ToolParameterError(f"{name}: too many keywords (more than {MAX_LIST_ITEMS}).")
     return out
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in choices:
         allowed = ", ".join(f"'{c}'" for c in choices)
-        raise ToolParameterError(f"{name} must be one of {allowed}, got {value!r:.40}.")
+        raise ToolParameterError(f"{name} must be one of {allowed}, got {_brief(value)}.")
     return value.strip().lower()
 
 
@@ -270,7 +329,7 @@ def _place(city: City, name: str, value: Any) -> int:
     idx = city.place_index.get(pid)
     if idx is None:
         raise ToolParameterError(
-            f"{name} '{pid[:40]}' was not found. Use a place_id returned by place_search or nearby_search.")
+            f"{name} '{_quote(pid)}' was not found. Use a place_id returned by place_search or nearby_search.")
     return idx
 
 
@@ -563,7 +622,7 @@ def _avoid_ids(city: City, value: Any) -> frozenset[int]:
         if isinstance(item, str) and item.strip().lstrip("-").isdigit():
             item = int(item.strip())
         if isinstance(item, bool) or not isinstance(item, int) and not (isinstance(item, float) and item.is_integer()):
-            raise ToolParameterError(f"avoid_way_ids must contain integer way ids, got {item!r:.40}.")
+            raise ToolParameterError(f"avoid_way_ids must contain integer way ids, got {_brief(item)}.")
         out.add(int(item))
     unknown = sorted(g for g in out if g not in city.way_name)
     if unknown:
@@ -616,6 +675,8 @@ def multi_stop_routing(city: City, stop_ids: Any, start_id: Any = None, end_id: 
     break on the order of `stop_ids`. Data engine only."""
     if not isinstance(stop_ids, (list, tuple)):
         raise ToolParameterError("stop_ids must be a list of place_ids.")
+    if len(stop_ids) > MAX_STOPS:  # before resolving them: a list may be very long
+        raise ToolParameterError(f"stop_ids must list between 2 and {MAX_STOPS} places, got {len(stop_ids)}.")
     idx = [_place(city, "stop_ids", s) for s in stop_ids]
     if len(set(idx)) != len(idx):
         raise ToolParameterError("stop_ids contains the same place more than once.")
@@ -698,17 +759,22 @@ def _point_polyline_distance(points: np.ndarray, line: np.ndarray) -> np.ndarray
 def _center(city: City, center: Any) -> tuple[str, Any]:
     """('place', index) or ('route', (a, b, vehicle, mode))."""
     if isinstance(center, str) and center.strip().startswith("{"):
+        if len(center) > MAX_CENTER_CHARS:
+            raise ToolParameterError(f"center is too long ({len(center)} characters, at most {MAX_CENTER_CHARS}).")
         try:
             center = json.loads(center)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # RecursionError: "{" nested past Python's stack
             raise ToolParameterError("center looks like a route object but is not valid JSON.") from None
+        if nesting_depth(center, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+            raise ToolParameterError(f"center is nested more than {MAX_ARGUMENT_DEPTH} levels deep.")
+        center = clean_value(center)
     if isinstance(center, str):
         return "place", _place(city, "center", center)
     if isinstance(center, dict):
         extra = sorted(set(center) - {"start", "end", "vehicle", "mode"})
         if extra:
-            raise ToolParameterError(f"center route object has unknown keys {extra}; expected 'start', 'end', "
-                                     "'vehicle'.")
+            raise ToolParameterError(f"center route object has unknown keys {_brief(extra)}; expected 'start', "
+                                     "'end', 'vehicle'.")
         a = _place(city, "center.start", center.get("start"))
         b = _place(city, "center.end", center.get("end"))
         if a == b:
@@ -1021,7 +1087,7 @@ def note_detail(city: City, note_id: Any) -> ToolResult:
     cols = ", ".join(_NOTE_SQL[f] for f in NOTE_FULL)
     row = city.cursor().execute(f"SELECT {cols} FROM notes WHERE note_id = ?", [nid]).fetchone()
     if row is None:
-        raise ToolParameterError(f"note_id '{nid[:40]}' was not found. Use a note_id returned by search_notes.")
+        raise ToolParameterError(f"note_id '{_quote(nid)}' was not found. Use a note_id returned by search_notes.")
     rec = _record(NOTE_FULL, row)
     rec["comments"] = _comments(city, [nid])[nid]
     return ToolResult(rec, "ok")
@@ -1108,6 +1174,27 @@ DATA_ENGINE_SCHEMA: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+def loggable(value: Any, depth: int = 0) -> Any:
+    """`value` as the tool log keeps it: strings cleaned and cut at `MAX_LOGGED_TEXT` characters,
+    lists cut at 50 items and nesting at 8 levels (marked), so that any argument can be stored."""
+    if isinstance(value, str):
+        return clean_text(value, max_chars=MAX_LOGGED_TEXT)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    if depth >= 8:
+        return "…[nested deeper than 8 levels]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {loggable(str(k), depth + 1): loggable(v, depth + 1) for k, v in items[:50]}
+        if len(items) > 50:
+            out["…"] = f"[{len(items) - 50} more keys cut]"
+        return out
+    out_list = [loggable(v, depth + 1) for v in value[:50]]
+    if len(value) > 50:
+        out_list.append(f"…[{len(value) - 50} more items cut]")
+    return out_list
+
+
 def record_call(tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
     """Append the call and its failure class to the sample store (for Figure 6)."""
     try:
@@ -1115,7 +1202,7 @@ def record_call(tool: str, arguments: dict[str, Any], result: ToolResult) -> Non
 
         s = store()
         log = list(s.get(TOOL_LOG_KEY, []))
-        log.append({"tool": tool, "arguments": {k: v for k, v in arguments.items() if v is not None},
+        log.append({"tool": tool, "arguments": {k: loggable(v) for k, v in arguments.items() if v is not None},
                     "failure_class": result.failure_class})
         s.set(TOOL_LOG_KEY, log)
     except Exception:  # no sample context (direct use): nothing to record into
@@ -1128,7 +1215,7 @@ def _run(db_path: str, tool: str, arguments: dict[str, Any], call: Callable[[Cit
     result = call(open_city(db_path))
     record_call(tool, arguments, result)
     if result.failure_class == "parameter_error":
-        raise ToolError(result.payload["error"])
+        raise ToolError(" ".join(result.payload["error"].splitlines()))  # messages are one line already
     return result.text()
 
 

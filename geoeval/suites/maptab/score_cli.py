@@ -22,10 +22,24 @@ The items are written back, in input order, with those fields added, to `--outpu
 `<output stem>.summary.json`, as the authors write `<output>.summary.json`. The averages and the DS
 total are printed, split by scenario (told apart by the item keys) when the files mix them.
 
-Bad input: a file that cannot be read as a JSON list stops the command with one error line and
-exit status 2. Inside a good file, an entry that is not a JSON object is reported and left out; an
-item the evaluator can still score (no response, no usable references, an unknown difficulty) is
-scored as the authors' evaluator scores it (0 where it must) and reported on stderr.
+Bad input. The line between a bad *file* and a bad *item*:
+
+* A file that cannot be read as a JSON list of items stops the command, before anything is
+  scored or written, with exactly one line `geoeval: error: <file>: <what is wrong>` on stderr and
+  exit status 2: missing, a directory, unreadable, larger than 256 MiB, not UTF-8 (raw bytes of a
+  surrogate or of another encoding), not JSON (raw NUL or control bytes outside a string, an
+  integer of more than 4300 digits, truncated text), nested deeper than 32 levels (items are 3
+  deep: list > item > routes), or JSON of another shape than a list (an object, a string however
+  long, a number).
+* Inside a good file an item is scored, never fatal. Text the evaluator cannot store (lone UTF-16
+  surrogates such as `"\ud800"`, NUL and other control characters, in `response` or any other
+  field) is replaced by U+FFFD (`geoeval.core.text.clean_text`) and the item is scored as cleaned,
+  with a warning naming the fields; a replaced character never matches a station, so a response
+  scores as if that character were a typo. A `response` that is not a string (a number, a list) is
+  scored as its text, with a warning; a huge response is scored like any other. An entry that is
+  not a JSON object is reported and left out; an item the evaluator can still score (no response,
+  no usable references, an unknown difficulty) is scored as the authors' evaluator scores it (0
+  where it must) and reported on stderr.
 """
 
 from __future__ import annotations
@@ -33,22 +47,64 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import reprlib
 import sys
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.text import clean_text, clean_value, is_clean
 from geoeval.suites.maptab import metrics
 from geoeval.suites.maptab.authors_format import scenario_of_item
 
 PROG = "geoeval score maptab"
 ADDED_FIELDS = ("parsed_route", "all_acc", "part_acc", "Difficulty_score")
+# The authors' test sets are a few MB at most; a bound keeps a wrong file from exhausting memory.
+MAX_FILE_BYTES = 256 * 2**20
+# Items are 3 levels deep (list > item > routes); the bound stops a hostile file before str() or
+# json.dumps of its values can recurse past Python's limit.
+MAX_NESTING = 32
+
+# Values quoted in warnings: short, one line, whatever their size or type.
+_BRIEF = reprlib.Repr()
+_BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlevel = 60, 60, 2
 
 
 class InputError(Exception):
     """A results file that cannot be scored at all."""
 
 
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type."""
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return names.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _nesting_depth(value: Any, limit: int) -> int:
+    """How deeply lists and objects nest in `value` (a scalar is 0), counted without recursion and
+    stopped once past `limit`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _read_results(path: Path) -> list[Any]:
+    """The entries of one results file, or InputError saying in one line why the file is unusable."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if path.is_file() and size > MAX_FILE_BYTES:
+        raise InputError(f"{path}: {size} bytes, larger than the {MAX_FILE_BYTES // 2**20} MiB a results file may be")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -63,9 +119,39 @@ def _read_results(path: Path) -> list[Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested deeper than {MAX_NESTING} levels (test-set items are 3 deep)") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        reason = " ".join(str(exc).split(";")[0].split())[:120]
+        raise InputError(f"{path}: not valid JSON ({reason})") from None
+    if _nesting_depth(data, MAX_NESTING) > MAX_NESTING:
+        raise InputError(f"{path}: JSON nested deeper than {MAX_NESTING} levels (test-set items are 3 deep)")
     if not isinstance(data, list):
-        raise InputError(f"{path}: expected a JSON list of test-set items, got a JSON {type(data).__name__}")
+        raise InputError(f"{path}: expected a JSON list of test-set items, got a JSON {_json_type(data)}")
     return data
+
+
+def _has_unclean_text(value: Any) -> bool:
+    """Whether a string anywhere in `value` (keys included) holds a lone surrogate or a control
+    character that `clean_text` would replace."""
+    if isinstance(value, str):
+        return not is_clean(value)
+    if isinstance(value, dict):
+        return any(_has_unclean_text(k) or _has_unclean_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_unclean_text(v) for v in value)
+    return False
+
+
+def clean_item(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`item` with every string cleaned (lone surrogates and control characters -> U+FFFD), and the
+    problems to report: which fields held such text."""
+    dirty = [k for k, v in item.items() if _has_unclean_text(k) or _has_unclean_text(v)]
+    if not dirty:
+        return item, []
+    names = ", ".join(_BRIEF.repr(clean_text(k)) for k in dirty[:5]) + (", ..." if len(dirty) > 5 else "")
+    return clean_value(item), [f"lone surrogates or control characters in {names} replaced by U+FFFD; "
+                               "scored as cleaned"]
 
 
 def _tagged_route(value: Any) -> str:
@@ -83,8 +169,10 @@ def _tagged_route(value: Any) -> str:
 def _response(item: dict[str, Any]) -> tuple[str, str | None]:
     """(the route string to score, a problem note or None), as the authors pick the response."""
     response = item.get("response")
+    if isinstance(response, str):
+        return response, None
     if response is not None:
-        return str(response), None
+        return str(response), f"'response' is a JSON {_json_type(response)}, not a route string: scored as its text"
     if "raw_response" not in item:
         return "", "no 'response' (nor 'raw_response'): scored 0"
     raw = item.get("raw_response")
@@ -102,7 +190,7 @@ def score_item(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     routes = item.get("routes")
     if not isinstance(routes, list) or not routes or not all(isinstance(r, str) for r in routes):
         # the authors' evaluator would find no reference (or crash on non-strings): no match
-        problems.append(f"'routes' is not a non-empty list of route strings (got {routes!r:.80}): scored 0")
+        problems.append(f"'routes' is not a non-empty list of route strings (got {_BRIEF.repr(routes)}): scored 0")
         routes = []
     predicted = metrics.split_route(response)
     exact = int(metrics.ema(response, routes, transfer_rule=True)) if routes else 0
@@ -111,7 +199,8 @@ def score_item(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     query_level = item.get("Query_Difficulty", item.get("query_difficulty", ""))
     weight = metrics.difficulty_weight(map_level, query_level)
     if weight == 0:
-        problems.append(f"difficulty {map_level!r}/{query_level!r} is not Easy/Medium/Hard: Difficulty_score 0")
+        problems.append(f"difficulty {_BRIEF.repr(map_level)}/{_BRIEF.repr(query_level)} is not Easy/Medium/Hard: "
+                        "Difficulty_score 0")
     scored = dict(item)
     scored.update({"parsed_route": "-".join(predicted), "all_acc": exact, "part_acc": partial,
                    "Difficulty_score": weight})
@@ -129,6 +218,11 @@ def summarize(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _shown(path: Path) -> str:
+    """A path as text any stream takes (a file name of undecodable bytes holds surrogates)."""
+    return clean_text(str(path))
+
+
 def score_files(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
     """(scored items of every file in order, summary, problem lines). Raises InputError for a file
     that is not a JSON list."""
@@ -140,19 +234,20 @@ def score_files(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]
     for path, entries in loaded:
         scored_file = []
         for i, entry in enumerate(entries):
-            where = f"{path}: item {i}"
+            where = f"{_shown(path)}: item {i}"
             if not isinstance(entry, dict):
                 problems.append(f"{where}: not a JSON object ({type(entry).__name__}); left out")
                 continue
+            entry, text_problems = clean_item(entry)
             scored, item_problems = score_item(entry)
-            problems.extend(f"{where}: {p}" for p in item_problems)
+            problems.extend(f"{where}: {p}" for p in text_problems + item_problems)
             scenario = scenario_of_item(entry)
             if scenario is None:
                 problems.append(f"{where}: keys name no scenario (station_1/station_2 or spot_1/spot_2); "
                                 "counted as 'unknown'")
             by_scenario.setdefault(scenario or "unknown", []).append(scored)
             scored_file.append(scored)
-        per_file[str(path)] = summarize(scored_file)
+        per_file[_shown(path)] = summarize(scored_file)
         scored_all.extend(scored_file)
     summary = summarize(scored_all)
     summary["by_scenario"] = {k: summarize(v) for k, v in sorted(by_scenario.items())}
@@ -174,6 +269,11 @@ def _table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _one_line(text: str) -> str:
+    """`text` cleaned and on one line (a path or a value may hold line breaks)."""
+    return " ".join(clean_text(text).splitlines())
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -191,10 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         scored, summary, problems = score_files(list(args.results))
     except InputError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"geoeval: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     for line in problems:
-        print(f"{PROG}: warning: {line}", file=sys.stderr)
+        print(f"geoeval: warning: {_one_line(line)}", file=sys.stderr)
     output: Path = args.output
     summary_path = output.with_name(output.stem + ".summary.json")
     try:
@@ -203,10 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         summary_path.write_text(json.dumps({**summary, "problems": problems}, ensure_ascii=False, indent=2),
                                 encoding="utf-8")
     except OSError as exc:
-        print(f"{PROG}: error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"geoeval: error: cannot write {_shown(output)}: {_one_line(str(exc.strerror or exc))}", file=sys.stderr)
         return 2
     print(_table(summary))
-    print(f"scored {summary['count']} item(s) -> {output} (summary: {summary_path.name})")
+    print(f"scored {summary['count']} item(s) -> {_shown(output)} (summary: {clean_text(summary_path.name)})")
     return 0
 
 
