@@ -79,10 +79,7 @@ def ensure_ray(spec: Any) -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = spec.runner.address
-    # Ray keeps a runtime env in its control store, readable through the dashboard and state API:
-    # only non-secret variables travel there; secrets go with each task call (`worker_secrets`)
-    env_vars = {k: v for k, v in worker_env().items() if not is_secret_key(k)}
-    runtime_env = {"env_vars": env_vars} if env_vars else None
+    runtime_env = worker_runtime_env()
     if address is None:
         # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
         os.environ.pop("RAY_ADDRESS", None)
@@ -124,6 +121,14 @@ def worker_env() -> dict[str, str]:
     `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models)."""
     return {k: v for k, v in os.environ.items()
             if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))}
+
+
+def worker_runtime_env() -> dict[str, Any] | None:
+    """The runtime env given to Ray. Ray keeps it in its control store, readable through the
+    dashboard and the state API, so only non-secret variables travel there; secrets go with each
+    task call (`worker_secrets`)."""
+    env_vars = {k: v for k, v in worker_env().items() if not is_secret_key(k)}
+    return {"env_vars": env_vars} if env_vars else None
 
 
 def worker_secrets() -> dict[str, str]:
