@@ -97,6 +97,9 @@ class RunnerSpec(Strict):
     max_retries: int = Field(default=2, ge=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
     max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
+    env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
+                                "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
+    ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
 
 
 class TrackingSpec(Strict):

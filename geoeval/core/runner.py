@@ -69,17 +69,25 @@ def _ray_temp_dir(spec: Any) -> str:
     return tempfile.mkdtemp(prefix="geoeval-ray-")
 
 
+_CONNECTED: dict[str, Any] = {}  # the address this process's Ray is connected to ("local" for its own)
+
+
 def ensure_ray(spec: Any) -> None:
-    """Start a local Ray, or connect to `runner.address`, once per process. An unreachable
-    cluster gives one clear error after `runner.connect_timeout_s` instead of retrying forever."""
+    """Start a local Ray, or connect to `runner.address`. A job whose address differs from the
+    one this process is connected to (a sweep over clusters) reconnects: each job honours its own
+    `runner.address`. An unreachable cluster gives one clear error after
+    `runner.connect_timeout_s` instead of retrying forever."""
     import ray
 
+    address = spec.runner.address
+    wanted = address or "local"
     if ray.is_initialized():
-        return
+        if _CONNECTED.get("address", wanted) == wanted:
+            return
+        ray.shutdown()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    address = spec.runner.address
-    runtime_env = worker_runtime_env()
+    runtime_env = worker_runtime_env(spec)
     if address is None:
         # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
         os.environ.pop("RAY_ADDRESS", None)
@@ -91,7 +99,13 @@ def ensure_ray(spec: Any) -> None:
             runtime_env=runtime_env,
             configure_logging=False,
         )
+        _CONNECTED["address"] = wanted
         return
+    _warn_about_loopback_endpoints(spec)
+    if spec.runner.ship_code:
+        from geoeval.core.cluster import shipped_modules
+
+        runtime_env = {**(runtime_env or {}), "py_modules": shipped_modules()}
 
     failure: list[BaseException] = []
 
@@ -110,31 +124,49 @@ def ensure_ray(spec: Any) -> None:
             f"Cannot reach the Ray cluster at runner.address={address!r} ({why}). "
             "Start the cluster, fix the address, or use runner.address=null for a local Ray."
         )
+    _CONNECTED["address"] = wanted
+
+
+def _warn_about_loopback_endpoints(spec: Any) -> None:
+    """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
+    from urllib.parse import urlsplit
+
+    urls = [("model.base_url", spec.model.base_url)] + [(k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")]
+    for key, url in urls:
+        host = (urlsplit(url).hostname or "") if url else ""
+        if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
+            print(f"[geoeval] warning: {key}={url} is a loopback address: on a cluster each worker reaches "
+                  "its own machine there, not the driver's; use an address the workers can reach", file=sys.stderr)
 
 
 _WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
 
 
-def worker_env() -> dict[str, str]:
+def worker_env(spec: Any = None) -> dict[str, str]:
     """The driver's environment variables that the shards need: geoeval's, Inspect's and the
     providers' (keys and base URLs: `OPENAI_*`, `ANTHROPIC_*`, and `<SERVICE>_API_KEY` /
-    `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models)."""
+    `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models), plus `runner.env_vars` (names, or
+    prefixes ending in `*`)."""
+    extra = list(getattr(getattr(spec, "runner", None), "env_vars", None) or [])
+    names = {e for e in extra if not e.endswith("*")}
+    prefixes = tuple(e[:-1] for e in extra if e.endswith("*"))
     return {k: v for k, v in os.environ.items()
-            if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))}
+            if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))
+            or k in names or (prefixes and k.startswith(prefixes))}
 
 
-def worker_runtime_env() -> dict[str, Any] | None:
+def worker_runtime_env(spec: Any = None) -> dict[str, Any] | None:
     """The runtime env given to Ray. Ray keeps it in its control store, readable through the
     dashboard and the state API, so only non-secret variables travel there; secrets go with each
     task call (`worker_secrets`)."""
-    env_vars = {k: v for k, v in worker_env().items() if not is_secret_key(k)}
+    env_vars = {k: v for k, v in worker_env(spec).items() if not is_secret_key(k)}
     return {"env_vars": env_vars} if env_vars else None
 
 
-def worker_secrets() -> dict[str, str]:
+def worker_secrets(spec: Any = None) -> dict[str, str]:
     """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
     worker's environment for that shard only, and never put in Ray's runtime env."""
-    return {k: v for k, v in worker_env().items() if is_secret_key(k)}
+    return {k: v for k, v in worker_env(spec).items() if is_secret_key(k)}
 
 
 def _remote_shard_fn():
@@ -142,9 +174,15 @@ def _remote_shard_fn():
 
     @ray.remote(num_cpus=1, max_retries=0)
     def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str,
-                         secrets: dict[str, str] | None = None) -> list[str]:
+                         secrets: dict[str, str] | None = None, job: dict[str, Any] | None = None) -> list[Any]:
         # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+        from geoeval.core import cluster
+
+        job = job or {}
+        if job.get("code"):
+            cluster.check_code(job["code"])
+        env = cluster.localize_env(env, job.get("env_pack"))
         before = {k: os.environ.get(k) for k in secrets or {}}
         os.environ.update(secrets or {})
         from geoeval.core.inspect_bridge import run_shard
@@ -153,7 +191,8 @@ def _remote_shard_fn():
             queue.put(result.model_dump(mode="json"))
 
         try:
-            return run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+            paths = run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+            return cluster.logs_for_driver(paths, job.get("driver_node"))
         finally:  # the worker's own environment, as it was
             for key, value in before.items():
                 if value is None:
@@ -164,9 +203,26 @@ def _remote_shard_fn():
     return run_shard_remote
 
 
+def _job_context(spec: Any, env: Any) -> dict[str, Any]:
+    """What every shard of this job gets besides its samples: the driver's code digest and node,
+    and (for a cluster) the environment's files in the object store, fetched only by a node that
+    lacks them (`cluster.localize_env`)."""
+    import ray
+
+    from geoeval.core import cluster
+
+    context: dict[str, Any] = {"code": cluster.code_digest(), "driver_node": ray.get_runtime_context().get_node_id()}
+    if spec.runner.address is not None:
+        packed = cluster.pack_env(env)
+        context["env_pack"] = [ray.put(packed)] if packed is not None else None
+    return context
+
+
 def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
     import ray
     from ray.util.queue import Empty, Queue
+
+    from geoeval.core.cluster import receive_logs
 
     if not samples:
         return []
@@ -176,8 +232,9 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
     shards = shard_samples(samples, spec.runner.num_workers)
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}
-    secrets = worker_secrets()
-    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets): i for i, shard in enumerate(shards)}
+    secrets = worker_secrets(spec)
+    job = _job_context(spec, env)
+    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i for i, shard in enumerate(shards)}
     log_paths: list[str] = []
 
     def drain() -> None:
@@ -200,21 +257,24 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
         for ref in ready:
             i = pending.pop(ref)
             try:
-                log_paths.extend(ray.get(ref))
+                log_paths.extend(receive_logs(ray.get(ref), log_dir))
             except Exception as exc:
                 drain()
                 attempts[i] += 1
                 left = [s for s in shards[i] if any((str(s.id), e) not in received for e in range(1, spec.epochs + 1))]
+                # the worker's traceback, on the driver (Ray's error text carries it)
+                print(f"[geoeval] shard {i} failed:\n{_indent(str(exc))}", file=sys.stderr)
                 if attempts[i] > spec.runner.max_retries:
                     raise GeoevalError(
                         f"Shard {i} failed {attempts[i]} time(s) (runner.max_retries={spec.runner.max_retries}); "
-                        f"{len(left)} sample(s) unfinished and can be resumed by rerunning. Last error: {exc}"
+                        f"{len(left)} sample(s) unfinished and can be resumed by rerunning. Last error: "
+                        f"{_last_line(exc)}"
                     ) from exc
-                print(f"[geoeval] shard {i} failed ({type(exc).__name__}); retry {attempts[i]}/{spec.runner.max_retries} "
+                print(f"[geoeval] shard {i}: retry {attempts[i]}/{spec.runner.max_retries} "
                       f"with {len(left)} unfinished sample(s)", file=sys.stderr)
                 if left:
                     shards[i] = left
-                    pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets)] = i
+                    pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets, job)] = i
     # results put just before a shard returned may still be in flight
     deadline = time.time() + 2.0
     while time.time() < deadline:
@@ -223,6 +283,16 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
         if len(received) == before:
             break
     return log_paths
+
+
+def _indent(text: str, limit: int = 6000) -> str:
+    text = text if len(text) <= limit else "…" + text[-limit:]
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
 
 
 def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
