@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -60,13 +59,21 @@ def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path
 # ---------------------------------------------------------------- Ray
 
 
+#: Ray appends ~70 characters (`session_<date>_<time>_<micros>_<pid>/sockets/plasma_store`) to
+#: its temp dir, and a unix socket path must fit in 107 bytes.
+RAY_TEMP_DIR_MAX = 36
+
+
 def _ray_temp_dir(spec: Any) -> str:
-    # Ray puts unix sockets under its temp dir; their paths must stay short (< 108 bytes).
+    """Ray's temp dir: under the work dir when its path is short enough for Ray's sockets, else a
+    short folder under /tmp (wherever geoeval runs from, however deep)."""
     preferred = Path(spec.work_dir).resolve() / "ray"
-    if len(str(preferred)) <= 60:
+    if len(str(preferred)) <= RAY_TEMP_DIR_MAX:
         preferred.mkdir(parents=True, exist_ok=True)
         return str(preferred)
-    return tempfile.mkdtemp(prefix="geoeval-ray-")
+    short = Path("/tmp") / f"geoeval-ray-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return str(short)
 
 
 _CONNECTED: dict[str, Any] = {}  # the address this process's Ray is connected to ("local" for its own)
