@@ -294,12 +294,42 @@ def check_endpoint(role: str, model_name: str, base_url: str | None, api_key: st
     return _result(role, model_name, _probe(model_name, base_url, api_key, timeout_s, environ))
 
 
+#: The environment variable each hosted provider reads its key from (Inspect's names).
+PROVIDER_KEY_VARS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GOOGLE_API_KEY",
+    "mistral": "MISTRAL_API_KEY", "grok": "XAI_API_KEY", "together": "TOGETHER_API_KEY",
+    "groq": "GROQ_API_KEY", "fireworks": "FIREWORKS_API_KEY", "perplexity": "PERPLEXITY_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+
+
+def missing_keys(checks: Sequence[Check], environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per role whose provider needs a key that is neither configured nor in the
+    environment (checked before any work, so a missing key is not found after the environment
+    is built, as a traceback)."""
+    environ = os.environ if environ is None else environ
+    lines = []
+    for role, model_name, _base_url, api_key in checks:
+        provider, _, rest = model_name.partition("/")
+        if provider == "openai-api":
+            var = f"{_env_name(rest.partition('/')[0])}_API_KEY"
+        else:
+            var = PROVIDER_KEY_VARS.get(provider, "")
+        if var and not api_key and not environ.get(var):
+            lines.append(f"{role} {model_name} needs an API key: set the environment variable {var} "
+                         f"(for a local server without keys, any value: {var}=x)")
+    return lines
+
+
 def preflight(checks: Sequence[Check], *, timeout_s: float = DEFAULT_TIMEOUT_S,
               environ: Mapping[str, str] | None = None) -> list[PreflightResult]:
     """Probe every check `(role, model_name, base_url, api_key)`, each distinct endpoint once
     and all in parallel, and raise `GeoevalError` with one line per failing role when any is
     fatal, e.g. `model endpoint http://127.0.0.1:9911/v1 (role: evaluated model) answered HTTP
     501 Not Implemented: <body>`. Returns the results (ok ones may carry notes worth printing)."""
+    missing = missing_keys(checks, environ)
+    if missing:
+        raise GeoevalError("\n".join(missing))
     unique = list(dict.fromkeys((m, b, k) for _, m, b, k in checks))
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
         outcomes = dict(zip(unique, pool.map(lambda c: _probe(*c, timeout_s, environ), unique)))

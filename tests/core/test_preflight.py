@@ -344,7 +344,7 @@ def test_a_composed_run_spec_against_a_501_endpoint_fails_in_one_line(server, tm
                         "judge.models=[rules,openai-api/judge/j]")
     checks = endpoint_checks(spec)
     assert [role for role, *_ in checks] == ["evaluated model", "judge", "user simulator"]
-    env = {"SIM_BASE_URL": server.url("ok"), "JUDGE_BASE_URL": server.url("404")}
+    env = {"SIM_BASE_URL": server.url("ok"), "JUDGE_BASE_URL": server.url("404"), "SIM_API_KEY": "x", "JUDGE_API_KEY": "x"}
     with pytest.raises(GeoevalError) as raised:
         preflight(checks, timeout_s=FAST_S, environ=env)
     lines = str(raised.value).splitlines()
@@ -381,3 +381,18 @@ def test_the_retries_of_an_eval_sample_are_read_from_its_transcript(monkeypatch,
     assert http_retry_count() - before == 3
     assert sample_http_retries(sample) == 3
     assert sample_http_retries(SimpleNamespace(events=None)) == 0
+
+
+def test_a_missing_provider_key_is_one_line_before_any_network(monkeypatch):
+    from geoeval.core.preflight import missing_keys
+
+    checks = [("evaluated model", "openai/gpt-4o", None, None), ("judge", "openai-api/local/judge", None, None),
+              ("evaluated model", "anthropic/claude", None, "sk-given-in-config"), ("judge", "geoeval/oracle", None, None)]
+    lines = missing_keys(checks, environ={})
+    assert lines == [
+        "evaluated model openai/gpt-4o needs an API key: set the environment variable OPENAI_API_KEY "
+        "(for a local server without keys, any value: OPENAI_API_KEY=x)",
+        "judge openai-api/local/judge needs an API key: set the environment variable LOCAL_API_KEY "
+        "(for a local server without keys, any value: LOCAL_API_KEY=x)",
+    ]
+    assert missing_keys(checks[:1], environ={"OPENAI_API_KEY": "sk-x"}) == []
