@@ -35,6 +35,14 @@ def main(argv: list[str] | None = None) -> int | None:
         return _env(args[1:])
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
+    from geoeval.core.errors import GeoevalError
+    from geoeval.core.precheck import precheck
+
+    try:
+        precheck(args)  # a bad config fails here, naming the key, before Hydra creates outputs/
+    except GeoevalError as exc:
+        print(f"geoeval: error: {exc}", file=sys.stderr)
+        return 2
     from geoeval.app import hydra_main
 
     hydra_main()
