@@ -40,6 +40,10 @@ class GenerateSettings(Strict):
     max_retries: int | None = Field(default=None, ge=0, description="retries of a failed request (429, 5xx, timeout)")
 
 
+#: `model.serve` keys that say how a local server runs, not what it answers.
+SERVE_EXECUTION_KEYS = frozenset({"base_url", "log_path", "startup_timeout_s", "interrupt_on_crash", "n_threads",
+                                  "n_threads_batch"})
+
 #: GenerateSettings that change how a request is sent, not what the model answers: they are left
 #: out of the run identity (a rerun with more connections or a longer timeout resumes the run).
 EXECUTION_SETTINGS = frozenset({"max_connections", "timeout", "attempt_timeout", "max_retries"})
@@ -168,8 +172,11 @@ class RunSpec(Strict):
 
         suite = registry.get_suite(self.suite.name)
         identity_dict = getattr(self.suite, "identity_dict", None)
-        # where the model is served is not what it is (a local server gets a new port each run)
+        # where the model is served is not what it is (a local server gets a new port each run);
+        # a served model's own settings (its weights, context, chat format) are
         model = self.model.model_dump(mode="json", exclude={"serve", "base_url"})
+        if self.model.serve:
+            model["serve"] = {k: v for k, v in self.model.serve.items() if k not in SERVE_EXECUTION_KEYS}
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         return strip_secrets({
