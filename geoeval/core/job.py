@@ -160,7 +160,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
             params=tracking.flatten(config), parent_run_id=parent_run_id,
             tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name})
     try:
-        outcome = _evaluate(spec, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run)
+        outcome = _evaluate(spec, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run)
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
@@ -184,11 +184,11 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     return outcome
 
 
-def _evaluate(spec: Any, suite: Any, env: Any, samples: list[Any], wanted: set[tuple[str, int]], run_hash: str,
-              out_dir: Path, progress: bool, mlflow_run: Any) -> JobOutcome:
-    """Resume from the warehouse, run what is left, and aggregate."""
+def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: list[Any],
+              wanted: set[tuple[str, int]], run_hash: str, out_dir: Path, progress: bool, mlflow_run: Any) -> JobOutcome:
+    """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
     with Warehouse(spec.results_db, config_key="results_db=") as wh:
-        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=redact(spec.to_dict()),
+        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=config,
                         experiment=spec.experiment_name)
         # errored samples are not finished: a rerun retries them (unless told not to)
         done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted

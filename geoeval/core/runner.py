@@ -218,8 +218,9 @@ def _job_context(spec: Any, env: Any) -> dict[str, Any]:
 
     from geoeval.core import cluster
 
-    context: dict[str, Any] = {"code": cluster.code_digest(), "driver_node": ray.get_runtime_context().get_node_id()}
-    if spec.runner.address is not None:
+    context: dict[str, Any] = {"driver_node": ray.get_runtime_context().get_node_id()}
+    if spec.runner.address is not None:  # a local Ray imports the driver's own files
+        context["code"] = cluster.code_digest()
         packed = cluster.pack_env(env)
         context["env_pack"] = [ray.put(packed)] if packed is not None else None
     return context
