@@ -1,9 +1,11 @@
 """The registry of suites, metrics and tools, and plugin discovery.
 
-The core never imports a suite directly: suites (built-in or plugin) register themselves here when
-their module is imported. Built-in suites are imported from `geoeval.suites`; plugins are found
-through the `geoeval.plugins` entry-point group, or named by a `_target_`-style dotted path in
-`plugins:` of the config (`GEOEVAL_PLUGINS` env var, comma-separated, does the same).
+The core never imports a suite or an agent: suites, metrics, tools and agents (built-in or
+plugin) register themselves here when their module is imported, and the modules are found the
+same way for all: the `geoeval.plugins` entry-point group (geoeval's own `pyproject.toml` names
+its built-in suites and agents there), or a `_target_`-style dotted path in `GEOEVAL_PLUGINS`
+(comma-separated). `tests/core/test_architecture.py` fails on any import from the core into a
+suite or an agent.
 """
 
 from __future__ import annotations
@@ -111,8 +113,11 @@ def load_plugins(extra: list[str] | None = None) -> None:
     """Import built-in suites, every `geoeval.plugins` entry point, and dotted paths in `extra`
     or `GEOEVAL_PLUGINS`. Idempotent."""
     if not _REG.loaded:
-        importlib.import_module("geoeval.suites")
-        for ep in entry_points(group=PLUGIN_GROUP):
+        found = entry_points(group=PLUGIN_GROUP)
+        if not any(ep.name == "builtin_suites" for ep in found):
+            raise GeoevalError("geoeval's built-in suites are not registered: install geoeval "
+                               "(pip install -e .) so that its `geoeval.plugins` entry points exist")
+        for ep in sorted(found, key=lambda ep: (not ep.name.startswith("builtin_"), ep.name)):
             try:
                 ep.load()
             except Exception as exc:  # a broken plugin must not hide which one it is
@@ -193,7 +198,7 @@ def provider_names() -> set[str]:
     import inspect_ai.model._providers.providers  # noqa: F401  registers Inspect's providers
     from inspect_ai._util.registry import registry_find
 
-    import geoeval.agents.providers  # noqa: F401  registers geoeval/*
+    load_plugins()  # geoeval's offline agents and any plugin's providers register on import
 
     return {str(o.__registry_info__.name).split("/")[-1] for o in registry_find(lambda i: i.type == "modelapi")}
 
