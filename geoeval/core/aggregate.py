@@ -9,7 +9,8 @@ Two views of the same numbers:
   `SampleResult` field such as `model`, or a key of `Dimensions.extra`).
 
 How a metric is reduced: by the mean over the samples that carry it, except the metrics in
-`sum_metrics`, which are summed (MapTab's DS is a total score, as in the authors' evaluator).
+`sum_metrics` (from the config's `metrics.sum_metrics`), which are summed (MapTab's DS is a total
+score, as in the authors' evaluator).
 A sample that errored carries NaN on every metric, so means are over the scored samples; the
 errors are never hidden: `group_table` adds an `n_errors` column whenever any result errored, and
 the job logs `n_samples`, `n_scored` and `n_errors` (`records.error_counts`).
@@ -25,8 +26,9 @@ from typing import Any
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 
-#: Metrics summed rather than averaged unless a caller says otherwise.
-DEFAULT_SUM_METRICS: frozenset[str] = frozenset({"ds"})
+#: Metrics summed rather than averaged unless a caller says otherwise: none. Which metrics are
+#: totals is the metric set's to declare (`metrics.sum_metrics`, e.g. MapTab's DS), never the core's.
+DEFAULT_SUM_METRICS: frozenset[str] = frozenset()
 
 #: Difficulty levels in the order the papers print them; other values sort after, by name.
 LEVEL_ORDER: tuple[str, ...] = ("easy", "medium", "hard")

@@ -16,7 +16,8 @@ def write_job_reports(outcome: Any) -> list[Path]:
     metrics = list(outcome.spec.metrics.metrics)
     title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
     summary = out / "summary.md"
-    summary.write_text(summary_markdown(outcome.results, metrics, title=title))
+    summary.write_text(summary_markdown(outcome.results, metrics, title=title,
+                                        sum_metrics=frozenset(outcome.spec.metrics.sum_metrics)))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]

@@ -11,6 +11,10 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 
 
+#: MapTab's metric set declares DS a total (conf/metrics/maptab_rp.yaml); the core sums nothing by default
+DS = frozenset({"ds"})
+
+
 def r(sample_id, scores, *, level="", task="", setting="", caps=(), extra=None, error=None,
       model="m") -> SampleResult:  # fmt: skip
     return SampleResult(
@@ -81,7 +85,7 @@ def test_aggregate_matches_hand_computed_values() -> None:
         "pma/capability/x": 0.5,
         "pma/capability/y": 1.0,
     }
-    got = aggregate(RESULTS)
+    got = aggregate(RESULTS, sum_metrics=DS)
     assert got == expected
     assert list(got) == sorted(got)  # deterministic order
 
@@ -119,12 +123,12 @@ def test_empty_dimensions_make_no_keys_and_no_results_make_nothing() -> None:
 
 
 def test_a_capability_listed_twice_counts_its_sample_once() -> None:
-    got = aggregate([r("a", {"ds": 2.0}, caps=("x", "x"))])
+    got = aggregate([r("a", {"ds": 2.0}, caps=("x", "x"))], sum_metrics=DS)
     assert got["ds/capability/x"] == 2.0
 
 
 def test_group_table_by_setting_and_level() -> None:
-    rows = group_table(RESULTS, ["setting", "level"], ["ema", "ds", "pma"])
+    rows = group_table(RESULTS, ["setting", "level"], ["ema", "ds", "pma"], sum_metrics=DS)
     assert rows == [
         # r4 errored: no value in any metric, and counted in n_errors (shown once any result errored)
         {"setting": "", "level": "hard", "ema": None, "ds": None, "pma": None, "n": 1, "n_errors": 1},
@@ -152,7 +156,7 @@ def test_group_table_by_extra_key_model_and_capabilities() -> None:
         r("c", {"ema": 0.5, "ds": 4.0}, extra={"query_level": "q2"}, model="m1"),
         r("d", {"ema": 0.25, "ds": 8.0}, model="m1"),  # no query_level: groups under ""
     ]
-    assert group_table(results, ["query_level"], ["ema", "ds"]) == [
+    assert group_table(results, ["query_level"], ["ema", "ds"], sum_metrics=DS) == [
         {"query_level": "", "ema": 0.25, "ds": 8.0, "n": 1},
         {"query_level": "q1", "ema": 0.5, "ds": 3.0, "n": 2},
         {"query_level": "q2", "ema": 0.5, "ds": 4.0, "n": 1},
@@ -161,7 +165,7 @@ def test_group_table_by_extra_key_model_and_capabilities() -> None:
         {"model": "m1", "ema": 1.75 / 3, "n": 3},
         {"model": "m2", "ema": 0.0, "n": 1},
     ]
-    assert group_table(results, ["capabilities"], ["ds"]) == [
+    assert group_table(results, ["capabilities"], ["ds"], sum_metrics=DS) == [
         {"capabilities": "", "ds": 12.0, "n": 2},
         {"capabilities": "x", "ds": 2.0, "n": 1},
         {"capabilities": "y", "ds": 3.0, "n": 2},
@@ -169,7 +173,7 @@ def test_group_table_by_extra_key_model_and_capabilities() -> None:
 
 
 def test_group_table_with_no_dimensions_is_one_overall_row() -> None:
-    assert group_table(RESULTS, [], ["ema", "ds", "pma", "missing"]) == [
+    assert group_table(RESULTS, [], ["ema", "ds", "pma", "missing"], sum_metrics=DS) == [
         {"ema": 2 / 3, "ds": 4.0, "pma": 0.75, "missing": None, "n": 4, "n_errors": 1}
     ]
     assert group_table([], ["level"], ["ema"]) == []

@@ -65,7 +65,7 @@ def test_summary_markdown_has_overall_then_setting_and_level_tables() -> None:
         r("2", {"ema": 0.0, "ds": 0.0}, level="hard", setting="map", model="gpt"),
         r("3", {"ema": 1.0, "ds": 3.0}, level="hard", setting="edge_tab", model="gpt"),
     ]
-    text = summary_markdown(results, ["ema", "ds"], title="MapTab RP")
+    text = summary_markdown(results, ["ema", "ds"], title="MapTab RP", sum_metrics=frozenset({"ds"}))
     assert text.startswith(
         "# MapTab RP\n\n3 samples; model: gpt. Metrics are means over samples, except ds "
         "(summed).\n\n## Overall\n\n"

@@ -33,10 +33,10 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "results" / "geoeval.duckdb"
     with Warehouse(path) as wh:
         wh.register_run(
-            WEAK, suite="maptab", model="weak", config={"suite": {"resolution": 0.5}, "seed": 1}
+            WEAK, suite="maptab", model="weak", config={"suite": {"resolution": 0.5}, "seed": 1, "metrics": {"sum_metrics": ["ds"]}}
         )
         wh.register_run(
-            STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}}
+            STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}, "metrics": {"sum_metrics": ["ds"]}}
         )
         wh.register_run("lp1", suite="lifeplanner", model="weak", config={"label": "baseline"})
         wh.write_results(

@@ -197,8 +197,8 @@ def test_summary_with_intervals_extends_group_table() -> None:
         _result("c", level="hard", scores={"ema": 1.0, "ds": 4.0}, map="m3"),
         _result("d", level="hard", scores={"ema": 0.0, "ds": 0.0}, map="m3", status="error"),
     ]
-    rows = summary_with_intervals(results, ["ema", "ds"], ["level"])
-    plain = group_table(results, ["level"], ["ema", "ds"])
+    rows = summary_with_intervals(results, ["ema", "ds"], ["level"], sum_metrics=frozenset({"ds"}))
+    plain = group_table(results, ["level"], ["ema", "ds"], sum_metrics=frozenset({"ds"}))
     assert [{k: row[k] for k in plain[i]} for i, row in enumerate(rows)] == plain
     easy, hard = rows
     # easy: ema values {1, 0} on two maps -> [0, 1]; ds is a total: 2 values, mean CI [0, 2] x 2
