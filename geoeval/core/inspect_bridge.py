@@ -36,6 +36,7 @@ class _SinkState:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.sink: Sink | None = None
+        self.on_sample: Callable[[EvalSample], None] | None = None  # e.g. a trace stream
         self.run_hash: str = ""
         self.model: str = ""
         self.metric_names: list[str] = []
@@ -98,21 +99,25 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
 @hooks(name="geoeval_results", description="Streams each finished sample to geoeval's result sink.")
 class ResultStreamHook(Hooks):
     async def on_sample_end(self, data: SampleEnd) -> None:
-        sink = _STATE.sink
+        sink, on_sample = _STATE.sink, _STATE.on_sample
         if sink is None:
             return
         sink(sample_to_result(data.sample, run_hash=_STATE.run_hash, model=_STATE.model, metric_names=_STATE.metric_names))
+        if on_sample is not None:
+            on_sample(data.sample)
 
 
 @contextmanager
-def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[str]):
+def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[str],
+                 on_sample: Callable[[EvalSample], None] | None = None):
     with _STATE.lock:
         _STATE.sink, _STATE.run_hash, _STATE.model, _STATE.metric_names = sink, run_hash, model, list(metric_names)
+        _STATE.on_sample = on_sample
     try:
         yield
     finally:
         with _STATE.lock:
-            _STATE.sink = None
+            _STATE.sink = _STATE.on_sample = None
 
 
 def clean_model_output(output: Any) -> Any:
@@ -192,7 +197,8 @@ def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, met
                         scores={m: 0.0 for m in metric_names}, dims=dims, error=clean_text(reason, max_chars=4000))
 
 
-def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path) -> list[str]:
+def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path,
+              on_sample: Callable[[EvalSample], None] | None = None) -> list[str]:
     """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
 
     Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
@@ -214,7 +220,8 @@ def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink
 
     reason = ""
     logs = []
-    with streaming_to(tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics):
+    with streaming_to(tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics,
+                      on_sample=on_sample):
         try:
             logs = inspect_eval(
                 task,

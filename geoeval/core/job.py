@@ -61,15 +61,19 @@ def error_threshold_exceeded(n_errors: int, n_samples: int, fail_on_error: bool 
 class GroupCommitWriter:
     """Writes finished samples to the warehouse on a background thread.
 
-    Each commit takes every result that arrived within `window_s` of the first one waiting
-    (group commit): a sample is durable at most ~`window_s` after it finishes (a kill loses at
-    most that much finished work), and a fast agent does not pay one transaction (~6 ms in
-    DuckDB) per sample."""
+    Each commit takes every result that arrived within the window of the first one waiting
+    (group commit). The window adapts to what a commit costs: `min_window_s`, or five times the
+    last commit's duration when that is longer, up to `max_window_s`. A commit (open the shared
+    file under its lock, one transaction, close) costs ~20-40 ms whatever its size, so a fast
+    agent pays it per batch, not per sample, and never spends more than ~1/6 of the writer's
+    time committing; a sample is durable at most one window after it finishes (a kill loses at
+    most that much finished work, which the rerun redoes)."""
 
     _STOP = object()
 
-    def __init__(self, warehouse: Warehouse, on_written, window_s: float = 0.05) -> None:
-        self._window_s = window_s
+    def __init__(self, warehouse: Warehouse, on_written, min_window_s: float = 0.05, max_window_s: float = 0.5) -> None:
+        self._min_window_s, self._max_window_s = min_window_s, max_window_s
+        self._window_s = min_window_s
         self._wh = warehouse
         self._on_written = on_written
         self._queue: queue.Queue = queue.Queue()
@@ -100,7 +104,10 @@ class GroupCommitWriter:
                     break
                 batch.append(nxt)
             try:
+                started = time.monotonic()
                 self._wh.write_results(batch)
+                spent = time.monotonic() - started
+                self._window_s = min(self._max_window_s, max(self._min_window_s, 5 * spent))
                 self._on_written(batch)
             except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
                 self._error = exc
@@ -159,14 +166,25 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
             spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
             params=tracking.flatten(config), parent_run_id=parent_run_id,
             tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name})
+    # traces of samples that finish in this process are written while the job runs (the cost
+    # overlaps the evaluation); a Ray job's are read from its logs at the end
+    trace_stream = None
+    if mlflow_run is not None and spec.tracking.traces != "none" and spec.runner.name == "local":
+        trace_stream = traces.TraceStream(spec.tracking, mlflow_run.run_id, mode=spec.tracking.traces,
+                                          cap=spec.tracking.max_traces, dataset_name=suite.name, model=spec.model.name)
     try:
-        outcome = _evaluate(spec, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run)
+        outcome = _evaluate(spec, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run,
+                            trace_stream.put if trace_stream is not None else None)
+        traced_while_running = trace_stream is not None
+        if trace_stream is not None:
+            trace_stream, stream = None, trace_stream  # closed once, even if what follows raises
+            stream.close()
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
             traces.log_dataset(spec.tracking, spec.experiment_name, mlflow_run.run_id, _dataset_rows(samples),
                                name=f"{suite.name}-{run_hash}", digest=run_hash)
-            if spec.tracking.traces != "none":
+            if spec.tracking.traces != "none" and not traced_while_running:
                 traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
                                          mode=spec.tracking.traces, cap=spec.tracking.max_traces,
                                          dataset_name=suite.name, model=spec.model.name)
@@ -178,6 +196,8 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         else:
             write_job_reports(outcome)
     except BaseException as exc:
+        if trace_stream is not None:
+            trace_stream.close()
         if mlflow_run is not None:
             mlflow_run.finish(status=tracking.status_for_exception(exc))
         raise
@@ -185,7 +205,8 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
 
 
 def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: list[Any],
-              wanted: set[tuple[str, int]], run_hash: str, out_dir: Path, progress: bool, mlflow_run: Any) -> JobOutcome:
+              wanted: set[tuple[str, int]], run_hash: str, out_dir: Path, progress: bool, mlflow_run: Any,
+              on_sample: Any = None) -> JobOutcome:
     """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
     with Warehouse(spec.results_db, config_key="results_db=") as wh:
         wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=config,
@@ -220,7 +241,7 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
         # the warehouse), never another warehouse's run of the same config
         log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         try:
-            log_paths = run_samples(spec, env, todo, sink, log_dir)
+            log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample)
             writer.close()
         except BaseException:
             try:

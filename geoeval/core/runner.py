@@ -48,12 +48,13 @@ def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
     return [sorted(sh, key=lambda s: position[id(s)]) for sh in shards if sh]
 
 
-def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
+              on_sample: Callable[[Any], None] | None = None) -> list[str]:
     from geoeval.core.inspect_bridge import run_shard
 
     if not samples:
         return []
-    return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir)
+    return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample)
 
 
 # ---------------------------------------------------------------- Ray
@@ -303,7 +304,10 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1].strip() if lines else type(exc).__name__
 
 
-def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
+                on_sample: Callable[[Any], None] | None = None) -> list[str]:
+    """Run the samples; `on_sample` also sees each finished Inspect sample where it finishes in
+    this process (the local runner; Ray's shards finish in workers)."""
     if spec.runner.name == "ray":
         return run_ray(spec, env, samples, sink, log_dir)
-    return run_local(spec, env, samples, sink, log_dir)
+    return run_local(spec, env, samples, sink, log_dir, on_sample)
