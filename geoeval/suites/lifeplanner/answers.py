@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from geoeval.core.text import MAX_DEPTH, nesting_depth
+
 # Table 6: which fields an instance of each family and level carries ("start/end" expanded).
 TABLE6_FIELDS: dict[tuple[str, str], frozenset[str]] = {
     ("nearby", "l0"): frozenset({"type", "question", "answer", "name", "place_id", "reason", "ref", "attribute_key"}),
@@ -167,7 +169,7 @@ def load_answer(raw: Any) -> Any:
         if text[:1] in "[{":
             try:
                 return json.loads(text)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):  # not JSON, or nested past the parser's limit
                 return raw
     return raw
 
@@ -188,6 +190,8 @@ def parse_answer(task: str, level: str, raw: Any) -> ParsedAnswer:
     """Read a submitted answer of `task`/`level`; raises `AnswerSchemaError` naming what is
     missing when it does not follow the schema."""
     obj = load_answer(raw)
+    if nesting_depth(obj) > MAX_DEPTH:  # no schema nests so deep; reading it would exhaust the stack
+        raise AnswerSchemaError(f"the answer nests more than {MAX_DEPTH} levels deep")
     out = ParsedAnswer(task=task, level=level, raw=obj)
     if obj is None or obj == "" or obj == {}:
         raise AnswerSchemaError("no answer was submitted")

@@ -18,6 +18,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.errors import GeoevalError
+from geoeval.core.text import clean_text
+
 PHRASING_PROMPT = """Rewrite the user's request below so that it sounds like a real person asking a
 local-life assistant, in one short paragraph. Keep every place name, street name, day, time,
 number and constraint exactly as written; add no new facts; do not answer it.
@@ -44,7 +47,8 @@ async def _rewrite_all(questions: list[str], model: Any) -> list[str]:
     out = []
     for q in questions:
         reply = await model.generate(PHRASING_PROMPT.format(question=q))
-        text = reply.completion.strip()
+        # the rewrite becomes the case's question (sent to the evaluated model, cached as JSON)
+        text = clean_text(reply.completion or "").strip()
         out.append(text if accept_rewrite(q, text) else q)
     return out
 
@@ -56,10 +60,19 @@ def _run(coro: Any) -> Any:
     except RuntimeError:
         return asyncio.run(coro)
     box: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: box.setdefault("v", asyncio.run(coro)))
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # raised again in the calling thread, not printed by this one
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
     thread.start()
     thread.join()
-    return box["v"]
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def rephrase_questions(questions: list[str], model: Any, cache: Path | None = None) -> list[str]:
@@ -67,13 +80,20 @@ def rephrase_questions(questions: list[str], model: Any, cache: Path | None = No
     where a rewrite loses a protected token. Deterministic with a temperature-0 model; cached."""
     from inspect_ai.model import GenerateConfig, Model, get_model
 
+    from geoeval.core.preflight import RETRY_DEFAULTS
+
     if not isinstance(model, Model):
-        model = get_model(str(model), config=GenerateConfig(temperature=0))
+        # bounded retries, as for every model geoeval builds: a dead endpoint fails, never hangs
+        model = get_model(str(model), config=GenerateConfig(temperature=0, **RETRY_DEFAULTS))
     key = hashlib.sha256(json.dumps([str(model), questions]).encode()).hexdigest()[:16]
     path = cache / f"phrased-{key}.json" if cache is not None else None
     if path is not None and path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
-    rewritten = _run(_rewrite_all(list(questions), model))
+    try:
+        rewritten = _run(_rewrite_all(list(questions), model))
+    except Exception as exc:  # the provider failed after its retries: no case set, and nothing cached
+        raise GeoevalError(f"suite.phrasing_model {model}: rephrasing the case queries failed: "
+                           f"{type(exc).__name__}: {clean_text(str(exc), max_chars=300)}") from exc
     if path is not None:
         path.write_text(json.dumps(rewritten, ensure_ascii=False), encoding="utf-8")
     return rewritten

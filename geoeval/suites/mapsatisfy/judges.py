@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from geoeval.core.text import clean_text
 from geoeval.suites.mapsatisfy.metrics import FactCheck, tool_selection
 from geoeval.suites.mapsatisfy.user_sim import is_request
 
@@ -163,6 +164,8 @@ QUESTIONS = {
                   "responses, the user's input or the context; facts it does not claim are ignored. Is the "
                   "answer faithful under this row (YES also when it claims nothing under it)?"),
 }
+# a judge's raw reply is kept for review up to this length (the rest is cut, and says so)
+RAW_REPLY_CHARS = 20_000
 _VERDICT = re.compile(r"VERDICT\s*[:：]\s*(YES|NO)", re.IGNORECASE)
 
 
@@ -187,7 +190,7 @@ async def model_item_verdict(model: Any, prompt: str, votes: int, retries: int =
         verdict = None
         for _attempt in range(1 + retries):  # an unparseable reply is asked again before it counts as failed
             out = await model.generate(prompt)
-            replies.append(out.completion)
+            replies.append(clean_text(out.completion or "", max_chars=RAW_REPLY_CHARS))
             verdict = parse_verdict(out.completion)
             if verdict is not None:
                 break
@@ -250,12 +253,14 @@ async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence
     """Every judge's verdicts on one dialogue, combined."""
     from inspect_ai.model import GenerateConfig, get_model
 
+    from geoeval.core.preflight import RETRY_DEFAULTS
+
     factory = model_factory or get_model
     results = []
     for name in judges:
         if name == "rules":
             results.append(rules_verdicts(instance, trajectory))
         else:
-            model = factory(name, config=GenerateConfig(temperature=temperature))
+            model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
             results.append(await model_verdicts(model, name, instance, trajectory, votes))
     return combine(results)

@@ -52,6 +52,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.text import clean_text
 
 MatchType = Literal["exact", "vector", "simulated", "live", "no_record"]
 
@@ -919,7 +920,8 @@ class ReplaySandbox:
             if hits:
                 return self._answer(tool, args, key, self._pick(hits, trace_id), "exact", 1.0)
             result = self.live(tool, args)
-            content = str(await result) if inspect.isawaitable(result) else str(result)
+            # a live service or a simulator model may answer anything; the agent is sent it next
+            content = clean_text(str(await result) if inspect.isawaitable(result) else str(result))
             self.store.add(tool, args, content, trace_id=trace_id or "", origin="live")
             return ToolResponse(tool=tool, arguments=args, key=key, content=content, match_type="live")
         response = self.lookup(tool, args, trace_id)
@@ -941,9 +943,11 @@ class ReplaySandbox:
             return model_roles().get(SIMULATOR_ROLE)
         if self._simulator_model is None:
             if isinstance(self.tool_simulator, str):
-                from inspect_ai.model import get_model
+                from inspect_ai.model import GenerateConfig, get_model
 
-                self._simulator_model = get_model(self.tool_simulator)
+                from geoeval.core.preflight import RETRY_DEFAULTS
+
+                self._simulator_model = get_model(self.tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS))
             else:
                 self._simulator_model = self.tool_simulator
         return self._simulator_model
@@ -974,7 +978,7 @@ class ReplaySandbox:
 
     async def _simulate(self, simulator: Any, tool: str, arguments: Mapping[str, Any]) -> str:
         output = await simulator.generate(self.simulator_prompt(tool, arguments))
-        return _strip_fence(output.completion)
+        return _strip_fence(clean_text(output.completion or ""))
 
 
 def _strip_fence(text: str) -> str:

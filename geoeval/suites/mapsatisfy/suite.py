@@ -305,19 +305,21 @@ class MapSatisfySuite:
         return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
 
     def build_task(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
+        from inspect_ai.model import GenerateConfig, get_model
+
+        from geoeval.core.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
+        from geoeval.suites.mapsatisfy.sandbox import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer
         from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue
 
-        from inspect_ai.model import get_model
-
-        from geoeval.suites.mapsatisfy.sandbox import SIMULATOR_ROLE
-
+        # bounded retries, as for every model geoeval builds: a dead endpoint fails, never hangs
+        bounded = GenerateConfig(**RETRY_DEFAULTS)
         roles = {}
         if spec.suite.user_model:
-            roles["user"] = get_model(spec.suite.user_model)
+            roles["user"] = get_model(spec.suite.user_model, config=bounded)
         if spec.suite.tool_simulator:
-            roles[SIMULATOR_ROLE] = get_model(spec.suite.tool_simulator)
+            roles[SIMULATOR_ROLE] = get_model(spec.suite.tool_simulator, config=bounded)
         return Task(
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.text import clean_text
+
 FINISH = "[Finish Conversation]"
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -142,5 +144,6 @@ class LLMUser:
         messages = [ChatMessageSystem(content=self.system_prompt),
                     ChatMessageUser(content=f"conversation_history (maxindex={len(dialogue) - 1}):\n{history}")]
         output = await self.model.generate(messages)
-        text = (output.completion or "").strip()
+        # the reply becomes a user message the agent is sent next: it must be valid UTF-8 text
+        text = clean_text(output.completion or "").strip()
         return text or FINISH

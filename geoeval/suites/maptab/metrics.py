@@ -33,8 +33,25 @@ MATCH_THRESHOLD = 0.5
 DIFFICULTY_SCORES = {"easy": 1, "medium": 2, "hard": 3}
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
-_TAG = re.compile(r"<route_begin>\s*(.*?)\s*<route_end>", re.IGNORECASE | re.DOTALL)
+ROUTE_BEGIN, ROUTE_END = "<route_begin>", "<route_end>"
 _LABEL = re.compile(r"^(?:final\s+|optimal\s+|best\s+)?(?:route|answer|path)\s*[:：]\s*", re.IGNORECASE)
+
+
+def tagged_texts(text: str, begin: str, end: str) -> list[str]:
+    """The texts between each `begin` tag and the first `end` tag after it (tags matched without
+    case), left to right, as a lazy regex `begin(.*?)end` finds them, but in linear time: a model
+    may send a megabyte of unclosed begin tags or blanks, on which that regex backtracks for hours."""
+    find_begin = re.compile(re.escape(begin), re.IGNORECASE).search
+    find_end = re.compile(re.escape(end), re.IGNORECASE).search
+    found: list[str] = []
+    pos = 0
+    while (opened := find_begin(text, pos)) is not None:
+        closed = find_end(text, opened.end())
+        if closed is None:
+            break  # no end after this begin, so none after a later one either
+        found.append(text[opened.end() : closed.start()])
+        pos = closed.end()
+    return found
 
 
 def split_route(response: str) -> list[str]:
@@ -50,9 +67,9 @@ def extract_route(response: str) -> str:
     markdown emphasis / quotes and a leading "Route:" / "Answer:" label removed.
     """
     text = "" if response is None else str(response)
-    tag = _TAG.search(text)
-    if tag:
-        return tag.group(1).strip()
+    tagged = tagged_texts(text, ROUTE_BEGIN, ROUTE_END)
+    if tagged:
+        return tagged[0].strip()
     fenced = _FENCE.findall(text)
     if fenced:
         text = "\n".join(fenced)

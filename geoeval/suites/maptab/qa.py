@@ -65,6 +65,7 @@ import networkx as nx
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario
+from geoeval.suites.maptab.metrics import tagged_texts
 from geoeval.suites.maptab.tables import (
     TableFormat,
     edge_table,
@@ -845,7 +846,6 @@ def user_prompt(q: QAQuery, tables: dict[str, str], table_format: TableFormat) -
 # --------------------------------------------------------------------------------------------
 # Answer extraction and Acc
 
-_TAGGED = re.compile(re.escape(ANSWER_BEGIN) + r"(.*?)" + re.escape(ANSWER_END), re.DOTALL | re.IGNORECASE)
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)$")
 _YES = {"1", "yes", "true"}
 _NO = {"0", "no", "false"}
@@ -854,7 +854,7 @@ _NO = {"0", "no", "false"}
 def extract_answer(raw: str) -> tuple[str, str]:
     """The text between the last `<answer_begin>` and `<answer_end>` (B.3), stripped; a problem
     note when there is none."""
-    found = _TAGGED.findall(raw or "")
+    found = tagged_texts(raw or "", ANSWER_BEGIN, ANSWER_END)
     if not found:
         return "", f"no {ANSWER_BEGIN}...{ANSWER_END} in the answer"
     return found[-1].strip().strip("`").strip(), ""
