@@ -138,11 +138,13 @@ def test_unparseable_replies_are_retried_then_make_only_that_item_none():
     assert ifs(v.fact_rows) == 1.0
 
 
-def test_judges_are_averaged_and_a_failed_one_fails_the_item():
+def test_judges_are_averaged_and_a_failed_one_is_left_out():
     a = Verdicts([1.0], [1.0], [[FactCheck(True, True)]])
     b = Verdicts([0.0], [None], [[FactCheck(True, False)]])
     c = combine([a, b])
-    assert c.explicit_met == [0.5] and c.implicit_satisfied == [None]
+    # b failed on the implicit item: the item is a's verdict, not "no value" (no shrunken denominator)
+    assert c.explicit_met == [0.5] and c.implicit_satisfied == [1.0]
+    assert combine([Verdicts([None], [None], [None]), Verdicts([None], [None], [None])]).implicit_satisfied == [None]
     assert ifs(c.fact_rows) == 1.0  # one of two judges finds the row faithful: mean 0.5 >= 1/2
 
 
@@ -160,3 +162,12 @@ def test_rules_judge_needs_no_model():
     v = asyncio.run(judge_dialogue(_instance(), _trajectory("推荐「万象城充电站」。"), ["rules"], votes=3,
                                    model_factory=factory))
     assert v.explicit_met == [1.0, 1.0]
+
+
+def test_a_case_whose_judges_all_failed_is_flagged_not_valued():
+    from geoeval.suites.mapsatisfy.judges import FactCheck, Verdicts
+
+    assert Verdicts([None, None], [None], [None]).all_failed()
+    assert not Verdicts([None, 1.0], [None], [None]).all_failed()  # one verdict: partly judged
+    assert not Verdicts([], [], []).all_failed()  # nothing to judge is not a failure
+    assert not Verdicts([None], [None], [[FactCheck(True, True)]]).all_failed()

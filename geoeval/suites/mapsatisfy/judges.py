@@ -3,8 +3,10 @@ grounding of each factual-rubric row.
 
 The `judge` ensemble (`judge=`) names the judges. Each model judge is asked once per rubric item,
 `votes` times (section 4.2: three evaluations, majority vote); a reply without a parseable
-verdict is retried once, and an item whose votes all fail is None, which makes only the metrics
-that depend on it None (as the authors' calculator does). Several judges are averaged.
+verdict is retried once, and an item whose votes all fail is that judge's None. Several judges
+are averaged over those that gave a verdict; an item no judge could decide is None, which makes
+only the metrics that depend on it None (as the authors' calculator does), and a case where no
+judge decided any item is an error (counted in n_errors), not a case without values.
 
 The offline `rules` judge decides from the trajectory and the sandbox records, with these rules
 (it cannot read the semantics of a Chinese rubric line, so it checks what the trajectory shows):
@@ -71,6 +73,12 @@ class Verdicts:
     implicit_satisfied: list[float | None]
     fact_rows: list[list[FactCheck] | None]
     raw: dict[str, Any] = field(default_factory=dict)  # model judges' replies, for review
+
+    def all_failed(self) -> bool:
+        """True when there were items to judge and no judge gave a verdict on any of them: the
+        case cannot be judged (an error, counted in n_errors), not a case with no value."""
+        items = [*self.explicit_met, *self.implicit_satisfied, *self.fact_rows]
+        return bool(items) and all(item is None for item in items)
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -222,14 +230,15 @@ async def model_verdicts(model: Any, name: str, instance: Any, trajectory: Traje
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
-    if any(v is None for v in values):
-        return None
-    return sum(values) / len(values)  # type: ignore[arg-type]
+    """The mean over the judges that gave a verdict (a failed judge is left out and its reply
+    kept, as in the shared ensemble); None only when none did."""
+    given = [v for v in values if v is not None]
+    return sum(given) / len(given) if given else None
 
 
 def combine(verdicts: Sequence[Verdicts]) -> Verdicts:
-    """Several judges: each item is the mean of the judges' verdicts (None when one is None); a
-    row is faithful when the mean of the judges' row verdicts is at least 1/2."""
+    """Several judges: each item is the mean of the verdicts the judges gave (None when none
+    did); a row is faithful when the mean of the judges' row verdicts is at least 1/2."""
     if len(verdicts) == 1:
         return verdicts[0]
     from geoeval.suites.mapsatisfy.metrics import row_faithful

@@ -56,6 +56,7 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
     """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
         from geoeval.suites.mapsatisfy.judges import Trajectory, judge_dialogue
         from geoeval.suites.mapsatisfy.sandbox import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
@@ -119,6 +120,9 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
                                         judge_temperature)
         record["verdicts"] = verdicts.to_record()
         state.metadata["mapsatisfy"] = record
+        state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
+        if verdicts.all_failed():
+            state.metadata[SAMPLE_ERROR_KEY] = "every judge failed on every rubric item: the case cannot be judged"
         return state
 
     return solve
