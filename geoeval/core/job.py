@@ -6,6 +6,7 @@ environment -> samples -> skip what the warehouse already holds (resume) -> runn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -162,9 +163,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
 
     mlflow_run = None
     if spec.tracking.enabled:
+        # one MLflow run per run of this config in this warehouse: a resumed job (killed, failed,
+        # or finished with errors that the rerun retries) goes on in the run it had
+        run_key = hashlib.sha256(f"{run_hash}|{Path(spec.results_db).resolve()}".encode()).hexdigest()[:16]
         mlflow_run = tracking.JobRun.start(
             spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
-            params=tracking.flatten(config), parent_run_id=parent_run_id,
+            params=tracking.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
             tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name})
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end

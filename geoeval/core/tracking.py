@@ -67,6 +67,7 @@ PROGRESS_INTERVAL_S = 2.0
 
 TAG_KIND = "geoeval.kind"
 TAG_RUN_HASH = "geoeval.run_hash"
+TAG_RUN_KEY = "geoeval.run_key"  # the run hash and the warehouse: one MLflow run per run of a config in a warehouse
 TAG_SWEEP_HASH = "geoeval.sweep_hash"
 TAG_HOST = "geoeval.host"
 TAG_PID = "geoeval.pid"
@@ -328,9 +329,10 @@ def _search_identity(client: Any, experiment_id: str, tag: str, value: str, pare
     return [r for r in runs if r.data.tags.get(TAG_PARENT) == parent_run_id]
 
 
-def claim_reusable_run(client: Any, experiment_id: str, tag: str, value: str, parent_run_id: str | None) -> Any | None:
+def claim_reusable_run(client: Any, experiment_id: str, tag: str, value: str, parent_run_id: str | None,
+                       statuses: tuple[str, ...] = ("KILLED", "FAILED")) -> Any | None:
     """Marks every RUNNING run of this identity whose owner is dead KILLED, and returns the most
-    recent KILLED or FAILED one (None when there is none). Call under `store_lock`."""
+    recent one whose status is in `statuses` (None when there is none). Call under `store_lock`."""
     reusable = None
     for run in _search_identity(client, experiment_id, tag, value, parent_run_id):
         status = run.info.status
@@ -339,7 +341,7 @@ def claim_reusable_run(client: Any, experiment_id: str, tag: str, value: str, pa
             status = "KILLED"
             print(f"[geoeval] MLflow run {run.info.run_id} was left RUNNING by a process that is gone: marked KILLED",
                   file=sys.stderr)
-        if reusable is None and status in ("KILLED", "FAILED"):
+        if reusable is None and status in statuses:
             reusable = run
     return reusable
 
@@ -434,12 +436,18 @@ class JobRun:
     def start(
         cls, tracking: Any, experiment_name: str, *, run_hash: str, run_name: str,
         params: Mapping[str, Any] | None = None, tags: Mapping[str, Any] | None = None,
-        parent_run_id: str | None = None,
+        parent_run_id: str | None = None, run_key: str | None = None, reuse_finished: bool = False,
     ) -> JobRun:
-        """Opens the job's run (RUNNING), reusing a killed or failed one of the same `run_hash`
-        and parent; returns at once."""
-        return cls._open(tracking, experiment_name, kind="job", identity=(TAG_RUN_HASH, run_hash), run_name=run_name,
-                         params=params, tags=tags, parent_run_id=parent_run_id)
+        """Opens the job's run (RUNNING), reusing a killed or failed one (and, with
+        `reuse_finished`, a finished one) of the same identity and parent; returns at once. The
+        identity is `run_key` when given (geoeval's jobs pass the run hash and the warehouse, so
+        that one run of one config in one warehouse is one MLflow run however often it resumes),
+        else `run_hash`."""
+        identity = (TAG_RUN_KEY, run_key) if run_key else (TAG_RUN_HASH, run_hash)
+        statuses = ("KILLED", "FAILED", "FINISHED") if reuse_finished else ("KILLED", "FAILED")
+        return cls._open(tracking, experiment_name, kind="job", identity=identity, run_name=run_name,
+                         params=params, tags={TAG_RUN_HASH: run_hash, **(tags or {})}, parent_run_id=parent_run_id,
+                         statuses=statuses)
 
     @classmethod
     def attach(cls, tracking: Any, run_id: str) -> JobRun:
@@ -453,6 +461,7 @@ class JobRun:
     def _open(
         cls, tracking: Any, experiment_name: str, *, kind: str, identity: tuple[str, str] | None, run_name: str,
         params: Mapping[str, Any] | None, tags: Mapping[str, Any] | None, parent_run_id: str | None,
+        statuses: tuple[str, ...] = ("KILLED", "FAILED"),
     ) -> JobRun:
         client = client_for(tracking)
         experiment_id = ensure_experiment(client, tracking, experiment_name)
@@ -463,7 +472,7 @@ class JobRun:
         if parent_run_id:
             run_tags[TAG_PARENT] = parent_run_id
         with store_lock(uri):
-            previous = claim_reusable_run(client, experiment_id, *identity, parent_run_id) if identity else None
+            previous = claim_reusable_run(client, experiment_id, *identity, parent_run_id, statuses) if identity else None
             if previous is not None:
                 run_id = previous.info.run_id
                 client.update_run(run_id, status="RUNNING", name=clean_text(run_name, max_chars=200))

@@ -353,17 +353,12 @@ def test_the_rerun_shows_the_errors_retried_in_mlflow(hostile_run):
     view = calm.mlflow
     assert view.status == "FINISHED", view.status
     assert (view.metrics["n_samples"], view.metrics["n_scored"], view.metrics["n_errors"]) == (n, n, 0)
-    if hostile.mlflow.status == "FAILED":
-        # a failed run is reused by its rerun: its n_errors drops to 0, and each retried sample's
-        # trace replaces the errored one (still one per sample, all scored now)
-        assert calm.mlflow_run_id == hostile.mlflow_run_id
-        assert view.n_errors_history[-1] == 0 and max(view.n_errors_history) == len(hostile.errors)
-        assert view.n_traces == n and set(view.trace_status.values()) == {"scored"}, view.trace_status
-    else:
-        # errors within `fail_on_error`: the run FINISHED and stays as it was; the rerun is a new
-        # run, which traces the retried samples, scored
-        assert hostile.mlflow.status == "FINISHED" and calm.mlflow_run_id != hostile.mlflow_run_id
-        assert view.trace_status == {sid: "scored" for sid in hostile.errors}, view.trace_status
+    # the rerun goes on in the job's MLflow run (failed, or finished with errors under
+    # `fail_on_error`): its n_errors drops to 0, and each retried sample's trace replaces the
+    # errored one (still one per sample, all scored now)
+    assert calm.mlflow_run_id == hostile.mlflow_run_id
+    assert view.n_errors_history[-1] == 0 and max(view.n_errors_history) == len(hostile.errors)
+    assert view.n_traces == n and set(view.trace_status.values()) == {"scored"}, view.trace_status
 
 
 # ---------------------------------------------------------------------------------------------
