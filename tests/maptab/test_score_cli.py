@@ -377,3 +377,23 @@ def test_sample_files_scored_as_given_with_a_response_added(tmp_path, capsys):
     rc, scored, _ = run(tmp_path, written, capsys)
     assert rc == 0
     assert [fields(it) for it in scored] == [(0, 0.4, 2), (1, 1.0, 6)]
+
+
+@pytest.mark.parametrize("raw", ["<route_begin>" * 20000, "<route_begin>" + " " * 200000, "```" + " " * 100000])
+def test_a_tag_bomb_in_raw_response_is_scored_in_linear_time(raw):
+    import time
+
+    from geoeval.suites.maptab.score_cli import _tagged_route
+
+    started = time.monotonic()
+    _tagged_route(raw)
+    assert time.monotonic() - started < 2.0  # the lazy regex it replaces ran for minutes here
+
+
+def test_tagged_route_reads_the_authors_formats():
+    from geoeval.suites.maptab.score_cli import _tagged_route
+
+    assert _tagged_route(" <ROUTE_BEGIN> A-B <route_end> ") == "A-B"
+    assert _tagged_route("<response_begin>C-D<response_end>") == "C-D"
+    assert _tagged_route("```text\nA-B\n```") == "A-B" and _tagged_route("```A-B```") == "A-B"
+    assert _tagged_route("  A-B ") == "A-B"
