@@ -89,8 +89,18 @@ def test_a_missing_demo_folder_is_a_config_error(tmp_path):
         geoeval_cmd("+experiment=mapsatisfy_demo", "model=oracle", "tracking=none", f"env.root={tmp_path / 'nowhere'}"),
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
-    assert proc.returncode != 0
-    assert "env.bench" in proc.stdout + proc.stderr
+    assert proc.returncode == 2
+    assert "env.root" in proc.stderr and "geoeval data fetch mapsatisfy-demo" in proc.stderr
+
+
+def test_an_unset_root_reads_the_download_cache_or_says_how_to_fill_it(tmp_path):
+    proc = subprocess.run(
+        geoeval_cmd("+experiment=mapsatisfy_demo", "model=oracle", "tracking=none", "env.root=null"),
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "GEOEVAL_DATA_DIR": str(tmp_path / "empty-cache")},
+    )
+    assert proc.returncode == 2
+    assert "env.root is not set" in proc.stderr and "geoeval data fetch mapsatisfy-demo" in proc.stderr
 
 
 def test_a_configured_user_model_plays_the_user(demo_dir, tmp_path):

@@ -36,7 +36,8 @@ class MapSatisfyDemoEnvConfig(Strict):
     """`env=mapsatisfy_demo`: the authors' demo release under `root`."""
 
     name: Literal["mapsatisfy_demo"] = "mapsatisfy_demo"
-    root: str = Field(default="../shared/peers/mapsatisfy", description="release root (relative to the working directory)")
+    root: str | None = Field(default="../shared/peers/mapsatisfy", description="release root (relative to the working "
+                             "directory); null: the download cache of `geoeval data fetch mapsatisfy-demo`")
     bench: str = Field(default="demo_bench.xlsx", description="instances (.xlsx/.json/.jsonl), relative to root")
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
@@ -254,12 +255,16 @@ class MapSatisfySuite:
     def build_env(self, spec: Any) -> MapSatisfyEnv:
         if spec.env.name == "mapsatisfy_generated":
             return self._build_generated_env(spec)
-        root = Path(spec.env.root)
+        from geoeval.core.datasets import resolve_root
+
+        # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
+        root = resolve_root(spec.env.root, "mapsatisfy-demo")
         bench, mock = root / spec.env.bench, root / spec.env.mock_data
         for path, what in ((bench, "env.bench"), (mock, "env.mock_data")):
             if not path.exists():
                 raise GeoevalError(f"Invalid config: {what}: {path} does not exist (env.root={spec.env.root!r}, "
-                                   f"relative to the working directory {Path.cwd()})")
+                                   f"relative to the working directory {Path.cwd()}); the authors' demo is one "
+                                   "`geoeval data fetch mapsatisfy-demo` away")
         return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()),
                              embedder=spec.env.embedder, record=spec.suite.record_simulated,
                              fingerprint=_fingerprint([bench, mock]))

@@ -278,12 +278,10 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     """Load, check and store the authors' files (see the module docstring); returns the handle."""
     from geoeval.suites.maptab.generator import run_quality_checks
 
-    root = Path(env_cfg.root).expanduser().resolve()
-    if not root.is_dir():
-        raise GeoevalError(
-            f"env.root: {root} is not a directory (the root of the authors' MapTab release, with "
-            "metromap/ and travelmap/ folders)"
-        )
+    from geoeval.core.datasets import resolve_root
+
+    # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
+    root = resolve_root(env_cfg.root, "maptab-sample").expanduser().resolve()
     items = load_authors_items(root, SCENARIOS[env_cfg.scenario], env_cfg.categories)
     if not items:
         raise GeoevalError(f"env.root: the chosen test-set files under {root} hold no items")

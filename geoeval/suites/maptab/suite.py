@@ -92,7 +92,8 @@ class MapTabAuthorsEnvConfig(Strict):
     scenario, with images/, tabulars/ and data/test_set/), evaluated as they are."""
 
     name: Literal["maptab_authors"] = "maptab_authors"
-    root: str = Field(default="../shared/peers/maptab", description="the release root (relative to the working directory)")
+    root: str | None = Field(default="../shared/peers/maptab", description="the release root (relative to the working "
+                             "directory); null: the download cache of `geoeval data fetch maptab-sample`")
     scenario: Literal["metromap", "travelmap", "both"] = "both"
     categories: list[Category] | None = Field(
         default=None, min_length=1, description="test-set categories to load; null: every one present")
