@@ -139,7 +139,7 @@ def clean_model_output(output: Any) -> Any:
                         setattr(part, attr, clean_text(getattr(part, attr)))
         for tool_call in message.tool_calls or []:
             tool_call.function = clean_text(tool_call.function)
-            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments) > 64:
+            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments, 64) > 64:
                 tool_call.arguments = clean_value(tool_call.arguments, max_depth=64)
             if tool_call.parse_error:
                 tool_call.parse_error = clean_text(tool_call.parse_error)

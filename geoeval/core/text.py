@@ -63,17 +63,18 @@ def _clean(value: Any, depth: int) -> Any:
     return value
 
 
-def nesting_depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
-    """How deeply `value` nests dicts and lists (a scalar is 0), counted without recursion and
-    at most to `limit` (so a hostile value costs no more than that)."""
-    deepest = 0
-    stack = [(value, 0)]
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply lists, tuples and dicts nest in `value` (a scalar is 0), counted without
+    recursion and stopped once past `limit` (so a hostile value costs no more than that): a
+    result above `limit` means "too deep"."""
+    deepest, stack = 0, [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, (dict, list, tuple)):
-            if depth + 1 >= limit:
-                return limit
-            deepest = max(deepest, depth + 1)
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth + 1) for child in children)
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, (list, tuple)) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
     return deepest

@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
 
-from geoeval.core.text import clean_text, clean_value
+from geoeval.core.text import clean_text, clean_value, nesting_depth
 
 # The SDK's bound on an HTTP request body (mcp.server.transport_security), used for stdio lines too.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -85,22 +85,6 @@ def _escaped(text: str, pos: int) -> bool:
     while start > 0 and text[start - 1] == "\\":
         start -= 1
     return (pos - start) % 2 == 1
-
-
-def nesting_depth(value: Any, limit: int) -> int:
-    """How deeply lists and dicts nest in `value` (a scalar is 0), counted without recursion and
-    stopped once past `limit`."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def _valid_id(value: Any) -> bool:

@@ -48,7 +48,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from geoeval.core.text import clean_text, clean_value
+from geoeval.core.text import clean_text, clean_value, nesting_depth
 from geoeval.suites.lifeplanner.environment import ACCESS_SPEED, VEHICLES
 
 FAILURE_CLASSES = ("ok", "parameter_error", "truncated", "empty")
@@ -123,25 +123,6 @@ def _tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
 # --------------------------------------------------------------------------------------------
 # Argument checking (what an agent may send: anything JSON can carry)
 # --------------------------------------------------------------------------------------------
-
-
-def nesting_depth(value: Any, limit: int) -> int:
-    """How deeply lists, tuples and dicts nest in `value` (a scalar is 0), counted without
-    recursion (a hostile value may be deeper than Python's stack) and stopped once past `limit`."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, (list, tuple)):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 # Characters that end a line (str.splitlines) other than those clean_text already replaces.

@@ -51,7 +51,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.text import clean_text, clean_value, is_clean
+from geoeval.core.text import clean_text, clean_value, is_clean, nesting_depth
 from geoeval.suites.maptab import metrics
 from geoeval.suites.maptab.authors_format import scenario_of_item
 
@@ -76,22 +76,6 @@ def _json_type(value: Any) -> str:
     """The JSON name of a parsed value's type."""
     names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
     return names.get(type(value), "null" if value is None else type(value).__name__)
-
-
-def _nesting_depth(value: Any, limit: int) -> int:
-    """How deeply lists and objects nest in `value` (a scalar is 0), counted without recursion and
-    stopped once past `limit`."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def _read_results(path: Path) -> list[Any]:
@@ -123,7 +107,7 @@ def _read_results(path: Path) -> list[Any]:
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         reason = " ".join(str(exc).split(";")[0].split())[:120]
         raise InputError(f"{path}: not valid JSON ({reason})") from None
-    if _nesting_depth(data, MAX_NESTING) > MAX_NESTING:
+    if nesting_depth(data, MAX_NESTING) > MAX_NESTING:
         raise InputError(f"{path}: JSON nested deeper than {MAX_NESTING} levels (test-set items are 3 deep)")
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a JSON list of test-set items, got a JSON {_json_type(data)}")
