@@ -56,7 +56,7 @@ def check_code(expected: str) -> None:
 def shipped_modules() -> list[str]:
     """The folders Ray ships to a cluster's workers: geoeval's package and each plugin module's
     top-level package (from `GEOEVAL_PLUGINS`)."""
-    import importlib
+    import importlib.util
 
     import geoeval
 
@@ -64,13 +64,16 @@ def shipped_modules() -> list[str]:
     for name in [p.strip() for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]:
         top = name.split(":", 1)[0].split(".", 1)[0]
         try:
-            module = importlib.import_module(top)
-        except ImportError:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
             continue
-        location = Path(getattr(module, "__file__", "") or "").resolve()
-        folder = location.parent if location.name == "__init__.py" else location
-        if str(folder) not in folders and folder.exists():
-            folders.append(str(folder))
+        if found is None:
+            continue
+        # a package (regular or namespace) ships its folder(s); a single module its file
+        locations = list(found.submodule_search_locations or []) or ([found.origin] if found.origin else [])
+        for location in locations:
+            if location and Path(location).exists() and str(Path(location).resolve()) not in folders:
+                folders.append(str(Path(location).resolve()))
     return folders
 
 
@@ -143,13 +146,22 @@ def _ensure(path: Path) -> Path:
     return path
 
 
-def logs_for_driver(paths: list[str], driver_node: str | None) -> list[dict[str, Any]]:
-    """A shard's Inspect logs as the driver receives them: the path alone on the driver's node,
-    the bytes too from any other node."""
-    import ray
+def driver_marker(log_dir: Path) -> str:
+    """A file in the run's log folder that only the driver's filesystem has (a shard that cannot
+    see it is on another machine, or in another mount namespace, and sends its logs back). By
+    filesystem, not by Ray node: a driver outside the cluster (`ray://`) shares no node with it."""
+    import uuid
 
-    here = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
-    remote = driver_node is not None and here != driver_node
+    log_dir.mkdir(parents=True, exist_ok=True)
+    marker = log_dir / f".geoeval-driver-{uuid.uuid4().hex}"
+    marker.write_text("the driver's filesystem\n")
+    return str(marker)
+
+
+def logs_for_driver(paths: list[str], driver_marker: str | None) -> list[dict[str, Any]]:
+    """A shard's Inspect logs as the driver receives them: the path alone where the driver sees
+    this worker's files, the bytes too where it does not."""
+    remote = driver_marker is not None and not os.path.exists(driver_marker)
     return [{"path": p, "data": Path(p).read_bytes() if remote and Path(p).exists() else None} for p in paths]
 
 

@@ -200,7 +200,7 @@ def _remote_shard_fn():
 
         try:
             paths = run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
-            return cluster.logs_for_driver(paths, job.get("driver_node"))
+            return cluster.logs_for_driver(paths, job.get("driver_marker"))
         finally:  # the worker's own environment, as it was
             for key, value in before.items():
                 if value is None:
@@ -211,15 +211,16 @@ def _remote_shard_fn():
     return run_shard_remote
 
 
-def _job_context(spec: Any, env: Any) -> dict[str, Any]:
-    """What every shard of this job gets besides its samples: the driver's code digest and node,
-    and (for a cluster) the environment's files in the object store, fetched only by a node that
+def _job_context(spec: Any, env: Any, log_dir: Path) -> dict[str, Any]:
+    """What every shard of this job gets besides its samples: a file only the driver's filesystem
+    has (a shard that cannot see it sends its logs back as bytes), and for a cluster the driver's
+    code digest and the environment's files in the object store, fetched only by a node that
     lacks them (`cluster.localize_env`)."""
     import ray
 
     from geoeval.core import cluster
 
-    context: dict[str, Any] = {"driver_node": ray.get_runtime_context().get_node_id()}
+    context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir)}
     if spec.runner.address is not None:  # a local Ray imports the driver's own files
         context["code"] = cluster.code_digest()
         packed = cluster.pack_env(env)
@@ -237,24 +238,32 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
         return []
     ensure_ray(spec)
     remote = _remote_shard_fn()
-    queue = Queue()
+    # the results queue lives on the driver's node and takes no CPU: losing another node must not
+    # lose the queue, and a busy cluster must not keep it from being scheduled
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
+        node_id=ray.get_runtime_context().get_node_id(), soft=False)})
     shards = shard_samples(samples, spec.runner.num_workers)
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}
     secrets = worker_secrets(spec)
-    job = _job_context(spec, env)
+    job = _job_context(spec, env, log_dir)
     pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i for i, shard in enumerate(shards)}
     log_paths: list[str] = []
 
     def drain() -> None:
         # two queue-actor calls per drain, however many results wait (not one per result)
-        size = queue.qsize()
-        if not size:
-            return
         try:
+            size = queue.qsize()
+            if not size:
+                return
             items = queue.get_nowait_batch(size)
         except Empty:
             return
+        except ray.exceptions.RayError as exc:
+            raise GeoevalError(f"the results queue on the driver's node failed ({_last_line(exc)}); finished samples "
+                               "are stored, the rest can be resumed by rerunning") from exc
         for item in items:
             result = SampleResult.model_validate(item)
             received.add((result.sample_id, result.epoch))
