@@ -112,9 +112,9 @@ def summary_markdown(
     summed = [m for m in metrics if m in sum_metrics]
     intro += ". Metrics are means over samples"
     intro += f", except {', '.join(summed)} (summed)." if summed else "."
-    sections = [f"# {title}", intro, "## Overall", markdown_table(
-        group_table(results, [], metrics, sum_metrics=sum_metrics), floatfmt=floatfmt
-    )]
+    intro += (" Brackets: 95% bootstrap interval (clustered where samples share a map; none from a single"
+              " cluster); n: samples.")
+    sections = [f"# {title}", intro, "## Overall", _table_with_intervals(results, [], metrics, sum_metrics, floatfmt)]
 
     def present(dimension: str) -> bool:
         return any(getattr(r.dims, dimension) for r in results)
@@ -131,9 +131,26 @@ def summary_markdown(
     elif present("task"):
         splits.append(("By task", ["task"]))
     for heading, by in splits:
-        rows = group_table(results, by, metrics, sum_metrics=sum_metrics)
-        sections += [f"## {heading}", markdown_table(rows, [*by, *metrics, "n"], floatfmt)]
+        sections += [f"## {heading}", _table_with_intervals(results, by, metrics, sum_metrics, floatfmt)]
     return "\n\n".join(sections) + "\n"
+
+
+def _table_with_intervals(results: Sequence[SampleResult], by: list[str], metrics: list[str],
+                          sum_metrics: frozenset[str], floatfmt: str) -> str:
+    """A summary table whose every metric has its 95% interval beside it, `[low, high]`."""
+    from geoeval.core.stats import summary_with_intervals
+
+    rows = summary_with_intervals(results, metrics, by, sum_metrics=sum_metrics)
+    columns = [*by]
+    for row in rows:
+        for metric in metrics:
+            low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+            shown = low is not None and high is not None and not (math.isnan(low) or math.isnan(high))
+            row[f"{metric} 95% CI"] = f"[{low:{floatfmt}}, {high:{floatfmt}}]" if shown else ""
+    for metric in metrics:
+        columns += [metric, f"{metric} 95% CI"]
+    columns += ["n"] + (["n_errors"] if any("n_errors" in row for row in rows) else [])
+    return markdown_table(rows, columns, floatfmt)
 
 
 # -- sweeps -----------------------------------------------------------------------------------

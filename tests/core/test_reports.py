@@ -66,21 +66,25 @@ def test_summary_markdown_has_overall_then_setting_and_level_tables() -> None:
         r("3", {"ema": 1.0, "ds": 3.0}, level="hard", setting="edge_tab", model="gpt"),
     ]
     text = summary_markdown(results, ["ema", "ds"], title="MapTab RP", sum_metrics=frozenset({"ds"}))
+    # intervals by hand: ema 1, 0, 1 on independent samples; a bootstrap mean is 0 with
+    # probability 1/27 (> 2.5%) and 1 with 8/27, so the 95% interval is [0, 1]; ds is a total:
+    # the mean's interval [0, 3] times 3 samples
     assert text.startswith(
         "# MapTab RP\n\n3 samples; model: gpt. Metrics are means over samples, except ds "
-        "(summed).\n\n## Overall\n\n"
-        "|   ema |    ds |   n |\n"
-        "| ----: | ----: | --: |\n"
-        "| 0.667 | 4.000 |   3 |\n"
+        "(summed). Brackets: 95% bootstrap interval (clustered where samples share a map; none from a "
+        "single cluster); n: samples.\n\n## Overall\n\n"
+        "|   ema | ema 95% CI     |    ds | ds 95% CI      |   n |\n"
+        "| ----: | -------------- | ----: | -------------- | --: |\n"
+        "| 0.667 | [0.000, 1.000] | 4.000 | [0.000, 9.000] |   3 |\n"
     )
     assert (
         "## By setting and level\n\n"
-        "| setting  | level |   ema |    ds |   n |\n"
-        "| -------- | ----- | ----: | ----: | --: |\n"
-        "| edge_tab | hard  | 1.000 | 3.000 |   1 |\n"
-        "| map      | easy  | 1.000 | 1.000 |   1 |\n"
-        "| map      | hard  | 0.000 | 0.000 |   1 |\n"
-    ) in text
+        "| setting  | level |   ema | ema 95% CI |    ds | ds 95% CI |   n |\n"
+        "| -------- | ----- | ----: | ---------- | ----: | --------- | --: |\n"
+        "| edge_tab | hard  | 1.000 |            | 3.000 |           |   1 |\n"
+        "| map      | easy  | 1.000 |            | 1.000 |           |   1 |\n"
+        "| map      | hard  | 0.000 |            | 0.000 |           |   1 |\n"
+    ) in text  # one sample: no interval
     assert "## By level" in text and "## By setting\n" in text
     assert "## By task" not in text  # no result has a task
     assert text.endswith("\n")
