@@ -186,7 +186,12 @@ class SweepCallback(Callback):
         if not points_file.exists():
             return
         points = [json.loads(line) for line in points_file.read_text().splitlines() if line.strip()]
-        artifacts, summary = write_sweep_reports(points, sweep_dir)
+        from geoeval.core.registry import get_suite
+
+        suite = get_suite(str(config.suite.name))
+        artifacts, summary = write_sweep_reports(points, sweep_dir,
+                                                 headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
+                                                 log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())))
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         failed = [p for p in points if p.get("failed")]
         if run_id and getattr(self, "_tracking", None) is not None:

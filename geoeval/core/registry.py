@@ -60,6 +60,10 @@ class SuiteSpec(Protocol):
     name: str
     config_schema: type[BaseModel]
     env_schema: type[BaseModel]
+    # optional declarations the core's reports read (a plugin suite gets the same reports):
+    # scoring_version: str                part of the run identity; bump when scoring changes
+    # headline_metrics: tuple[str, ...]   what sweep tables and plots lead with
+    # log2_sweep_axes: tuple[str, ...]    swept keys plotted on a log2 axis (e.g. "suite.resolution")
 
     def build_env(self, spec: Any) -> Any: ...  # returns a picklable environment handle
     def build_samples(self, spec: Any, env: Any) -> list[Any]: ...  # Inspect Samples

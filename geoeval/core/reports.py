@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_table
+from geoeval.core.aggregate import DEFAULT_SUM_METRICS
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.text import clean_text, clean_value

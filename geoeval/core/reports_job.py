@@ -56,9 +56,12 @@ def _short(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
 
-def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path], str]:
+def write_sweep_reports(points: list[dict], sweep_dir: Path, *, headline_metrics: tuple[str, ...] = (),
+                        log2_axes: tuple[str, ...] = ()) -> tuple[list[Path], str]:
     """The sweep table and plot: x is the first numeric swept key (e.g. suite.resolution),
-    lines are split by the other swept keys (e.g. suite.setting)."""
+    lines are split by the other swept keys (e.g. suite.setting). The suite declares which
+    metrics lead (`headline_metrics`) and which swept keys read on a log2 axis (`log2_axes`);
+    without a declaration the first three overall metrics are shown."""
     points = sorted(points, key=lambda p: p["job"])
     keys = sorted({k for p in points for k in p["overrides"]})
     swept = [k for k in keys if len({p["overrides"].get(k) for p in points}) > 1]
@@ -73,9 +76,10 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path]
     x_key = next((k for k in swept if numeric(k)), swept[0] if swept else None)
     by_keys = [k for k in swept if k != x_key]
     by_name = ",".join(_short(k) for k in by_keys) or "group"
-    metric_names = [m for m in ("ema", "pma", "pr", "acc", "ar", "ses") if all(m in p["metrics"] for p in points)]
+    metric_names = [m for m in headline_metrics if all(m in p["metrics"] for p in points)]
     if not metric_names:
-        metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m})[:3]
+        counts = {"n_samples", "n_scored", "n_errors", "http_retries"}
+        metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m and m not in counts})[:3]
     rows = []
     for p in points:
         row: dict[str, Any] = {}
@@ -99,6 +103,6 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path) -> tuple[list[Path]
     if x_key and numeric(x_key):
         png = plot_sweep(rows, x=x_name, metrics=metric_names, path=sweep_dir / "sweep_plot.png",
                          by=by_name if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
-                         log2_x=x_name == "resolution")
+                         log2_x=x_key in log2_axes)
         artifacts.append(Path(png))
     return artifacts, md.read_text()

@@ -175,3 +175,17 @@ def test_not_applicable_values_show_as_a_dash():
 
     assert format_cell(float("nan")) == "–"
     assert format_cell(0.5) == "0.500"
+
+
+def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
+    from geoeval.core.reports_job import write_sweep_reports
+
+    points = [{"job": i, "overrides": {"suite.resolution": str(res), "suite.setting": "map"},
+               "metrics": {"ema": 1.0 - i / 4, "pma": 0.5, "zeta": 0.1, "n_errors": 0.0}, "n": 4}
+              for i, res in enumerate([1, 0.5, 0.25])]
+    _, declared = write_sweep_reports(points, tmp_path, headline_metrics=("pma", "missing"),
+                                      log2_axes=("suite.resolution",))
+    assert "pma" in declared and "ema" not in declared  # the declared headline, where every job has it
+    assert (tmp_path / "sweep_plot.png").exists()
+    _, undeclared = write_sweep_reports(points, tmp_path)  # a plugin suite that declares nothing
+    assert "ema" in undeclared and "pma" in undeclared and "zeta" in undeclared and "n_errors" not in undeclared

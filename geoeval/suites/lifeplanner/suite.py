@@ -145,6 +145,9 @@ def _write_atomic(path: Path, text: str) -> None:
 class LifePlannerSuite:
     name = "lifeplanner"
     scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
+    # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
+    headline_metrics = ("pr", "sc", "rp")
+    log2_sweep_axes: tuple[str, ...] = ()
     config_schema = LifePlannerSuiteConfig
     # the environment is chosen by env.name (the core validates env with the matching schema)
     env_schema = {"lifeplanner_synthetic": LifePlannerEnvConfig, "lifeplanner_osm": LifePlannerOsmEnvConfig}

@@ -249,6 +249,9 @@ def thinking_of(spec: Any) -> str:
 class MapSatisfySuite:
     name = "mapsatisfy"
     scoring_version = SCORING_VERSION  # see geoeval/suites/mapsatisfy/__init__.py
+    # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
+    headline_metrics = ("ar", "ses", "ecr")
+    log2_sweep_axes: tuple[str, ...] = ()
     config_schema = MapSatisfySuiteConfig
     env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 

@@ -189,6 +189,9 @@ def _env_seed(spec: Any) -> int:
 class MapTabSuite:
     name = "maptab"
     scoring_version = SCORING_VERSION  # see geoeval/suites/maptab/__init__.py
+    # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
+    headline_metrics = ("ema", "pma", "acc")
+    log2_sweep_axes: tuple[str, ...] = ("suite.resolution",)
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
     env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig,
