@@ -36,7 +36,8 @@ LEVEL_ORDER: tuple[str, ...] = ("easy", "medium", "hard")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_\-. ]")
 _DIMENSION_FIELDS = tuple(name for name in Dimensions.model_fields if name != "extra")
 _RESULT_FIELDS = ("model", "run_hash", "epoch")
-_CAPABILITY_NAMES = ("capabilities", "capability")
+#: The names under which `by` splits a sample into one group per capability it lists.
+CAPABILITY_NAMES = ("capabilities", "capability")
 
 
 def metric_key_part(value: str) -> str:
@@ -158,7 +159,7 @@ def group_table(
     show_errors = any(r.status == "error" for r in results)
     groups: dict[tuple[str, ...], list[SampleResult]] = {}
     for result in results:
-        for key in _group_keys(result, by):
+        for key in group_keys(result, by):
             groups.setdefault(key, []).append(result)
     rows: list[dict[str, Any]] = []
     for key in sorted(groups, key=lambda k: tuple(_sort_key(v) for v in k)):
@@ -175,11 +176,11 @@ def group_table(
     return rows
 
 
-def _group_keys(result: SampleResult, by: list[str]) -> list[tuple[str, ...]]:
+def group_keys(result: SampleResult, by: Sequence[str]) -> list[tuple[str, ...]]:
     """The groups `result` belongs to: one, or one per capability when `by` splits on them."""
     keys: list[tuple[str, ...]] = [()]
     for name in by:
-        if name in _CAPABILITY_NAMES:
+        if name in CAPABILITY_NAMES:
             values = list(dict.fromkeys(result.dims.capabilities)) or [""]
         else:
             value = dimension_value(result, name)
@@ -195,7 +196,7 @@ def known_dimensions(results: Iterable[SampleResult]) -> list[str]:
 
 
 def _check_dimensions(results: Sequence[SampleResult], by: list[str]) -> None:
-    known = set(_DIMENSION_FIELDS) | set(_RESULT_FIELDS) | set(_CAPABILITY_NAMES)
+    known = set(_DIMENSION_FIELDS) | set(_RESULT_FIELDS) | set(CAPABILITY_NAMES)
     unknown = [name for name in by if name not in known]
     if not unknown or not results:
         return

@@ -29,13 +29,12 @@ from typing import Any
 
 import duckdb
 
-from geoeval.core.aggregate import LEVEL_ORDER, known_dimensions
+from geoeval.core.aggregate import CAPABILITY_NAMES, LEVEL_ORDER, known_dimensions
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
 from geoeval.core.reports import markdown_table
 from geoeval.core.results_cli import default_db_path
 from geoeval.core.stats import (
-    CAPABILITY_NAMES,
     DEFAULT_N_BOOT,
     FEW_CLUSTERS,
     SAMPLE_CLUSTER,

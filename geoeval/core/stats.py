@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.core.aggregate import DEFAULT_SUM_METRICS, dimension_value, group_table
+from geoeval.core.aggregate import DEFAULT_SUM_METRICS, dimension_value, group_keys, group_table
 from geoeval.core.records import SampleResult
 
 #: Bootstrap resamples unless a caller says otherwise.
@@ -352,21 +352,6 @@ def _has_value(value: float | None) -> bool:
 # -- summary rows -------------------------------------------------------------------------------
 
 #: The `by` names that split a sample into one group per capability it lists.
-CAPABILITY_NAMES = ("capabilities", "capability")
-
-
-def group_keys(result: SampleResult, by: Sequence[str]) -> list[tuple[str, ...]]:
-    """The `by` groups `result` falls in, as `aggregate.group_table` forms them (one per listed
-    capability when `by` splits on capabilities)."""
-    keys: list[tuple[str, ...]] = [()]
-    for name in by:
-        if name in CAPABILITY_NAMES:
-            values = list(dict.fromkeys(result.dims.capabilities)) or [""]
-        else:
-            value = dimension_value(result, name)
-            values = [value if value is not None else ""]
-        keys = [key + (value,) for key in keys for value in values]
-    return keys
 
 
 def summary_with_intervals(
