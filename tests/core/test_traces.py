@@ -4,13 +4,12 @@ tool, run on Inspect's mockllm, scored by a dict-valued scorer; one sample error
 from __future__ import annotations
 
 import math
-import sqlite3
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from tests.core.conftest import spec_for
 from geoeval.core import traces, tracking
 
 N_SAMPLES = 50
@@ -74,26 +73,6 @@ def _eval_log(log_dir: Path) -> str:
 def eval_log(tmp_path_factory) -> str:
     return _eval_log(tmp_path_factory.mktemp("inspect_logs"))
 
-
-@pytest.fixture(scope="module")
-def schema_db(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("schema") / "mlruns"
-    tracking.client_for(spec_for(store))
-    return store / "mlflow.db"
-
-
-@pytest.fixture
-def store(tmp_path, schema_db) -> Path:
-    path = tmp_path / "mlruns"
-    path.mkdir()
-    # the backup API, not a file copy: the schema may still sit in the WAL file
-    with sqlite3.connect(schema_db) as source, sqlite3.connect(path / "mlflow.db") as copy:
-        source.backup(copy)
-    return path
-
-
-def spec_for(store: Path) -> SimpleNamespace:
-    return SimpleNamespace(tracking_uri=f"sqlite:///{store / 'mlflow.db'}", artifact_location=None, experiment_name=None)
 
 
 def open_run(store: Path, run_hash: str = "h1") -> tracking.JobRun:

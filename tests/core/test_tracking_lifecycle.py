@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -16,31 +15,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.core.conftest import spec_for
 from geoeval.core import tracking
 
-
-@pytest.fixture(scope="module")
-def schema_db(tmp_path_factory) -> Path:
-    """An empty, fully migrated MLflow database, made once: creating the schema takes seconds
-    (dozens of migrations), and only the concurrency test needs to watch it happen."""
-    store = tmp_path_factory.mktemp("schema") / "mlruns"
-    tracking.client_for(spec_for(store))
-    return store / "mlflow.db"
-
-
-@pytest.fixture
-def store(tmp_path, schema_db) -> Path:
-    """A store of this test's own (a copy of the migrated schema, no experiment yet)."""
-    path = tmp_path / "mlruns"
-    path.mkdir()
-    # the backup API, not a file copy: the schema may still sit in the WAL file
-    with sqlite3.connect(schema_db) as source, sqlite3.connect(path / "mlflow.db") as copy:
-        source.backup(copy)
-    return path
-
-
-def spec_for(store: Path) -> SimpleNamespace:
-    return SimpleNamespace(tracking_uri=f"sqlite:///{store / 'mlflow.db'}", artifact_location=None, experiment_name=None)
 
 
 def client_for(store: Path):
