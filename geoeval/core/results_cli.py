@@ -5,13 +5,20 @@
     geoeval results --sql "SELECT level, avg(value) FROM scores GROUP BY level"
     geoeval results --format csv > leaderboard.csv
 
-The leaderboard has one row per run: its hash (first 12 characters), model, suite, the labels
-found in its config (`LABEL_KEYS`, e.g. resolution or setting), the mean of each metric (DS, and
-any metric a run's config lists in `metrics.sum_metrics`, summed) and n, the number of
-(sample, epoch) results. `--by` splits
-each run's row further by dimensions (level, setting, task, capabilities, extra keys); `model`,
-the default, adds nothing because every run row already names its model. Runs are sorted by
-their overall value of the first metric, best first; a run's split rows stay together under it.
+Without `--by` the leaderboard has one row per run: its hash (first 12 characters), model,
+suite, the labels found in its config (`LABEL_KEYS`, e.g. resolution or setting), the mean of each
+metric (DS, and any metric a run's config lists in `metrics.sum_metrics`, summed) and n, the
+number of (sample, epoch) results; runs are sorted by their value of the first metric, best first.
+Metrics lead with the suites' headline metrics (MapTab EMA, PMA; LifePlanner PR, SC, RP; ...).
+
+`--by DIMS` groups instead: one row per combination of DIMS over every listed run's samples, with
+`runs`, the number of runs pooled into the row. DIMS may name run-level keys (`run`, `model`,
+`suite`, and the label keys `label`, `setting`, `resolution`: a sample's own dimension wins, its
+run's label fills in where the sample has none) and sample dimensions (`level`, `setting`, `task`,
+`task_family`, `capabilities`, or a suite's extra keys such as `query_level`). So
+`--by model,setting` gives one row per model and setting, and `--by run,level` splits each run by
+level. Rows are sorted by their DIMS values, except that a grouping by run-level keys only is
+sorted best first.
 
 The database is opened read-only: this command never changes it (an `--sql` that writes fails).
 Mistakes (a missing file, bad SQL, an unknown metric) print one line to stderr and return 2.
@@ -32,8 +39,9 @@ from typing import Any
 
 import duckdb
 
-from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_table
+from geoeval.core.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
 from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.reports import fraction_label, markdown_table
 from geoeval.core.warehouse import Warehouse
 
@@ -44,8 +52,8 @@ DEFAULT_DB = Path("results") / "geoeval.duckdb"
 #: depth; the shallowest wins): what tells apart two runs of one model on one suite.
 LABEL_KEYS: tuple[str, ...] = ("label", "setting", "resolution")
 
-# Leaderboard columns that come from the run itself, so `--by` naming them adds no split.
-_RUN_COLUMNS = ("run_hash", "model", "suite")
+# `--by` names whose value is the run's own, not a sample's
+_RUN_KEYS = ("run", "model", "suite", *LABEL_KEYS)
 
 
 def default_db_path() -> Path:
@@ -86,12 +94,42 @@ def _split_list(values: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(item for item in items if item))
 
 
+def ordered_metrics(available: Sequence[str], suites: Sequence[str]) -> list[str]:
+    """`available` with the listed suites' headline metrics first (in their declared order), then
+    the rest sorted; a suite that is not registered (a plugin not installed here) declares none."""
+    from geoeval.core.registry import get_suite
+
+    headline: list[str] = []
+    for name in suites:
+        try:
+            headline += [m for m in getattr(get_suite(name), "headline_metrics", ()) if m in available]
+        except GeoevalError:
+            continue
+    headline = list(dict.fromkeys(headline))
+    return headline + sorted(m for m in available if m not in headline)
+
+
+def _with_run_keys(result: SampleResult, run: dict[str, Any], labels: dict[str, str]) -> SampleResult:
+    """`result` with its run's keys (`run`, and the labels the sample lacks) as extra dimensions,
+    so that `group_table` can group on them like on any other dimension."""
+    extra = {"run": run["run_hash"][:12], **result.dims.extra}
+    update: dict[str, Any] = {}
+    for key, value in labels.items():
+        if key in Dimensions.model_fields:
+            if not getattr(result.dims, key):
+                update[key] = value
+        else:
+            extra.setdefault(key, value)
+    dims = result.dims.model_copy(update={**update, "extra": extra})
+    return result.model_copy(update={"dims": dims, "model": result.model or run["model"]})
+
+
 def leaderboard(
     warehouse: Warehouse,
     *,
     suite: str | None = None,
     metrics: Sequence[str] | None = None,
-    by: Sequence[str] = ("model",),
+    by: Sequence[str] | None = None,
     sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """The leaderboard's (columns, rows); see the module docstring. Metrics in `sum_metrics`, and
@@ -105,7 +143,9 @@ def leaderboard(
             f"no runs of suite {suite!r} in {warehouse.path}: choose one of "
             f"{', '.join(suites) if suites else '(none: the database has no runs yet)'}"
         )
-    results = [result for run in runs for result in warehouse.results(run["run_hash"])]
+    labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
+    results = [_with_run_keys(result, run, labels[run["run_hash"]])
+               for run in runs for result in warehouse.results(run["run_hash"])]
     sum_metrics = frozenset(sum_metrics).union(
         *(configured_sum_metrics(run["config"]) for run in runs)
     )
@@ -119,36 +159,48 @@ def leaderboard(
             )
         metrics = list(metrics)
     else:
-        metrics = available
-    splits = [name for name in by if name not in _RUN_COLUMNS]
-    labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
+        metrics = ordered_metrics(available, list(dict.fromkeys(run["suite"] for run in runs)))
+    if by:
+        return _grouped(results, list(by), metrics, sum_metrics)
     label_columns = [key for key in LABEL_KEYS if any(key in found for found in labels.values())]
-
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in group_table(results, ["run_hash", *splits], metrics, sum_metrics=sum_metrics):
-        grouped.setdefault(row.pop("run_hash"), []).append(row)
-    overall = {
-        row["run_hash"]: row
-        for row in group_table(results, ["run_hash"], metrics[:1], sum_metrics=sum_metrics)
-    }
+    overall = {row["run"]: row for row in group_table(results, ["run"], metrics, sum_metrics=sum_metrics)}
 
     def best_first(run: dict[str, Any]) -> tuple[bool, float]:
-        value = overall.get(run["run_hash"], {}).get(metrics[0]) if metrics else None
+        value = overall.get(run["run_hash"][:12], {}).get(metrics[0]) if metrics else None
         missing = value is None or math.isnan(value)
         return (missing, 0.0 if missing else -value)
 
-    # runs best first by their overall first metric (stable: ties keep the oldest first); a
-    # run's split rows stay together under it, in dimension order
+    # runs best first by their overall first metric (stable: ties keep the oldest first)
     rows: list[dict[str, Any]] = []
     for run in sorted(runs, key=best_first):
-        head = {"run": run["run_hash"][:12], "model": run["model"], "suite": run["suite"]}
-        head.update({key: labels[run["run_hash"]].get(key, "") for key in label_columns})
+        row = {"run": run["run_hash"][:12], "model": run["model"], "suite": run["suite"]}
+        row.update({key: labels[run["run_hash"]].get(key, "") for key in label_columns})
         # a registered run with nothing stored yet still gets its row, with n = 0
-        empty = {**{name: "" for name in splits}, **{m: None for m in metrics}, "n": 0}
-        for split_row in grouped.get(run["run_hash"], [empty]):
-            rows.append({**head, **split_row})
-    columns = ["run", "model", "suite", *label_columns, *splits, *metrics, "n"]
-    return columns, rows
+        found = overall.get(run["run_hash"][:12], {"n": 0})
+        row.update({m: found.get(m) for m in metrics})
+        row["n"] = found["n"]
+        if "n_errors" in found:
+            row["n_errors"] = found["n_errors"]
+        rows.append(row)
+    extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
+    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra], rows
+
+
+def _grouped(results: list[SampleResult], by: list[str], metrics: list[str],
+             sum_metrics: frozenset[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per combination of `by` over `results` (see the module docstring)."""
+    by = list(dict.fromkeys("run" if name == "run_hash" else name for name in by))
+    rows = group_table(results, by, metrics, sum_metrics=sum_metrics) if results else []
+    runs_per_group: dict[tuple, set[str]] = {}
+    for result in results:
+        for key in group_keys(result, by):
+            runs_per_group.setdefault(key, set()).add(result.run_hash)
+    for row in rows:
+        row["runs"] = len(runs_per_group.get(tuple(row[name] for name in by), ()))
+    if metrics and all(name in _RUN_KEYS for name in by):
+        rows.sort(key=lambda row: (row[metrics[0]] is None, -(row[metrics[0]] or 0.0)))
+    extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
+    return [*by, *metrics, "n", *extra, "runs"], rows
 
 
 def _unique_columns(columns: Sequence[str]) -> list[str]:
@@ -209,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--by",
         action="append",
-        help="split each run by these dimensions (e.g. level,setting; default: model)",
+        help="group by these dimensions across runs, e.g. model,setting or run,level "
+        "(default: one row per run)",
     )
     parser.add_argument("--sql", help='run this SQL instead, e.g. "SELECT * FROM runs"')
     parser.add_argument(
@@ -240,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                     warehouse,
                     suite=args.suite,
                     metrics=_split_list(args.metric) or None,
-                    by=_split_list(args.by) or ["model"],
+                    by=_split_list(args.by) or None,
                 )
     except GeoevalError as error:
         print(f"geoeval results: error: {error}", file=sys.stderr)

@@ -94,8 +94,14 @@ def tracking_uri_for(tracking: Any) -> str:
     return getattr(tracking, "tracking_uri", None) or default_tracking_uri()
 
 
+#: MLflow's own first experiment (id 0), which every store has; geoeval's `experiment_name:
+#: default` is that experiment, so that a store never holds both "Default" and "default"
+MLFLOW_DEFAULT_EXPERIMENT = "Default"
+
+
 def experiment_name_for(tracking: Any, experiment_name: str) -> str:
-    return getattr(tracking, "experiment_name", None) or experiment_name
+    name = getattr(tracking, "experiment_name", None) or experiment_name
+    return MLFLOW_DEFAULT_EXPERIMENT if name.lower() == "default" else name
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -170,6 +176,16 @@ def _create_sqlite_in_wal_mode(uri: str) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
 
 
+def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
+    """Build a new SQLite store's tables with geoeval's artifact root, so that MLflow's own
+    "Default" experiment (geoeval's `experiment_name: default`) keeps its artifacts beside the
+    store too: a store MlflowClient creates puts them under `./mlruns/0` of whatever directory
+    the first process ran in."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    SqlAlchemyStore(uri, artifact_root or "./mlruns")
+
+
 def client_for(tracking: Any) -> Any:
     """An `MlflowClient` on the configured store, its schema created or migrated under the
     store lock (MLflow caches the store per URI, so only the first call per process migrates)."""
@@ -178,7 +194,11 @@ def client_for(tracking: Any) -> Any:
 
     uri = tracking_uri_for(tracking)
     with store_lock(uri):
+        db = sqlite_path(uri)
+        new_store = db is not None and not db.exists()
         _create_sqlite_in_wal_mode(uri)
+        if new_store:
+            _create_sqlite_store(uri, _artifact_location(tracking, uri))
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
     return client

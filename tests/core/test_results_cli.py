@@ -72,35 +72,59 @@ def test_all_runs_and_all_metrics_by_default(db: Path, capsys) -> None:
     code, out, _ = run_cli(capsys, "--db", str(db), "--format", "json")
     rows = json.loads(out)
     assert code == 0
-    # metrics default to every stored metric, sorted: ds first, so runs sort by ds (summed)
-    assert list(rows[0]) == ["run", "model", "suite", "label", "resolution", "ds", "ema", "n"]
-    assert [(row["run"], row["ds"], row["n"]) for row in rows] == [
-        ("bbbbbbbbbbbb", 2.0, 2),
-        ("aaaaaaaaaaaa", 1.0, 2),
-        ("lp1", None, 0),  # registered, nothing stored yet
+    # every stored metric, MapTab's headline metric (ema) first; runs sort by it, best first
+    assert list(rows[0]) == ["run", "model", "suite", "label", "resolution", "ema", "ds", "n"]
+    assert [(row["run"], row["ema"], row["ds"], row["n"]) for row in rows] == [
+        ("bbbbbbbbbbbb", 0.75, 2.0, 2),
+        ("aaaaaaaaaaaa", 0.25, 1.0, 2),
+        ("lp1", None, None, 0),  # registered, nothing stored yet
     ]
     assert rows[2]["label"] == "baseline"
 
 
-def test_by_splits_each_run_and_keeps_its_rows_together(db: Path, capsys) -> None:
+def test_by_run_splits_each_run(db: Path, capsys) -> None:
     code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
-                           "--by", "model,level", "--format", "csv")  # fmt: skip
+                           "--by", "run,level", "--format", "csv")  # fmt: skip
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [(row["run"], row["level"], row["ema"], row["n"]) for row in rows] == [
-        ("bbbbbbbbbbbb", "easy", "1.0", "1"),
-        ("bbbbbbbbbbbb", "hard", "0.5", "1"),
-        ("aaaaaaaaaaaa", "easy", "0.5", "1"),
-        ("aaaaaaaaaaaa", "hard", "0.0", "1"),
+    assert [(row["run"], row["level"], row["ema"], row["n"], row["runs"]) for row in rows] == [
+        ("aaaaaaaaaaaa", "easy", "0.5", "1", "1"),
+        ("aaaaaaaaaaaa", "hard", "0.0", "1", "1"),
+        ("bbbbbbbbbbbb", "easy", "1.0", "1", "1"),
+        ("bbbbbbbbbbbb", "hard", "0.5", "1", "1"),
     ]
     code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ds",
-                           "--by", "query_level", "--format", "json")  # fmt: skip
+                           "--by", "run,query_level", "--format", "json")  # fmt: skip
     assert [(row["run"], row["query_level"], row["ds"]) for row in json.loads(out)] == [
-        ("bbbbbbbbbbbb", "q1", 1.0),
-        ("bbbbbbbbbbbb", "q2", 1.0),
         ("aaaaaaaaaaaa", "q1", 1.0),
         ("aaaaaaaaaaaa", "q2", 0.0),
+        ("bbbbbbbbbbbb", "q1", 1.0),
+        ("bbbbbbbbbbbb", "q2", 1.0),
     ]
+
+
+def test_by_groups_across_runs_once_per_value(db: Path, capsys) -> None:
+    """Two runs of one model at two resolutions pool under `--by model`; `--by model,resolution`
+    keeps them apart; each key is one column, never repeated."""
+    with Warehouse(db) as wh:
+        third = "cccccccccccc3333"  # the weak model again, at full resolution: ema 1.0 on s1
+        wh.register_run(third, suite="maptab", model="weak", config={"suite": {"resolution": 1}})
+        wh.write_results([r(third, "s1", "weak", {"ema": 1.0, "ds": 1.0}, "easy")])
+    code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
+                           "--by", "model", "--format", "csv")  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and list(rows[0]) == ["model", "ema", "n", "runs"]
+    # strong 0.75 over 2 samples; weak (0.5 + 0 + 1.0) / 3 = 0.5 over 2 runs; best first
+    assert [(row["model"], row["ema"], row["n"], row["runs"]) for row in rows] == [
+        ("strong", "0.75", "2", "1"), ("weak", "0.5", "3", "2")]
+    code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
+                           "--by", "model,resolution", "--format", "csv")  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [(row["model"], row["resolution"], row["ema"], row["runs"]) for row in rows] == [
+        ("weak", "1", "1.0", "1"), ("strong", "1", "0.75", "1"), ("weak", "1/2", "0.25", "1")]  # best first
+    code, out, _ = run_cli(capsys, "--db", str(db), "--by", "model,level", "--metric", "ema")
+    header = out.splitlines()[0]
+    assert header.count("level") == 1 and header.count("model") == 1
 
 
 def test_sql_prints_a_table(db: Path, capsys) -> None:

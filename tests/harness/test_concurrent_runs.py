@@ -23,7 +23,11 @@ def test_two_runs_on_a_fresh_mlflow_store_both_finish(tmp_path):
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
-    [experiment] = [e for e in client.search_experiments() if e.name == "default"]
+    # geoeval's `experiment_name: default` is MLflow's own "Default": one experiment, not two
+    # that differ by case, and its artifacts live beside the store, not in the directory run from
+    [experiment] = client.search_experiments()
+    assert experiment.name == "Default"
+    assert experiment.artifact_location.startswith((tmp_path / "mlruns" / "artifacts").as_uri())
     runs = client.search_runs([experiment.experiment_id])
     assert sorted(r.info.status for r in runs) == ["FINISHED", "FINISHED"]
     # the store still takes a new run

@@ -1,0 +1,140 @@
+"""Meta-evaluation: do a suite's scores order answers of known quality correctly?
+
+For every sample a suite constructs answers in quality levels (`Tier`): the reference (level 0),
+the reference with one known defect (level 1: a wrong station, a missed constraint, an invented
+fact ...) and worthless answers (level 2: empty, a refusal, a fluent answer naming entities that
+do not exist). Each answer is scored through the suite's real scorers and judges
+(`suite.meta_eval_answers(spec, env, samples) -> list[ScoredAnswer]`). Per metric, this module
+counts the pairs of one sample's answers whose order is known and the pairs the metric orders
+correctly:
+
+- reference vs a defect that the defect's tier says it lowers (`Tier.affects`; None = every
+  metric): the reference must score strictly higher;
+- reference vs a worthless answer: strictly higher;
+- a defect vs a worthless answer: at least as high (a one-defect answer is never worse than none).
+
+Pairs where either score is NaN (the metric does not apply, e.g. a criteria metric on a
+fewest-stations query) are left out and counted as `n_not_applicable`.
+The ordering accuracy is correct / pairs; a suite declares per-metric targets
+(`suite.meta_eval_targets`, default 1.0 for deterministic metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+REFERENCE = 0
+DEFECT = 1
+WORTHLESS = 2
+DEFAULT_TARGET = 1.0
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A kind of constructed answer: `name` (e.g. "reference", "defect:wrong_station", "empty",
+    "refusal", "invented"), its quality `level` (0 reference, 1 one defect, 2 worthless) and the
+    metrics its defect must lower against the reference (None: every metric)."""
+
+    name: str
+    level: int
+    affects: frozenset[str] | None = None
+
+    def lowers(self, metric: str) -> bool:
+        return self.affects is None or metric in self.affects
+
+
+@dataclass
+class ScoredAnswer:
+    """One constructed answer to one sample and its scores from the suite's real scorers."""
+
+    sample_id: str
+    tier: Tier
+    answer: str
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[ScoredAnswer, ScoredAnswer, bool]]:
+    """(better, worse, strict) for every ordered pair of one sample's answers on `metric`."""
+    for hi in answers:
+        for lo in answers:
+            if hi.tier.level >= lo.tier.level:
+                continue
+            if hi.tier.level == REFERENCE and lo.tier.level == DEFECT:
+                if lo.tier.lowers(metric):
+                    yield hi, lo, True
+            elif hi.tier.level == REFERENCE:
+                yield hi, lo, True
+            elif lo.tier.level == WORTHLESS:
+                yield hi, lo, False
+
+
+def ordering_report(answers: list[ScoredAnswer], targets: dict[str, float] | None = None) -> dict[str, Any]:
+    """Per metric: pairs, correct, violations, accuracy, target, met, and up to MAX_EXAMPLES
+    violations (sample, the two tiers, their scores and answers)."""
+    targets = targets or {}
+    by_sample: dict[str, list[ScoredAnswer]] = {}
+    for a in answers:
+        by_sample.setdefault(a.sample_id, []).append(a)
+    metrics = sorted({m for a in answers for m in a.scores})
+    report: dict[str, Any] = {}
+    for metric in metrics:
+        pairs = correct = not_applicable = 0
+        examples: list[dict[str, Any]] = []
+        by_tier: dict[str, list[int]] = {}
+        for sample_id, group in by_sample.items():
+            for hi, lo, strict in _expected_pairs(group, metric):
+                a, b = hi.scores.get(metric), lo.scores.get(metric)
+                if _nan(a) or _nan(b):
+                    not_applicable += 1
+                    continue
+                pairs += 1
+                ok = a > b if strict else a >= b
+                tally = by_tier.setdefault(lo.tier.name, [0, 0])
+                tally[1] += 1
+                if ok:
+                    correct += 1
+                    tally[0] += 1
+                elif len(examples) < MAX_EXAMPLES:
+                    examples.append({"sample": sample_id, "better": hi.tier.name, "worse": lo.tier.name,
+                                     "better_score": a, "worse_score": b, "strict": strict,
+                                     "better_answer": hi.answer[:400], "worse_answer": lo.answer[:400]})
+        target = float(targets.get(metric, DEFAULT_TARGET))
+        accuracy = correct / pairs if pairs else float("nan")
+        report[metric] = {
+            "pairs": pairs, "correct": correct, "violations": pairs - correct,
+            "n_not_applicable": not_applicable, "accuracy": accuracy, "target": target,
+            "met": bool(pairs) and accuracy >= target - 1e-12,
+            "by_worse_tier": {k: {"correct": v[0], "pairs": v[1]} for k, v in sorted(by_tier.items())},
+            "examples": examples,
+        }
+    return report
+
+
+def tier_means(answers: list[ScoredAnswer]) -> dict[str, dict[str, float]]:
+    """Mean score per tier and metric (NaN skipped): the table a person reads first."""
+    sums: dict[str, dict[str, list[float]]] = {}
+    for a in answers:
+        for m, v in a.scores.items():
+            if not _nan(v):
+                sums.setdefault(a.tier.name, {}).setdefault(m, []).append(float(v))
+    return {t: {m: sum(v) / len(v) for m, v in ms.items()} for t, ms in sums.items()}
+
+
+def run_meta_eval(spec: Any, suite: Any) -> tuple[list[ScoredAnswer], dict[str, Any]]:
+    """Build the suite's environment and samples for `spec`, construct and score the tiered
+    answers, and return them with the per-metric ordering report."""
+    if not hasattr(suite, "meta_eval_answers"):
+        from geoeval.core.errors import GeoevalError
+
+        raise GeoevalError(f"suite '{suite.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
+    env = suite.build_env(spec)
+    samples = suite.build_samples(spec, env)
+    answers = suite.meta_eval_answers(spec, env, samples)
+    return answers, ordering_report(answers, getattr(suite, "meta_eval_targets", {}))
