@@ -59,12 +59,16 @@ def reduce_values(values: Sequence[float], *, summed: bool) -> float:
 
 
 def aggregate(
-    results: Sequence[SampleResult], *, sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS
+    results: Sequence[SampleResult], *, sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
+    report_dimensions: Sequence[str] = (),
 ) -> dict[str, float]:
-    """Every metric overall and split by level, task x level, task, setting and capability.
+    """Every metric overall and split by level, task x level, task, setting and capability, and
+    by each of the suite's declared `report_dimensions` (keys of `Dimensions.extra`, e.g.
+    MapTab's `scenario`).
 
     Keys (sorted): `<metric>`, `<metric>/<level>`, `<metric>/<task>/<level>`,
-    `<metric>/task/<task>`, `<metric>/setting/<setting>`, `<metric>/capability/<name>`. Empty
+    `<metric>/task/<task>`, `<metric>/setting/<setting>`, `<metric>/capability/<name>`,
+    `<metric>/<dimension>/<value>` (e.g. `ema/scenario/metromap`). Empty
     dimension values make no key (a result without a level adds nothing to `<metric>/<level>`,
     one without a task or level nothing to `<metric>/<task>/<level>`). Metric names and dimension
     values pass through `metric_key_part`. A capability split averages (or sums) over the samples
@@ -106,6 +110,11 @@ def aggregate(
                     ("setting", metric, dims.setting),
                     value,
                 )
+            for dimension in report_dimensions:
+                value_of = dims.extra.get(dimension)
+                if value_of:
+                    add((m, metric_key_part(dimension), metric_key_part(value_of)),
+                        (dimension, metric, value_of), value)
             # a capability listed twice on one sample still counts the sample once
             for capability in dict.fromkeys(c for c in dims.capabilities if c):
                 add(

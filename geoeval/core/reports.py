@@ -92,12 +92,14 @@ def summary_markdown(
     title: str,
     sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
     floatfmt: str = ".3f",
+    report_dimensions: Sequence[str] = (),
 ) -> str:
     """A Markdown report of one run or suite, laid out like the papers' tables.
 
     A title, a line saying how many samples (and which models) and which metrics are sums, the
     overall metrics, then tables by setting and level, by setting, by level, and by task and level
-    (each only where the results have those dimensions; metrics in `sum_metrics` are summed,
+    (each only where the results have those dimensions), then one table per declared
+    `report_dimensions` key that takes more than one value (metrics in `sum_metrics` are summed,
     the others averaged over the samples that carry them).
     """
     metrics = list(metrics)
@@ -114,7 +116,11 @@ def summary_markdown(
     intro += f", except {', '.join(summed)} (summed)." if summed else "."
     intro += (" Brackets: 95% bootstrap interval (clustered where samples share a map; none from a single"
               " cluster); n: samples.")
-    sections = [f"# {title}", intro, "## Overall", _table_with_intervals(results, [], metrics, sum_metrics, floatfmt)]
+    sections = [f"# {title}", intro]
+    legend = metric_legend(metrics, sorted({r.dims.suite for r in results}))
+    if legend:
+        sections.append(legend)
+    sections += ["## Overall", _table_with_intervals(results, [], metrics, sum_metrics, floatfmt)]
 
     def present(dimension: str) -> bool:
         return any(getattr(r.dims, dimension) for r in results)
@@ -130,9 +136,30 @@ def summary_markdown(
         splits.append(("By task and level", ["task", "level"]))
     elif present("task"):
         splits.append(("By task", ["task"]))
+    for dimension in report_dimensions:  # the suite's own splits, e.g. MapTab's scenario
+        if len({r.dims.extra.get(dimension) for r in results} - {None, ""}) > 1:
+            splits.append((f"By {dimension}", [dimension]))
     for heading, by in splits:
         sections += [f"## {heading}", _table_with_intervals(results, by, metrics, sum_metrics, floatfmt)]
     return "\n\n".join(sections) + "\n"
+
+
+def metric_legend(metrics: Sequence[str], suites: Sequence[str]) -> str:
+    """One line per metric: its name and what it measures (the registered metric's description,
+    which cites the paper's definition), so a table never leaves a column unexplained."""
+    from geoeval.core.registry import get_metric
+
+    lines = []
+    for metric in metrics:
+        description = ""
+        for suite in [*suites, None]:
+            try:
+                description = get_metric(metric, suite).description
+                break
+            except GeoevalError:
+                continue
+        lines.append(f"- **{metric}**: {description.splitlines()[0] if description else '(no description)'}")
+    return "Metrics:\n\n" + "\n".join(lines) if lines else ""
 
 
 def _table_with_intervals(results: Sequence[SampleResult], by: list[str], metrics: list[str],
@@ -226,6 +253,20 @@ def sweep_table(
     return markdown_table(rows, columns, floatfmt)
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_LINESTYLES = ("-", "--", ":", "-.")
+
+
+def _line_style(index: int, n_lines: int) -> dict[str, Any]:
+    """Line `index` of `n_lines`: its own marker and dash, and drawn thinner and smaller than the
+    lines before it, so that a line lying exactly on another (e.g. two settings with equal
+    scores) still shows around it instead of hiding under it."""
+    shrink = index / max(n_lines - 1, 1)
+    return {"marker": _MARKERS[index % len(_MARKERS)], "linestyle": _LINESTYLES[index % len(_LINESTYLES)],
+            "markersize": 10 - 5 * shrink, "linewidth": 3.2 - 2.0 * shrink, "alpha": 0.85,
+            "markerfacecolor": "none" if index % 2 else None, "zorder": 2 + index}
+
+
 def plot_sweep(
     points: Sequence[dict[str, Any]],
     x: str,
@@ -258,12 +299,12 @@ def plot_sweep(
     groups = _sweep_groups(points, by)
     for k, metric in enumerate(metrics):
         axes = figure.add_subplot(1, len(metrics), k + 1)
-        for group, members in groups.items():
+        for g, (group, members) in enumerate(groups.items()):
             ordered = sorted(members, key=lambda p: _x_value(p, x))
             line = [(_x_value(p, x), float(p[metric])) for p in ordered if p.get(metric) is not None]
             if line:
                 label = str(group).split("=", 1)[-1] if by else metric
-                axes.plot([a for a, _ in line], [b for _, b in line], marker="o", label=label)
+                axes.plot([a for a, _ in line], [b for _, b in line], label=label, **_line_style(g, len(groups)))
         if log2_x:
             axes.set_xscale("log", base=2)
             axes.xaxis.set_minor_locator(NullLocator())

@@ -203,3 +203,14 @@ def test_nan_scores_are_skipped_not_averaged():
     assert out["eff/l0"] == 0.5
     assert "eff/l1" not in out         # nothing applicable at l1
     assert out["ar"] == 1.0 and out["ar/l1"] == 1.0
+
+
+def test_declared_report_dimensions_split_every_metric() -> None:
+    results = [r("1", {"ema": 1.0, "ds": 2.0}, extra={"scenario": "metromap"}),
+               r("2", {"ema": 0.0, "ds": 0.0}, extra={"scenario": "metromap"}),
+               r("3", {"ema": 1.0, "ds": 3.0}, extra={"scenario": "travelmap"}),
+               r("4", {"ema": 1.0, "ds": 1.0})]  # no scenario: in no scenario split
+    out = aggregate(results, sum_metrics=frozenset({"ds"}), report_dimensions=("scenario",))
+    assert out["ema/scenario/metromap"] == 0.5 and out["ema/scenario/travelmap"] == 1.0
+    assert out["ds/scenario/metromap"] == 2.0  # DS is a total
+    assert not any("scenario" in key for key in aggregate(results))  # only when declared

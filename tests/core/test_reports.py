@@ -72,7 +72,9 @@ def test_summary_markdown_has_overall_then_setting_and_level_tables() -> None:
     assert text.startswith(
         "# MapTab RP\n\n3 samples; model: gpt. Metrics are means over samples, except ds "
         "(summed). Brackets: 95% bootstrap interval (clustered where samples share a map; none from a "
-        "single cluster); n: samples.\n\n## Overall\n\n"
+        "single cluster); n: samples.\n\nMetrics:\n\n"
+        "- **ema**: Exact Match Accuracy (appendix C.1)\n"
+        "- **ds**: Difficulty-aware Score (appendix C.1); summed over samples\n\n## Overall\n\n"
         "|   ema | ema 95% CI     |    ds | ds 95% CI      |   n |\n"
         "| ----: | -------------- | ----: | -------------- | --: |\n"
         "| 0.667 | [0.000, 1.000] | 4.000 | [0.000, 9.000] |   3 |\n"
@@ -189,3 +191,16 @@ def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
     assert (tmp_path / "sweep_plot.png").exists()
     _, undeclared = write_sweep_reports(points, tmp_path)  # a plugin suite that declares nothing
     assert "ema" in undeclared and "pma" in undeclared and "zeta" in undeclared and "n_errors" not in undeclared
+
+
+def test_every_sweep_line_has_its_own_marker_dash_and_a_thinner_stroke_than_the_one_before() -> None:
+    from geoeval.core.reports import _line_style
+
+    styles = [_line_style(i, 5) for i in range(5)]
+    assert len({(s["marker"], s["linestyle"]) for s in styles}) == 5
+    widths = [s["linewidth"] for s in styles]
+    sizes = [s["markersize"] for s in styles]
+    assert widths == sorted(widths, reverse=True) and len(set(widths)) == 5
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 5
+    # later lines are drawn on top, so a thin line shows inside a thick one it coincides with
+    assert [s["zorder"] for s in styles] == sorted(s["zorder"] for s in styles)
