@@ -136,5 +136,7 @@ def run_meta_eval(spec: Any, suite: Any) -> tuple[list[ScoredAnswer], dict[str, 
         raise GeoevalError(f"suite '{suite.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
     env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)
+    if spec.limit:
+        samples = samples[: spec.limit]
     answers = suite.meta_eval_answers(spec, env, samples)
     return answers, ordering_report(answers, getattr(suite, "meta_eval_targets", {}))
