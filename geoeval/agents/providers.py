@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, modelapi
-from inspect_ai.model._model_output import ChatCompletionChoice
+from inspect_ai.model import ChatCompletionChoice
 from inspect_ai.model import ChatMessageAssistant
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
@@ -40,7 +40,7 @@ def approx_tokens(text: str) -> int:
 
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
-    from inspect_ai.solver._task_state import sample_state
+    from geoeval.core.private_api import sample_state
 
     state = sample_state()
     if state is None or not state.target.target:
@@ -83,7 +83,7 @@ class GeoevalAgentAPI(ModelAPI):
 
     async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
                        config: GenerateConfig) -> ModelOutput:
-        from inspect_ai.solver._task_state import sample_state
+        from geoeval.core.private_api import sample_state
 
         self._crash_once()
         delay = float(self.model_args.get("delay_s", 0) or 0)

@@ -99,10 +99,11 @@ def register() -> None:
     """Register the config source and the search-path plugin with Hydra (idempotent). Done in
     code rather than through the `hydra_plugins` namespace package, which editable installs
     hide from Hydra's plugin scan."""
-    from hydra._internal.sources_registry import SourcesRegistry
     from hydra.core.plugins import Plugins
 
-    SourcesRegistry.instance().register(ExperimentsDirConfigSource)
+    from geoeval.core.private_api import hydra_sources_registry
+
+    hydra_sources_registry().register(ExperimentsDirConfigSource)
     plugins = Plugins.instance()
     if GeoevalExperimentsSearchPath not in plugins.class_name_to_class.values():
         plugins.register(GeoevalExperimentsSearchPath)

@@ -362,11 +362,9 @@ def http_retry_count() -> int:
     provider SDK or by Inspect's backoff loop counts once; a request that exhausts
     `max_retries` counts its last failure too (12 for 12 failed requests, 3 for three 429s
     followed by an answer)."""
-    # Inspect has no public accessor for this counter; this one private import is the only
-    # place geoeval depends on it (its display footer reads the same function)
-    from inspect_ai._util.retry import http_retries_count
+    from geoeval.core.private_api import http_retries_count
 
-    return int(http_retries_count())
+    return http_retries_count()
 
 
 def sample_http_retries(sample: Any) -> int:

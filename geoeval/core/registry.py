@@ -199,12 +199,11 @@ def tool_names() -> set[str]:
 def provider_names() -> set[str]:
     """Every provider a model string may name: Inspect's built-in ones and every `@modelapi`
     registered so far (geoeval's offline agents included), read from Inspect's registry."""
-    import inspect_ai.model._providers.providers  # noqa: F401  registers Inspect's providers
-    from inspect_ai._util.registry import registry_find
+    from geoeval.core.private_api import registered_model_apis
 
     load_plugins()  # geoeval's offline agents and any plugin's providers register on import
 
-    return {str(o.__registry_info__.name).split("/")[-1] for o in registry_find(lambda i: i.type == "modelapi")}
+    return {str(o.__registry_info__.name).split("/")[-1] for o in registered_model_apis()}
 
 
 def check_provider(model: str, *, key: str) -> None:

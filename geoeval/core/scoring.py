@@ -45,9 +45,9 @@ class MetricInput:
 def evaluated_model_tokens(state: TaskState) -> dict[str, int]:
     """Input and output tokens of the evaluated model over the whole sample (every turn of a
     multi-turn agent), not counting judges or simulated users that ran under other models."""
-    from inspect_ai.model._model import sample_model_usage
+    from geoeval.core.private_api import sample_model_usage
 
-    usage_by_model = sample_model_usage() or {}
+    usage_by_model = sample_model_usage()
     usage = usage_by_model.get(str(state.model))
     if usage is None and state.output is not None:
         usage = state.output.usage

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from inspect_ai.solver._task_state import sample_state
+from geoeval.core.private_api import sample_state
 from inspect_ai.tool import Tool, ToolError, tool
 
 from geoeval.core.registry import register_tool

@@ -1,0 +1,97 @@
+"""Every private Inspect AI and Hydra API that geoeval uses, in one place.
+
+Inspect and Hydra keep these names out of their public API, so a release may move or change them.
+Importing them only here means an upgrade breaks one file, with one clear error naming the name
+that moved, instead of a traceback from a suite; `tests/core/test_private_api.py` checks each one
+against the installed versions, and `tests/core/test_architecture.py` fails on any private
+import elsewhere. Each function says why there is no public way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geoeval.core.errors import GeoevalError
+
+
+def _moved(name: str, exc: Exception) -> GeoevalError:
+    from importlib.metadata import version
+
+    return GeoevalError(f"{name} is not where geoeval expects it in this version of its dependency "
+                        f"(inspect-ai {version('inspect-ai')}, hydra-core {version('hydra-core')}): {exc}; "
+                        "install the versions pinned in pyproject.toml")
+
+
+def sample_state() -> Any:
+    """The `TaskState` of the sample running in this task (None outside one). Offline agents and
+    tools read the sample's metadata through it; Inspect exposes the state to solvers and scorers
+    only as an argument, never to a model provider or a tool."""
+    try:
+        from inspect_ai.solver._task_state import sample_state as found
+    except ImportError as exc:
+        raise _moved("inspect_ai.solver._task_state.sample_state", exc) from None
+    return found()
+
+
+def sample_model_usage() -> dict[str, Any]:
+    """Token usage of every model called in the running sample, by model name (Inspect records it
+    per sample, but publishes only the whole eval's totals)."""
+    try:
+        from inspect_ai.model._model import sample_model_usage as found
+    except ImportError as exc:
+        raise _moved("inspect_ai.model._model.sample_model_usage", exc) from None
+    return found() or {}
+
+
+def registered_model_apis() -> list[Any]:
+    """Every `@modelapi` class registered so far, Inspect's built-in providers included (Inspect
+    has no public listing of its providers)."""
+    try:
+        import inspect_ai.model._providers.providers  # noqa: F401  registers Inspect's providers
+        from inspect_ai._util.registry import registry_find
+    except ImportError as exc:
+        raise _moved("inspect_ai._util.registry.registry_find", exc) from None
+    return list(registry_find(lambda info: info.type == "modelapi"))
+
+
+def http_retries_count() -> int:
+    """HTTP retries Inspect has counted in this process (its display footer reads the same
+    private counter; there is no public accessor)."""
+    try:
+        from inspect_ai._util.retry import http_retries_count as found
+    except ImportError as exc:
+        raise _moved("inspect_ai._util.retry.http_retries_count", exc) from None
+    return int(found())
+
+
+def mcp_tool_source_local() -> type:
+    """Inspect's local MCP tool-source class: `mcp_connection(tools)` recognises a source by
+    this type and keeps its server open for the sample, so a source that wraps its tools must
+    subclass it."""
+    try:
+        from inspect_ai.tool._mcp.tools import MCPToolSourceLocal
+    except ImportError as exc:
+        raise _moved("inspect_ai.tool._mcp.tools.MCPToolSourceLocal", exc) from None
+    return MCPToolSourceLocal
+
+
+def hydra_sources_registry() -> Any:
+    """Hydra's registry of config-source schemes: the way to add one (`geoeval-experiments://`)
+    without the `hydra_plugins` namespace package, which editable installs hide from its scan."""
+    try:
+        from hydra._internal.sources_registry import SourcesRegistry
+    except ImportError as exc:
+        raise _moved("hydra._internal.sources_registry.SourcesRegistry", exc) from None
+    return SourcesRegistry.instance()
+
+
+def basic_sweeper_batches(parsed_overrides: list[Any]) -> list[list[str]]:
+    """The jobs Hydra's basic sweeper makes of parsed overrides, each as its override list, in
+    its order (its expansion rule is not public; validating every job of a sweep before the
+    first starts needs exactly it)."""
+    try:
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    except ImportError as exc:
+        raise _moved("hydra._internal.core_plugins.basic_sweeper.BasicSweeper", exc) from None
+    batches = BasicSweeper.split_arguments(parsed_overrides, max_batch_size=None)
+    return [list(combo) for combo in batches[0]] if batches else [[]]

@@ -1,0 +1,35 @@
+"""Each private Inspect/Hydra name geoeval relies on resolves in the installed versions, and a
+moved one is one clear error naming it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from geoeval.core import private_api
+from geoeval.core.errors import GeoevalError
+
+
+def test_every_private_name_resolves_here():
+    assert private_api.sample_state() is None  # outside a sample
+    assert private_api.sample_model_usage() == {}
+    names = {str(o.__registry_info__.name).split("/")[-1] for o in private_api.registered_model_apis()}
+    assert {"openai", "anthropic", "mockllm"} <= names
+    assert private_api.http_retries_count() >= 0
+    assert isinstance(private_api.mcp_tool_source_local(), type)
+    assert hasattr(private_api.hydra_sources_registry(), "register")
+
+
+def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(["a=1,2", "b=x,y", "c=3"])
+    assert private_api.basic_sweeper_batches(parsed) == [
+        ["a=1", "b=x", "c=3"], ["a=1", "b=y", "c=3"], ["a=2", "b=x", "c=3"], ["a=2", "b=y", "c=3"]]
+
+
+def test_a_moved_name_is_one_error_naming_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "inspect_ai._util.retry", None)  # import of it now fails
+    with pytest.raises(GeoevalError, match=r"inspect_ai\._util\.retry\.http_retries_count is not where"):
+        private_api.http_retries_count()
