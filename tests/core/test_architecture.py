@@ -34,3 +34,17 @@ def test_the_check_sees_a_function_local_import(tmp_path):
     sample = tmp_path / "m.py"
     sample.write_text("def f():\n    from geoeval.suites.maptab import suite\n")
     assert (2, "geoeval.suites.maptab") in _imports(sample)
+
+
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+
+
+def test_the_example_plugins_use_only_a_suites_public_api():
+    """A plugin builds on `geoeval.suites.<suite>.api` and the core, never on a suite's internals."""
+    offending = []
+    for path in sorted(PLUGINS.rglob("*.py")):
+        for line, name in _imports(path):
+            parts = name.split(".")
+            if name.startswith("geoeval.suites.") and len(parts) >= 4 and parts[3] != "api":
+                offending.append(f"{path.relative_to(PLUGINS)}:{line} imports {name}")
+    assert offending == []

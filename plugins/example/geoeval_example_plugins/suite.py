@@ -23,8 +23,7 @@ from geoeval.core.config import Strict
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.tables import edge_table, format_table
+from geoeval.suites.maptab.api import edge_table, format_table, generate_metro_map
 
 
 class StationLinesEnv(Strict):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from geoeval.core.private_api import sample_state
 from inspect_ai.tool import Tool, ToolError, tool
 
+from geoeval.core.private_api import sample_state
 from geoeval.core.registry import register_tool
-from geoeval.suites.maptab.environment import station_neighbors
+from geoeval.suites.maptab.api import station_neighbors
 
 
 @register_tool("station_neighbors", suites=["maptab"], description="Adjacent stations of a station")
