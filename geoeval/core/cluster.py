@@ -9,7 +9,9 @@ and a way to send its Inspect logs back.
   authors' files). For a cluster, the driver packs those files once per job into Ray's object
   store (`pack_env`); a shard whose node lacks them unpacks them into a node-local cache, keyed by
   the pack's content, and uses that copy (`localize_env`). A node that can see the driver's paths
-  (one machine, a shared filesystem) reads them in place and fetches nothing.
+  (one machine, a shared filesystem) reads them in place and fetches nothing. The cache keeps
+  at most `GEOEVAL_NODE_CACHE_MAX_BYTES` (4 GiB), evicting the least recently used entries
+  that no shard has used for 15 minutes (`evict_node_cache`).
 - **Logs.** A shard on another node returns its Inspect logs as bytes; the driver writes them
   into the run's log folder (`receive_logs`), so every log is listed, kept per run and logged to
   MLflow wherever it was written.
@@ -53,15 +55,28 @@ def check_code(expected: str) -> None:
             "or keep runner.ship_code=true so that the driver's code is shipped")
 
 
+def shipped_env_vars() -> dict[str, str]:
+    """What a worker needs to find the driver's plugins in shipped code: the modules of the
+    driver's `geoeval.plugins` entry points (a worker where geoeval is not installed has no
+    entry-point metadata; the registry then imports these, see `registry.load_plugins`)."""
+    from geoeval.core.registry import SHIPPED_ENTRY_POINTS_ENV, entry_point_modules
+
+    return {SHIPPED_ENTRY_POINTS_ENV: ",".join(entry_point_modules())}
+
+
 def shipped_modules() -> list[str]:
-    """The folders Ray ships to a cluster's workers: geoeval's package and each plugin module's
-    top-level package (from `GEOEVAL_PLUGINS`)."""
+    """The folders Ray ships to a cluster's workers: geoeval's package and the top-level package
+    of each plugin, both the `geoeval.plugins` entry points' (an installed plugin such as
+    plugins/example) and the modules named in `GEOEVAL_PLUGINS`."""
     import importlib.util
 
     import geoeval
 
+    from geoeval.core.registry import entry_point_modules
+
     folders = [str(Path(geoeval.__file__).resolve().parent)]
-    for name in [p.strip() for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]:
+    named = [p.strip() for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
+    for name in [*entry_point_modules(), *named]:
         top = name.split(":", 1)[0].split(".", 1)[0]
         try:
             found = importlib.util.find_spec(top)
@@ -101,8 +116,61 @@ def pack_env(env: Any) -> bytes | None:
     return buffer.getvalue()
 
 
+#: The node cache keeps at most this many bytes of unpacked environments
+#: (`GEOEVAL_NODE_CACHE_MAX_BYTES`); the least recently used go first.
+DEFAULT_NODE_CACHE_MAX_BYTES = 4 * 1024**3
+#: An entry used this recently is never evicted: a shard of another job may be reading it.
+IN_USE_GRACE_S = 15 * 60
+
+
 def node_cache_root() -> Path:
     return Path(os.environ.get("GEOEVAL_NODE_CACHE") or Path(tempfile.gettempdir()) / "geoeval-node-cache")
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def evict_node_cache(root: Path, *, keep: Path | None = None, max_bytes: int | None = None,
+                     now: float | None = None) -> list[str]:
+    """Remove the least recently used unpacked environments under `root` until the rest fit in
+    `max_bytes`, never `keep` nor one used in the last `IN_USE_GRACE_S` seconds; also remove
+    unpack folders abandoned by a killed worker. Returns the names removed. Each removal renames
+    the entry first (atomic), so a concurrent shard sees it whole or not at all."""
+    import shutil
+    import time
+
+    if not root.is_dir():
+        return []
+    limit = max_bytes if max_bytes is not None else int(os.environ.get("GEOEVAL_NODE_CACHE_MAX_BYTES")
+                                                         or DEFAULT_NODE_CACHE_MAX_BYTES)
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    entries = []
+    for entry in root.iterdir():
+        if entry.name.startswith((".unpack-", ".evict-")):
+            if now - entry.stat().st_mtime > IN_USE_GRACE_S:
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry.name)
+            continue
+        marker = entry / ".complete"
+        if marker.exists():
+            entries.append((marker.stat().st_mtime, entry, _tree_bytes(entry)))
+    total = sum(size for _, _, size in entries)
+    for used_at, entry, size in sorted(entries, key=lambda e: e[0]):  # least recently used first
+        if total <= limit:
+            break
+        if (keep is not None and entry == keep) or now - used_at < IN_USE_GRACE_S:
+            continue
+        doomed = root / f".evict-{entry.name}"
+        try:
+            os.replace(entry, doomed)
+        except OSError:
+            continue  # another worker evicted it first
+        shutil.rmtree(doomed, ignore_errors=True)
+        total -= size
+        removed.append(entry.name)
+    return removed
 
 
 def localize_env(env: Any, pack: Any) -> Any:
@@ -133,6 +201,9 @@ def localize_env(env: Any, pack: Any) -> Any:
             os.replace(staging, target)  # another worker may have won the race: keep its copy
         except OSError:
             pass
+        evict_node_cache(node_cache_root(), keep=target)
+    else:
+        os.utime(done)  # used now: the least recently used entries are evicted first
     updates = {}
     for name in names:
         local = target / name / os.path.basename(getattr(env, name).rstrip("/"))

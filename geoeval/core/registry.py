@@ -113,19 +113,38 @@ def register_tool(name: str, *, suites: list[str] | tuple[str, ...] | None = Non
     return deco
 
 
+#: Set by the driver in a cluster worker's environment: the driver's entry-point modules, which
+#: a worker running shipped code (no installed geoeval, so no entry-point metadata) imports instead
+SHIPPED_ENTRY_POINTS_ENV = "GEOEVAL_SHIPPED_ENTRY_POINTS"
+
+
+def _plugin_entry_points() -> list[Any]:
+    found = entry_points(group=PLUGIN_GROUP)
+    return sorted(found, key=lambda ep: (not ep.name.startswith("builtin_"), ep.name))
+
+
+def entry_point_modules() -> list[str]:
+    """The modules of this installation's `geoeval.plugins` entry points, built-ins first."""
+    return [ep.value.split(":", 1)[0] for ep in _plugin_entry_points()]
+
+
 def load_plugins(extra: list[str] | None = None) -> None:
-    """Import built-in suites, every `geoeval.plugins` entry point, and dotted paths in `extra`
-    or `GEOEVAL_PLUGINS`. Idempotent."""
+    """Import built-in suites, every `geoeval.plugins` entry point (or, in a cluster worker that
+    runs the driver's shipped code, the driver's entry-point modules), and dotted paths in
+    `extra` or `GEOEVAL_PLUGINS`. Idempotent."""
     if not _REG.loaded:
-        found = entry_points(group=PLUGIN_GROUP)
-        if not any(ep.name == "builtin_suites" for ep in found):
-            raise GeoevalError("geoeval's built-in suites are not registered: install geoeval "
-                               "(pip install -e .) so that its `geoeval.plugins` entry points exist")
-        for ep in sorted(found, key=lambda ep: (not ep.name.startswith("builtin_"), ep.name)):
+        found = [(ep.name, ep.value, ep.load) for ep in _plugin_entry_points()]
+        if not any(name == "builtin_suites" for name, _, _ in found):
+            shipped = [m for m in os.environ.get(SHIPPED_ENTRY_POINTS_ENV, "").split(",") if m]
+            if not shipped:
+                raise GeoevalError("geoeval's built-in suites are not registered: install geoeval "
+                                   "(pip install -e .) so that its `geoeval.plugins` entry points exist")
+            found = [(m, m, lambda m=m: importlib.import_module(m)) for m in shipped]
+        for name, value, load in found:
             try:
-                ep.load()
+                load()
             except Exception as exc:  # a broken plugin must not hide which one it is
-                raise GeoevalError(f"Plugin entry point '{ep.name}' ({ep.value}) failed to load: {exc}") from exc
+                raise GeoevalError(f"Plugin entry point '{name}' ({value}) failed to load: {exc}") from exc
         _REG.loaded = True
     paths = list(extra or []) + [p for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
     for path in paths:

@@ -52,3 +52,58 @@ def test_other_code_is_refused_with_one_clear_error():
     cluster.check_code(cluster.code_digest())
     with pytest.raises(GeoevalError, match="install the driver's geoeval on every node"):
         cluster.check_code("0.0.1+000000000000")
+
+
+def _entry(root, name, size, used_at):
+    import os
+
+    entry = root / name
+    (entry / "env").mkdir(parents=True)
+    (entry / "env" / "data.bin").write_bytes(b"x" * size)
+    (entry / ".complete").write_text("ok")
+    os.utime(entry / ".complete", (used_at, used_at))
+    return entry
+
+
+def test_the_node_cache_evicts_least_recently_used_entries_not_in_use(tmp_path):
+    from geoeval.core.cluster import IN_USE_GRACE_S, evict_node_cache
+
+    now = 1_000_000.0
+    old = now - 10 * IN_USE_GRACE_S
+    oldest = _entry(tmp_path, "aaaa", 400, old - 100)
+    older = _entry(tmp_path, "bbbb", 400, old)
+    recent = _entry(tmp_path, "cccc", 400, now - 60)  # in use within the grace period
+    current = _entry(tmp_path, "dddd", 400, old - 500)  # the one this shard just unpacked
+    abandoned = tmp_path / ".unpack-zzz"
+    abandoned.mkdir()
+    import os
+
+    os.utime(abandoned, (old, old))
+    removed = evict_node_cache(tmp_path, keep=current, max_bytes=900, now=now)
+    # 1600 bytes > 900: drop the least recently used that are neither kept nor recent, until it fits
+    assert removed == [".unpack-zzz", "aaaa", "bbbb"]
+    assert not oldest.exists() and not older.exists() and recent.exists() and current.exists()
+    assert evict_node_cache(tmp_path, keep=current, max_bytes=900, now=now) == []  # nothing left to evict
+
+
+def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without_metadata(monkeypatch):
+    from geoeval.core import registry
+    from geoeval.core.cluster import shipped_env_vars, shipped_modules
+
+    modules = shipped_env_vars()[registry.SHIPPED_ENTRY_POINTS_ENV].split(",")
+    assert modules[0].startswith("geoeval.") and "geoeval_example_plugins" in modules  # built-ins first
+    assert any(folder.endswith("geoeval_example_plugins") for folder in shipped_modules())
+    # a worker running shipped code has no entry-point metadata: it imports the driver's modules
+    monkeypatch.setattr(registry, "_REG", registry._Registry())
+    monkeypatch.setattr(registry, "entry_points", lambda group: [])
+    imported = []
+    monkeypatch.setattr(registry.importlib, "import_module", lambda name: imported.append(name))
+    monkeypatch.setenv(registry.SHIPPED_ENTRY_POINTS_ENV, ",".join(modules))
+    registry.load_plugins()
+    assert imported == modules and registry._REG.loaded
+    monkeypatch.setattr(registry, "_REG", registry._Registry())
+    monkeypatch.delenv(registry.SHIPPED_ENTRY_POINTS_ENV)
+    import pytest
+
+    with pytest.raises(registry.GeoevalError, match="built-in suites are not registered"):
+        registry.load_plugins()
