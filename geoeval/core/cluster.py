@@ -71,7 +71,6 @@ def shipped_modules() -> list[str]:
     import importlib.util
 
     import geoeval
-
     from geoeval.core.registry import entry_point_modules
 
     folders = [str(Path(geoeval.__file__).resolve().parent)]

@@ -22,8 +22,9 @@ The ordering accuracy is correct / pairs; a suite declares per-metric targets
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 REFERENCE = 0
 DEFECT = 1

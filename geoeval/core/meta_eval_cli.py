@@ -44,7 +44,7 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         try:
             cfg = compose(config_name="config", overrides=[f"suite={suite}", "tracking=none", *overrides])
-        except Exception as exc:  # Hydra's composition errors: one line, naming the override
+        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override
             raise GeoevalError(f"Invalid config: {exc}") from None
     return validate_config(cfg)
 

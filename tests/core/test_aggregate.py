@@ -10,7 +10,6 @@ from geoeval.core.aggregate import aggregate, group_table, metric_key_part
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 
-
 #: MapTab's metric set declares DS a total (conf/metrics/maptab_rp.yaml); the core sums nothing by default
 DS = frozenset({"ds"})
 

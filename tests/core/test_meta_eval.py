@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import math
 
-from geoeval.core.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier, ordering_report, tier_means
+from geoeval.core.meta_eval import (
+    DEFECT,
+    REFERENCE,
+    WORTHLESS,
+    ScoredAnswer,
+    Tier,
+    ordering_report,
+    tier_means,
+)
 
 REF = Tier("reference", REFERENCE)
 WRONG = Tier("defect:wrong_station", DEFECT, frozenset({"ema"}))
