@@ -37,13 +37,18 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
     """The validated RunSpec of `suite=<suite> <overrides>`, tracking off (nothing is logged)."""
     from hydra import compose, initialize_config_module
 
+    from geoeval import conf
     from geoeval.core.config import validate_config
     from geoeval.core.experiments_path import register
 
     register()
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    # the suite's own metric set where one is named after it (maptab_qa, lifeplanner, ...)
+    metrics = [f"metrics={suite}"] if "metrics" not in given and (Path(conf.__file__).parent / "metrics" /
+                                                                 f"{suite}.yaml").exists() else []
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         try:
-            cfg = compose(config_name="config", overrides=[f"suite={suite}", "tracking=none", *overrides])
+            cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none", *overrides])
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override
             raise GeoevalError(f"Invalid config: {exc}") from None
     return validate_config(cfg)
@@ -54,15 +59,15 @@ def _fmt(x: float) -> str:
 
 
 def summary_table(report: dict[str, Any]) -> str:
-    rows = [[m, r["pairs"], r["violations"], _fmt(r["accuracy"]), f"{r['target']:.2f}", "yes" if r["met"] else "NO"]
-            for m, r in report.items()]
-    return markdown_table(["metric", "pairs", "violations", "ordering accuracy", "target", "met"], rows)
+    rows = [{"metric": m, "pairs": r["pairs"], "violations": r["violations"], "ordering accuracy": _fmt(r["accuracy"]),
+             "target": f"{r['target']:.2f}", "met": "yes" if r["met"] else "NO"} for m, r in report.items()]
+    return markdown_table(rows, ["metric", "pairs", "violations", "ordering accuracy", "target", "met"])
 
 
 def tiers_table(means: dict[str, dict[str, float]], metrics: list[str]) -> str:
     order = sorted(means, key=lambda t: (t != "reference", t.startswith(("empty", "refusal", "invented")), t))
-    rows = [[t, *(_fmt(means[t].get(m, float("nan"))) for m in metrics)] for t in order]
-    return markdown_table(["tier", *metrics], rows)
+    rows = [{"tier": t, **{m: _fmt(means[t].get(m, float("nan"))) for m in metrics}} for t in order]
+    return markdown_table(rows, ["tier", *metrics])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -159,10 +159,12 @@ def test_tables_carry_only_the_columns_the_category_needs(sample_run):
     assert "Edge Table" not in by[("metromap", "mix")]
     assert list(mix["Triskett"]) == ["Vertex", "Time", "Price", "Comfort Level", "Reliability", "Transfer Time"]
     assert mix["Triskett"]["Price"] == 0.42
-    # Travelmap's mix item names angkorWar_vertex.json, which exists: its rows are shown as they are
+    # Travelmap's mix item names angkorWar_vertex.json, which exists: its rows are shown as they
+    # are, in the sample's own shuffled order (the paper's per-sample row shuffling)
     travel_mix = table_block(by[("travelmap", "mix")], "Vertex Table")
     vertex = parse_table((PEERS / "travelmap/tabulars/cambodia/angkorWar_vertex.csv").read_text("utf-8-sig"), "csv")
-    assert travel_mix == vertex
+    assert travel_mix != vertex
+    assert sorted(travel_mix, key=lambda r: r["Vertex"]) == sorted(vertex, key=lambda r: r["Vertex"])
 
 
 @pytest.mark.conformance

@@ -7,6 +7,7 @@ from geoeval.suites.maptab.metrics import (
     ds,
     ema,
     extract_route,
+    looks_like_route,
     pma,
     similarity,
     split_route,
@@ -110,3 +111,17 @@ def test_extract_route_from_chatty_answers():
     assert extract_route("<route_begin>A-B<route_end>\n<Total_Time_begin>3<Total_Time_end>") == "A-B"
     assert extract_route("I cannot find a route.") == ""
     assert extract_route("") == ""
+
+
+def test_extract_route_ignores_prose_with_a_dash():
+    """Issue 11: "That has 2 transfers - none" was taken for a route; prose lines are skipped."""
+    chatty = "The route is Marlow Park-Dunthorpe(transfer)-Quillon.\nThat has 2 transfers - none"
+    assert extract_route(chatty) == "Marlow Park-Dunthorpe(transfer)-Quillon"
+    assert extract_route("The optimal route is Kensett Square-Ashby Vale-Quillon.") == "Kensett Square-Ashby Vale-Quillon"
+    assert extract_route("I'm sorry - I cannot tell from this map.") == ""
+    assert extract_route("A fewest-station route exists.") == ""
+    assert extract_route("So the answer: West 65th_Lorain-Triskett") == "West 65th_Lorain-Triskett"
+    assert extract_route("凯恩塞特广场-红线站") == "凯恩塞特广场-红线站"
+    assert not looks_like_route("Take the Red Line - it is quicker")
+    assert looks_like_route("Isle of Dogs-The Hague Centraal-Bank(transfer)-St. James Park")
+    assert looks_like_route("No. 2 Middle School-People's Square(transfer)-Line I Terminal")

@@ -73,7 +73,10 @@ def test_metromap_answers_by_hand(metro):
     assert answer(metro, "E-GP") == "4"
     assert answer(metro, "E-LP", edge="Birch-Cedar", attr="Price") == "0.75"
     assert answer(metro, "E-LP", edge="Cedar-Fir", attr="Comfort Level") == "0.70"
-    assert answer(metro, "E-SR", edge="Alder-Birch", edge2="Elm-Cedar") == "2"  # rows 0 and 3
+    # E-SR is a graph distance (Table 1: graph topology), not a row count: Birch-Cedar lies between
+    assert answer(metro, "E-SR", edge="Alder-Birch", edge2="Elm-Cedar") == "1"
+    assert answer(metro, "E-SR", edge="Alder-Birch", edge2="Dogwood-Gum") == "2"  # Birch-Cedar, Cedar-Dogwood
+    assert answer(metro, "E-SR", edge="Elm-Cedar", edge2="Cedar-Fir") == "0"  # they share Cedar
     assert answer(metro, "V-GP") == "2"
     assert (answer(metro, "V-LP", line="Red Line"), answer(metro, "V-LP", line="Blue Line")) == ("2", "1")
     assert (answer(metro, "V-SR", a="Alder", b="Fir"), answer(metro, "V-SR", a="Alder", b="Dogwood")) == ("0", "1")
@@ -195,7 +198,9 @@ def test_acc_rules():
 def test_table_reader_reproduces_table_answers_and_declines_map_ones(gen, fmt):
     for seed in range(3):
         m = gen(seed)
-        for q in qa.build_qa_queries(m, qa.QA_TYPES, 2, seed):
+        # odd seeds: rows shuffled per question (the suite's default); row-order answers (V-SR)
+        # must follow the order shown
+        for q in qa.build_qa_queries(m, qa.QA_TYPES, 2, seed, shuffle_seed=seed if seed % 2 else None):
             user = qa.user_prompt(q, qa.qa_tables(m, q, fmt), fmt)
             got = qa.answer_from_tables(qa.system_prompt(m.scenario, q.qa_type), user)
             if q.setting in ("edge_tab", "vertex_tab"):
@@ -327,3 +332,15 @@ def test_perception_baseline_reads_map_answers_off_the_image(tmp_path, resolutio
         from_image = r.dims.setting.startswith("map")
         expected = 1.0 if not from_image or resolution == 1.0 else 0.0
         assert r.scores["acc"] == expected, (r.sample_id, r.answer, r.explanation)
+
+
+def test_row_order_answers_follow_the_shuffled_table():
+    m = generate_travel_map(4)
+    fixed = qa.build_qa_queries(m, ["V-SR"], 12, 4)
+    shuffled = qa.build_qa_queries(m, ["V-SR"], 12, 4, shuffle_seed=9)
+    assert [q.params for q in fixed] == [q.params for q in shuffled]  # same questions
+    assert all(q.row_seed is None for q in fixed) and all(q.row_seed for q in shuffled)
+    for q in shuffled:
+        names = [r["Vertex"] for r in qa.qa_table_rows(m, q.qa_type, q.hidden_rows, q.row_seed)["Vertex Table"]]
+        assert q.answer == str(int(names.index(q.params["a"]) < names.index(q.params["b"])))
+    assert [q.answer for q in fixed] != [q.answer for q in shuffled]

@@ -22,6 +22,7 @@ from geoeval.suites.maptab.queries import (
     parse_question,
     prompt_tables,
     question_text,
+    row_seed,
     system_prompt,
     table_columns,
     user_prompt,
@@ -185,7 +186,8 @@ def test_prompt_to_tables_to_routes_reproduces_references(fmt):
     for seed in (21, 34):
         m = generate_metro_map(seed, n_lines=4, loop_probability=0.5)
         for q in build_rp_queries(m, list(CATEGORIES), 8, seed=seed):
-            tables = prompt_tables(m, q.category, fmt)
+            # rows shuffled per sample, as the suite shows them: the reading must not need map order
+            tables = prompt_tables(m, q.category, fmt, row_seed=row_seed(seed, q.id))
             text = system_prompt(q.category, q.scenario, q.weights) + "\n" + user_prompt(q, tables, fmt)
             parsed = parse_prompt(text)
             assert (parsed.source, parsed.target, parsed.category) == (q.source, q.target, q.category)
@@ -278,3 +280,71 @@ def test_free_wording_questions_give_their_endpoints():
     # parse_prompt falls back to it for questions outside geoeval's templates
     parsed = parse_prompt("# Question\nPlease find a way from Alpha to Beta.\n")
     assert (parsed.source, parsed.target, parsed.category) == ("Alpha", "Beta", None)
+
+
+# ---------------------------------------------------------------- per-sample row shuffling
+
+
+def test_rows_are_shuffled_per_sample_and_seeded(metro):
+    """The paper (section 3): "The rows are independently shuffled for each sample"; geoeval
+    seeds the shuffle by run seed and sample id, and `fixed` keeps map order."""
+    fixed = prompt_tables(metro, "TPCR", "csv")
+    a = prompt_tables(metro, "TPCR", "csv", row_seed=row_seed(0, "x-TPCR-000"))
+    b = prompt_tables(metro, "TPCR", "csv", row_seed=row_seed(0, "x-TPCR-001"))
+    assert a == prompt_tables(metro, "TPCR", "csv", row_seed=row_seed(0, "x-TPCR-000"))  # seeded
+    assert a != b and a != fixed
+    assert row_seed(0, "x-TPCR-000", "fixed") is None
+    for title in fixed:
+        rows = parse_table(a[title], "csv")
+        assert sorted(map(str, rows)) == sorted(map(str, parse_table(fixed[title], "csv")))  # a permutation
+    assert parse_table(a["Edge Table"], "csv") != parse_table(a["Vertex Table"], "csv")
+    with pytest.raises(GeoevalError):
+        row_seed(0, "x", "sorted")
+
+
+def test_suite_samples_shuffle_rows_unless_fixed(tmp_path):
+    from geoeval.core.registry import get_suite
+    from tests.conftest import compose_spec
+
+    def edge_orders(*overrides):
+        spec = compose_spec(tmp_path, "suite=maptab", "env.n_maps=1", "suite.n_per_category=3",
+                            "suite.categories=[edge_only]", *overrides)
+        suite = get_suite("maptab")
+        env = suite.build_env(spec)
+        texts = [s.input[1].content[0].text for s in suite.build_samples(spec, env)]
+        return [[r["Edge"] for r in parse_table(t.split("```csv\n")[1].split("\n```")[0], "csv")] for t in texts]
+
+    shuffled, fixed = edge_orders(), edge_orders("suite.row_order=fixed")
+    assert len({tuple(o) for o in shuffled}) == 3  # every sample its own order
+    assert len({tuple(o) for o in fixed}) == 1  # one order per map (line order)
+    assert all(sorted(o) == sorted(fixed[0]) for o in shuffled)
+    assert edge_orders() == shuffled  # deterministic
+
+
+# ---------------------------------------------------------------- one objective per scenario
+
+
+def test_one_travelmap_objective_for_synthetic_and_authors_data():
+    """Travelmap references are optimal under the additive objective everywhere (the authors'
+    prompts and labels; routing.SCENARIO_OBJECTIVE), Metromap under the paper's mean."""
+    from geoeval.suites.maptab.authors_env import AUTHORS_OBJECTIVE
+
+    assert routing.SCENARIO_OBJECTIVE == AUTHORS_OBJECTIVE == {"metromap": "mean", "travelmap": "sum"}
+    m = generate_travel_map(8)
+    default = build_rp_queries(m, ["C", "R", "TPCR"], 6, seed=8)
+    assert default == build_rp_queries(m, ["C", "R", "TPCR"], 6, seed=8, objective="sum")
+    for q in default:
+        assert q.routes == routing.optimal_routes(m, q.source, q.target, q.weights, objective="sum")
+    metro = generate_metro_map(8)
+    assert build_rp_queries(metro, ["C"], 4, seed=8) == build_rp_queries(metro, ["C"], 4, seed=8, objective="mean")
+    with pytest.raises(GeoevalError):
+        routing.objective_for("moon")
+
+
+def test_mix_prompt_says_which_columns_are_merged():
+    metro = system_prompt("mix", "metromap", (0.25,) * 4)
+    assert ("Price is the mean Price of the edges adjacent to the station; Time, Comfort Level, Reliability "
+            "and Transfer Time are the station's own values") in metro
+    travel = system_prompt("mix", "travelmap", (0.25,) * 4)
+    assert "Time, Price, Comfort Level and Reliability are the scenic spot's own values" in travel
+    assert "merge the adjacent edges" not in metro + travel

@@ -45,6 +45,18 @@ def test_understanding_recomputes_the_answered_route_on_the_map():
     assert understanding(m, "b-Cc-E", "B", "E", ref, ["B-C-E"]) == dict.fromkeys("TPCR", True)
 
 
+def test_understanding_accepts_any_tied_routes_totals():
+    """Tied optima share J, not each total: the recorded totals are the first reference's, and
+    answering another tied reference is not a misunderstanding (README, "Tied routes")."""
+    m = small_map()
+    first = routing.route_totals(m, ["B", "C", "E"])
+    tied = "B-A(transfer)-D-C(transfer)-E"
+    assert understanding(m, tied, "B", "E", first, ["B-C-E"])["T"] is False  # not a reference
+    assert understanding(m, tied, "B", "E", first, ["B-C-E", tied]) == dict.fromkeys("TPCR", True)
+    # a non-reference route still has to match the recorded totals
+    assert understanding(m, "B-A(transfer)-D-C", "B", "E", first, ["B-C-E", tied]) == dict.fromkeys("TPCR", False)
+
+
 def _a(cat, repeat, ema, ml="Easy", ql="Easy", understood=None):
     return RPAnalysis("x", "metromap", cat, ml, ql, ema, ema, 2.0 * ema, repeat, understood or {})
 

@@ -68,10 +68,11 @@ from geoeval.suites.maptab.queries import (
     RPQuery,
     parse_question,
     prompt_tables,
+    row_seed,
     table_columns,
 )
-from geoeval.suites.maptab.routing import Objective, parse_route
-from geoeval.suites.maptab.tables import ATTRIBUTE_COLUMNS, format_table, split_edge_label
+from geoeval.suites.maptab.routing import SCENARIO_OBJECTIVE, Objective, parse_route
+from geoeval.suites.maptab.tables import ATTRIBUTE_COLUMNS, format_table, shuffle_rows, split_edge_label
 
 SCENARIOS: dict[str, tuple[Scenario, ...]] = {
     "metromap": ("metromap",),
@@ -84,7 +85,7 @@ SCENARIOS: dict[str, tuple[Scenario, ...]] = {
 # (and the sum one); the Travelmap Comfort-only and Reliability-only labels only under the
 # additive one, which is also what the authors' own Travelmap prompts state ("final route score =
 # sum(edge Comfort Level) + sum(vertex Comfort Level)"). See routing's module docstring.
-AUTHORS_OBJECTIVE: dict[str, Objective] = {"metromap": "mean", "travelmap": "sum"}
+AUTHORS_OBJECTIVE: dict[str, Objective] = dict(SCENARIO_OBJECTIVE)  # one objective for every source
 
 QUALITY_FILE = "quality.json"
 ITEMS_FILE = "items.json"
@@ -445,21 +446,25 @@ def authors_query(item: dict[str, Any], m: MetroMap, query_id: str) -> RPQuery:
     )
 
 
-def authors_tables(item: dict[str, Any], m: MetroMap, table_format: str) -> dict[str, str]:
-    """The tables of an item's prompt, masked to its category's columns (`queries.table_columns`)."""
+def authors_tables(
+    item: dict[str, Any], m: MetroMap, table_format: str, row_seed: str | None = None
+) -> dict[str, str]:
+    """The tables of an item's prompt, masked to its category's columns (`queries.table_columns`),
+    rows shuffled by `row_seed` (`queries.prompt_tables`) when given."""
     if item["category"] != "mix" or not item["mix_table"]:
-        return prompt_tables(m, item["category"], table_format)  # type: ignore[arg-type]
+        return prompt_tables(m, item["category"], table_format, row_seed=row_seed)  # type: ignore[arg-type]
     columns = table_columns("mix", item["scenario"])["Vertex Table"]
     rows = load_table_file(Path(item["mix_table"]))
     missing = sorted({c for r in rows for c in columns if c not in r} | (set(columns) if not rows else set()))
     if missing:
         raise GeoevalError(f"Mix table {item['mix_table']}: missing column(s) {', '.join(missing)}")
-    return {"Vertex Table": format_table([{c: r[c] for c in columns} for r in rows], table_format)}  # type: ignore[arg-type]
+    rows = shuffle_rows([{c: r[c] for c in columns} for r in rows], row_seed, "Vertex Table")
+    return {"Vertex Table": format_table(rows, table_format)}  # type: ignore[arg-type]
 
 
-def authors_samples(suite_cfg: Any, env: MapTabEnv) -> list[Any]:
+def authors_samples(suite_cfg: Any, env: MapTabEnv, seed: int = 0) -> list[Any]:
     """The samples of an authors' environment (see the module docstring), filtered by
-    `suite.setting`."""
+    `suite.setting`; table rows shuffled per sample with the run `seed` (`suite.row_order`)."""
     from geoeval.suites.maptab.suite import SETTING_OF, rp_sample
 
     items = json.loads(Path(env.items_path).read_text("utf-8"))
@@ -484,6 +489,6 @@ def authors_samples(suite_cfg: Any, env: MapTabEnv) -> list[Any]:
             if m.name not in images:
                 images[m.name] = image_data_uri(authors_map_image(env, it["figure"], m.name, suite_cfg.resolution))
             image_uri = images[m.name]
-        tables = authors_tables(it, m, suite_cfg.table_format)
+        tables = authors_tables(it, m, suite_cfg.table_format, row_seed(seed, q.id, suite_cfg.row_order))
         samples.append(rp_sample(q, tables, image_uri, suite_cfg, objective=AUTHORS_OBJECTIVE[it["scenario"]]))
     return samples

@@ -20,6 +20,8 @@ evaluator does (`maptab_infer/evaluate.py` in the public MapTab repository).
 
 `extract_route` is geoeval's own help for chatty answers (the authors only read
 `<route_begin>...<route_end>` tags or a whole code fence); scorers apply it before `ema`/`pma`.
+Of the lines with a hyphen it keeps the last one that reads as a route (`looks_like_route`), so
+prose with a dash ("That has 2 transfers - none") is never taken for one.
 """
 
 from __future__ import annotations
@@ -34,7 +36,22 @@ DIFFICULTY_SCORES = {"easy": 1, "medium": 2, "hard": 3}
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
 ROUTE_BEGIN, ROUTE_END = "<route_begin>", "<route_end>"
-_LABEL = re.compile(r"^(?:final\s+|optimal\s+|best\s+)?(?:route|answer|path)\s*[:：]\s*", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(?:so,?\s+)?(?:the\s+|my\s+)?(?:(?:final|optimal|best|shortest|fastest|cheapest|recommended)\s+)*"
+    r"(?:route|answer|path)(?:\s+is)?\s*[:：]?\s+|^(?:final\s+|optimal\s+|best\s+)?(?:route|answer|path)\s*[:：]\s*",
+    re.IGNORECASE)
+# Words of English prose that a station name does not contain (whole words, any case; articles,
+# prepositions, "No" (as in "No. 2 Middle School") and "I" (a numeral) are not listed, names
+# contain them): a hyphenated line with one of them is a sentence ("That has 2 transfers - none",
+# "I'm sorry - I cannot tell"), not a route.
+_PROSE_WORDS = frozenset({
+    "is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "do", "did", "that", "this",
+    "these", "those", "there", "it", "its", "i'm", "we", "you", "then", "which", "will", "would",
+    "should", "could", "can", "cannot", "can't", "not", "none", "because", "so", "take", "takes",
+    "taking", "change", "changes", "transfers", "using", "exists", "exist", "fewest", "shortest",
+})
+_WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
+MAX_NAME_WORDS = 6
 
 
 def tagged_texts(text: str, begin: str, end: str) -> list[str]:
@@ -73,12 +90,34 @@ def extract_route(response: str) -> str:
     fenced = _FENCE.findall(text)
     if fenced:
         text = "\n".join(fenced)
-    candidates = [line.strip() for line in text.splitlines() if "-" in line]
-    if not candidates:
-        return ""
-    line = candidates[-1].strip().strip("*`'\"").strip()
-    line = _LABEL.sub("", line).strip().strip("*`'\"").strip()
-    return line.rstrip(".。")
+    candidates = [_clean_line(line) for line in text.splitlines() if "-" in line]
+    routes = [line for line in candidates if looks_like_route(line)]
+    return routes[-1] if routes else ""
+
+
+def _clean_line(line: str) -> str:
+    """A line without surrounding markdown emphasis / quotes, a leading "Route:" / "The optimal
+    route is" label (or any lead-in ending in a colon) and a final full stop."""
+    line = line.strip().strip("*`'\"").strip()
+    if ":" in line and "-" in line.rsplit(":", 1)[1]:
+        line = line.rsplit(":", 1)[1]
+    line = _LABEL.sub("", line.strip()).strip().strip("*`'\"").strip()
+    return line.rstrip(".。").strip()
+
+
+def looks_like_route(line: str) -> bool:
+    """Whether a line reads as a route "A-B(transfer)-C" rather than prose with a hyphen: two or
+    more non-empty pieces, none longer than MAX_NAME_WORDS words, none with a sentence mark
+    (; ! ?) and no word of `_PROSE_WORDS`."""
+    pieces = [p.replace(TRANSFER_MARK, " ").strip() for p in line.split("-")]
+    if len(pieces) < 2 or any(not p for p in pieces):
+        return False
+    for p in pieces:
+        words = _WORD.findall(p)
+        if len(p.split()) > MAX_NAME_WORDS or any(ch in p for ch in ";!?") or any(
+                w.lower() in _PROSE_WORDS for w in words):
+            return False
+    return True
 
 
 def similarity(a: str, b: str) -> float:

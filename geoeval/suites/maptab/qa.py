@@ -12,7 +12,8 @@ LP (Local Perception-based Reasoning) or SR (Spatial Relationship Judgment). Wha
     M-SR   is A on line X (1/0)                          number of spots adjacent to A
     E-GP   stations on the longest line                  most occurrences of one spot in Edge
     E-LP   Time/Price/Comfort Level of edge A-B          Time/Price of edge A-B
-    E-SR   rows strictly between edges A-B and C-D       is the hop distance A..B below 5 (1/0)
+    E-SR   edges strictly between edges A-B and C-D      is the hop distance A..B below 5 (1/0)
+           in the network (graph distance)
     V-GP   transfer stations in the table                spots with Time below n
     V-LP   transfer stations on line X                   lowest Price among A, B, C, D
     V-SR   do A and B share a line (1/0)                 is A's row above B's row (1/0)
@@ -35,8 +36,11 @@ Choices where the paper is silent (documented in the suite README too):
 * A "number" answer is correct within 0.005 of the exact value (any correct rounding to two
   decimals); the reference text is the value rounded half up to two decimals.
 * Metromap M-LP / MM-LP ask only about two stations that share exactly one line, an open one (on
-  a loop line "between" has two answers). E-SR counts rows of the Edge Table as shown; V-SR's
-  "above" is the earlier row of the Vertex Table as shown.
+  a loop line "between" has two answers). E-SR is read as graph topology (Table 1 files it under
+  Graph Topology Reasoning): the number of edges on a fewest-edge path joining an end of A-B to an
+  end of C-D, 0 for edges that share a station (it would be a row count of the Edge Table only if
+  the rows kept one order, but they are shuffled per sample). Travelmap V-SR's "above" is the
+  earlier row of the Vertex Table as shown (the table the sample shows, shuffled rows included).
 * Travelmap "circular route" (M-LP) is any cycle of the path network: a spot is on one when one of
   its paths is not a bridge. E-SR's "distance" is the number of edges of a fewest-edge path.
 * Travelmap V-GP and MM-LP ask with a threshold n drawn from `TIME_THRESHOLDS` (D.2 prints 30;
@@ -70,9 +74,11 @@ from geoeval.suites.maptab.tables import (
     TableFormat,
     edge_table,
     format_table,
+    mix_merge_note,
     mix_table,
     mix_values,
     round_half_up,
+    shuffle_rows,
     vertex_table,
 )
 
@@ -192,10 +198,10 @@ QUESTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "E-SR": (
             "How many edges are there between the edge {edge} and the edge {edge2}?",
-            "How many edges sit between the edge {edge} and the edge {edge2} in the table?",
-            "Please state the number of edges listed between the edge {edge} and the edge {edge2}.",
-            "In the row order of the Edge Table, how many rows lie strictly between the edge {edge} and the edge {edge2}?",
-            "Edge rows between {edge} and {edge2}?",
+            "How many edges sit between the edge {edge} and the edge {edge2} in the network?",
+            "Please state the number of edges separating the edge {edge} from the edge {edge2}.",
+            "On a fewest-edge connection between the edge {edge} and the edge {edge2}, how many edges lie strictly between them?",
+            "Edges between {edge} and {edge2}?",
         ),
         "V-GP": (
             "How many transfer stations are there in the entire table?",
@@ -425,11 +431,20 @@ def _line_segment(m: MetroMap, a: str, b: str) -> list[str]:
     return seq[i : j + 1]
 
 
-def _edge_row_index(rows: list[dict[str, Any]], label: str) -> int:
-    for i, r in enumerate(rows):
-        if r["Edge"] == label:
-            return i
-    raise GeoevalError(f"edge {label!r} is not in the Edge Table")
+def edges_between(m: MetroMap, first: str, second: str) -> int:
+    """Metromap E-SR: the edges strictly between two edges, the fewest edges on a path from an end
+    of `first` to an end of `second` (0 when they share a station)."""
+    ends = []
+    for label in (first, second):
+        e = next((e for e in m.edges if e.label == label), None)
+        if e is None:
+            raise GeoevalError(f"edge {label!r} is not in the Edge Table")
+        ends.append((e.a, e.b))
+    g = to_graph(m)
+    lengths = [nx.shortest_path_length(g, u, v) for u in ends[0] for v in ends[1] if nx.has_path(g, u, v)]
+    if not lengths:
+        raise GeoevalError(f"edges {first!r} and {second!r} are not connected")
+    return min(lengths)
 
 
 def _vertex_row_index(rows: list[dict[str, Any]], name: str) -> int:
@@ -464,7 +479,7 @@ def compute_answer(
     tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Answer:
     """The answer of a question from map `m` and the tables as shown ({title: rows}; needed by
-    the row-order questions Metromap E-SR and Travelmap V-SR / MM-GP)."""
+    the row-order questions Travelmap V-SR / MM-GP)."""
     kind = KINDS[scenario][qa_type]
     tables = tables or {}
     p = params
@@ -487,8 +502,7 @@ def _metro_answer(qa_type: str, p: dict[str, Any], m: MetroMap, tables: dict[str
     if qa_type == "E-LP":
         return _edge_attr(m, p["edge"], p["attr"])
     if qa_type == "E-SR":
-        rows = tables["Edge Table"]
-        return abs(_edge_row_index(rows, p["edge"]) - _edge_row_index(rows, p["edge2"])) - 1
+        return edges_between(m, p["edge"], p["edge2"])
     if qa_type == "V-GP":
         return sum(1 for s in m.stations.values() if len(set(s.lines)) >= 2)
     if qa_type == "V-LP":
@@ -566,26 +580,32 @@ class QAQuery:
     value: float
     map_difficulty: str = "Easy"
     hidden_rows: tuple[str, ...] = field(default_factory=tuple)
+    row_seed: str | None = None  # the rows' per-sample shuffle (None: map order)
 
 
-def qa_table_rows(m: MetroMap, qa_type: str, hidden_rows: Sequence[str] = ()) -> dict[str, list[dict[str, Any]]]:
+def qa_table_rows(
+    m: MetroMap, qa_type: str, hidden_rows: Sequence[str] = (), row_seed: str | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """The tables a type shows ({title: rows}), all columns: Edge_tab (E), Vertex_tab (V), or the
     Mix_tab titled "Vertex Table" as in the authors' Map+Mix_tab prompts, without its Line column
-    in Metromap (MM; B.3's strict cross-modal setting) and without `hidden_rows`."""
+    in Metromap (MM; B.3's strict cross-modal setting) and without `hidden_rows`; rows shuffled
+    by `row_seed` (`tables.shuffle_rows`) when given."""
     setting = setting_of(qa_type)
     if setting == "edge_tab":
-        return {"Edge Table": edge_table(m)}
-    if setting == "vertex_tab":
-        return {"Vertex Table": vertex_table(m)}
-    if setting == "map_mix_tab":
+        tables = {"Edge Table": edge_table(m)}
+    elif setting == "vertex_tab":
+        tables = {"Vertex Table": vertex_table(m)}
+    elif setting == "map_mix_tab":
         hidden = set(hidden_rows)
-        rows = [r for r in mix_table(m, drop_line=m.scenario == "metromap") if r["Vertex"] not in hidden]
-        return {"Vertex Table": rows}
-    return {}
+        tables = {"Vertex Table": [r for r in mix_table(m, drop_line=m.scenario == "metromap") if r["Vertex"] not in hidden]}
+    else:
+        tables = {}
+    return {title: shuffle_rows(rows, row_seed, title) for title, rows in tables.items()}
 
 
 def qa_tables(m: MetroMap, q: QAQuery, table_format: TableFormat) -> dict[str, str]:
-    return {title: format_table(rows, table_format) for title, rows in qa_table_rows(m, q.qa_type, q.hidden_rows).items()}
+    rows = qa_table_rows(m, q.qa_type, q.hidden_rows, q.row_seed)
+    return {title: format_table(r, table_format) for title, r in rows.items()}
 
 
 def _coin(rng: random.Random) -> int:
@@ -638,6 +658,8 @@ def draw_params(m: MetroMap, qa_type: str, rng: random.Random) -> tuple[dict[str
             if len(m.edges) < 2:
                 return None
             i, j = rng.sample(range(len(m.edges)), 2)
+            if not nx.has_path(to_graph(m), m.edges[i].a, m.edges[j].a):
+                return None  # E-SR asks a graph distance: the two edges must be connected
             return {"edge": m.edges[i].label, "edge2": m.edges[j].label}, ()
         if qa_type == "V-LP":
             return ({"line": rng.choice(lines)}, ()) if lines else None
@@ -706,10 +728,13 @@ def build_qa_queries(
     *,
     style: int | None = None,
     style_offset: int = 0,
+    shuffle_seed: int | None = None,
 ) -> list[QAQuery]:
     """`n_per_type` questions of each type in `qa_types` on map `m` (fewer when the map cannot
     pose a type). Styles are cycled (B.3): question j of the k-th type gets style
-    (style_offset + k + j) % 5, unless `style` fixes one."""
+    (style_offset + k + j) % 5, unless `style` fixes one. With `shuffle_seed`, each question's
+    tables have their rows shuffled by "<shuffle_seed>/<question id>" (the paper's per-sample
+    shuffling), and the row-order answers (Travelmap V-SR) are computed on that order."""
     queries: list[QAQuery] = []
     for k, qa_type in enumerate(qa_types):
         check_type(qa_type)
@@ -719,11 +744,13 @@ def build_qa_queries(
             if drawn is None:
                 continue
             params, hidden = drawn
-            tables = qa_table_rows(m, qa_type, hidden)
+            qid = f"{m.name}-qa-{qa_type}-{j:03d}"
+            seed_rows = None if shuffle_seed is None else f"{shuffle_seed}/{qid}"
+            tables = qa_table_rows(m, qa_type, hidden, seed_rows)
             answer = compute_answer(m.scenario, qa_type, params, m, tables)
             st = style if style is not None else (style_offset + k + j) % N_STYLES
             queries.append(QAQuery(
-                id=f"{m.name}-qa-{qa_type}-{j:03d}", map_name=m.name, scenario=m.scenario, qa_type=qa_type,
+                id=qid, map_name=m.name, scenario=m.scenario, qa_type=qa_type, row_seed=seed_rows,
                 setting=setting_of(qa_type), style=st, params=params,
                 question=question_text(m.scenario, qa_type, st, params), answer=answer.text, kind=answer.kind,
                 value=answer.value, map_difficulty=map_difficulty, hidden_rows=hidden,
@@ -750,8 +777,9 @@ _TASKS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
                   "Answer with the largest of these counts.")),
         "E-LP": ("read one attribute of one edge from the Edge Table.",
                  ("Find the row whose Edge value is the edge asked about and read the requested column.",)),
-        "E-SR": ("count the rows of the Edge Table that lie strictly between two given edges.",
-                 ("Use the row order of the table as given; do not count the two rows themselves.",)),
+        "E-SR": ("count the edges that lie strictly between two given edges in the network.",
+                 ("Join an end of one edge to an end of the other by a path with the fewest edges and count that path's edges.",
+                  "Do not count the two given edges themselves; edges that share a station have 0 edges between them.")),
         "V-GP": ("count the transfer stations in the Vertex Table.",
                  ("A vertex is a transfer station when its Line column names two or more lines.",)),
         "V-LP": ("count the transfer stations on one line, from the Vertex Table.",
@@ -819,8 +847,7 @@ def system_prompt(scenario: Scenario, qa_type: str) -> str:
         "map": f"the {map_kind} image",
         "edge_tab": "the Edge Table (one row per edge between two adjacent " + units + ")",
         "vertex_tab": "the Vertex Table (one row per " + _unit + ")",
-        "map_mix_tab": f"the {map_kind} image and the Vertex Table (one row per {_unit}; its values already merge "
-                       "the adjacent edges' attributes"
+        "map_mix_tab": f"the {map_kind} image and the Vertex Table (one row per {_unit}; {mix_merge_note(scenario)}"
                        + ("; it has no Line column" if scenario == "metromap" else "") + ")",
     }[setting]
     answer_rule, ex1, ex2 = _FORMATS[KINDS[scenario][qa_type]]

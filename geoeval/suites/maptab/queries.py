@@ -19,10 +19,18 @@ Weights: only the category's criteria are non-zero. Each is an integer drawn fro
 `WEIGHT_CHOICES` = {1, 2, 3, 4, 5} (a private Random seeded by (seed, category, pair index)),
 normalised to sum 1 and rounded to 6 decimals, the last non-zero weight taking 1 minus the others
 so that the rounded weights still sum to 1. Single-criterion weights are exactly 1. The references
-are optimal under the rounded weights the model is shown, with `routing`'s cost model
-(`objective="mean"` by default, the paper's Eq. 1; "sum" is the additive variant that the authors'
-Travelmap sample labels follow -- see `routing`). When several routes tie, `totals` are those of the
-first reference in sorted order.
+are optimal under the rounded weights the model is shown, with `routing`'s cost model and the
+scenario's objective (`routing.SCENARIO_OBJECTIVE`: Metromap "mean", the paper's Eq. 1; Travelmap
+"sum", the additive variant the authors' Travelmap prompts state and labels follow). Tied routes:
+every route within the tie tolerance is a reference; when tied routes have different totals (equal
+J, say a faster but dearer route), `totals` are those of the first reference in sorted order (the
+authors' items too carry one route's totals), and the T/P/C/R understanding analysis
+(`rp_analysis.understanding`) accepts the totals of any tied reference.
+
+Table rows (the paper: "The rows are independently shuffled for each sample to prevent
+order-based topology leakage"): `prompt_tables(..., row_seed=...)` permutes every table's rows
+with `random.Random(f"{row_seed}/{title}")`; the suite passes "<run seed>/<sample id>"
+(`row_seed`), or None with `suite.row_order=fixed` (map order: Edge_tab line by line).
 
 Questions: five instruction styles (D.1: Direct Optimization, Graph-theoretic,
 Instruction-seeking, User-oriented, Constraint-explicit), cycled by pair index (style = i % 5).
@@ -69,8 +77,10 @@ from geoeval.suites.maptab.tables import (
     format_table,
     map_from_rows,
     mix_map,
+    mix_merge_note,
     mix_table,
     parse_table,
+    shuffle_rows,
     vertex_table,
 )
 
@@ -307,7 +317,7 @@ def build_rp_queries(
     seed: int,
     map_difficulty: str = "Easy",
     *,
-    objective: routing.Objective = "mean",
+    objective: routing.Objective | None = None,
     style: int | None = None,
 ) -> list[RPQuery]:
     """RP queries of map `m`: `n_per_category` origin-destination pairs (fewer if the map has
@@ -315,6 +325,7 @@ def build_rp_queries(
     fixes one instruction style for every query instead of cycling them."""
     for c in categories:
         _check_category(c)
+    objective = objective or routing.objective_for(m.scenario)
     g = to_graph(m)
     names = sorted(m.stations)
     lengths = {s: dict(nx.single_source_shortest_path_length(g, s)) for s in names}
@@ -338,6 +349,8 @@ def build_rp_queries(
                 totals = None
             else:
                 routes = routing.optimal_routes(plan_on, s, t, weights, objective=objective)
+                # tied optima may differ in their totals: the first in sorted order is recorded
+                # (module docstring); analyses accept any tied route's totals
                 path, transfers = routing.parse_route(routes[0])
                 totals = routing.route_totals(plan_on, path, transfers)
             style_i = i % N_STYLES if style is None else style
@@ -390,8 +403,18 @@ def table_columns(category: str, scenario: Scenario = "metromap") -> dict[str, l
     return {"Edge Table": ["Edge", *line, *shown], "Vertex Table": vertex}
 
 
-def prompt_tables(m: MetroMap, category: str, table_format: TableFormat) -> dict[str, str]:
-    """The serialised tables of a category ({title: text}), ready for `user_prompt`."""
+def row_seed(run_seed: int, sample_id: str, row_order: str = "shuffled") -> str | None:
+    """The row-shuffling seed of one sample: "<run seed>/<sample id>", None for `fixed` order."""
+    if row_order not in ("shuffled", "fixed"):
+        raise GeoevalError(f"row_order must be 'shuffled' or 'fixed', got {row_order!r}")
+    return None if row_order == "fixed" else f"{run_seed}/{sample_id}"
+
+
+def prompt_tables(
+    m: MetroMap, category: str, table_format: TableFormat, *, row_seed: str | None = None
+) -> dict[str, str]:
+    """The serialised tables of a category ({title: text}), ready for `user_prompt`; rows
+    shuffled per sample when `row_seed` is given (module docstring)."""
     out = {}
     for title, cols in table_columns(category, m.scenario).items():
         if title == "Edge Table":
@@ -400,7 +423,7 @@ def prompt_tables(m: MetroMap, category: str, table_format: TableFormat) -> dict
             rows = [{c: r[c] for c in cols} for r in mix_table(m, drop_line=True)]
         else:
             rows = vertex_table(m, cols)
-        out[title] = format_table(rows, table_format)
+        out[title] = format_table(shuffle_rows(rows, row_seed, title), table_format)
     return out
 
 
@@ -437,7 +460,7 @@ def _common_fields(category: str, scenario: Scenario) -> dict[str, str]:
     for title, columns in cols.items():
         kind = "each row is an edge between two adjacent " + w["units"] if title == "Edge Table" else f"each row is a {w['unit']}"
         if category == "mix":
-            kind += "; its Time, Price, Comfort Level and Reliability already merge the adjacent edges' attributes (no separate edge attributes are given)"
+            kind += "; " + mix_merge_note(scenario)
         described.append(f"- The {title}: {kind}; columns {', '.join(columns)}.")
     if scenario == "metromap":
         marking_title, marking_rule = (

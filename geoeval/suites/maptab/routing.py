@@ -83,6 +83,22 @@ SCALES = {"metromap": (3.0, 1.5, 1.0), "travelmap": (180.0, 200.0, 5.0)}
 Weights = tuple[float, float, float, float]
 Objective = Literal["mean", "sum"]
 
+#: The one objective per scenario that references are labelled with, on synthetic, real and the
+#: authors' maps alike. Metromap: the paper's Eq. (1) as written (mean comfort / reliability),
+#: which every Metromap label of the authors' sample satisfies (both objectives do there).
+#: Travelmap: the additive "sum": the authors' Travelmap prompts state it ("final route score =
+#: sum(edge Comfort Level) + sum(vertex Comfort Level)") and their labels follow it (9 of 9
+#: criteria items of the public sample optimal under "sum", 7 of 9 under "mean": Angkor Wat C and
+#: R fail), so a model reading their prompts and one reading geoeval's are judged alike.
+SCENARIO_OBJECTIVE: dict[str, Objective] = {"metromap": "mean", "travelmap": "sum"}
+
+
+def objective_for(scenario: str) -> Objective:
+    """The objective references of `scenario` are optimal under (`SCENARIO_OBJECTIVE`)."""
+    if scenario not in SCENARIO_OBJECTIVE:
+        raise GeoevalError(f"unknown scenario {scenario!r}; expected one of {sorted(SCENARIO_OBJECTIVE)}")
+    return SCENARIO_OBJECTIVE[scenario]
+
 
 # --------------------------------------------------------------------------------------------
 # Route strings

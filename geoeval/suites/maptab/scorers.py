@@ -3,8 +3,10 @@ them): `ema`, `pma` (means) and `ds` (a total: summed, not averaged)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from geoeval.core.registry import register_metric
-from geoeval.core.scoring import MetricInput
+from geoeval.core.scoring import MetricInput, compute_metrics
 from geoeval.suites.maptab import metrics as m
 
 
@@ -14,6 +16,17 @@ def extract_answer(raw: str) -> tuple[str, str]:
     if not route:
         return "", "no route in the answer (expected 'A-B(transfer)-C')"
     return route, ""
+
+
+def score_completion(raw: str, target: list[str], metadata: dict[str, Any],
+                     metric_names: list[str]) -> tuple[dict[str, float], list[str]]:
+    """A completion scored as the Inspect scorer (`core.scoring.geoeval_scorer`) scores it: the
+    family's extractor, then `compute_metrics` over the registered metrics. Returns the values and
+    the failures (a metric that raised). The meta-evaluation scores its answers through this."""
+    extract = extract_qa_answer if metadata.get("task_family") == "qa" else extract_answer
+    answer, _problem = extract(raw or "")
+    return compute_metrics(list(metric_names), MetricInput(answer=answer, raw=raw or "", target=list(target),
+                                                           metadata=dict(metadata)))
 
 
 @register_metric("ema", suites=["maptab"], description="Exact Match Accuracy (appendix C.1)")
@@ -47,7 +60,12 @@ def acc_metric(inp: MetricInput) -> float:
     kind = inp.metadata.get("answer_kind")
     if kind is None:
         raise ValueError("acc scores QA samples (suite.task_family=qa); this sample has no QA answer")
-    return float(is_correct(inp.answer, inp.target[0], kind, inp.metadata.get("answer_value")))
+    try:
+        return float(is_correct(inp.answer, inp.target[0], kind, inp.metadata.get("answer_value")))
+    except ValueError:
+        # a malformed answer (a name where 1/0 or a number is asked) is wrong, not a harness
+        # failure: it scores 0 like a missing tag (the README's rule)
+        return 0.0
 
 
 @register_metric("prompt_tokens", suites=["maptab"],

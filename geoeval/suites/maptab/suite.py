@@ -25,7 +25,7 @@ Three environments (`env=`):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -108,8 +108,10 @@ class MapTabRealEnvConfig(Strict):
     source: Literal["tokyo", "gtfs"] = Field(
         default="tokyo", description="tokyo: Tokyo Metro + Toei lines of the tokyo-train-board package; gtfs: gtfs_path")
     gtfs_path: str | None = Field(default=None, description="GTFS feed folder (stops/routes/trips/stop_times.txt)")
+    # five connected Tokyo Metro lines (94 stations) by default, as the YAML says: on the whole
+    # network the exact solver exceeds its search limit on criteria queries
     lines: list[str] | None = Field(
-        default=None, min_length=1,
+        default_factory=lambda: ["ginza", "marunouchi", "hibiya", "tozai", "chiyoda"], min_length=1,
         description="lines to keep: tokyo keys/names/symbols, or GTFS route ids/names; null: all")
     n_maps: int = Field(default=1, ge=1, le=500, description="maps sharing the topology, attributes drawn per map")
     seed: int | None = None
@@ -133,6 +135,8 @@ class MapTabSuiteConfig(Strict):
     language: Literal["en", "zh"] = "en"
     style: Literal["all", 0, 1, 2, 3, 4] = Field(
         default="all", description="instruction style: all (cycled, B.3) or one of 0-4 for every query")
+    row_order: Literal["shuffled", "fixed"] = Field(
+        default="shuffled", description="table rows: shuffled per sample, seeded (the paper), or fixed map order")
     solver: Literal["generate", "react"] = "generate"
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
@@ -192,6 +196,9 @@ class MapTabSuite:
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
     headline_metrics = ("ema", "pma", "acc")
     log2_sweep_axes: tuple[str, ...] = ("suite.resolution",)
+    # splits every report and MLflow metric by scenario (ema/scenario/metromap, ...), which the
+    # paper's tables report apart
+    report_dimensions: tuple[str, ...] = ("scenario",)
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
     env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig,
@@ -240,7 +247,7 @@ class MapTabSuite:
         if env.source == "authors":
             from geoeval.suites.maptab.authors_env import authors_samples
 
-            return authors_samples(spec.suite, env)
+            return authors_samples(spec.suite, env, spec.seed)
         from geoeval.suites.maptab.environment import image_data_uri, map_image
 
         suite_cfg: MapTabSuiteConfig = spec.suite
@@ -255,7 +262,7 @@ class MapTabSuite:
                         image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
                     samples.append(qa_sample(q, qa_tables(m, q, suite_cfg.table_format), image_uri, suite_cfg))
             return samples
-        from geoeval.suites.maptab.queries import prompt_tables
+        from geoeval.suites.maptab.queries import prompt_tables, row_seed
 
         for m, queries in self.synthetic_queries(spec, env):
             image_uri = None
@@ -263,7 +270,8 @@ class MapTabSuite:
                 if SETTING_OF[q.category].startswith("map") and image_uri is None:
                     image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
                 # only the columns the query needs are given to the model (appendix B.2)
-                tables = prompt_tables(m, q.category, suite_cfg.table_format)
+                tables = prompt_tables(m, q.category, suite_cfg.table_format,
+                                       row_seed=row_seed(spec.seed, q.id, suite_cfg.row_order))
                 samples.append(rp_sample(q, tables, image_uri, suite_cfg))
         return samples
 
@@ -299,7 +307,8 @@ class MapTabSuite:
         return [
             (m, build_qa_queries(m, types, suite_cfg.n_per_category, seed=_env_seed(spec),
                                  map_difficulty=env.map_difficulty.get(m.name, "Easy"),
-                                 style=suite_cfg.fixed_style(), style_offset=i))
+                                 style=suite_cfg.fixed_style(), style_offset=i,
+                                 shuffle_seed=spec.seed if suite_cfg.row_order == "shuffled" else None))
             for i, m in enumerate(self._maps(spec, env))
         ]
 
@@ -313,6 +322,17 @@ class MapTabSuite:
         for m, queries in self.synthetic_queries(spec, env):
             written += write_authors_layout(m, queries, Path(root))
         return written
+
+    # ------------------------------------------------------------ meta-evaluation
+    # every MapTab answer metric is deterministic (meta_eval.py): each must order every known pair
+    meta_eval_targets: ClassVar[dict[str, float]] = {"ema": 1.0, "pma": 1.0, "ds": 1.0, "acc": 1.0}
+
+    def meta_eval_answers(self, spec: Any, env: Any, samples: list[Sample]) -> list[Any]:
+        """Answers of known quality per sample (reference, one-defect, worthless), scored through
+        the suite's real scorer path (`meta_eval.py`)."""
+        from geoeval.suites.maptab.meta_eval import meta_eval_answers
+
+        return meta_eval_answers(spec, env, samples)
 
     # ------------------------------------------------------------ task
     def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
@@ -407,15 +427,19 @@ def _difficulty(maps: list[Any], scenario: str) -> dict[str, dict[str, Any]]:
 
 
 def rp_sample(
-    q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig, *, objective: str = "mean"
+    q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig, *,
+    objective: str | None = None,
 ) -> Sample:
     """The Inspect sample of one RP query (`queries.RPQuery`): system prompt (stating `objective`,
-    the cost model the references are optimal under), user prompt with `tables` ({title: text},
+    the cost model the references are optimal under; default the scenario's,
+    `routing.SCENARIO_OBJECTIVE`), user prompt with `tables` ({title: text},
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
     from geoeval.suites.maptab.queries import system_prompt, user_prompt
+    from geoeval.suites.maptab.routing import objective_for
 
+    objective = objective or objective_for(q.scenario)
     setting = SETTING_OF[q.category]
     system = system_prompt(q.category, q.scenario, q.weights, objective)
     user = user_prompt(q, tables, suite_cfg.table_format)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Iterable, Literal
 
@@ -134,6 +135,29 @@ def mix_values(m: MetroMap) -> dict[str, dict[str, float]]:
             mean = sum(getattr(e, _EDGE_ATTR[c]) for e in edges) / len(edges) if edges else 0.0
             values[c] = round_half_up(mean, 2)
         out[name] = values
+    return out
+
+
+def mix_merge_note(scenario: Scenario) -> str:
+    """What the Mix_tab's columns hold, column by column (`tables.MIX_MERGED_COLUMNS`): Metromap
+    Price is the mean Price of the station's adjacent edges, every other column the station's own
+    value; Travelmap merges nothing."""
+    merged = MIX_MERGED_COLUMNS[scenario]
+    own = [c for c in (*ATTRIBUTE_COLUMNS, "Transfer Time") if c not in merged
+           and (scenario == "metromap" or c != "Transfer Time")]
+    unit = "station" if scenario == "metromap" else "scenic spot"
+    parts = [f"{c} is the mean {c} of the edges adjacent to the {unit}" for c in merged]
+    parts.append(", ".join(own[:-1]) + f" and {own[-1]} are the {unit}'s own values")
+    return "; ".join(parts) + " (no edge attributes are given separately)"
+
+
+def shuffle_rows(rows: list[dict[str, Any]], seed: str | None, title: str) -> list[dict[str, Any]]:
+    """`rows` permuted by `random.Random(f"{seed}/{title}")` (each table of a sample on its own
+    stream); unchanged when `seed` is None."""
+    if seed is None:
+        return rows
+    out = list(rows)
+    random.Random(f"{seed}/{title}").shuffle(out)
     return out
 
 

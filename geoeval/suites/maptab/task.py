@@ -1,5 +1,5 @@
 """The MapTab Inspect task: `inspect eval geoeval/maptab --model geoeval/oracle` works without
-geoeval's CLI, with the same defaults as `conf/suite/maptab.yaml`."""
+geoeval's CLI, with the shipped config's defaults (it composes `conf/` itself)."""
 
 from __future__ import annotations
 
@@ -35,31 +35,34 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
 
 @task
 def maptab(
-    resolution: float = 1.0,
-    setting: str = "all",
-    categories: str | list[str] = "map_only,edge_only,map_edge,T",
-    n_per_category: int = 4,
-    n_maps: int = 3,
-    seed: int = 0,
-    table_format: str = "csv",
-    work_dir: str = "results/work",
+    resolution: float | None = None,
+    setting: str | None = None,
+    categories: str | list[str] | None = None,
+    n_per_category: int | None = None,
+    n_maps: int | None = None,
+    seed: int | None = None,
+    table_format: str | None = None,
+    work_dir: str | None = None,
 ) -> Task:
-    """MapTab route planning on seeded synthetic Metromaps (appendix B.2 / C.1)."""
+    """MapTab route planning on seeded synthetic Metromaps (appendix B.2 / C.1). A parameter left
+    out takes the shipped config's value: the task composes `conf/` exactly as `python -m
+    geoeval suite=maptab` does, so the defaults live in one place (the YAML)."""
+    from hydra import compose, initialize_config_module
+
     from geoeval.core.config import validate_config
     from geoeval.core.registry import get_suite
 
-    cats = categories.split(",") if isinstance(categories, str) else list(categories)
-    spec = validate_config({
-        "seed": seed, "work_dir": work_dir,
-        "env": {"name": "maptab_synthetic", "n_maps": n_maps},
-        "suite": {"name": "maptab", "resolution": resolution, "setting": setting, "categories": cats,
-                  "n_per_category": n_per_category, "table_format": table_format},
-        "model": {"name": "geoeval/oracle"},
-        "judge": {"models": ["rules"]},
-        "metrics": {"name": "maptab_rp", "metrics": ["ema", "pma", "ds"], "sum_metrics": ["ds"]},
-        "runner": {"name": "local"},
-        "tracking": {"enabled": False},
-    })
+    given = {"suite.resolution": resolution, "suite.setting": setting, "suite.n_per_category": n_per_category,
+             "env.n_maps": n_maps, "seed": seed, "suite.table_format": table_format, "work_dir": work_dir}
+    overrides = [f"{key}={value}" for key, value in given.items() if value is not None]
+    if categories is not None:
+        cats = categories.split(",") if isinstance(categories, str) else list(categories)
+        overrides.append(f"suite.categories=[{','.join(cats)}]")
+    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[
+            "env=maptab_synthetic", "suite=maptab", "metrics=maptab_rp", "model=oracle", "runner=local",
+            "tracking=none", *overrides])
+    spec = validate_config(cfg)
     suite = get_suite("maptab")
     env = suite.build_env(spec)
     return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics)

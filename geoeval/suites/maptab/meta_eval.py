@@ -1,0 +1,285 @@
+"""Meta-evaluation answers of MapTab (`geoeval.core.meta_eval`): for every sample, answers of known
+quality, scored through the suite's real scorer path (`scorers.score_completion`: the extractor
+and the registered metrics the Inspect scorer applies).
+
+Route planning (RP), per sample:
+
+* level 0 `reference`: the first reference route, as the scorer expects it ("A-B(transfer)-C").
+* level 1, the reference with one defect (`Tier.affects` = the metrics it must lower; the others
+  may tie):
+  - `defect:wrong_station`: one intermediate station replaced by a real station of the map that
+    lies on no optimal route: lowers EMA, PMA (the prefix ends there) and DS.
+  - `defect:missing_station`: one intermediate station left out: EMA, PMA, DS.
+  - `defect:wrong_transfer` (Metromap only; Travelmap routes carry no marks): one intermediate
+    station's transfer mark toggled (added where no reference has one, or removed): EMA and DS,
+    which apply the paper's transfer rule. Not PMA: the authors' prefix count matches names by
+    similarity only, so "X(transfer)" may still count as "X".
+  - `defect:longer_route`: a valid route of the map with more stations than the reference
+    (a simple path from the origin to the destination, transfer marks as `routing.annotate`
+    places them) that is not optimal: EMA, PMA (it leaves the reference path) and DS. Valid
+    routes are what EMA must tell from optimal ones.
+* level 2, worthless: `empty` (""), `refusal` (prose with a dash, which the extractor must not
+  read as a route) and `invented` (a fluent answer whose route names stations the map does not
+  have).
+
+A defect must be a defect under the paper's own name identity (C.1: names within difflib
+similarity 0.5 are the same station), else it is not built for that sample: the replacement or
+the next station of a dropped one, and the longer route where it leaves the reference, must be
+dissimilar (< 0.5) to every reference's station at that position; the invented names are
+dissimilar to every station of the map. Choices among the candidates are seeded by the run seed
+and the sample id.
+
+QA (`suite.task_family=qa`): `reference` (the reference answer between the tags),
+`defect:wrong_value` (a wrong value of the right kind: a binary answer flipped, an integer + 1, a
+number + 1; lowers Acc), and the three worthless answers (the invented one names a station that
+does not exist between the tags).
+
+Metrics scored: those of `spec.metrics.metrics` that judge an answer (`ANSWER_METRICS`); the token
+counts describe the prompt, not the answer, and are left out.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import networkx as nx
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.meta_eval import ScoredAnswer, Tier
+from geoeval.suites.maptab import routing
+from geoeval.suites.maptab.difficulty import to_graph
+from geoeval.suites.maptab.graph import MetroMap
+from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
+
+RP_METRICS = frozenset({"ema", "pma", "ds"})
+ANSWER_METRICS = RP_METRICS | {"acc"}
+#: Every MapTab answer metric is deterministic: each must order every known pair (target 1.0).
+TARGETS: dict[str, float] = {m: 1.0 for m in sorted(ANSWER_METRICS)}
+
+REFERENCE = Tier("reference", 0)
+WRONG_STATION = Tier("defect:wrong_station", 1, frozenset({"ema", "pma", "ds"}))
+MISSING_STATION = Tier("defect:missing_station", 1, frozenset({"ema", "pma", "ds"}))
+WRONG_TRANSFER = Tier("defect:wrong_transfer", 1, frozenset({"ema", "ds"}))
+LONGER_ROUTE = Tier("defect:longer_route", 1, frozenset({"ema", "pma", "ds"}))
+WRONG_VALUE = Tier("defect:wrong_value", 1, frozenset({"acc"}))
+EMPTY = Tier("empty", 2)
+REFUSAL = Tier("refusal", 2)
+INVENTED = Tier("invented", 2)
+
+REFUSAL_TEXT = ("I'm sorry - I cannot work out a reliable route from this map and these tables, "
+                "so I would rather not guess.")
+_SYLLABLES = ("zor", "vath", "quen", "til", "lion", "bla", "ven", "dorp", "mir", "kesh", "ulm", "yth",
+              "prax", "ond", "wyr", "gha", "zel", "trup")
+_SUFFIXES = ("Plaza", "Heights", "Junction", "Market", "Gardens", "Crossing")
+MAX_LONGER_PATHS = 200  # simple paths looked at (in length order) for a longer valid route
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
+    """The constructed answers of every sample, scored (module docstring)."""
+    from geoeval.suites.maptab.environment import load_maps
+
+    names = [n for n in spec.metrics.metrics if n in ANSWER_METRICS]
+    if not names:
+        raise GeoevalError(f"meta-eval: none of metrics.metrics {list(spec.metrics.metrics)} judges an answer "
+                           f"(MapTab's: {sorted(ANSWER_METRICS)})")
+    maps: dict[str, MetroMap] = {}
+    out: list[ScoredAnswer] = []
+    for sample in samples:
+        meta = sample.metadata or {}
+        if meta.get("task_family") == "qa":
+            answers = qa_answers(sample, random.Random(f"{spec.seed}/{sample.id}"))
+        else:
+            if not maps:
+                maps = {m.name: m for m in load_maps(env.db_path)}
+            m = maps[meta["map"]] if env.source == "authors" else _localized(maps[meta["map"]], spec)
+            answers = rp_answers(sample, m, random.Random(f"{spec.seed}/{sample.id}"))
+        for tier, text in answers:
+            out.append(ScoredAnswer(str(sample.id), tier, text, score(sample, text, names)))
+    return out
+
+
+def _localized(m: MetroMap, spec: Any) -> MetroMap:
+    """The map in the run's label language (the references name its stations)."""
+    from geoeval.suites.maptab.language import localize_map
+
+    return localize_map(m, spec.suite.language)
+
+
+def score(sample: Any, text: str, names: list[str]) -> dict[str, float]:
+    """`text` scored as the Inspect scorer scores a completion (`scorers.score_completion`); a
+    metric that raised is an error here, not a low score."""
+    from geoeval.suites.maptab.scorers import score_completion
+
+    values, problems = score_completion(text, list(sample.target), dict(sample.metadata or {}), names)
+    if problems:
+        raise GeoevalError(f"meta-eval sample {sample.id}: {'; '.join(problems)}")
+    return {k: float(v) for k, v in values.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# RP answers
+
+
+def rp_answers(sample: Any, m: MetroMap, rng: random.Random) -> list[tuple[Tier, str]]:
+    """(tier, answer text) of one RP sample; a defect that cannot be built on it is left out."""
+    meta = sample.metadata
+    refs = [str(r) for r in sample.target]
+    ref = refs[0]
+    built: list[tuple[Tier, str | None]] = [
+        (REFERENCE, ref),
+        (WRONG_STATION, wrong_station(ref, refs, m, rng)),
+        (MISSING_STATION, missing_station(ref, refs, rng)),
+        (LONGER_ROUTE, longer_route(ref, refs, m, (meta.get("weights") or [0.0])[0])),
+        (EMPTY, ""),
+        (REFUSAL, REFUSAL_TEXT),
+        (INVENTED, invented_answer(len(split_route(ref)), m, rng)),
+    ]
+    if meta.get("scenario", "metromap") == "metromap":
+        built.insert(3, (WRONG_TRANSFER, wrong_transfer(ref, refs, rng)))
+    return [(tier, text) for tier, text in built if text is not None]
+
+
+def _name(piece: str) -> str:
+    return piece.replace(routing.TRANSFER_MARK, "").strip()
+
+
+def _dissimilar(name: str, refs: Iterable[str], position: int) -> bool:
+    """Whether `name` differs (similarity < 0.5, the paper's identity) from every reference's
+    station at `position` (references shorter than that cannot match it there)."""
+    for r in refs:
+        pieces = split_route(r)
+        if position < len(pieces) and similarity(name, pieces[position]) >= MATCH_THRESHOLD:
+            return False
+    return True
+
+
+def wrong_station(ref: str, refs: list[str], m: MetroMap, rng: random.Random) -> str | None:
+    """The reference with one intermediate station replaced by a station on no optimal route."""
+    pieces = split_route(ref)
+    on_routes = {_name(p) for r in refs for p in split_route(r)}
+    others = sorted(set(m.stations) - on_routes)
+    options = [(k, o) for k in range(1, len(pieces) - 1) for o in others if _dissimilar(o, refs, k)]
+    if not options:
+        return None
+    k, other = rng.choice(options)
+    return "-".join(pieces[:k] + [other] + pieces[k + 1:])
+
+
+def missing_station(ref: str, refs: list[str], rng: random.Random) -> str | None:
+    """The reference without one intermediate station (the next one must not pass for it)."""
+    pieces = split_route(ref)
+    options = [k for k in range(1, len(pieces) - 1) if _dissimilar(pieces[k + 1], refs, k)]
+    if not options:
+        return None
+    k = rng.choice(options)
+    return "-".join(pieces[:k] + pieces[k + 1:])
+
+
+def wrong_transfer(ref: str, refs: list[str], rng: random.Random) -> str | None:
+    """The reference with one intermediate station's transfer mark toggled, at a position where
+    every reference with the same stations agrees on the mark (so no reference has the toggle)."""
+    pieces = split_route(ref)
+    path = [_name(p) for p in pieces]
+    same = [split_route(r) for r in refs if [_name(p) for p in split_route(r)] == path]
+    options = [k for k in range(1, len(pieces) - 1)
+               if len({routing.TRANSFER_MARK in r[k] for r in same}) == 1]
+    if not options:
+        return None
+    k = rng.choice(options)
+    toggled = path[k] if routing.TRANSFER_MARK in pieces[k] else f"{path[k]}{routing.TRANSFER_MARK}"
+    return "-".join(pieces[:k] + [toggled] + pieces[k + 1:])
+
+
+def longer_route(ref: str, refs: list[str], m: MetroMap, time_weight: float = 0.0) -> str | None:
+    """The first (in length, then name order) simple path of the map with more stations than the
+    reference, none of whose annotations is a reference, that leaves every reference path at a
+    station dissimilar to the reference's there; annotated as `routing.annotate` marks it."""
+    path = [_name(p) for p in split_route(ref)]
+    ref_paths = [[_name(p) for p in split_route(r)] for r in refs]
+    g = to_graph(m)
+    try:
+        candidates = nx.shortest_simple_paths(g, path[0], path[-1])
+        for i, cand in enumerate(candidates):
+            if i >= MAX_LONGER_PATHS:
+                break
+            if len(cand) <= len(path) or cand in ref_paths or not _leaves_refs(cand, refs, ref_paths):
+                continue
+            annotated = routing.annotate(m, cand, time_weight)
+            if annotated and not set(annotated) & set(refs):
+                return annotated[0]
+    except (nx.NetworkXNoPath, nx.NodeNotFound):
+        return None
+    return None
+
+
+def _leaves_refs(cand: list[str], refs: list[str], ref_paths: list[list[str]]) -> bool:
+    for r, rp in zip(refs, ref_paths):
+        k = next((i for i, (a, b) in enumerate(zip(cand, rp)) if a != b), min(len(cand), len(rp)))
+        if k < len(cand) and not _dissimilar(cand[k], [r], k):
+            return False
+    return True
+
+
+def invented_name(rng: random.Random) -> str:
+    word = "".join(rng.choice(_SYLLABLES) for _ in range(3))
+    return f"{word.capitalize()} {rng.choice(_SUFFIXES)}"
+
+
+def invented_stations(n: int, m: MetroMap, rng: random.Random) -> list[str]:
+    """`n` fluent station names, each dissimilar (< 0.5) to every station of the map."""
+    names: list[str] = []
+    for _ in range(100 * n):
+        if len(names) == n:
+            break
+        name = invented_name(rng)
+        if name not in names and all(similarity(name, s) < MATCH_THRESHOLD for s in m.stations):
+            names.append(name)
+    if len(names) < n:
+        raise GeoevalError(f"meta-eval: could not invent {n} station names unlike those of map {m.name}")
+    return names
+
+
+def invented_answer(n: int, m: MetroMap, rng: random.Random) -> str:
+    names = invented_stations(max(n, 2), m, rng)
+    return ("I studied the map and the tables carefully. The best route is:\n"
+            + "-".join(names) + "\nIt keeps to one line all the way, so no transfer is needed.")
+
+
+# --------------------------------------------------------------------------------------------
+# QA answers
+
+
+def qa_answers(sample: Any, rng: random.Random) -> list[tuple[Tier, str]]:
+    from geoeval.suites.maptab.qa import ANSWER_BEGIN, ANSWER_END
+
+    meta = sample.metadata
+    tag = f"{ANSWER_BEGIN}{{}}{ANSWER_END}"
+    invented = invented_name(rng)
+    return [
+        (REFERENCE, tag.format(sample.target[0])),
+        (WRONG_VALUE, tag.format(wrong_value(str(sample.target[0]), meta["answer_kind"]))),
+        (EMPTY, ""),
+        (REFUSAL, REFUSAL_TEXT),
+        (INVENTED, f"Looking at the map, the answer is the station {invented}.\n" + tag.format(invented)),
+    ]
+
+
+def wrong_value(reference: str, kind: str) -> str:
+    """A wrong answer of the reference's kind: binary flipped, integer + 1, number + 1 (far beyond
+    the 0.005 tolerance)."""
+    if kind == "binary":
+        return "0" if reference.strip() == "1" else "1"
+    value = float(reference)
+    if kind == "integer":
+        return str(int(value) + 1)
+    wrong = value + 1.0
+    if math.isclose(wrong, value):
+        raise GeoevalError(f"meta-eval: no wrong value found for {reference!r}")
+    return f"{wrong:.2f}"
