@@ -2,8 +2,10 @@
 
 Each judge scores a request in [0, 1]. `rules` is the suite's deterministic offline judge; any
 other entry is an Inspect model string, run at the configured temperature (0 by default) `votes`
-times. A judge's votes are combined by the median (for 0/1 verdicts that is the majority vote of
-MapSatisfyBench section 4.2); the ensemble's score is the mean over judges (LifePlanner's SC/RP).
+times. A judge's votes are combined by `aggregation`: "median" (the default, LifePlanner's graded
+scores) or "majority" (`majority_vote`: the most frequent value, MapSatisfyBench section 4.2's
+majority vote; a tie is the mean of the tied values). For 0/1 votes with no tie the two agree.
+The ensemble's score is the mean over judges (LifePlanner's SC/RP).
 
 Failures are visible, never a silent 0 and never a shrunken denominator: every vote is kept with
 its raw reply (`JudgeVerdict.votes` / `.raw`). A vote whose reply has no readable score, or whose
@@ -88,9 +90,29 @@ def combine_votes(votes: list[float]) -> float:
     return float(statistics.median(votes)) if votes else 0.0
 
 
+def majority_vote(votes: list[float]) -> float:
+    """The value most votes gave (section 4.2 of MapSatisfyBench: majority of three). A tie between
+    values (two votes that disagree, when the third failed) is the mean of the tied values: the
+    votes do not decide, so the verdict is graded halfway. Raises on no votes (no verdict)."""
+    if not votes:
+        raise ValueError("majority_vote: no votes")
+    counts: dict[float, int] = {}
+    for v in votes:
+        counts[float(v)] = counts.get(float(v), 0) + 1
+    top = max(counts.values())
+    tied = [v for v, n in counts.items() if n == top]
+    return sum(tied) / len(tied)
+
+
+AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {"median": combine_votes, "majority": majority_vote}
+
+
 class JudgeEnsemble:
     def __init__(self, spec: Any, rules: Callable[[JudgeRequest], float] | None = None,
-                 model_factory: Callable[..., Any] | None = None) -> None:
+                 model_factory: Callable[..., Any] | None = None, aggregation: str = "median") -> None:
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}, got {aggregation!r}")
+        self.aggregate = AGGREGATIONS[aggregation]
         self.models: list[str] = list(spec.models)
         self.temperature: float = spec.temperature
         self.votes: int = spec.votes
@@ -144,7 +166,7 @@ class JudgeEnsemble:
                 verdict.errors[name] = errors
             readable = [v for v in votes if v is not None]
             if readable:
-                verdict.per_judge[name] = combine_votes(readable)
+                verdict.per_judge[name] = self.aggregate(readable)
             else:
                 verdict.failed.append(name)
         if not verdict.per_judge:

@@ -80,3 +80,22 @@ def test_every_judge_failing_raises_with_the_votes():
 def test_rules_judge_required_when_configured():
     with pytest.raises(ValueError):
         asyncio.run(JudgeEnsemble(JudgeSpec(models=["rules"])).score(JudgeRequest(rubric="r", answer="a")))
+
+
+def test_majority_aggregation_takes_the_most_frequent_vote():
+    from geoeval.judges.ensemble import majority_vote
+
+    assert majority_vote([0.8, 0.2, 0.2]) == 0.2  # the median would say 0.2 too; the mean 0.4
+    assert majority_vote([1.0, 0.5, 0.5, 0.0]) == 0.5
+    assert majority_vote([1.0, 0.0]) == 0.5  # a tie: the mean of the tied values
+    with pytest.raises(ValueError):
+        majority_vote([])
+    spec = JudgeSpec(models=["mockllm/judge"], votes=5)
+    replies = ["SCORE: 0.2", "SCORE: 0.2", "SCORE: 0.6", "SCORE: 0.7", "SCORE: 0.9"]
+    request = JudgeRequest(rubric="r", answer="a")
+    median = JudgeEnsemble(spec, model_factory=scripted(replies))  # the default, LifePlanner's
+    assert asyncio.run(median.score(request)).score == 0.6
+    majority = JudgeEnsemble(spec, model_factory=scripted(replies), aggregation="majority")
+    assert asyncio.run(majority.score(request)).score == 0.2
+    with pytest.raises(ValueError):
+        JudgeEnsemble(spec, aggregation="mode")

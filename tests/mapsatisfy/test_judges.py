@@ -1,22 +1,24 @@
-"""The judges: the offline `rules` judge's documented rules, and model judges' three-vote
-majority with retry-then-None on unparseable replies."""
+"""The judges: the offline `rules` judge reads the answer (its documented rules), and model
+judges' three-vote majority at temperature 1.0 with retry-then-None on unparseable replies."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from types import SimpleNamespace
 
+from geoeval.suites.mapsatisfy.answer_facts import claims_of, evidence_of
 from geoeval.suites.mapsatisfy.judges import (
     Trajectory,
     Verdicts,
-    answer_claims,
     combine,
+    evidence_text,
     judge_dialogue,
     majority,
     parse_verdict,
     rules_verdicts,
 )
-from geoeval.suites.mapsatisfy.metrics import FactCheck, ifs
+from geoeval.suites.mapsatisfy.metrics import FactCheck, ifs, tool_selection
 from geoeval.suites.mapsatisfy.schema import parse_instance
 from tests.mapsatisfy.factories import record
 
@@ -37,57 +39,127 @@ def _trajectory(answer, calls=GOOD_CALLS, given=("去万象城附近的充电站
     return Trajectory(answer=answer, tool_calls=list(calls), given=list(given), profile_in_prompt=profile)
 
 
-def test_claims_are_quotes_and_numbers_outside_them():
-    assert answer_claims("去「万象城充电站」，约3.5公里，18分钟") == ["万象城充电站", "3.5", "18"]
+def _scores(v):
+    from geoeval.suites.mapsatisfy.metrics import ecr, iisr
+
+    inst = _instance()
+    return ecr(v.explicit_met), iisr([f.evidence_confidence for f in inst.ground_truth.implicit_intent],
+                                     v.implicit_satisfied), ifs(v.fact_rows)
 
 
-def test_grounded_answer_with_the_expected_tools_meets_everything():
-    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约18分钟，3.5公里。"))
-    assert v.explicit_met == [1.0, 1.0]
-    assert v.implicit_satisfied == [1.0, 1.0]
-    assert ifs(v.fact_rows) == 1.0
+GOOD = "推荐「万象城充电站」，位于停车场内，驾车约18分钟，全程3.5公里。"
 
 
-def test_a_number_no_source_states_is_ungrounded():
-    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约25分钟。"))
-    assert ifs(v.fact_rows) == 0.0
+def test_claims_are_quotes_names_numbers_with_units_and_times():
+    ev = evidence_of(GOOD_CALLS, ["去万象城附近的充电站"])
+    claims = claims_of("去「万象城充电站」，约3.5公里，18分钟，22:40到达星河充电站。第1个", ev)
+    got = {(c.kind, c.text, c.grounded) for c in claims}
+    assert got == {("quote", "万象城充电站", True), ("number", "3.5", True), ("number", "18", True),
+                   ("clock", "22:40", True), ("name", "星河充电站", False)}  # "第1个" has no unit: no claim
+
+
+def test_a_number_is_grounded_across_a_unit_change_at_its_precision():
+    ev = evidence_of([{"name": "get_navigation", "content": '{"distance_m": 3250, "duration_min": 90}',
+                       "match_type": "exact"}], [])
+    grounded = {c.text: c.grounded for c in claims_of("全程3.3公里，约1.5小时，或3公里，不是4.1公里", ev)}
+    assert grounded == {"3.3": True, "1.5": True, "3": True, "4.1": False}
+
+
+def test_a_correct_grounded_answer_meets_everything():
+    v = rules_verdicts(_instance(), _trajectory(GOOD))
+    assert v.explicit_met == [1.0, 1.0] and v.implicit_satisfied == [1.0, 1.0]
+    assert _scores(v) == (1.0, 1.0, 1.0)
+
+
+def test_a_polite_closing_question_or_a_still_does_not_zero_a_correct_answer():
+    for tail in ("如需导航或查看其他充电站，请告诉我。", "需要我帮您导航吗？", "驾车过去还是很方便的。"):
+        assert _scores(rules_verdicts(_instance(), _trajectory(GOOD + tail))) == (1.0, 1.0, 1.0), tail
+
+
+def test_refusals_empty_answers_and_answers_without_claims_meet_nothing():
+    for answer in ("", "抱歉，我无法帮您找到万象城附近的充电站。", "好的，已为您规划好去万象城附近充电站的驾车路线，祝您一路顺风！",
+                   "请问您想什么时候出发？"):
+        assert _scores(rules_verdicts(_instance(), _trajectory(answer))) == (0.0, 0.0, 0.0), answer
+
+
+def test_an_invented_station_meets_nothing():
+    v = rules_verdicts(_instance(), _trajectory("推荐「星河充电站」，位于停车场内，驾车约18分钟，全程3.5公里。"))
+    assert _scores(v) == (0.0, 0.0, 0.0)
+    v = rules_verdicts(_instance(), _trajectory("推荐万象城北区星河充电站，位于停车场内，驾车约18分钟。"))  # unquoted
+    assert _scores(v) == (0.0, 0.0, 0.0)
+    assert [n for n in v.raw["rules"]["invented"]] == ["北区星河充电站"]  # 万象城 is read as a place of its own
+
+
+def test_an_invented_fact_in_a_correct_answer_costs_faithfulness_only():
+    e, i, f = _scores(rules_verdicts(_instance(), _trajectory(GOOD + "途中还可在「翠微阁服务区」休息。")))
+    assert (e, i, f) == (1.0, 1.0, 0.0)
+    assert _scores(rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约25分钟，位于停车场内。")))[2] == 0.0
 
 
 def test_a_number_inside_another_is_not_grounded_by_it():
-    v = rules_verdicts(_instance(), _trajectory("大约8分钟"))  # "18分钟" does not state 8
+    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，大约8分钟"))  # "18分钟" does not state 8
     assert ifs(v.fact_rows) == 0.0
 
 
 def test_no_record_responses_ground_nothing():
     calls = [dict(GOOD_CALLS[0], match_type="no_record"), GOOD_CALLS[1]]
     v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」。", calls))
-    assert ifs(v.fact_rows) == 0.0
+    assert ifs(v.fact_rows) == 0.0 and v.explicit_met == [0.0, 0.0]
 
 
-def test_a_missing_required_parameter_fails_explicit_and_implicit():
+def test_the_answer_decides_the_factors_and_ts_judges_the_calls():
+    # get_navigation lacks required parameters: TS counts it incorrect, the answer is still correct
     calls = [GOOD_CALLS[0], dict(GOOD_CALLS[1], arguments={"start_lon": 121.5, "start_lat": 29.9})]
-    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」。", calls))
-    assert v.explicit_met == [0.0, 0.0] and v.implicit_satisfied == [0.0, 0.0]
+    inst = _instance()
+    v = rules_verdicts(inst, _trajectory(GOOD, calls))
+    assert v.explicit_met == [1.0, 1.0]
+    assert tool_selection([(c["name"], c["arguments"]) for c in calls], inst.expected_tools,
+                          inst.required_parameters).score == 0.5
 
 
-def test_a_question_is_not_a_delivered_answer():
-    v = rules_verdicts(_instance(), _trajectory("请问您想什么时候出发？"))
-    assert v.explicit_met == [0.0, 0.0]
+def test_an_implicit_factor_is_judged_on_what_the_answer_proposes():
+    # the hard driving rubric: a transit plan breaks it, whatever was fetched
+    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，位于停车场内，坐地铁约18分钟。"))
+    assert v.implicit_satisfied == [1.0, 0.0]
+    v = rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约18分钟。"))  # parking not addressed
+    assert v.implicit_satisfied == [0.0, 1.0]
 
 
-def test_profile_evidence_needs_a_profile_tool_when_the_truth_expects_one():
+def test_a_price_cap_and_an_opening_time_are_checked_against_the_named_entity():
     data = record()
-    tt = data["ground_truth"]["truth_trajectory"]["tool_calls"]
-    tt["expected_tools"].append("search_user_profile")
-    tt["parameter_rules"]["search_user_profile"] = {"paramter": ["uid"], "rules": []}
-    data["ground_truth"]["implicit_intent"][1]["evidence"] = "画像：驾车偏好 85%"
+    data["ground_truth"]["implicit_intent"] = [
+        {"rubric_instruction": "推荐人均不超过60元的地点", "constraint_type": "soft", "evidence_confidence": 1.0},
+        {"rubric_instruction": "推荐的地点在21:30之后仍营业", "constraint_type": "hard", "evidence_confidence": 1.0}]
     inst = parse_instance(data)
-    profile_call = {"name": "search_user_profile", "arguments": {"uid": "u1"}, "content": "驾车为主",
-                    "match_type": "no_record", "error": None}
-    v = rules_verdicts(inst, _trajectory("推荐「万象城充电站」。", [*GOOD_CALLS, profile_call]))
-    assert v.implicit_satisfied == [1.0, 0.0]  # only the factor citing the profile fails
-    v = rules_verdicts(inst, _trajectory("推荐「万象城充电站」。", [*GOOD_CALLS, profile_call], profile=True))
-    assert v.implicit_satisfied == [1.0, 1.0]  # the profile setting gave it in the prompt
+    pois = {"pois": [{"name": "甲充电站", "avg_price": 50, "open_hours": "10:00-22:00"},
+                     {"name": "乙充电站", "avg_price": 80, "open_hours": "10:00-21:00"}]}
+    calls = [dict(GOOD_CALLS[0], content=json.dumps(pois, ensure_ascii=False)), GOOD_CALLS[1]]
+    assert rules_verdicts(inst, _trajectory("万象城附近推荐「甲充电站」，驾车约18分钟。", calls)).implicit_satisfied == [1.0, 1.0]
+    assert rules_verdicts(inst, _trajectory("万象城附近推荐「乙充电站」，驾车约18分钟。", calls)).implicit_satisfied == [0.0, 0.0]
+
+
+def test_model_judges_see_whole_tool_responses_or_a_counted_cut():
+    long = "x" * 5000 + "END"
+    calls = [dict(GOOD_CALLS[1], content=long)]
+    text, stats = evidence_text(calls)
+    assert "END" in text and stats == {"responses": 1, "truncated": 0, "chars_cut": 0}
+    text, stats = evidence_text([*calls, dict(GOOD_CALLS[0])], budget=2000)
+    assert "END" not in text and "characters cut" in text
+    assert stats["truncated"] == 1 and stats["chars_cut"] == len(long) - 1000
+
+
+def test_model_judges_default_to_the_papers_temperature_and_record_the_evidence_budget():
+    seen = {}
+    judge = ScriptedJudge(["VERDICT: YES"] * 9)
+
+    def factory(name, config):
+        seen["temperature"] = config.temperature
+        return judge
+
+    v = asyncio.run(judge_dialogue(_one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3,
+                                   model_factory=factory))
+    assert seen["temperature"] == 1.0  # section 4.2
+    assert v.raw["evidence"] == {"responses": 2, "truncated": 0, "chars_cut": 0}
 
 
 def test_parse_and_majority():
@@ -95,6 +167,7 @@ def test_parse_and_majority():
     assert parse_verdict("I think so") is None
     assert majority([1.0, 0.0, 1.0]) == 1.0 and majority([0.0, 0.0, 1.0]) == 0.0
     assert majority([None, None, None]) is None
+    assert majority([1.0, None, 0.0]) == 0.5  # a tie (a vote failed): undecided, graded halfway
 
 
 class ScriptedJudge:
@@ -159,8 +232,7 @@ def test_rules_judge_needs_no_model():
     def factory(*args, **kwargs):
         raise AssertionError("the rules judge asked a model")
 
-    v = asyncio.run(judge_dialogue(_instance(), _trajectory("推荐「万象城充电站」。"), ["rules"], votes=3,
-                                   model_factory=factory))
+    v = asyncio.run(judge_dialogue(_instance(), _trajectory(GOOD), ["rules"], votes=3, model_factory=factory))
     assert v.explicit_met == [1.0, 1.0]
 
 

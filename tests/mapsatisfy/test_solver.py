@@ -76,14 +76,16 @@ def test_the_dialogue_is_recorded_turn_by_turn(run_dialogue):
     assert scores["eff"] == pytest.approx(3 / 5)  # max_allowed 3, two assistant turns
     assert scores["ts"] == 0.5  # get_navigation correct; search_poi's only call was refused
     assert scores["ifs"] == 1.0  # the quoted claim is in the recorded response
-    assert scores["ecr"] == 0.0  # an expected tool failed: no explicit factor is credited
+    assert scores["ecr"] == 0.0  # the answer names no charging station and nothing near 万象城
 
 
 def test_the_oracle_replays_this_cases_recording(run_dialogue):
     rec = run_dialogue("oracle").metadata["mapsatisfy"]
     assert [(c["name"], c["match_type"]) for c in rec["tool_calls"]] == [("search_poi", "no_record"),
                                                                          ("get_navigation", "exact")]
-    assert rec["answer"] == "根据查询结果：「驾车路线」；「路线的耗时18分钟」；「路线的长度3.5公里」。"
+    # the reference answer: the route as recorded, then the parking and driving rubrics
+    assert rec["answer"] == ("关于您的需求“去万象城附近的充电站”：驾车前往全程3.5公里，耗时约18分钟。"
+                             "请留意目的地附近的停车条件。按您常用的驾车方式出行。")
     assert rec["turns"] == 1
 
 

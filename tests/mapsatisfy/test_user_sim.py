@@ -84,3 +84,32 @@ def test_llm_user_gets_the_c1_prompt_and_the_history():
     assert reply == "驾车。"
     assert seen["messages"][0].content == prompt
     assert "role=assistant: 出行方式是？" in seen["messages"][1].content
+
+
+def test_an_offer_gets_a_bare_yes_when_the_intent_wants_it_and_nothing_leaks():
+    user = RuleBasedUser("去万象城附近的充电站", INTENT)
+    assert asked_slots("需要我帮您导航吗？") == []  # 需要 opens an offer, it asks no preference
+    reply = user.reply_to("已为您找到「万象城充电站」。需要我帮您导航吗？")
+    assert reply == "好的，需要。"  # the dialogue goes on: the intent wants to go there
+    assert not any(c.text in reply for c in StructuredIntent.parse(INTENT).clauses)
+
+
+def test_an_offer_the_intent_does_not_want_is_declined_and_ends_the_dialogue():
+    reply = RuleBasedUser("去万象城附近的充电站", INTENT).reply_to("要我帮您预订吗？")
+    assert reply.startswith("不用了") and reply.endswith(FINISH)
+
+
+def test_a_polite_closing_or_a_still_asks_nothing():
+    user = RuleBasedUser("去万象城附近的充电站", INTENT)
+    for text in ("推荐「万象城充电站」，驾车18分钟。如需导航，请告诉我。", "推荐「万象城充电站」，驾车过去还是很方便的。"):
+        assert user.reply_to(text) == f"好的，谢谢。{FINISH}", text
+
+
+def test_a_real_question_after_an_answer_is_still_answered():
+    reply = RuleBasedUser("去万象城附近的充电站", INTENT).reply_to("推荐「万象城充电站」。您想开车还是坐地铁？")
+    assert reply == "驾车前往。"
+
+
+def test_a_quoted_question_is_the_users_words_not_a_question_to_answer():
+    reply = RuleBasedUser("从这坐车对吗？", INTENT).reply_to("关于您的需求“从这坐车对吗？”：推荐「苏州公园(公交站)」，坐27路。")
+    assert reply == f"好的，谢谢。{FINISH}"

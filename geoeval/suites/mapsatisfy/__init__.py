@@ -9,4 +9,4 @@ The instance schema and loaders (`schema`), the replay sandbox (`sandbox`), the 
 #: The version of this suite's references, metrics and environments. It is part of the run
 #: identity and of the environment cache keys: bump it whenever any of them changes, so that no
 #: stored score or cached environment is reused across the change.
-SCORING_VERSION = "2"
+SCORING_VERSION = "3"  # 3: the rules judge reads the answer; paper judge defaults; generator fixes

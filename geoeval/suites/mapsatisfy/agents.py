@@ -1,9 +1,11 @@
 """Offline MapSatisfy agents (policies of the `geoeval/*` model provider).
 
 - `geoeval/oracle`: calls the expected tools with the required parameters (the case's recorded
-  calls, `suite.oracle_plan`), asks no question, and answers with facts quoted from the served
-  tool responses. It reads the current sample, which is its purpose; it must score
-  ECR = IISR = TS = IFS = 1 under the `rules` judge.
+  calls, `suite.oracle_plan`), asks no question, and answers with the reference answer
+  (`reference.reference_answer`): the fitting entity, the route, and one sentence per implicit
+  rubric, every fact copied from the served responses. It reads the current sample, which is its
+  purpose; on generated instances it scores ECR = IISR = TS = IFS = 1 under the `rules` judge (on
+  the authors' demo, where some recordings are missing, what the responses allow).
 - `geoeval/clarify_baseline`: sees only the messages and tools. When the query leaves out a time,
   a travel mode or a preference, it asks one clarification question per missing slot (one turn
   each), then searches a place with the query and answers from what came back: the efficiency
@@ -95,18 +97,41 @@ def _tool_calls_made(messages: list[ChatMessage]) -> int:
     return sum(len(getattr(m, "tool_calls", None) or []) for m in messages if getattr(m, "role", "") == "assistant")
 
 
+def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """The dialogue's tool responses as the judges' call records (name, arguments, content,
+    match_type): a typed no_record or error reply is `no_record`, any other reply served."""
+    requested = {c.id: c for m in messages for c in (getattr(m, "tool_calls", None) or [])}
+    calls = []
+    for m in messages:
+        if getattr(m, "role", "") != "tool":
+            continue
+        content = _tool_output(message_text(m))
+        call = requested.get(getattr(m, "tool_call_id", None) or "")
+        ok = getattr(m, "error", None) is None and _served(content)
+        calls.append({"name": getattr(m, "function", "") or "", "arguments": dict(call.arguments) if call else {},
+                      "content": content, "match_type": "exact" if ok else "no_record", "error": None})
+    return calls
+
+
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
     from inspect_ai.solver._task_state import sample_state
 
+    from geoeval.suites.mapsatisfy.reference import reference_answer
+    from geoeval.suites.mapsatisfy.schema import parse_instance
+
     state = sample_state()
-    plan = list((state.metadata or {}).get("oracle_plan", [])) if state is not None else []
+    metadata = (state.metadata or {}) if state is not None else {}
+    plan = list(metadata.get("oracle_plan", []))
     offered = {t.name for t in tools}
     plan = [step for step in plan if step["tool"] in offered]
     done = _tool_calls_made(messages)
     if done < len(plan):
         step = plan[done]
         return PolicyReply(tool=step["tool"], arguments=dict(step["arguments"]))
-    return PolicyReply(content=answer_from_tools(messages))
+    calls = served_calls(messages)
+    if "instance" not in metadata or not any(c["match_type"] == "exact" for c in calls):
+        return PolicyReply(content=answer_from_tools(messages))  # nothing was served: the no-result line
+    return PolicyReply(content=reference_answer(parse_instance(metadata["instance"]), calls))
 
 
 # One question per slot, each naming only its own slot (the rule-based user answers the slots a

@@ -342,7 +342,11 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
     mode = user.top("travel_mode")
     # preference: price level (S, R, M from the two windows)
     level = user.top("price_level")
-    if domain in ("search", "local_services", "itinerary") and target.avg_price:
+    # only when the anchor keeps to it (a chain whose later visit broke the price level shows no such
+    # preference) and, for a nearby search, when the search the case expects can find it
+    searched = domain in ("search", "local_services")
+    if (domain in ("search", "local_services", "itinerary") and 0 < target.avg_price <= cap
+            and (not searched or _on_first_page(origin, target, places))):
         factors.append(Factor("price", "preference", False, f"推荐人均不超过{cap}元的地点",
                               f"用户画像与历史行为：消费偏好{level}", f"人均最好别超过{cap}元"))
     if domain in ("navigation", "itinerary", "ride_hailing"):
@@ -360,7 +364,8 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
         factors.append(Factor("parking", "context", False, "提示目的地附近的停车条件",
                               "当天驾车导航到当前位置，仍在驾车状态", "我开车过去，要方便停车"))
     # spatio-temporal: the clock and the place
-    if target.close_hour < 24 and target.close_hour - hour <= 3:
+    # the place the user went to was open then and closes soon: it must still be open (a closed anchor shows nothing)
+    if target.open_at(hour) and target.close_hour < 24 and target.close_hour - hour <= 3:
         factors.append(Factor("open", "spatio_temporal", True, f"推荐的地点在{hour:02d}:{when.minute:02d}之后仍营业",
                               f"当前时间{when.strftime('%H:%M')}，临近多数门店打烊", "要现在还开着的"))
     # nearness matters for choosing among places, less for a named destination; not every chain has it
@@ -374,6 +379,14 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
     return Candidate(domain=domain, sub_task=_SUB_TASKS[domain], user=user, when=when, origin=origin, target=target,
                      second=second, history=history, query=query, explicit=explicit, factors=factors,
                      locality=locality, party=party)
+
+
+def _on_first_page(origin: POI, target: POI, places: list[POI], range_m: int = 5000) -> bool:
+    """Whether a nearby search from `origin` over `places` (the expected call: range 5 km, one page
+    of SEARCH_PAGE nearest) returns `target`."""
+    near = sorted((distance_m(origin.lon, origin.lat, p.lon, p.lat), p.poi_id) for p in places)
+    page = [pid for d, pid in near if d <= range_m][:SEARCH_PAGE]
+    return target.poi_id in page
 
 
 def _query_and_explicit(domain: str, category: str, target: POI, second: POI | None) -> tuple[str, list[str]]:
@@ -468,6 +481,7 @@ def _calls(c: Candidate, city: City, needs_profile: bool) -> list[tuple[str, dic
     return calls
 
 
+SEARCH_PAGE = 10  # POIs a nearby search returns (one page, nearest first)
 _SPEED_KMH = {"driving": 30.0, "transit": 22.0, "taxi": 30.0, "walking": 4.5}
 
 
@@ -487,7 +501,7 @@ def _respond(tool: str, args: dict[str, Any], c: Candidate, city: City) -> dict[
     if tool == "search_around_poi":
         x, y, rng_m = float(args["x"]), float(args["y"]), int(args.get("range") or 3000)
         near = sorted(((distance_m(x, y, p.lon, p.lat), p.poi_id, p) for p in city.by_category(str(args["query"]))))
-        hits = [(d, p) for d, _, p in near if d <= rng_m][:5]
+        hits = [(d, p) for d, _, p in near if d <= rng_m][:SEARCH_PAGE]
         return {"status": "ok", "count": len(hits), "pois": [
             {"poi_id": p.poi_id, "name": p.name, "rating": p.rating, "avg_price": p.avg_price,
              "open_hours": p.hours_text, "open_now": p.open_at(hour), "distance_m": d} for d, p in hits]}
@@ -632,7 +646,9 @@ def generate(n: int, seed: int = 0, city: City | None = None, n_users: int = 40,
         kept, dropped = _filter(cand, identified)
         funnel["retained_factors"] += len(kept)
         funnel["dropped_factors"] += len(dropped)
-        if not kept:
+        # a chain is kept only when its anchor meets the explicit task (3.1): a booking needs an open place
+        bookable = cand.domain != "local_services" or cand.target.open_at(cand.when.hour)
+        if not kept or not bookable:
             funnel["rejected"] += 1
             continue
         record, recorded = _instance(cand, city, kept, dropped, len(instances), seed)

@@ -2,54 +2,35 @@
 grounding of each factual-rubric row.
 
 The `judge` ensemble (`judge=`) names the judges. Each model judge is asked once per rubric item,
-`votes` times (section 4.2: three evaluations, majority vote); a reply without a parseable
-verdict is retried once, and an item whose votes all fail is that judge's None. Several judges
-are averaged over those that gave a verdict; an item no judge could decide is None, which makes
-only the metrics that depend on it None (as the authors' calculator does), and a case where no
-judge decided any item is an error (counted in n_errors), not a case without values.
+`votes` times at `temperature` (section 4.2: three evaluations at temperature 1.0, majority vote;
+`suite.judge_votes` and `suite.judge_temperature`); a reply without a parseable verdict is retried
+once, and an item whose votes all fail is that judge's None. The votes are combined by
+`geoeval.judges.ensemble.majority_vote` (a tie, possible only when a vote failed, is the mean of the
+tied votes). Several judges are averaged over those that gave a verdict; an item no judge could
+decide is None, which makes only the metrics that depend on it None (as the authors' calculator
+does), and a case where no judge decided any item is an error (counted in n_errors).
 
-The offline `rules` judge decides from the trajectory and the sandbox records, with these rules
-(it cannot read the semantics of a Chinese rubric line, so it checks what the trajectory shows):
+A model judge sees every tool response whole, up to `evidence_chars` characters of tool output
+per prompt (default `EVIDENCE_CHARS`); a response cut to fit is marked in the prompt and counted
+in the verdicts' `raw["evidence"]` (`responses`, `truncated`, `chars_cut`), so a run can report how
+much evidence its judges did not see.
 
-1. The answer is *delivered* when the final assistant message is not a request to the user
-   (`user_sim.is_request`) and is not empty.
-2. *Claims* of the answer are its numbers and the texts it quotes in 「」, “” or "". A claim is
-   *grounded* when it occurs in a served tool response (match type exact, vector, simulated or
-   live; errors and no_record responses ground nothing) or in what the agent was given (the query,
-   the context, the profile in the profile setting, the user's replies).
-3. Explicit factor i is met when the answer is delivered and every expected tool was called with
-   every required parameter (`paramter`) carried: the evidence the ground truth requires for the
-   request was fetched and an answer was given.
-4. Implicit factor i is satisfied (c_i = 1) when rule 3 holds and, for a factor whose evidence
-   cites the user's profile, preferences or history (画像, 偏好, 习惯, 历史行为, profile,
-   preference, habit) in a case whose expected tools include a profile tool
-   (`search_user_profile`, `search_user_action_summary`), the profile evidence was acquired: a
-   profile tool returned a served response, or the profile was given in the prompt (profile
-   setting). Where the ground truth expects no profile tool, such evidence is in the context
-   (the same-day history) the agent was given.
-5. Each factual-rubric row covers every claim of the answer (the rules judge cannot attribute a
-   claim to one row), so a row is faithful when every claim is grounded, and a row of an answer
-   with no claims is faithful (facts not claimed are ignored).
+The offline `rules` judge (rules_judge.py) decides from the final answer's content checked
+against the tool outputs.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from geoeval.core.text import clean_text
-from geoeval.suites.mapsatisfy.metrics import FactCheck, tool_selection
-from geoeval.suites.mapsatisfy.user_sim import is_request
+from geoeval.suites.mapsatisfy.metrics import FactCheck
 
-PROFILE_TOOLS = ("search_user_profile", "search_user_action_summary")
-SERVED = ("exact", "vector", "simulated", "live")
-_PROFILE_EVIDENCE = ("画像", "偏好", "习惯", "历史行为", "长期", "profile", "preference", "habit")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_QUOTED = re.compile(r"「([^」]+)」|“([^”]+)”|\"([^\"]+)\"")
+EVIDENCE_CHARS = 200_000  # tool-output characters per judge prompt (the longest demo response is 40,189)
 
 
 @dataclass
@@ -94,54 +75,11 @@ class Verdicts:
         return cls(list(record["explicit_met"]), list(record["implicit_satisfied"]), rows, record.get("raw", {}))
 
 
-def answer_claims(answer: str) -> list[str]:
-    """The answer's checkable claims (rule 2): quoted texts, then numbers outside the quotes."""
-    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(answer or "")]
-    rest = _QUOTED.sub(" ", answer or "")
-    return [q.strip() for q in quoted if q.strip()] + _NUMBER.findall(rest)
-
-
-def _sources(trajectory: Trajectory) -> list[str]:
-    served = [c.get("content", "") for c in trajectory.tool_calls if c.get("match_type") in SERVED and not c.get("error")]
-    return served + list(trajectory.given)
-
-
-def claim_grounded(claim: str, sources: Sequence[str]) -> bool:
-    if _NUMBER.fullmatch(claim):
-        # a number is grounded when a source states the same number (not a digit run inside another)
-        return any(claim in _NUMBER.findall(text) or _same_number(claim, text) for text in sources)
-    return any(claim in text for text in sources)
-
-
-def _same_number(claim: str, text: str) -> bool:
-    value = float(claim)
-    return any(abs(float(n) - value) < 1e-9 for n in _NUMBER.findall(text))
-
-
-def delivered(answer: str) -> bool:
-    return bool((answer or "").strip()) and not is_request(answer)
-
-
 def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
-    """The offline `rules` judge (see the module docstring for its rules)."""
-    from geoeval.suites.mapsatisfy.sandbox import ARGUMENT_ALIASES
+    """The offline `rules` judge (rules_judge.py)."""
+    from geoeval.suites.mapsatisfy.rules_judge import rules_verdicts as verdicts
 
-    gt = instance.ground_truth
-    calls = [(c["name"], c.get("arguments") or {}) for c in trajectory.tool_calls]
-    selection = tool_selection(calls, instance.expected_tools, instance.required_parameters, ARGUMENT_ALIASES)
-    evidence_fetched = not (selection.incorrect or selection.missed)
-    answered = delivered(trajectory.answer)
-    explicit = 1.0 if answered and evidence_fetched else 0.0
-    profile_acquired = trajectory.profile_in_prompt or any(
-        c["name"] in PROFILE_TOOLS and c.get("match_type") in SERVED and not c.get("error") for c in trajectory.tool_calls)
-    profile_expected = any(t in PROFILE_TOOLS for t in instance.expected_tools)
-    implicit = []
-    for factor in gt.implicit_intent:
-        needs_profile = profile_expected and any(w in (factor.evidence or "").lower() for w in _PROFILE_EVIDENCE)
-        implicit.append(explicit if not needs_profile else (explicit if profile_acquired else 0.0))
-    sources = _sources(trajectory)
-    claims = [FactCheck(True, claim_grounded(c, sources)) for c in answer_claims(trajectory.answer)]
-    return Verdicts([explicit] * len(gt.explicit_intent), implicit, [list(claims) for _ in instance.factual_answer_rubric])
+    return verdicts(instance, trajectory)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,7 +108,9 @@ QUESTIONS = {
     "implicit": "Does the final answer satisfy this implicit decision factor of the user?",
     "grounding": ("Every fact the final answer claims under this rubric row must be supported by the tool "
                   "responses, the user's input or the context; facts it does not claim are ignored. Is the "
-                  "answer faithful under this row (YES also when it claims nothing under it)?"),
+                  "answer faithful under this row (YES also when it claims nothing under this row, as long as "
+                  "the answer states some fact from the tool responses; NO when it states none at all: an "
+                  "empty answer, a refusal, or an answer made of facts no tool returned)?"),
 }
 # a judge's raw reply is kept for review up to this length (the rest is cut, and says so)
 RAW_REPLY_CHARS = 20_000
@@ -185,10 +125,12 @@ def parse_verdict(text: str) -> float | None:
 
 
 def majority(votes: Sequence[float | None]) -> float | None:
-    """Majority of the parsed votes (the median, so a tie of two resolves to their mean); None when
-    no vote parsed."""
+    """Majority of the parsed votes (`ensemble.majority_vote`; a tie is the mean of the tied
+    values); None when no vote parsed."""
+    from geoeval.judges.ensemble import majority_vote
+
     parsed = [v for v in votes if v is not None]
-    return float(statistics.median(parsed)) if parsed else None
+    return majority_vote(parsed) if parsed else None
 
 
 async def model_item_verdict(model: Any, prompt: str, votes: int, retries: int = 1) -> tuple[float | None, list[str]]:
@@ -206,12 +148,30 @@ async def model_item_verdict(model: Any, prompt: str, votes: int, retries: int =
     return majority(results), replies
 
 
-async def model_verdicts(model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int) -> Verdicts:
+def evidence_text(tool_calls: Sequence[dict[str, Any]], budget: int = EVIDENCE_CHARS) -> tuple[str, dict[str, int]]:
+    """The tool responses for a judge prompt, whole while they fit in `budget` characters of
+    output; past it each response gets an equal share of what is left, cut with a marker. Returns
+    the text and the count of responses, truncated responses and characters cut."""
+    contents = [str(c.get("content") or "") for c in tool_calls]
+    stats = {"responses": len(contents), "truncated": 0, "chars_cut": 0}
+    left, lines = budget, []
+    for i, (call, content) in enumerate(zip(tool_calls, contents)):
+        share = left // max(1, len(contents) - i)
+        if len(content) > share:
+            stats["truncated"] += 1
+            stats["chars_cut"] += len(content) - share
+            content = content[:share] + f" …[{len(content) - share} characters cut: evidence budget]"
+        left -= min(len(contents[i]), share)
+        lines.append(f"{call['name']}({json.dumps(call.get('arguments') or {}, ensure_ascii=False)}) -> {content}")
+    return "\n".join(lines) or "(none)", stats
+
+
+async def model_verdicts(model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int,
+                         evidence_chars: int = EVIDENCE_CHARS) -> Verdicts:
     gt = instance.ground_truth
-    evidence = "\n".join(f"{c['name']}({json.dumps(c.get('arguments') or {}, ensure_ascii=False)}) -> "
-                         f"{c.get('content', '')[:2000]}" for c in trajectory.tool_calls) or "(none)"
+    evidence, stats = evidence_text(trajectory.tool_calls, evidence_chars)
     given = "\n".join(trajectory.given)
-    raw: dict[str, list[str]] = {}
+    raw: dict[str, Any] = {"evidence": stats}
 
     async def ask(kind: str, index: int, item: str) -> float | None:
         prompt = JUDGE_PROMPT.format(question=QUESTIONS[kind], item=item, given=given, evidence=evidence,
@@ -253,12 +213,13 @@ def combine(verdicts: Sequence[Verdicts]) -> Verdicts:
         rows.append(None if score is None else [FactCheck(True, score >= 0.5)])
     raw: dict[str, Any] = {}
     for v in verdicts:
-        raw.update(v.raw)
+        raw.update(v.raw)  # "evidence" (the same tool outputs for every model judge) and "rules" are shared keys
     return Verdicts(explicit, implicit, rows, raw)
 
 
 async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence[str], votes: int,
-                         temperature: float = 0.0, model_factory: Any = None) -> Verdicts:
+                         temperature: float = 1.0, model_factory: Any = None,
+                         evidence_chars: int = EVIDENCE_CHARS) -> Verdicts:
     """Every judge's verdicts on one dialogue, combined."""
     from inspect_ai.model import GenerateConfig, get_model
 
@@ -271,5 +232,5 @@ async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence
             results.append(rules_verdicts(instance, trajectory))
         else:
             model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
-            results.append(await model_verdicts(model, name, instance, trajectory, votes))
+            results.append(await model_verdicts(model, name, instance, trajectory, votes, evidence_chars))
     return combine(results)

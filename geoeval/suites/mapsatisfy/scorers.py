@@ -34,13 +34,18 @@ def extract_answer(raw: str) -> tuple[str, str]:
 
 
 def scores_of(metadata: dict[str, Any]) -> dict[str, float | None]:
-    from geoeval.suites.mapsatisfy.judges import Verdicts
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
     record = metadata.get("mapsatisfy")
     if record is None:
         raise ValueError("no dialogue record: the mapsatisfy solver did not run on this sample")
-    instance = parse_instance(metadata["instance"])
+    return scores_from_record(parse_instance(metadata["instance"]), record)
+
+
+def scores_from_record(instance: Any, record: dict[str, Any]) -> dict[str, float | None]:
+    """The eight metrics of one dialogue record (the solver's, or a meta-evaluation answer's)."""
+    from geoeval.suites.mapsatisfy.judges import Verdicts
+
     verdicts = Verdicts.from_record(record["verdicts"])
     calls = [(c["name"], c.get("arguments") or {}) for c in record["tool_calls"]]
     return case_scores(instance, explicit_met=verdicts.explicit_met, implicit_satisfied=verdicts.implicit_satisfied,

@@ -52,7 +52,7 @@ def _user_role_model() -> Any | None:
 
 @solver
 def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 40, judges: list[str] | None = None,
-                        votes: int = 3, judge_temperature: float = 0.0) -> Solver:
+                        votes: int = 3, temperature: float = 1.0, evidence_chars: int | None = None) -> Solver:
     """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -116,8 +116,9 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
         record = {"answer": answer, "turns": turns, "tool_calls": calls, "dialogue": dialogue, "given": given,
                   "tokens": tokens, "finished": finished,
                   "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None}
+        budget = {} if evidence_chars is None else {"evidence_chars": evidence_chars}
         verdicts = await judge_dialogue(instance, Trajectory.from_record(record), judges or ["rules"], votes,
-                                        judge_temperature)
+                                        temperature, **budget)
         record["verdicts"] = verdicts.to_record()
         state.metadata["mapsatisfy"] = record
         state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample

@@ -22,11 +22,12 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field
 
-from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
+from geoeval.suites.mapsatisfy import SCORING_VERSION
+from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
 
 PROMPTS = Path(__file__).parent / "prompts"
 PROFILE_TOOLS = ("search_user_profile", "search_user_action_summary")
@@ -75,6 +76,12 @@ class MapSatisfySuiteConfig(Strict):
                                        "(the `tool_simulator` role); null: typed no_record")
     judge_votes: int = Field(default=3, ge=1, description="evaluations of each model judge, majority-voted "
                              "(section 4.2: three); the judge group's `votes` does not apply to this suite")
+    judge_temperature: float | None = Field(
+        default=1.0, ge=0.0, le=2.0, description="sampling temperature of the model judges (section 4.2: 1.0, "
+        "so the three votes can differ); null: the judge group's `temperature`")
+    judge_evidence_chars: int = Field(
+        default=200_000, ge=1_000, description="tool-output characters a model judge's prompt carries; a response "
+        "cut to fit is marked and counted in the verdicts (raw.evidence)")
     record_simulated: bool = Field(default=False, description="record mode: simulated responses are added to the "
                                    "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)")
 
@@ -236,6 +243,15 @@ def save_simulated(sandbox: Any, out_dir: Path) -> list[Path]:
     return store.save_csv(out_dir)
 
 
+def judge_settings(spec: Any) -> dict[str, Any]:
+    """The judges' settings of a run, as `judges.judge_dialogue` takes them: the judge group's
+    models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
+    temperature = spec.suite.judge_temperature
+    return {"judges": list(spec.judge.models), "votes": spec.suite.judge_votes,
+            "temperature": spec.judge.temperature if temperature is None else temperature,
+            "evidence_chars": spec.suite.judge_evidence_chars}
+
+
 def thinking_of(spec: Any) -> str:
     """on / off / default, from the model's generate config (reasoning_effort, reasoning_tokens)."""
     cfg = spec.model.config
@@ -251,7 +267,10 @@ class MapSatisfySuite:
     scoring_version = SCORING_VERSION  # see geoeval/suites/mapsatisfy/__init__.py
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
     headline_metrics = ("ar", "ses", "ecr")
+    uses_judges = True  # ECR, IISR and IFS come from the judge ensemble (provenance labels say which)
     log2_sweep_axes: tuple[str, ...] = ()
+    # meta-evaluation (meta_eval.py): ordering-accuracy targets, 0.9 for the rules judge's metrics
+    meta_eval_targets: dict[str, float] = dict(META_EVAL_TARGETS)
     config_schema = MapSatisfySuiteConfig
     env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 
@@ -289,6 +308,12 @@ class MapSatisfySuite:
         bench, mock = write_generated(gen, Path(e.out_dir) / f"seed{e.seed}_n{e.n}_{tag}")
         return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()), embedder=e.embedder,
                              record=spec.suite.record_simulated, fingerprint=_fingerprint([bench, mock]))
+
+    def meta_eval_answers(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> list[Any]:
+        """Answers of known quality per sample, scored by the run's judges (meta_eval.py)."""
+        from geoeval.suites.mapsatisfy.meta_eval import meta_eval_answers
+
+        return meta_eval_answers(spec, env, samples)
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
@@ -332,8 +357,7 @@ class MapSatisfySuite:
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),
             solver=mapsatisfy_dialogue(env, max_turns=spec.suite.max_turns, max_tool_calls=spec.suite.max_tool_calls,
-                                       judges=list(spec.judge.models), votes=spec.suite.judge_votes,
-                                       judge_temperature=spec.judge.temperature),
+                                       **judge_settings(spec)),
             scorer=geoeval_scorer(list(spec.metrics.metrics), extract_answer),
             model_roles=roles or None,
             metadata={"suite": "mapsatisfy"},

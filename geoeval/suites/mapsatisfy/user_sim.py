@@ -5,9 +5,12 @@ list of (role, text) turns the user has seen so far (the root query first, then 
 visible replies and the user's answers):
 
 - `RuleBasedUser` (the offline default): deterministic. It answers only when the assistant's
-  latest message asks something, and then only the slots it asks, from the structured full
-  intent (the full intent split into clauses, each tagged with the slots it speaks about); a slot
-  the intent does not contain gets "I am not sure, either is fine". Otherwise it closes with
+  latest message asks something, and then only what it asks, from the structured full intent
+  (the full intent split into clauses, each tagged with the slots it speaks about); a slot the
+  intent does not contain gets "I am not sure, either is fine". It never volunteers the intent:
+  a polite closing offer ("如需导航请告诉我") asks nothing, and a yes/no offer of an action
+  ("需要我帮您导航吗？") gets a bare yes when the intent wants that action (the dialogue goes on)
+  and a no otherwise (the dialogue ends). When nothing is asked it closes with
   `[Finish Conversation]`, as the C.1 prompt's termination rules require.
 - `LLMUser`: the appendix C.1 prompt (`prompts/user_simulator.txt`) on a model, used when a
   `user` model role is configured.
@@ -39,15 +42,33 @@ SLOT_WORDS: dict[str, tuple[str, ...]] = {
                     "mode", "transport", "drive", "driving", "subway", "bus", "walk", "bike", "taxi"),
     "budget": ("预算", "价格", "价位", "费用", "花费", "便宜", "贵", "budget", "price", "cost", "cheap"),
     "party": ("几个人", "人数", "几位", "同行", "带", "people", "how many", "party", "kids"),
-    "preference": ("偏好", "喜欢", "倾向", "希望", "想要", "要求", "需要", "最好", "类型",
+    # not 需要: it opens offers ("需要我帮您导航吗") and closings ("如需要…"), which ask no preference
+    "preference": ("偏好", "喜欢", "倾向", "希望", "想要", "要求", "最好", "类型",
                    "prefer", "preference", "like", "want", "requirement", "type", "kind"),
 }
 
 # Signals that a message asks the user for something (C.1 section 4.B: a question mark, or a
 # request for an answer, a choice or a confirmation).
-_QUESTION_MARKERS = ("?", "？", "吗", "请问", "请告诉", "告诉我", "是否", "哪一个", "哪个", "还是", "要不要",
+# 还是 is not one: "A还是B？" carries its question mark, and 还是 also means "still" in a statement.
+_QUESTION_MARKERS = ("?", "？", "吗", "请问", "请告诉", "告诉我", "是否", "哪一个", "哪个", "要不要",
                      "需不需要", "可以吗", "which", "would you", "do you", "could you tell", "please tell",
                      "let me know")
+# A sentence with one of these is a polite closing offer, not a question: it needs no answer.
+_CLOSING_MARKERS = ("如需", "如果需要", "如有需要", "需要的话", "有需要", "若需要", "随时", "如有其他", "如果还有",
+                    "还有什么可以帮", "if you need", "let me know if", "feel free")
+# A request with one of these offers an action of the assistant, to be confirmed yes or no.
+_OFFER_MARKERS = ("需要我", "要我", "要不要我", "需不需要我", "是否需要我", "我可以帮", "我帮您", "我帮你", "我来帮",
+                  "我为您", "帮您", "为您", "shall i", "should i", "do you want me", "would you like me", "want me to")
+# actions an offer can name, with the words of a full intent that want them
+_ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "navigate": (("导航", "路线", "规划", "怎么走", "带路", "navigate", "route"),
+                 ("去", "前往", "到", "导航", "路线", "规划", "怎么走", "go to", "route")),
+    "book": (("预订", "订", "预约", "book", "reserve"), ("订", "预约", "book", "reserve")),
+    "taxi": (("打车", "叫车", "taxi"), ("打车", "叫车", "taxi")),
+}
+# quoted text is someone's words (the user's request restated, a place's name), never the assistant asking
+_QUOTED = re.compile(r"“[^”]*”|「[^」]*」|\"[^\"]*\"")
+_SENTENCE_SPLIT = re.compile(r"(?<=[。！!？?\n])")
 _OPEN_QUESTION_WORDS = ("其他", "还有", "补充", "别的", "anything else", "other", "more")
 _CLAUSE_SPLIT = re.compile(r"[，。；;！!？?\n]|,(?!\d)")
 
@@ -56,6 +77,21 @@ def is_request(text: str) -> bool:
     """Whether an assistant message asks the user to answer, choose or confirm."""
     lowered = (text or "").lower()
     return any(m in lowered for m in _QUESTION_MARKERS)
+
+
+def without_closings(text: str) -> str:
+    """The message without its polite closing sentences ("如需…请告诉我")."""
+    kept = [p for p in _SENTENCE_SPLIT.split(text or "") if not any(m in p.lower() for m in _CLOSING_MARKERS)]
+    return "".join(kept)
+
+
+def offered_action(text: str) -> str | None:
+    """The action a yes/no offer names ("需要我帮您导航吗？" -> navigate); "" for an offer of an
+    action this list does not know; None when the message is no offer."""
+    lowered = (text or "").lower()
+    if not any(m in lowered for m in _OFFER_MARKERS):
+        return None
+    return next((a for a, (words, _) in _ACTIONS.items() if any(w in lowered for w in words)), "")
 
 
 def asked_slots(text: str) -> list[str]:
@@ -96,16 +132,28 @@ class RuleBasedUser:
 
     def __init__(self, query: str, full_intent: str) -> None:
         self.query = query
+        self.full_intent = full_intent or ""
         self.intent = StructuredIntent.parse(full_intent)
         self._told: set[str] = set()  # clauses already given: an open question gets the next one
 
     async def reply(self, dialogue: Sequence[tuple[str, str]]) -> str:
         return self.reply_to(dialogue[-1][1] if dialogue and dialogue[-1][0] == "assistant" else "")
 
+    def wants(self, action: str) -> bool:
+        """Whether the full intent wants `action` (its intent words occur in the intent)."""
+        intent = self.full_intent.lower()
+        return bool(action) and any(w in intent for w in _ACTIONS[action][1])
+
     def reply_to(self, assistant_text: str) -> str:
-        if not is_request(assistant_text):
-            # a result, a statement or a greeting: nothing is asked, so nothing new is said
+        assistant_text = without_closings(assistant_text)
+        if not is_request(_QUOTED.sub("", assistant_text)):
+            # a result, a statement, a greeting or a polite closing: nothing is asked, nothing new is said
             return f"好的，谢谢。{FINISH}"
+        questions = [p for p in _SENTENCE_SPLIT.split(_QUOTED.sub("", assistant_text)) if is_request(p)]
+        action = offered_action(questions[-1]) if questions else None
+        if action is not None and not asked_slots(questions[-1]):
+            # a yes/no offer: a bare yes when the intent wants it, else no and the intent is served
+            return "好的，需要。" if self.wants(action) else f"不用了，谢谢。{FINISH}"
         slots = asked_slots(assistant_text)
         lowered = assistant_text.lower()
         answer = [c for c in self.intent.answer(slots) if c not in self.query] if slots else []
