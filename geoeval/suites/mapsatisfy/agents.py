@@ -114,7 +114,7 @@ def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
-    from inspect_ai.solver._task_state import sample_state
+    from geoeval.core.private_api import sample_state
 
     from geoeval.suites.mapsatisfy.reference import reference_answer
     from geoeval.suites.mapsatisfy.schema import parse_instance

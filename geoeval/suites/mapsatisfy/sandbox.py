@@ -938,7 +938,7 @@ class ReplaySandbox:
         `tool_simulator` model role (read per call: one sandbox serves every eval of the process,
         and the role belongs to the eval), else None (typed no_record)."""
         if self.tool_simulator is None:
-            from inspect_ai.model._model import model_roles
+            from inspect_ai.model import model_roles
 
             return model_roles().get(SIMULATOR_ROLE)
         if self._simulator_model is None:

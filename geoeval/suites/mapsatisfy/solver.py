@@ -45,7 +45,7 @@ def make_user(instance: Any, user_model: Any | None) -> Any:
 
 def _user_role_model() -> Any | None:
     """The `user` model role of the running eval, if one is configured."""
-    from inspect_ai.model._model import model_roles
+    from inspect_ai.model import model_roles
 
     return model_roles().get("user")
 
