@@ -16,7 +16,7 @@ from geoeval.suites.lifeplanner import tools as T
 from geoeval.suites.lifeplanner.answers import TABLE6_FIELDS, instance_fields, parse_answer
 from geoeval.suites.lifeplanner.environment import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB, is_open
 from geoeval.suites.lifeplanner.judging import constraint_results
-from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES
+from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 
 from .conftest import N_CASES
@@ -127,7 +127,43 @@ def test_every_preference_fact_exists_in_the_city_vocabulary():
     assert len({p.key for p in PREFERENCES}) == len(PREFERENCES)
 
 
+def test_uniqueness_is_checked_both_ways_every_fact_meaning_a_preference_belongs_to_it():
+    """A vocabulary fact whose value says what a preference means (one of its stems) is one of its
+    facts, so a candidate holding it counts as fitting (issue 11: place_l2_0004, place_l2_0025)."""
+    vocab = {f"tag:{k}:{v}" for cat in CATEGORIES for k, vs in cat.tags for v in vs}
+    vocab |= {f"long:{k}:{v}" for k, entries in LONG_MEM_VOCAB for v, _ in entries}
+    vocab |= {f"short:{k}:{v}" for k, entries in SHORT_MEM_VOCAB for v, _ in entries}
+    missing = []
+    for pref in (*PREFERENCES, *DISLIKES):
+        stems = STEMS[pref.key]
+        assert stems, pref.key
+        for fact in vocab:
+            value = fact.split(":", 2)[2].lower()
+            if any(stem in value for stem in stems) and fact not in pref.facts:
+                missing.append((pref.key, fact))
+    assert missing == []
+    assert "tag:Rule:Quiet zone" in PREFERENCE_BY_KEY["quiet"].facts
+    assert "short:Crowd:extremely crowded during cherry blossom season" in PREFERENCE_BY_KEY["sakura"].facts
+
+
 # ------------------------------------------------------------------ replaying τ*
+
+
+def test_every_parameter_a_reference_path_uses_is_in_the_tool_description(cases):
+    """An agent reading only the tool descriptions can write every call of τ*, nested route-object
+    keys included (issue 11: `center.mode` was used by reference paths but undocumented)."""
+    used_mode = False
+    for c in cases:
+        for step in c.tau_star:
+            described = T.STANDARD_SCHEMA[step["tool"]][1]
+            assert set(step["arguments"]) <= set(described), (c.id, step)
+            center = step["arguments"].get("center")
+            if isinstance(center, dict):
+                for key, value in center.items():
+                    assert f"'{key}'" in described["center"], (c.id, key)
+                    assert f"'{value}'" in described["center"] or key in ("start", "end"), (c.id, key, value)
+                used_mode |= "mode" in center
+    assert used_mode  # the check covers the nested parameter that was missing
 
 
 def test_every_case_replays_and_reproduces_its_answer(city, cases):
@@ -206,6 +242,14 @@ def test_place_answers_recomputed_from_the_database(db, cases):
                 assert ans == (value.lower() in p["tag"].lower())
             else:
                 assert ans == p[ctx["kind"]], c.id
+        elif ctx["kind"] == "social_verdict":  # the place's distilled memory holds the fact, or not
+            p = places[c.reference_places[0]]
+            assert ans == (ctx["fact"] in _facts(p)), c.id
+            notes = [n for n in c.answer["ref"]["note_id"].split(",") if n]
+            assert bool(notes) == ans, c.id  # a yes is grounded in a post
+            for n in notes:
+                stated = rows(db, "SELECT fact FROM note_facts WHERE note_id = ? AND place_id = ?", [n, p["id"]])
+                assert ctx["fact"] in {r["fact"] for r in stated}, c.id
         elif ctx["kind"] == "open_verdict":
             p = places[c.reference_places[0]]
             assert ans == is_open(p["opentime_week"], ctx["weekday"], ctx["time"]), c.id
@@ -225,6 +269,13 @@ def test_place_answers_recomputed_from_the_database(db, cases):
             fits = [p["name"] for p in (places[i] for i in ctx["candidates"])
                     if _facts(p) & set(pref.facts) and not (dislike and _facts(p) & set(dislike.facts))]
             assert fits == [ans] and by_name[ans]["id"] in ctx["candidates"], c.id
+            if ctx.get("phrasing") == "paper":  # unlisted candidates: every place of the type near the anchor
+                anchor, sub = places[ctx["anchor"]], _sub(by_name[ans])
+                near = [p["id"] for p in places.values() if _sub(p) == sub and p["id"] != anchor["id"]
+                        and _dist(p, anchor) <= ctx["radius_m"]]
+                assert sorted(near) == sorted(ctx["candidates"]), c.id
+                assert anchor["name"] in c.question and not any(
+                    places[i]["name"] in c.question for i in ctx["candidates"]), c.id
 
 
 def test_nearby_answers_recomputed_from_the_database(db, cases):
@@ -234,11 +285,15 @@ def test_nearby_answers_recomputed_from_the_database(db, cases):
             continue
         ctx = c.context
         anchor = places[ctx["anchor"]]
-        inside = [p for p in places.values() if p["id"] != anchor["id"] and _sub(p) == ctx["place_type"]
+        paper = ctx.get("phrasing") == "paper"  # no type stated: every place near the anchor is a candidate
+        inside = [p for p in places.values() if p["id"] != anchor["id"] and (paper or _sub(p) == ctx["place_type"])
                   and _dist(p, anchor) <= ctx["radius_m"]]
-        # nothing sits on the stated radius: rounding cannot change the set
-        assert not any(abs(_dist(p, anchor) - ctx["radius_m"]) < 20 for p in places.values()
-                       if _sub(p) == ctx["place_type"] and p["id"] != anchor["id"]), c.id
+        # nothing that could change the answer sits on the radius: rounding cannot change the set
+        # (the type's places; with paper phrasing, every place that fits the need)
+        pref = PREFERENCE_BY_KEY.get(ctx.get("preference"))
+        competing = [p for p in places.values() if p["id"] != anchor["id"]
+                     and ((_facts(p) & set(pref.facts)) if paper else _sub(p) == ctx["place_type"])]
+        assert not any(abs(_dist(p, anchor) - ctx["radius_m"]) < 20 for p in competing), c.id
         answer_ids = sorted(a["place_id"] for a in c.answer["answer"])
         if c.level == "l0":
             assert answer_ids == sorted(p["id"] for p in inside), c.id
@@ -273,6 +328,8 @@ def test_route_stops_recomputed(city, db, cases):
                 assert sorted(ds)[1] - sorted(ds)[0] >= 10, c.id
             if con["kind"] == "within_route_buffer":  # the only place of its type there that fits
                 pref = PREFERENCE_BY_KEY[c.context["preference"]]
+                if c.context.get("phrasing") == "paper":  # no buffer stated ("on the way")
+                    assert not re.search(r"\d+ ?m\b", c.question.split(" I also need")[0]), c.id
                 sub = next(x["requirement"][2] for x in c.constraints if x.get("requirement", [""])[0] == "place_type")
                 same = [p for p in places if _sub(places[p]) == sub and p not in (a, b)]
                 ds = T.route_buffer_distances(city, a, b, vehicle, mode, same)
@@ -341,3 +398,49 @@ def test_visiting_orders_are_the_unique_admissible_optimum_by_brute_force(city, 
             parsed.order = best_free  # the rules judge agrees that the free optimum breaks a rule
             assert not all(constraint_results(city, c.to_dict(), parsed)), c.id
     assert scenario_b >= 3
+
+
+# ------------------------------------------------------------------ L2 phrasing (issue 11)
+
+_L2 = [("place", "l2"), ("nearby", "l2"), ("routing", "l2"), ("trip", "l2")]
+
+
+def _without_names(question):
+    """The question without its capitalised spans (place names may contain type nouns)."""
+    return re.sub(r"[A-Z][\w'&.()-]*(?: [A-Z(][\w'&.()-]*)*", " ", question).lower()
+
+
+def test_paper_l2_phrasing_states_no_type_radius_or_candidate_list(cases):
+    """Figure 8 / Figure 1: an L2 query implies the need; Nearby L2 names no place type and no
+    radius, Routing L2 no buffer, Trip L2 no radius per stop, Place L2 names the type but lists no
+    candidates (the default)."""
+    from geoeval.suites.lifeplanner.lexicon import TYPE_NOUNS
+
+    nouns = {n.lower() for pair in TYPE_NOUNS.values() for n in pair}
+    l2 = [c for c in cases if (c.task, c.level) in _L2]
+    assert {c.task for c in l2} == {"place", "nearby", "routing", "trip"}
+    for c in l2:
+        assert c.context["phrasing"] == "paper", c.id
+        if c.task == "place":  # the other candidates exist but are not named
+            assert len(c.context["candidates"]) >= 2, c.id
+            continue
+        head = c.question.split(" I also need to stop at the nearest")[0]  # an explicit nearest stop keeps its type
+        assert not re.search(r"\d+ ?(m|metres|km)\b", head), c.id
+        if c.task == "nearby":  # Routing L2 names the kind of stop, as Figure 1's "grab a cup of coffee" does
+            low = _without_names(head)
+            assert [n for n in nouns if re.search(rf"\b{re.escape(n)}\b", low)] == [], c.id
+
+
+def test_explicit_l2_phrasing_is_kept_as_an_option(city):
+    explicit = C.generate_cases(city.db_path, n_cases=8, seed=0, combos=_L2, l2_phrasing="explicit")
+    assert {c.task for c in explicit} == {"place", "nearby", "routing", "trip"}
+    for c in explicit:
+        assert c.context.get("phrasing", "explicit") == "explicit", c.id
+        if c.task == "place":  # the candidates are listed by name
+            names = [r["name"] for r in (T.place_detail(city, i).payload for i in c.context["candidates"])]
+            assert all(n in c.question for n in names), c.id
+        else:
+            assert re.search(r"\d+(?:\.\d+)? (m|km)\b", c.question), c.id
+        assert C.check_case(city, c) == [], c.id
+    with pytest.raises(ValueError):
+        C.generate_cases(city.db_path, n_cases=3, seed=0, combos=_L2, l2_phrasing="loose")

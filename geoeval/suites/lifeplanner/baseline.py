@@ -2,22 +2,25 @@
 tools and simple heuristics. It reads only what a model reads (the prompt, the question, the tool
 results) and never the case's reference.
 
+It knows nothing of how the case engine words its queries: it imports neither the engine's
+vocabulary (`lexicon.py`: type nouns, preferences) nor its templates, and parses questions with
+general English cues only (weekdays, clock times, distances with units, "from ... to ...",
+"before", "rating"/"cheapest"/"hours"/"address", plural nouns). What it cannot read from the
+question it learns from the tools:
+
+- places are the capitalised spans of the question that `place_search` confirms (the longest
+  result name the question spells out at that position);
+- a place type is the first content word of the question that, tried as a `place_types`
+  substring filter, returns places whose sub-type contains it ("bakeries" finds Bakery; "bars"
+  finds nothing it can trust, so the search runs without a type);
+- needs it cannot map to attributes (L2) are the question's own content words, searched in tags
+  (geo_tag) and notes; the candidate with most hits wins. It has no notion of synonyms or
+  implications ("short-legged dogs" is not "Corgi"), which is why it falls on implicit cases.
+
 How it works: each turn the policy re-runs one deterministic plan from the start. The plan asks
 for tool calls through `Session.call`; a call already made earlier in the conversation is
 answered from its tool message, the first call not made yet becomes this turn's tool call. When
-the plan finishes, its answer is submitted. So the plan reads like straight-line code while the
-agent still makes one real tool call per turn.
-
-What it can do:
-- find places the question names (place_search, keeping the longest result name the question
-  spells out), read attributes (place_detail), compare ratings and costs;
-- check opening hours at a day and time, and on arrival along a route given a departure time and
-  a stay per stop (closing-time checks);
-- search around a place or along a route, with type, rating and cost filters;
-- find the best visiting order by routing every pair of stops and trying every permutation;
-- for needs it cannot map to attributes (L2), search tags and notes with the question's own
-  content words and pick the candidate with the most hits. It has no notion of synonyms or
-  implications ("short-legged dogs" is not "Corgi"), which is why it falls on implicit cases.
+the plan finishes, its answer is submitted.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.model import ChatMessage
@@ -33,23 +36,42 @@ from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
 from geoeval.suites.lifeplanner.environment import DAYS, is_open
-from geoeval.suites.lifeplanner.lexicon import TYPE_NOUNS
 from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
 
 BUDGET = 30  # the scaffold's default; the plan keeps one turn for submit_answer
+DEFAULT_RADIUS_M = 500.0  # "near" without a number
+MAX_TYPE_PROBES = 8  # content words tried as place_types filters
 
-# everyday noun -> place sub-type (the tools' taxonomy), longest nouns first
-_NOUN_TYPES = sorted(((n.lower(), sub) for sub, nouns in TYPE_NOUNS.items() for n in nouns),
-                     key=lambda x: -len(x[0]))
+# General English, not the engine's vocabulary.
 _DAY_RE = re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")
 _TIME_RE = re.compile(r"\b(\d{1,2}:\d{2})\b")
-_STOP = {"i", "im", "i'm", "i'd", "id", "a", "an", "the", "and", "or", "to", "of", "in", "on", "at", "for", "with",
-         "my", "me", "we", "our", "us", "it", "its", "it's", "is", "be", "so", "some", "somewhere", "want", "need",
-         "would", "like", "love", "really", "place", "spot", "that", "this", "there", "where", "which", "while",
-         "right", "now", "just", "very", "about", "can", "get", "have", "has", "had", "do", "don't", "dont", "will",
-         "all", "any", "more", "most", "much", "too", "no", "not", "without", "into", "over", "up", "down", "out",
-         "from", "them", "they", "you", "your", "lot", "lots", "matter", "matters", "after", "big", "two", "little",
-         "along", "way", "walk", "go", "going", "bring", "bringing", "hours", "make", "sure", "also"}
+_FUNCTION_CAPS = {"i", "i'm", "i'll", "i'd", "i've", "what", "what's", "which", "where", "when", "how", "is", "are",
+                  "does", "do", "can", "could", "would", "will", "find", "list", "plan", "my", "the", "a", "an", "it's",
+                  "on", "in", "at", "between", "among", "driving", "walking", "cycling", "please", "we", "our", "any",
+                  "there", "if", "and", "or", "but", "so", "also", "then", "next", "after", "before", "from", "to",
+                  "near", "need", "want", "help", "tell", "show", "give", "fastest", "shortest", "quickest", "via",
+                  "heading", "leaving", "starting", "ok", "hi", "hello", "hey", "honestly", "just", "right", "now",
+                  "today", "tonight", "tomorrow", "this", "that", "these", "those", "who", "why", "should", "may",
+                  "might", "must", "let's", "let", "me", "you", "your", "yes", "no", "not", "one", "it", "they",
+                  "he", "she", "his", "her", "their", "am", "be", "been", "have", "has", "had", *(d.lower() for d in DAYS),
+                  "january", "february", "march", "april", "june", "july", "august", "september", "october",
+                  "november", "december", "cny", "km", "m"}
+_STOP = {"i", "im", "i'm", "i'd", "id", "i'll", "a", "an", "the", "and", "or", "to", "of", "in", "on", "at", "for",
+         "with", "my", "me", "we", "our", "us", "it", "its", "it's", "is", "be", "so", "some", "somewhere", "want",
+         "need", "would", "like", "love", "really", "place", "spot", "that", "this", "there", "where", "which",
+         "while", "right", "now", "just", "very", "about", "can", "get", "have", "has", "had", "do", "don't", "dont",
+         "will", "all", "any", "more", "most", "much", "too", "no", "not", "without", "into", "over", "up", "down",
+         "out", "from", "them", "they", "you", "your", "lot", "lots", "after", "also", "then", "what", "what's",
+         "should", "could", "choose", "pick", "go", "going", "near", "nearby", "around", "here", "close", "way",
+         "within", "metres", "meters", "route", "trip", "plan", "stop", "visit", "between", "among", "one", "find",
+         "best", "good", "great", "able", "make", "sure", "please", "help", "tell", "today", "tonight",
+         "minutes", "hours", "leaving", "setting", "off", "spend", "each", "every", "when", "there's", "whats",
+         "where's", "someplace", "anywhere", "something", "thing", "things", "am", "are", "was", "were", "been",
+         "being", "these", "those", "than", "how", "who", "why", "if", "but", "because", "since", "as",
+         "by", "via", "driving", "walking", "cycling", "fastest", "quickest", "shortest", "drive", "walk", "cycle",
+         "bike", "car", "let", "let's", "may", "might", "must", "shall", "pm", "ok", "okay"}
+_NEGATIVE_CUES = ("hate", "can't stand", "cannot stand", "don't want", "do not want", "dislike", "avoid", "drives me",
+                  "no patience", "not a fan", "rather not", "without any", "never")
 
 
 class _NeedCall(Exception):
@@ -88,15 +110,20 @@ class Session:
                      if c.function != SUBMIT_TOOL]
         self.i = 0
         self.budget = budget - 1  # keep a turn for submit_answer
+        self.memo: dict[str, Any] = {}  # a call repeated within the plan is answered, not made again
 
     def left(self) -> int:
         return self.budget - self.i
 
     def call(self, tool: str, **arguments: Any) -> Any:
         arguments = {k: v for k, v in arguments.items() if v is not None}
+        key = json.dumps([tool, arguments], sort_keys=True, default=str)
+        if key in self.memo:
+            return self.memo[key]
         if self.i < len(self.past):
             got = self.past[self.i]
             self.i += 1
+            self.memo[key] = got.payload
             return got.payload
         if self.i >= self.budget:
             raise _OutOfBudget()
@@ -104,7 +131,7 @@ class Session:
 
 
 # --------------------------------------------------------------------------------------------
-# Reading the question
+# Reading the question (general English)
 # --------------------------------------------------------------------------------------------
 
 
@@ -113,31 +140,34 @@ def _day_time(q: str) -> tuple[str | None, str | None]:
     return (d.group(1) if d else None), (t.group(1) if t else None)
 
 
-def _noun_type(text: str) -> str | None:
-    low = text.lower()
-    best = None
-    for noun, sub in _NOUN_TYPES:
-        k = low.find(noun)
-        if k >= 0 and (best is None or k < best[0]):
-            best = (k, sub)
-    return best[1] if best else None
-
-
-def _radius(text: str) -> float | None:
-    m = re.search(r"(\d+(?:\.\d+)?)\s*(km|m|metres|meters)\b", text)
+def _distance(text: str) -> float | None:
+    m = re.search(r"(\d+(?:\.\d+)?)\s*(km|kilometres|kilometers|m|metres|meters)\b", text)
     if not m:
         return None
-    return float(m.group(1)) * (1000.0 if m.group(2) == "km" else 1.0)
+    return float(m.group(1)) * (1000.0 if m.group(2).startswith("k") else 1.0)
 
 
-def _keywords(text: str) -> list[str]:
-    words = re.findall(r"[a-z][a-z\-']+", text.lower())
-    out = []
-    for w in words:
-        w = w.strip("'-")
+def _words(text: str) -> list[str]:
+    return [w.strip("'-") for w in re.findall(r"[a-z][a-z\-']+", text.lower())]
+
+
+def _content_words(text: str, limit: int = 6) -> list[str]:
+    out: list[str] = []
+    for w in _words(text):
         if len(w) >= 4 and w not in _STOP and w not in out:
             out.append(w)
-    return out[:6]
+    return out[:limit]
+
+
+def _stem(word: str) -> str:
+    """A crude singular: the substring a type name containing the word would contain."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3]
+    if word.endswith("es") and word[-3:-2] in ("s", "x", "h"):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
 
 
 def _or_expr(words: list[str]) -> str:
@@ -146,14 +176,35 @@ def _or_expr(words: list[str]) -> str:
 
 def _vehicle(q: str) -> str:
     low = q.lower()
-    for v in ("walking", "cycling", "driving"):
-        if v in low:
-            return v
+    for vehicle, cues in (("walking", ("walk", "on foot")), ("cycling", ("cycl", "bike", "biking")),
+                          ("driving", ("driv", " car"))):
+        if any(c in low for c in cues):
+            return vehicle
     return "driving"
 
 
 def _mode(q: str) -> str:
-    return "distance" if "shortest" in q.lower() else "time"
+    low = q.lower()
+    return "distance" if ("shortest" in low or "least distance" in low or "fewest metres" in low) else "time"
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<=[.;!?])\s+|;\s*|,\s+(?:and|but)\s+", text) if c.strip()]
+
+
+def _need_words(text: str, names: list[str]) -> tuple[list[str], list[str]]:
+    """(words of what the user wants, words of what the user rules out), from the question with
+    the place names removed; a clause with a negative cue ("I hate ...") is ruled out."""
+    for n in names:
+        text = re.sub(re.escape(n), " ", text, flags=re.IGNORECASE)
+    text = re.sub(r"\d+(?:[:.]\d+)?", " ", text)
+    want: list[str] = []
+    avoid: list[str] = []
+    for clause in _clauses(text):
+        low = clause.lower()
+        target = avoid if any(c in low for c in _NEGATIVE_CUES) else want
+        target += [w for w in _content_words(clause) if w not in want and w not in avoid]
+    return want[:6], avoid[:4]
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,53 +216,71 @@ def _mode(q: str) -> str:
 class Found:
     place_id: str
     name: str
+    record: dict[str, Any] = field(default_factory=dict)
+    at: int = 0  # where the question names it
 
 
-def resolve_at(s: Session, text: str) -> tuple[Found | None, int]:
-    """The place whose name `text` starts with: search with the words up to the first
-    delimiter (dropping trailing words while nothing matches), then keep the longest result
-    name that `text` spells out. Returns the place and how many characters of `text` its name
-    covers."""
-    text = text.strip()
-    # names end before these; a bracket opening on a lower-case word is a remark, not a branch name
-    m = re.search(r"( to | and | or | on | at | via | that | which |, |\. |\?|:|;| \((?=[a-z]))", text)
-    words = (text[: m.start()] if m else text).strip(" .,").split()
-    results: list[dict[str, Any]] = []
-    for _ in range(5):
+def _cap_starts(q: str) -> list[int]:
+    """Positions of capitalised (or numeric) words that are not everyday function words."""
+    out = []
+    for m in re.finditer(r"(?<![\w'])[A-Z0-9][\w'&.+-]*", q):
+        word = m.group(0).rstrip(".,?!:;").lower()
+        if word not in _FUNCTION_CAPS and not re.fullmatch(r"[\d.,:]+", word):
+            out.append(m.start())
+    return out
+
+
+def _run_words(text: str) -> list[str]:
+    """The capitalised run that starts `text` (a name candidate), as search words."""
+    words = []
+    for tok in text.split():
+        bare = tok.strip("()[],.?!:;\"")
+        if not bare:
+            continue
+        if not (bare[0].isupper() or bare[0].isdigit() or bare in ("&", "+")):
+            break
+        words.append(bare)
+        if tok[-1] in ",.?!:;" and tok not in ("Co.,", "Co.", "Ltd.", "St."):
+            break
+        if len(words) >= 8:
+            break
+    return words
+
+
+def name_at(s: Session, q: str, pos: int) -> Found | None:
+    """The place whose name the question spells at `pos`, confirmed by place_search."""
+    words = _run_words(q[pos:])
+    text = q[pos:].lower()
+    for _ in range(3):
         if not words:
-            break
-        out = s.call("place_search", query_name=" ".join(words)[:120])
-        results = (out or {}).get("results") or []
+            return None
+        out = s.call("place_search", query_name=" ".join(words)[:120]) or {}
+        results = out.get("results") or []
+        spelled = [r for r in results if text.startswith(str(r.get("name", "")).lower())]
+        if spelled:
+            best = max(spelled, key=lambda r: len(r["name"]))
+            return Found(best["place_id"], best["name"], best, pos)
         if results:
-            break
+            return None  # places match the words but none is spelled here: not a name
         words = words[:-1]
-    if not results:
-        return None, 0
-    best = None
-    for r in results:
-        name = r["name"]
-        if text.lower().startswith(name.lower()) and (best is None or len(name) > len(best.name)):
-            best = Found(r["place_id"], name)
-    if best is None:
-        best = Found(results[0]["place_id"], results[0]["name"])
-        return best, len(" ".join(words))
-    return best, len(best.name)
+    return None
 
 
-def resolve_list(s: Session, text: str) -> list[Found]:
-    """`A, B and C` / `A, B or C` -> the places, in order."""
+def named_places(s: Session, q: str, limit: int = 8) -> list[Found]:
+    """Every place the question names, in order of appearance."""
     found: list[Found] = []
-    rest = text.strip()
-    while rest and len(found) < 6:
-        place, used = resolve_at(s, rest)
-        if place is None:
-            break
-        found.append(place)
-        rest = rest[used:]
-        m = re.match(r"\s*(,\s*(and|or)?|and|or)\s+", rest)
-        if not m:
-            break
-        rest = rest[m.end():]
+    covered = -1
+    for pos in _cap_starts(q):
+        if pos < covered or len(found) >= limit or s.left() < 4:
+            continue
+        again = next((f for f in found if q[pos:].lower().startswith(f.name.lower())), None)
+        if again is not None:  # a place named a second time
+            covered = pos + len(again.name)
+            continue
+        p = name_at(s, q, pos)
+        if p is not None and p.place_id not in {f.place_id for f in found}:
+            found.append(p)
+            covered = pos + len(p.name)
     return found
 
 
@@ -224,6 +293,29 @@ def open_at(hours: str | None, day: str, hhmm: str | int) -> bool:
         return is_open(hours, day, hhmm)
     except ValueError:
         return False
+
+
+def probe_type(s: Session, q: str, names: list[str], search: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(stem, word): the first content word of `q` (names removed) that works as a place_types
+    filter of `search`: it returns places whose sub-type (after "|") contains the word's stem."""
+    text = q
+    for n in names:
+        text = re.sub(re.escape(n), " ", text, flags=re.IGNORECASE)
+    capitalised = {w.lower() for w in re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]+", text)}  # names, not kinds
+    words = [w for w in _content_words(text, limit=3 * MAX_TYPE_PROBES) if w not in capitalised]
+    # a kind of place is usually a noun phrase: words after an article first ("a bakery", "any bars")
+    after_article = [w for w in _words(" ".join(re.findall(r"\b(?:a|an|any|the|some|every)\s+([\w-]+(?:\s+[\w-]+)?)",
+                                                              text.lower()))) if w in words]
+    words = list(dict.fromkeys([*after_article, *words]))
+    for word in words[:MAX_TYPE_PROBES]:
+        stem = _stem(word).replace("-", " ")
+        if len(stem) < 3 or s.left() < 4:
+            continue
+        out = s.call("nearby_search", **search, place_types=[stem]) or {}
+        subs = [str(r.get("place_type", "")).split("|")[-1].lower() for r in out.get("results") or []]
+        if subs and all(stem in sub for sub in subs):
+            return stem, word
+    return None, None
 
 
 def legs_for(s: Session, ids: list[str], vehicle: str, mode: str, skip: tuple[str, str] | None = None) \
@@ -247,10 +339,10 @@ def best_order(start: str, end: str, stops: list[str], legs: dict, mode: str, ok
     best = None
     for perm in itertools.permutations(stops):
         order = [start, *perm, end]
-        if any((a, b) not in legs for a, b in zip(order, order[1:])):
+        if any((a, b) not in legs for a, b in itertools.pairwise(order)):
             continue
-        d = sum(legs[(a, b)][0] for a, b in zip(order, order[1:]))
-        t = sum(legs[(a, b)][1] for a, b in zip(order, order[1:]))
+        d = sum(legs[(a, b)][0] for a, b in itertools.pairwise(order))
+        t = sum(legs[(a, b)][1] for a, b in itertools.pairwise(order))
         key = (t, d) if mode == "time" else (d, t)
         if ok(order) and (best is None or key < best[0]):
             best = (key, order, d, t)
@@ -261,7 +353,7 @@ def route_answer(start: Found, end: Found, stops: list[Found], order: list[str],
                  d: float, t: float, reasons: dict[str, str] | None = None, notes: dict[str, list[str]] | None = None,
                  keys: dict[str, list[str]] | None = None) -> dict[str, Any]:
     names = {p.place_id: p.name for p in [start, end, *stops]}
-    ans: dict[str, Any] = {
+    return {
         "start": {"name": start.name, "place_id": start.place_id, "reason": "User-specified origin."},
         "end": {"name": end.name, "place_id": end.place_id, "reason": "User-specified destination."},
         "waypoints": [{"name": p.name, "place_id": p.place_id, "reason": (reasons or {}).get(p.place_id, "Requested stop."),
@@ -269,9 +361,8 @@ def route_answer(start: Found, end: Found, stops: list[Found], order: list[str],
                                "attribute_key": ",".join((keys or {}).get(p.place_id, []))}}
                       for p in stops],
         "optimal_order": [{"name": names[pid], "place_id": pid, "visit_order": k + 1} for k, pid in enumerate(order)],
-        "vehicle": vehicle, "mode": mode, "total_distance_m": int(round(d)), "total_time_s": int(round(t)),
+        "vehicle": vehicle, "mode": mode, "total_distance_m": round(d), "total_time_s": round(t),
     }
-    return ans
 
 
 def rank_by_keywords(s: Session, cands: list[Found], words: list[str], avoid: list[str]) \
@@ -302,249 +393,287 @@ def rank_by_keywords(s: Session, cands: list[Found], words: list[str], avoid: li
     return best, notes, keys
 
 
+def _tag_values(tag: str) -> list[str]:
+    """`Key: v1, v2; Key2: v3` -> [v1, v2, v3]."""
+    out = []
+    for group in (tag or "").split(";"):
+        _, _, values = group.rpartition(":")
+        out += [v.strip() for v in values.split(",") if v.strip()]
+    return out
+
+
+def _ref(keys: list[str] | str, notes: list[str] | None = None) -> dict[str, str]:
+    return {"attribute_key": keys if isinstance(keys, str) else ",".join(keys), "note_id": ",".join(notes or [])}
+
+
 # --------------------------------------------------------------------------------------------
 # Plans per task family
 # --------------------------------------------------------------------------------------------
 
+_ASKED_ATTRIBUTE = (  # cue words -> the attribute a single-place question asks for
+    ("opentime_week", ("hour", "open", "close", "closing", "when")),
+    ("rating", ("rating", "rated", "stars", "score", "review")),
+    ("cost", ("cost", "price", "spend", "how much", "expensive", "per person", "cny")),
+    ("address", ("address", "where", "located", "location")),
+)
 
-def _name_after(s: Session, q: str, pattern: str) -> Found | None:
-    m = re.search(pattern, q, re.I)
-    if not m:
-        return None
-    return resolve_at(s, q[m.end():])[0]
+
+def _asked_attribute(q: str, name: str) -> str:
+    low = q.lower().replace(name.lower(), " ")
+    for attr, cues in _ASKED_ATTRIBUTE:
+        if any(c in low for c in cues):
+            return attr
+    return "tag"
+
+
+def _one_place(s: Session, q: str, p: Found) -> dict[str, Any]:
+    day, hhmm = _day_time(q)
+    if day and hhmm:
+        hours = detail(s, p.place_id).get("opentime_week")
+        return {"answer": open_at(hours, day, hhmm), "reason": f"Hours: {hours}.", "ref": _ref("opentime_week")}
+    attr = _asked_attribute(q, p.name)
+    if attr in ("rating", "cost") and attr in p.record:
+        return {"answer": p.record.get(attr), "ref": _ref(attr)}
+    det = detail(s, p.place_id)
+    if attr != "tag":
+        return {"answer": det.get(attr), "ref": _ref(attr)}
+    low = q.lower().replace(p.name.lower(), " ")
+    hits = [v for v in _tag_values(det.get("tag") or "") if v.lower() in low]
+    return {"answer": bool(hits), "ref": _ref(f"tag:{hits[0]}" if hits else "tag")}
+
+
+def _choose_among(s: Session, q: str, cands: list[Found]) -> dict[str, Any]:
+    day, hhmm = _day_time(q)
+    low = q.lower()
+    for c in cands:
+        low = low.replace(c.name.lower(), " ")
+    if any(w in low for w in ("rating", "rated", "stars", "review", "score")):
+        vals = [(float(detail(s, c.place_id).get("rating") or 0), c) for c in cands]
+        return {"answer": max(vals, key=lambda x: x[0])[1].name, "reason": "Highest rating.", "ref": _ref("rating")}
+    if any(w in low for w in ("cheap", "least", "lowest", "cost", "spend less", "budget", "inexpensive", "price")):
+        vals = [(float(detail(s, c.place_id).get("cost") or 1e9), c) for c in cands]
+        return {"answer": min(vals, key=lambda x: x[0])[1].name, "reason": "Lowest cost.", "ref": _ref("cost")}
+    if day and hhmm:
+        for c in cands:
+            if open_at(detail(s, c.place_id).get("opentime_week"), day, hhmm):
+                return {"answer": c.name, "reason": f"Open on {day} at {hhmm}.", "ref": _ref("opentime_week")}
+        return {"answer": cands[0].name, "reason": "None looked open.", "ref": _ref("")}
+    want, avoid = _need_words(q, [c.name for c in cands])
+    best, notes, keys = rank_by_keywords(s, cands, want, avoid)
+    best = best or cands[0]
+    return {"answer": best.name, "reason": "Its tags and posts match the request best.",
+            "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])), "implicit_logic": "True"}
 
 
 def plan_place(s: Session, q: str) -> dict[str, Any]:
-    day, hhmm = _day_time(q)
-    low = q.lower()
-    # a list of candidates: comparisons, "which is open", implicit choices
-    lst = (re.search(r"(?:between|among) (.+?), (?:which|where)", q, re.I)
-           or re.search(r"(?:rated highest|per person|should I choose|now|hhmm)\s*:\s*(.+)\?$", q, re.I)
-           or re.search(r"which of (.+?) is open", q, re.I)
-           or re.search(r":\s*([^:]+)\?$", q))
-    single_patterns = {
-        "opentime_week": [r"opening hours of ", r"business hours of ", r"When is "],
-        "rating": [r"What rating does ", r"How well rated is "],
-        "cost": [r"How much does ", r"spend per person at "],
-        "address": [r"address of ", r"Where exactly is "],
-    }
-    if lst and ("," in lst.group(1) or " or " in lst.group(1) or " and " in lst.group(1)):
-        cands = resolve_list(s, lst.group(1))
-        if not cands:
-            return {"answer": ""}
-        if "rating" in low or "rated" in low:
-            vals = [(float((detail(s, c.place_id).get("rating") or 0)), c) for c in cands]
-            best = max(vals, key=lambda x: x[0])[1]
-            return {"answer": best.name, "reason": "Highest rating.", "ref": {"attribute_key": "rating", "note_id": ""}}
-        if "cheapest" in low or "least" in low:
-            vals = [(float(detail(s, c.place_id).get("cost") or 1e9), c) for c in cands]
-            best = min(vals, key=lambda x: x[0])[1]
-            return {"answer": best.name, "reason": "Lowest cost.", "ref": {"attribute_key": "cost", "note_id": ""}}
-        if day and hhmm:
-            for c in cands:
-                if open_at(detail(s, c.place_id).get("opentime_week"), day, hhmm):
-                    return {"answer": c.name, "reason": f"Open on {day} at {hhmm}.",
-                            "ref": {"attribute_key": "opentime_week", "note_id": ""}}
-            return {"answer": cands[0].name, "reason": "None looked open.", "ref": {"attribute_key": "", "note_id": ""}}
-        need = q[: lst.start()]
-        parts = re.split(r",\s*and\s+", need, maxsplit=1)
-        best, notes, keys = rank_by_keywords(s, cands, _keywords(parts[0]), _keywords(parts[1]) if len(parts) > 1 else [])
-        best = best or cands[0]
-        return {"answer": best.name, "reason": "Its tags and posts match the request best.",
-                "ref": {"attribute_key": ",".join(keys.get(best.place_id, [])),
-                        "note_id": ",".join(notes.get(best.place_id, []))}, "implicit_logic": "True"}
-    # a yes/no about a tag
-    m = re.search(r"\bDoes (.+) have (.+?)\?", q) or re.search(r"Can I expect (.+?) at (.+?)\?", q)
-    if m:
-        if q.startswith("Can I") or "Can I expect" in q:
-            value, p = m.group(1), resolve_at(s, m.group(2))[0]
-        else:
-            p, used = resolve_at(s, m.group(1) + " have")
-            value = m.group(2)
-        if p is None:
-            return {"answer": False}
-        tag = (detail(s, p.place_id).get("tag") or "").lower()
-        return {"answer": value.lower() in tag, "ref": {"attribute_key": f"tag:{value}", "note_id": ""}}
-    # open at a day and time
-    if day and hhmm:
-        p = (_name_after(s, q, r"pass by ") or _name_after(s, q, r"\bIs ") or _name_after(s, q, r"go to "))
-        if p is None:
-            return {"answer": False}
-        hours = detail(s, p.place_id).get("opentime_week")
-        return {"answer": open_at(hours, day, hhmm), "reason": f"Hours: {hours}.",
-                "ref": {"attribute_key": "opentime_week", "note_id": ""}}
-    for attr, pats in single_patterns.items():
-        for pat in pats:
-            p = _name_after(s, q, pat)
-            if p is None:
-                continue
-            if attr in ("rating", "cost"):
-                out = s.call("place_search", query_name=p.name) or {}
-                rec = next((r for r in out.get("results") or [] if r["place_id"] == p.place_id), {})
-                value = rec.get(attr)
-            else:
-                value = detail(s, p.place_id).get(attr)
-            return {"answer": value, "ref": {"attribute_key": attr, "note_id": ""}}
+    found = named_places(s, q)
+    if len(found) >= 2:
+        return _choose_among(s, q, found)
+    if len(found) == 1:
+        anchored = re.search(r"\b(near|around|close to|next to)\s+$", q[: found[0].at], re.IGNORECASE)
+        if not anchored:
+            return _one_place(s, q, found[0])
+        return _choose_nearby(s, q, found[0])
     return {"answer": ""}
+
+
+def _choose_nearby(s: Session, q: str, anchor: Found) -> dict[str, Any]:
+    """A place answer near an anchor: search around it (by type when a word of the question works
+    as one) and rank the candidates by the question's words."""
+    search = {"center": anchor.place_id, "radius_meters": _distance(q) or DEFAULT_RADIUS_M}
+    sub, _ = probe_type(s, q, [anchor.name], search)
+    if sub:
+        search["place_types"] = [sub]
+    listed = (s.call("nearby_search", **search) or {}).get("results") or []
+    cands = [Found(r["place_id"], r["name"], r) for r in listed][:4]
+    if not cands:
+        return {"answer": ""}
+    want, avoid = _need_words(q, [anchor.name])
+    best, notes, keys = rank_by_keywords(s, cands, want, avoid)
+    best = best or cands[0]
+    return {"answer": best.name, "reason": "Its tags and posts match the request best.",
+            "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])), "implicit_logic": "True"}
+
+
+def _filters(q: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    rating = (re.search(r"(?:at least|minimum of|min(?:imum)?|above|over)\s+(\d(?:\.\d+)?)", q, re.IGNORECASE)
+              or re.search(r"(\d(?:\.\d+)?)\s*(?:stars?\s*)?(?:or (?:more|higher|better|above)|\+)", q, re.IGNORECASE))
+    if rating and re.search(r"rat|star|score|review", q, re.IGNORECASE):
+        out["min_rating"] = float(rating.group(1))
+    cost = re.search(r"(\d+(?:\.\d+)?)\s*(?:CNY|yuan|RMB|¥)", q, re.IGNORECASE)
+    if cost and re.search(r"no more than|at most|under|below|up to|max|or less|within a budget", q, re.IGNORECASE):
+        out["max_cost"] = float(cost.group(1))
+    return out
+
+
+def _wants_a_set(q: str, type_word: str | None, stem: str | None) -> bool:
+    """A listing ("which bakeries", "list every ...") rather than one recommendation."""
+    low = q.lower()
+    if re.search(r"\b(list|every|all the|all of the)\b", low):
+        return True
+    if not type_word:
+        return False
+    after = re.search(rf"\b{re.escape(type_word)}\s+([a-z]+)", low)  # "dessert shops": the head noun
+    head = after.group(1) if after and after.group(1) not in _STOP else type_word
+    return _stem(head) != head or _stem(type_word) != type_word  # asked for in the plural
+
+
+def _item(p: Found, reason: str, keys: list[str], notes: list[str] | None = None) -> dict[str, Any]:
+    return {"name": p.name, "place_id": p.place_id, "reason": reason, "ref": _ref(keys, notes)}
 
 
 def plan_nearby(s: Session, q: str) -> dict[str, Any]:
     day, hhmm = _day_time(q)
-    radius = _radius(q) or 500.0
-    m = re.search(r"within \d+ ?(?:m|metres|meters) of ", q)
-    anchor = (resolve_at(s, q[m.end():])[0] if m else None) or _name_after(s, q, r"\bnear ") \
-        or _name_after(s, q, r"I'm at ")
-    if anchor is None:
+    found = named_places(s, q, limit=2)
+    if not found:
         return {"answer": []}
-    sub = _noun_type(q.replace(anchor.name, " "))  # the type asked for, not a word of the anchor's name
-    args: dict[str, Any] = {"center": anchor.place_id, "radius_meters": radius}
+    anchor = found[0]
+    radius = _distance(q) or DEFAULT_RADIUS_M
+    search: dict[str, Any] = {"center": anchor.place_id, "radius_meters": radius}
+    sub, type_word = probe_type(s, q, [anchor.name], search)
     if sub:
-        args["place_types"] = [sub]
-    rating = re.search(r"rated at least (\d+(?:\.\d+)?)", q)
-    cost = re.search(r"no more than (\d+(?:\.\d+)?) CNY", q)
-    if rating:
-        args["min_rating"] = float(rating.group(1))
-    if cost:
-        args["max_cost"] = float(cost.group(1))
-    listed = (s.call("nearby_search", **args) or {}).get("results") or []
-    cands = [Found(r["place_id"], r["name"]) for r in listed]
-
-    def item(p: Found, reason: str, keys: list[str], notes: list[str] | None = None) -> dict[str, Any]:
-        return {"name": p.name, "place_id": p.place_id, "reason": reason,
-                "ref": {"attribute_key": ",".join(keys), "note_id": ",".join(notes or [])}}
-
-    implicit = not (rating or cost) and re.search(r"should I go|for me\?", q)
-    if not implicit and not (day and hhmm):  # a plain listing
-        return {"answer": [item(p, f"A {sub or 'place'} within {radius:g} m.", ["place_type"]) for p in cands]}
-    if implicit:
-        need = re.split(r"Which |Is there ", q)[0]
-        words = _keywords(re.sub(r"I'm near .+? and ", "", need))
-        pool = cands
-        if words and s.left() > 2:
-            tagged = (s.call("nearby_search", **args, geo_tag=words) or {}).get("results") or []
-            if tagged:
-                pool = [Found(r["place_id"], r["name"]) for r in tagged]
-        if day and hhmm:
-            pool = [p for p in pool if s.left() > 1 and open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm)] or pool
-        if len(pool) > 1:
-            best, notes, keys = rank_by_keywords(s, pool[:5], words, [])
-        else:
-            best, notes, keys = (pool[0] if pool else None), {}, {}
-        if best is None:
-            return {"answer": []}
-        out = item(best, "Its tags and posts match the request best.", keys.get(best.place_id, []),
-                   notes.get(best.place_id, []))
-        out["implicit_logic"] = "True"
-        return {"answer": [out]}
-    for p in cands:
-        if s.left() < 1:
-            break
-        if open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm):
-            keys = ["opentime_week"] + (["rating"] if rating else []) + (["cost"] if cost else [])
-            return {"answer": [item(p, f"Open on {day} at {hhmm} and meets the filters.", keys)]}
-    return {"answer": [item(cands[0], "Closest match.", [])] if cands else []}
+        search["place_types"] = [sub]
+    filters = _filters(q)
+    listed = (s.call("nearby_search", **search, **filters) or {}).get("results") or []
+    cands = [Found(r["place_id"], r["name"], r) for r in listed]
+    if filters or (day and hhmm and not _need_words(q, [anchor.name])[0]):
+        for p in cands:
+            if s.left() < 1:
+                break
+            if not (day and hhmm) or open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm):
+                keys = ["opentime_week"] * bool(day) + ["rating"] * ("min_rating" in filters) + ["cost"] * ("max_cost" in filters)
+                return {"answer": [_item(p, "Meets the filters and is open then.", keys)]}
+        return {"answer": [_item(cands[0], "Closest match.", [])] if cands else []}
+    if _wants_a_set(q, type_word, sub):
+        return {"answer": [_item(p, f"Within {radius:g} m of {anchor.name}.", ["place_type"]) for p in cands]}
+    want, avoid = _need_words(q, [anchor.name])
+    pool = cands
+    if want and s.left() > 2:
+        tagged = (s.call("nearby_search", **search, geo_tag=want) or {}).get("results") or []
+        if tagged:
+            pool = [Found(r["place_id"], r["name"], r) for r in tagged]
+    if day and hhmm:
+        pool = [p for p in pool if s.left() > 1 and open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm)] or pool
+    if len(pool) > 1:
+        best, notes, keys = rank_by_keywords(s, pool[:5], want, avoid)
+    else:
+        best, notes, keys = (pool[0] if pool else None), {}, {}
+    if best is None:
+        return {"answer": []}
+    out = _item(best, "Its tags and posts match the request best.", keys.get(best.place_id, []),
+                notes.get(best.place_id, []))
+    out["implicit_logic"] = "True"
+    return {"answer": [out]}
 
 
-def _endpoints(s: Session, q: str) -> tuple[Found | None, Found | None]:
-    m = re.search(r"\bfrom ", q)
-    if not m:
-        return None, None
-    a, used = resolve_at(s, q[m.end():])
-    rest = q[m.end() + used:]
-    m2 = re.match(r"\s*to\s+", rest)
-    b = resolve_at(s, rest[m2.end():])[0] if m2 else None
-    return a, b
+def _ends(q: str, found: list[Found]) -> tuple[Found, Found, list[Found]]:
+    """Start: the place after "from" (else the first named); end: the place after "to" that
+    follows the start (else the last named); the others are stops."""
+    def after(word: str, places: list[Found]) -> Found | None:
+        return next((p for p in places if re.search(rf"\b{word}\s+(?:\w+\s+){{0,4}}$", q[: p.at], re.IGNORECASE)), None)
+    start = after("from", found) or found[0]
+    rest = [p for p in found if p is not start]
+    end = after("to", [p for p in rest if p.at > start.at]) or after("at", [p for p in rest if p.at > start.at]) \
+        or rest[-1]
+    return start, end, [p for p in found if p is not start and p is not end]
 
 
-def _nearest_on_route(s: Session, route: dict[str, Any], sub: str) -> Found | None:
-    for radius in (300, 800):
-        out = (s.call("nearby_search", center=route, radius_meters=radius, place_types=[sub]) or {}).get("results") or []
-        if out:
-            return Found(out[0]["place_id"], out[0]["name"])
+def _stops_by_need(s: Session, q: str, route: dict[str, Any], a: Found, names: list[str], taken: set[str]) \
+        -> list[tuple[Found, str, list[str], list[str]]]:
+    """Stops the question asks for by kind or need rather than by name: one per clause that asks
+    for the nearest X, or for something within a distance of the route or of a named place."""
+    out = []
+    for clause in _clauses(q):
+        low = clause.lower()
+        if s.left() < 6 or re.search(r"each stop|every stop|per stop|minutes", low):
+            continue
+        nearest = re.search(r"nearest|closest", low)
+        dist = _distance(clause)
+        wants_stop = re.search(r"on the way|along the way|stop somewhere|stop at an? |stop for|off (?:my|the) route", low)
+        near_start = re.search(rf"\b(?:near|around|close to)\s+{re.escape(a.name.lower())}", low)
+        if not (nearest or dist or near_start or (wants_stop and not any(n.lower() in low for n in names))):
+            continue
+        if nearest:
+            for part in re.split(r"\b(?:nearest|closest)\b", clause)[1:]:
+                pick = _nearest_stop(s, part, route, names, taken)
+                if pick:
+                    out.append((pick, "The nearest match to the route.", ["place_type"], []))
+            continue
+        around_start = bool(near_start) or (bool(dist) and a.name.lower() in low)
+        center: Any = a.place_id if around_start else route
+        search = {"center": center, "radius_meters": dist or (DEFAULT_RADIUS_M if near_start else 300.0)}
+        sub, _ = probe_type(s, clause, names, search)
+        if sub:
+            search["place_types"] = [sub]
+        want, avoid = _need_words(clause, names)
+        listed = (s.call("nearby_search", **search) or {}).get("results") or []
+        cands = [Found(r["place_id"], r["name"], r) for r in listed if r["place_id"] not in taken][:3]
+        if not cands or not want:
+            continue
+        pick, notes, keys = rank_by_keywords(s, cands, want, avoid) if len(cands) > 1 else (cands[0], {}, {})
+        if pick:
+            out.append((pick, "Its tags and posts match the request best.", keys.get(pick.place_id, []),
+                        notes.get(pick.place_id, [])))
+            taken.add(pick.place_id)
+    return out
+
+
+def _nearest_stop(s: Session, text: str, route: dict[str, Any], names: list[str], taken: set[str]) -> Found | None:
+    """The place of the kind `text` names that lies nearest to the route (results come nearest
+    first); the kind is probed over a wide buffer so that a far nearest one is still typed."""
+    sub, _ = probe_type(s, text, names, {"center": route, "radius_meters": 1500.0})
+    if not sub:
+        return None
+    for radius in (300.0, 800.0, 1500.0):
+        listed = (s.call("nearby_search", center=route, radius_meters=radius, place_types=[sub]) or {}).get("results") or []
+        cands = [Found(r["place_id"], r["name"], r) for r in listed if r["place_id"] not in taken]
+        if cands:
+            taken.add(cands[0].place_id)
+            return cands[0]
+    return None
+
+
+def _before_rule(q: str, stops: list[Found]) -> tuple[str, str] | None:
+    """"A before B": the two stops named in the clause, in the order named."""
+    for clause in _clauses(q):
+        if " before " not in clause.lower():
+            continue
+        low = clause.lower()
+        named = sorted((low.find(p.name.lower()), p.place_id) for p in stops if p.name.lower() in low)
+        if len(named) >= 2:
+            return named[0][1], named[1][1]
     return None
 
 
 def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
     vehicle, mode = _vehicle(q), _mode(q)
     day, hhmm = _day_time(q)
-    a, b = _endpoints(s, q)
-    if a is None or b is None:
+    found = named_places(s, q)
+    if len(found) < 2:
         return {}
+    a, b, stops = _ends(q, found)
     route = {"start": a.place_id, "end": b.place_id, "vehicle": vehicle, "mode": mode}
-    stops: list[Found] = []
     reasons: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
     keys: dict[str, list[str]] = {}
-    dwell = re.search(r"about (\d+) minutes", q)
-    # named stops ("visit A, B and C" / "via A, B and C")
-    m = re.search(r"(?:want to visit|via) (.+?)\. ", q)
-    if m:
-        stops = resolve_list(s, m.group(1))
-    # stops by type near the route ("the nearest X ... to my route")
-    for noun in re.findall(r"nearest ([a-zA-Z\- ]+?)(?= and the nearest| to my route| along the way|\.)", q):
-        sub = _noun_type(noun)
-        if sub:
-            p = _nearest_on_route(s, route, sub)
-            if p and p.place_id not in {x.place_id for x in stops}:
-                stops.append(p)
-                reasons[p.place_id] = f"The nearest {noun} to the route."
-                keys[p.place_id] = ["place_type"]
-    # a stop by an implicit need within a buffer of the route
-    m = re.search(r"(?:stop at|like) an? ([a-zA-Z\- ]+?) (?:on the way, no more than|within) (\d+) m", q)
-    if m and _noun_type(m.group(1)):
-        sub, radius = _noun_type(m.group(1)), float(m.group(2))
-        listed = (s.call("nearby_search", center=route, radius_meters=radius, place_types=[sub]) or {}).get("results") or []
-        cands = [Found(r["place_id"], r["name"]) for r in listed]
-        need = q.split(":", 1)[1] if ":" in q[m.end():m.end() + 40] or "route:" in q else q[: m.start()]
-        words = _keywords(need.split(".")[0] if need else "")
-        pick, n, k = rank_by_keywords(s, cands[:4], words, []) if len(cands) > 1 else ((cands[0] if cands else None), {}, {})
-        if pick:
-            stops.insert(0, pick)
-            reasons[pick.place_id] = "Its tags and posts match the request best."
-            notes.update(n)
-            keys.update(k)
-    # stops by implicit needs around the start ("(a bakery within 1.5 km of A)")
-    for need, noun, dist in re.findall(r"(?:On the way: |; )([^;(]+?) \(an? ([a-zA-Z\- ]+?) within ([\d.]+) km of", q):
-        sub = _noun_type(noun)
-        if not sub or s.left() < 6:
-            continue
-        words = _keywords(need)
-        base = {"center": a.place_id, "radius_meters": float(dist) * 1000, "place_types": [sub]}
-        tagged = (s.call("nearby_search", **base, geo_tag=words) or {}).get("results") or [] if words else []
-        listed = tagged or (s.call("nearby_search", **base) or {}).get("results") or []
-        cands = [Found(r["place_id"], r["name"]) for r in listed if r["place_id"] not in {x.place_id for x in stops}]
-        if not cands:
-            continue
-        pick = cands[0]
-        if not tagged and words:
-            hits = (s.call("search_notes", keyword=_or_expr(words)) or {}).get("results") or []
-            titles = " ".join(h.get("title", "") for h in hits).lower()
-            pick = next((c for c in cands if c.name.lower() in titles), cands[0])
-        stops.append(pick)
-        reasons[pick.place_id] = f"A {noun} that matches: {need.strip()}."
-    if len(stops) > 5:
-        stops = stops[:5]
-    hours: dict[str, str] = {}
-    if day and hhmm and dwell:
-        for p in stops:
-            hours[p.place_id] = detail(s, p.place_id).get("opentime_week") or ""
+    for p, why, k, n in _stops_by_need(s, q, route, a, [f.name for f in found], {f.place_id for f in found}):
+        stops.append(p)
+        reasons[p.place_id], keys[p.place_id], notes[p.place_id] = why, k, n
+    stops = stops[:5]
+    dwell = re.search(r"(\d+)\s*(?:minutes|mins|min)\b", q)
+    hours = {p.place_id: detail(s, p.place_id).get("opentime_week") or "" for p in stops} if day and hhmm and dwell \
+        else {}
     ids = [a.place_id, *[p.place_id for p in stops], b.place_id]
     legs = legs_for(s, ids, vehicle, mode, skip=(a.place_id, b.place_id))
-    # "I have to stop at X before Y": the two stops named in that clause, in the order named
-    first_then = None
-    clause = re.search(r"(?:stop at|pick something up at) (.+? before .+?)(?:\. [A-Z]|\?|$)", q)
-    if clause:
-        text = clause.group(1).lower()
-        named = sorted((text.find(p.name.lower()), p.place_id) for p in stops if p.name.lower() in text)
-        if len(named) >= 2:
-            first_then = (named[0][1], named[1][1])
+    first_then = _before_rule(q, stops)
 
     def ok(order: list[str]) -> bool:
         if first_then and order.index(first_then[0]) > order.index(first_then[1]):
             return False
-        if hours and day and hhmm and dwell:
+        if hours:
             t = int(hhmm[:2]) * 60 + int(hhmm[3:])
-            for k, (u, v) in enumerate(zip(order, order[1:])):
+            for u, v in itertools.pairwise(order):
                 t += legs[(u, v)][1] / 60.0
                 if v in hours:
                     m_ = int(t)
@@ -553,11 +682,11 @@ def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
                     t += int(dwell.group(1))
         return True
 
-    found = best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode, ok) \
+    found_order = best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode, ok) \
         or best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode)
-    if found is None:
+    if found_order is None:
         return route_answer(a, b, stops, ids, vehicle, mode, 0, 0, reasons, notes, keys)
-    order, d, t = found
+    order, d, t = found_order
     return route_answer(a, b, stops, order, vehicle, mode, d, t, reasons, notes, keys)
 
 

@@ -39,6 +39,9 @@ from geoeval.suites.lifeplanner.answers import optimal_order, parse_answer, plac
 from geoeval.suites.lifeplanner.environment import (
     CATEGORIES,
     DAYS,
+    LONG_MEM_VOCAB,
+    PROFILE_OF,
+    SHORT_MEM_VOCAB,
     WEEK_MINUTES,
     OpeningHoursError,
     parse_opening_hours,
@@ -51,12 +54,20 @@ from geoeval.suites.lifeplanner.judging import (
     parse_fact_groups,
     purity_checks,
 )
-from geoeval.suites.lifeplanner.lexicon import DISLIKES, MODE_WORDS, PERSONAS, PREFERENCES, TYPE_NOUNS, Preference
+from geoeval.suites.lifeplanner.lexicon import (
+    DISLIKES,
+    MODE_WORDS,
+    PERSONAS,
+    PREFERENCES,
+    TYPE_NOUNS,
+    TYPES_MEANING,
+    Preference,
+)
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 from geoeval.suites.lifeplanner.trajectory import Trajectory, observed_items, route_item, route_legs
 
 # Cached case files are keyed by this: change it when the engine would make different cases.
-ENGINE_VERSION = "lifeplanner-cases-1"
+ENGINE_VERSION = "lifeplanner-cases-2"
 # Table 4: cases per task and level (667 in all).
 TABLE4: dict[tuple[str, str], int] = {
     ("place", "l0"): 100, ("place", "l1"): 72, ("place", "l2"): 35,
@@ -71,6 +82,7 @@ _TIME_GAP_S = 5       # a reference order must beat the next admissible one by t
 _DIST_GAP_M = 10      # ... or this much (distance), so that the optimum is unique
 _MARGIN_MIN = 5       # arrivals this far from an opening/closing boundary (time-window cases)
 _RADIUS_BAND_M = 20   # no candidate this close to a stated radius (rounding must not decide)
+_AREA_FLOOR_M = 150   # an unstated "near"/"on the way" reaches at least this far past the answer
 
 
 class CaseGenerationError(ValueError):
@@ -349,7 +361,11 @@ def check_case(city: T.City, case: Case) -> list[str]:
 
 
 class CaseEngine:
-    def __init__(self, db_path: str, seed: int) -> None:
+    def __init__(self, db_path: str, seed: int, l2_phrasing: str = "paper", l1_social: bool = True) -> None:
+        if l2_phrasing not in ("paper", "explicit"):
+            raise ValueError(f"l2_phrasing must be 'paper' or 'explicit', not {l2_phrasing!r}")
+        self.paper = l2_phrasing == "paper"
+        self.l1_social = bool(l1_social)
         self.idx = CityIndex(db_path)
         self.city = self.idx.city
         self.seed = int(seed)
@@ -633,9 +649,61 @@ class CaseEngine:
         order = sorted((float(d), o.id, o) for d, o in zip(ds, others) if d <= max_d)
         return [o for _, _, o in order[:k]]
 
+    def _social_verdict(self, persona: str) -> dict[str, Any]:
+        """Place L1 that only social-media posts answer (Figure 1: "Is Boyi Optical an authorized
+        Zeiss store ...? True", grounded in a note): does a named place have a stated memory
+        fact? Yes: a note names the place exactly and states it (τ*: the search that finds it and
+        the note). No: the place has no fact meaning it (both ways, `lexicon.STEMS`) and the
+        data engine's note search for the place and the value finds nothing."""
+        p = self.pick(self.idx.unique_named)
+        want = self.chance(0.5)
+        own = sorted(f for f in p.facts if f.startswith(("long:", "short:")))
+        if want:
+            fact = self.pick(own)
+            note, keyword, hits = self.findable_note(p, fact)
+        else:
+            profile = PROFILE_OF.get(p.place_type, "shop")
+            vocab = [f"{src}:{k}:{v}" for src, table in (("long", LONG_MEM_VOCAB), ("short", SHORT_MEM_VOCAB))
+                     for k, entries in table for v, profiles in entries if profile in profiles.split()]
+            fact = self.pick([f for f in vocab if f not in p.facts])
+            meaning = [pref for pref in (*PREFERENCES, *DISLIKES) if fact in pref.facts]
+            if any(self.satisfies(p, pref) for pref in meaning):
+                raise Reject("the place has a fact that means the same")
+            value = fact.split(":", 2)[2]
+            keyword = f'"{p.name}" AND "{value}"'
+            if '"' in value or self.de("search_notes", keyword=keyword)["results"]:
+                raise Reject("a note about the place mentions the value")
+            note, hits = None, []
+        key, value = fact.split(":", 2)[1:]
+        if key == "Atmosphere":
+            q = f"{persona}Is {p.name} {value}, according to social-media posts?"
+        else:
+            q = self.pick([f"{persona}Do social-media posts about {p.name} mention {value}?",
+                           f"I saw something online. Do people's posts about {p.name} mention {value}?"])
+        self.only_place_named(p)
+        self.find_place(p)
+        self.d.call("search_notes", keyword=keyword)
+        if note:
+            self.d.call("note_detail", note_id=note)
+            self.d.need(f"note:{note}")
+        return dict(
+            signature=("place_l1", "social_verdict", p.id, fact), question=q.strip(),
+            answer={"answer": want,
+                    "reason": (f"A post about {p.name} says so." if want else
+                               f"No post about {p.name} mentions {value}."),
+                    "ref": ref_block("l1", [], hits if want else [], notes_field=True)},
+            implicit_logic=False,
+            requirements=[{"scope": "answer", "requirements": [["value", "==", want]]}],
+            constraints=[{"kind": "value_equals", "expected": want,
+                          "text": f"The verdict follows what posts about {p.name} say about {value}."}],
+            reference_places=[p.id], reference_order=[], context={"kind": "social_verdict", "fact": fact})
+
     def place_l1(self) -> dict[str, Any]:
-        kind = self.pick(["open_verdict", "open_verdict", "compare", "which_open"])
+        kinds = ["open_verdict", "open_verdict", "compare", "which_open"]
+        kind = self.pick(kinds + ["social_verdict"] * 2 if self.l1_social else kinds)
         persona = self.persona()
+        if kind == "social_verdict":
+            return self._social_verdict(persona)
         if kind == "open_verdict":
             p = self.pick([x for x in self.idx.unique_named if x.hours])
             h = self.idx.hours_of(p)
@@ -736,7 +804,121 @@ class CaseEngine:
                           "text": f"The chosen place is one of {_list_words(names)}."}],
             reference_places=[winner.id], reference_order=[], context={"kind": kind, "candidates": cands})
 
+    def _record_facts(self, rec: dict[str, Any]) -> frozenset[str]:
+        return frozenset(parse_fact_groups(rec.get("tag"), "tag") | parse_fact_groups(rec.get("long_mem"), "long")
+                         | parse_fact_groups(rec.get("short_mem"), "short"))
+
+    def _fitting_in_area(self, center: str, radius: float, pref: Preference, dislike: Preference | None = None,
+                         place_types: list[str] | None = None) -> list[str]:
+        """Figure 10's uniqueness check for an area the query only implies: every place (of
+        `place_types`, else of any type) within `radius` of `center` whose full record (memory
+        included) fits `pref` and has none of `dislike`'s facts."""
+        args: dict[str, Any] = {"center": center, "radius_meters": radius}
+        if place_types:
+            args["place_types"] = place_types
+        records: dict[str, dict[str, Any]] = {}
+        mem = [pref.value_of(f) for f in pref.facts if not f.startswith("tag:")]
+        tags = [pref.value_of(f) for f in pref.facts if f.startswith("tag:")]
+        for key, values in (("social_mem", mem), ("geo_tag", tags)):
+            if not values:
+                continue
+            res = self.de("nearby_search", **args, **{key: values})
+            if res["total_matched"] > res["returned"]:
+                raise Reject("more places match than the data engine returns")
+            records.update({r["place_id"]: r for r in res["results"]})
+        kinds = [t for t in TYPES_MEANING.get(pref.key, ()) if not place_types or t in place_types]
+        if kinds:  # places that fit by their type alone
+            res = self.de("nearby_search", **{**args, "place_types": kinds})
+            if res["total_matched"] > res["returned"]:
+                raise Reject("more places match than the data engine returns")
+            records.update({r["place_id"]: {**r, "_fits_by_type": True} for r in res["results"]})
+        out = []
+        for pid, rec in sorted(records.items(), key=lambda kv: kv[1].get("distance_m", 0)):
+            facts = self._record_facts(rec)
+            fits = rec.get("_fits_by_type") or any(f in facts for f in pref.facts)
+            if fits and not (dislike and any(f in facts for f in dislike.facts)):
+                out.append(pid)
+        return out
+
+    def _area_radius(self, center: Place, d_answer: float, places: list[Place]) -> int:
+        """The area "near X" means when the query states no radius: twice the answer's distance and
+        at least `_AREA_FLOOR_M` beyond it, clear by the rounding band of every place in `places`
+        (the ones that could change the answer: the candidates' type, or everything that fits)."""
+        return self.clean_radius(max(2.0 * d_answer, d_answer + _AREA_FLOOR_M),
+                                 self.idx.distances(center, [p for p in places if p.id != center.id]), step=10)
+
     def place_l2(self) -> dict[str, Any]:
+        return self._place_l2_paper() if self.paper else self._place_l2_explicit()
+
+    def _place_l2_paper(self) -> dict[str, Any]:
+        """Figure 1's Place L2 ("... I absolutely hate mosquitoes. Which cafe should I choose?"):
+        the query names the type and where the user is, never the candidates or a radius. The
+        candidates are every place of the type near the anchor (`_area_radius`)."""
+        pref = self.pick(PREFERENCES)
+        a = self.pick([p for p in self.idx.unique_named if self.satisfies(p, pref) and p.sub in TYPE_NOUNS])
+        named = [p for p in self.idx.unique_named if p.sub != a.sub]
+        ds = self.idx.distances(a, named)
+        anchor = self.pick([p for p, d in zip(named, ds) if 30.0 <= d <= 250.0])
+        d_a = float(self.idx.distances(anchor, [a])[0])
+        same = [p for p in self.idx.by_sub[a.sub] if p.id != anchor.id]
+        radius = self._area_radius(anchor, d_a, same)
+        cands, _ = self.within(anchor, same, radius)
+        if not 2 <= len(cands) <= 8:
+            raise Reject("candidate set not clean")
+        dislike = self.pick(DISLIKES) if self.chance(0.5) else None
+        if dislike and self.satisfies(a, dislike):
+            raise Reject("the answer has the dislike")
+        trap = [c for c in cands if c.id != a.id and self.satisfies(c, pref) and dislike and self.satisfies(c, dislike)]
+        if dislike and not trap:
+            raise Reject("no distractor with the dislike")
+        self.only_place_named(anchor)
+        if self._fitting_in_area(anchor.id, radius, pref, dislike, [a.sub]) != [a.id]:
+            raise Reject("the full records do not single out the answer")
+        noun = TYPE_NOUNS[a.sub][0]
+        need = self.pick(pref.phrases)
+        dis = ""
+        if dislike:
+            phrase = self.pick(dislike.phrases)
+            dis = f", and {phrase[0].lower()}{phrase[1:]}"
+        q = self.pick([f"{self.persona()}I'm near {anchor.name}. {need[0].upper()}{need[1:]}{dis}. "
+                       f"Which {noun} should I choose?",
+                       f"{need[0].upper()}{need[1:]}{dis}. Which {noun} around {anchor.name} should I go to?"])
+        self.find_place(anchor)
+        out = self.d.call("nearby_search", center=anchor.id, radius_meters=radius, place_types=[a.sub])
+        listed = [r["place_id"] for r in out["results"]]
+        if sorted(listed) != sorted(c.id for c in cands) or out["returned"] != len(cands):
+            raise Reject("nearby_search lists another candidate set")
+        ordered = [self.idx.by_id[i] for i in listed]
+        keys, notes = self.show_preference(a, pref, [c for c in ordered if c.id != a.id])
+        if dislike:
+            dnote, dkw, _ = self.findable_note(trap[0], self.satisfies(trap[0], dislike)[0])
+            self.d.call("search_notes", keyword=dkw)
+            self.d.call("note_detail", note_id=dnote)
+            self.d.need(f"note:{dnote}")
+        ids = [c.id for c in cands]
+        constraints = [
+            {"kind": "has_preference", "role": "answer_place", "facts": list(pref.facts),
+             "text": f"The chosen place fits the need: {need}."},
+            {"kind": "place_requirement", "role": "answer_place", "requirement": ["place_type", "contains", a.sub],
+             "text": f"The chosen place is a {noun}."},
+            {"kind": "within_radius", "role": "answer_place", "center": anchor.id, "radius_m": radius,
+             "text": f"The chosen place is near {anchor.name} (within {radius} m)."}]
+        if dislike:
+            constraints.append({"kind": "lacks_preference", "role": "answer_place", "facts": list(dislike.facts),
+                                "text": f"The chosen place avoids what the user dislikes ({dislike.phrases[0]})."})
+        return dict(
+            signature=("place_l2", a.id, pref.key, anchor.id), question=q.strip(),
+            answer={"answer": a.name,
+                    "reason": f"{a.name} is the only {noun} near {anchor.name} whose {'tags' if keys else 'posts'} "
+                              f"show it fits: {need}.",
+                    "ref": ref_block("l2", keys, notes, notes_field=True), "implicit_logic": "True"},
+            implicit_logic=True,
+            requirements=[{"scope": "answer_place", "requirements": [["place_id", "in", ids]]}],
+            constraints=constraints, reference_places=[a.id], reference_order=[],
+            context={"kind": "preference", "preference": pref.key, "dislike": dislike.key if dislike else None,
+                     "candidates": ids, "anchor": anchor.id, "radius_m": radius, "phrasing": "paper"})
+
+    def _place_l2_explicit(self) -> dict[str, Any]:
         pref = self.pick(PREFERENCES)
         holders = [p for p in self.idx.unique_named if self.satisfies(p, pref)]
         a = self.pick(holders)
@@ -959,8 +1141,17 @@ class CaseEngine:
         noun = TYPE_NOUNS[sub][0]
         need = self.pick(pref.phrases)
         when = f" It's {day}, {hhmm}." if timed else ""
-        q = self.pick([f"{self.persona()}I'm near {anchor.name} and {need}.{when} Which {noun} within {radius} m should I go to?",
-                       f"{need[0].upper()}{need[1:]}.{when} Is there a {noun} within {radius} m of {anchor.name} for me?"])
+        area = None
+        if self.paper:  # Figure 1's Nearby L2: where the user is and what they need; no type, no radius
+            fitting = [p for p in self.idx.places if self.satisfies(p, pref)]
+            area = self._area_radius(anchor, d_ans, fitting)
+            if self._fitting_in_area(anchor.id, area, pref) != [ans.id]:
+                raise Reject("another place of any type near the anchor fits")
+            q = self.pick([f"{self.persona()}I'm near {anchor.name} and {need}.{when} Where should I go?",
+                           f"{need[0].upper()}{need[1:]}.{when} I'm around {anchor.name}; which place nearby suits me?"])
+        else:
+            q = self.pick([f"{self.persona()}I'm near {anchor.name} and {need}.{when} Which {noun} within {radius} m should I go to?",
+                           f"{need[0].upper()}{need[1:]}.{when} Is there a {noun} within {radius} m of {anchor.name} for me?"])
         self.only_place_named(anchor)
         # Figure 10: the full records (memory included) single out the answer within the radius
         found: set[str] = set()
@@ -989,6 +1180,10 @@ class CaseEngine:
                         "text": f"It is within {radius} m of {anchor.name}."},
                        {"kind": "place_requirement", "role": "places", "requirement": ["place_type", "contains", sub],
                         "text": f"It is a {noun}."}]
+        if area is not None:  # the query states neither: the answer is the one fitting place near the anchor
+            reqs = [["distance_m", "<=", area]]
+            constraints = [constraints[0], {"kind": "within_radius", "role": "places", "center": anchor.id,
+                                            "radius_m": area, "text": f"It is near {anchor.name} (within {area} m)."}]
         if timed:
             if not self.d.tau or self.d.tau[-1] != {"tool": "place_detail", "arguments": {"place_id": ans.id}}:
                 self.d.call("place_detail", place_id=ans.id)
@@ -1001,13 +1196,14 @@ class CaseEngine:
         return dict(
             signature=("nearby_l2", anchor.id, ans.id, pref.key), question=q.strip(),
             answer={"answer": [{"name": ans.name, "place_id": ans.id,
-                                "reason": f"The only {noun} within {radius} m of {anchor.name} that fits: {need}.",
+                                "reason": (f"The only place near {anchor.name} that fits: {need}." if area else
+                                           f"The only {noun} within {radius} m of {anchor.name} that fits: {need}."),
                                 "ref": ref_block("l2", keys, notes, notes_field=True), "implicit_logic": "True"}]},
             implicit_logic=True,
             requirements=[{"scope": "places", "requirements": reqs}], constraints=constraints,
             reference_places=[ans.id], reference_order=[],
-            context={"anchor": anchor.id, "radius_m": radius, "place_type": sub, "preference": pref.key,
-                     "weekday": day, "time": hhmm})
+            context={"anchor": anchor.id, "radius_m": area or radius, "place_type": sub, "preference": pref.key,
+                     "weekday": day, "time": hhmm, "phrasing": "paper" if area else "explicit"})
 
     # ================================================================ Routing
     def _vehicle_mode(self) -> tuple[str, str]:
@@ -1030,7 +1226,8 @@ class CaseEngine:
             signature=("routing_l0", a.id, b.id, vehicle, mode), question=q.strip(),
             answer=self.stop_answer(a, b, [], [a.id, b.id], vehicle, mode, totals),
             implicit_logic=False,
-            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode]]}],
+            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
+                                                             ["start_id", "==", a.id], ["end_id", "==", b.id]]}],
             constraints=[], reference_places=[a.id, b.id], reference_order=[a.id, b.id],
             context={"vehicle": vehicle, "mode": mode})
 
@@ -1120,7 +1317,8 @@ class CaseEngine:
             signature=("routing_l1", a.id, b.id, tuple(subs), vehicle, mode), question=q.strip(),
             answer=self.stop_answer(a, b, stop_rows, order, vehicle, mode, totals),
             implicit_logic=False,
-            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode]]},
+            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
+                                                             ["start_id", "==", a.id], ["end_id", "==", b.id]]},
                           *[{"scope": "slot", "slot": i, "requirements": [["place_type", "contains", sub]]}
                             for i, sub in enumerate(subs)]],
             constraints=constraints, reference_places=[a.id, *[s.id for s in stops], b.id], reference_order=order,
@@ -1157,6 +1355,16 @@ class CaseEngine:
             raise Reject("ambiguous candidate names")
         return ans, pref, radius, cands
 
+    def _route_area(self, a: Place, b: Place, vehicle: str, mode: str, ans: Place) -> int:
+        """What "on the way" means when no buffer is stated: `_area_radius` around the route,
+        clear of every place of the stop's type."""
+        same = [p for p in self.idx.by_sub[ans.sub] if p.id not in (a.id, b.id)]
+        ds = T.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
+        if ds is None:
+            raise Reject("no route")
+        d0 = float(ds[[p.id for p in same].index(ans.id)])
+        return self.clean_radius(max(2.0 * d0, d0 + _AREA_FLOOR_M), ds, step=10)
+
     def routing_l2(self) -> dict[str, Any]:
         a, b = self.endpoints(1000.0, 3000.0)
         vehicle, mode = self._vehicle_mode()
@@ -1172,18 +1380,28 @@ class CaseEngine:
         need = self.pick(pref.phrases)
         adj = self.pick(MODE_WORDS[mode])
         extra = f" I also need to stop at the nearest {TYPE_NOUNS[explicit[1]][0]} to my route." if explicit else ""
-        q = self.pick([f"{self.persona()}I'm {vehicle} from {a.name} to {b.name} and want to stop at a {noun} on the way, "
-                       f"no more than {radius} m off my route: {need}.{extra} What's the {adj} plan?",
-                       f"{vehicle.capitalize()} from {a.name} to {b.name}. {need[0].upper()}{need[1:]}, so I'd like a "
-                       f"{noun} within {radius} m of the route.{extra} Plan the {adj} trip."])
+        route_obj = {"start": a.id, "end": b.id, "vehicle": vehicle}
+        if mode != "time":
+            route_obj["mode"] = mode
+        area = None
+        if self.paper:  # Figure 1's Routing L2 ("... grab a cup of coffee and have some reading"): no buffer
+            area = self._route_area(a, b, vehicle, mode, ans)
+            if self._fitting_in_area(dict(route_obj), area, pref, place_types=[ans.sub]) != [ans.id]:
+                raise Reject("another place of the type on the way fits")
+            q = self.pick([f"{self.persona()}I'm {vehicle} from {a.name} to {b.name} and want to stop at a {noun} on "
+                           f"the way: {need}.{extra} What's the {adj} plan?",
+                           f"{vehicle.capitalize()} from {a.name} to {b.name}. {need[0].upper()}{need[1:]}, so I'd like "
+                           f"to stop at a {noun} on the way.{extra} Plan the {adj} trip."])
+        else:
+            q = self.pick([f"{self.persona()}I'm {vehicle} from {a.name} to {b.name} and want to stop at a {noun} on the way, "
+                           f"no more than {radius} m off my route: {need}.{extra} What's the {adj} plan?",
+                           f"{vehicle.capitalize()} from {a.name} to {b.name}. {need[0].upper()}{need[1:]}, so I'd like a "
+                           f"{noun} within {radius} m of the route.{extra} Plan the {adj} trip."])
         self.only_place_named(a)
         self.only_place_named(b)
         mem = [pref.value_of(f) for f in pref.facts if not f.startswith("tag:")]
         tags = [pref.value_of(f) for f in pref.facts if f.startswith("tag:")]
         found: set[str] = set()
-        route_obj = {"start": a.id, "end": b.id, "vehicle": vehicle}
-        if mode != "time":
-            route_obj["mode"] = mode
         if mem:
             found |= {r["place_id"] for r in self.de("nearby_search", center=dict(route_obj), radius_meters=radius,
                                                       place_types=[ans.sub], social_mem=mem)["results"]}
@@ -1224,8 +1442,13 @@ class CaseEngine:
                         "text": f"That stop is within {radius} m of the route."}]
         stop_rows = [(ans, f"The only {noun} within {radius} m of the route that fits: {need}.",
                       ref_block("l2", keys, notes, notes_field=True), True)]
-        requirements = [{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode]]},
+        requirements = [{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
+                                                             ["start_id", "==", a.id], ["end_id", "==", b.id]]},
                         {"scope": "slot", "slot": 0, "requirements": [["place_type", "contains", ans.sub]]}]
+        if area is not None:  # no buffer is stated: the one fitting place of the type on the way
+            constraints[4] = {**constraints[4], "radius_m": area,
+                              "text": f"That stop is on the way (within {area} m of the route)."}
+            stop_rows = [(ans, f"The only {noun} on the way that fits: {need}.", stop_rows[0][2], True)]
         if explicit:
             p2, sub2, d2 = explicit
             constraints.append({"kind": "nearest_on_route", "role": "slot", "slot": 1, "place_type": sub2,
@@ -1239,7 +1462,8 @@ class CaseEngine:
             answer=self.stop_answer(a, b, stop_rows, order, vehicle, mode, totals),
             implicit_logic=True, requirements=requirements, constraints=constraints,
             reference_places=[a.id, *[s.id for s in stops], b.id], reference_order=order,
-            context={"vehicle": vehicle, "mode": mode, "preference": pref.key, "radius_m": radius})
+            context={"vehicle": vehicle, "mode": mode, "preference": pref.key, "radius_m": area or radius,
+                     "phrasing": "paper" if area else "explicit"})
 
     # ================================================================ Trip Design
     def _time_window(self, routes: list[dict[str, Any]], legs: dict, mode: str) \
@@ -1366,7 +1590,8 @@ class CaseEngine:
             signature=("trip_l1", tuple(ids), vehicle, mode, kind), question=q.strip(),
             answer=self.stop_answer(a, b, stop_rows, order, vehicle, mode, totals),
             implicit_logic=False,
-            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode]]},
+            requirements=[{"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
+                                                             ["start_id", "==", a.id], ["end_id", "==", b.id]]},
                           *[{"scope": "slot", "slot": i, "requirements": [["name", "==", p.name]]}
                             for i, p in enumerate(picks)]],
             constraints=constraints, reference_places=ids, reference_order=order, context=context)
@@ -1384,7 +1609,8 @@ class CaseEngine:
                 holders = [p for p in self.idx.unique_named if self.satisfies(p, pref) and p.sub in TYPE_NOUNS
                            and p.hours and p.id not in (a.id, b.id) and p.id not in {s[0].id for s in slots}]
                 ds = self.idx.distances(a, holders)
-                near = sorted((float(d), p.id, p) for d, p in zip(ds, holders) if d <= 1800)
+                reach = 700 if self.paper else 1800  # an unstated "near" must stay near
+                near = sorted((float(d), p.id, p) for d, p in zip(ds, holders) if d <= reach)
                 if not near:
                     continue
                 # the fitting place of one type nearest to the start: none of that type fits closer
@@ -1392,7 +1618,8 @@ class CaseEngine:
                 d_p, _, p = next(x for x in near if x[2].sub == sub)
                 same = [o for o in self.idx.by_sub[p.sub] if o.id != a.id]
                 try:
-                    radius = self.clean_radius(d_p, self.idx.distances(a, same), step=100, tries=3)
+                    radius = (self._area_radius(a, d_p, same) if self.paper
+                              else self.clean_radius(d_p, self.idx.distances(a, same), step=100, tries=3))
                 except Reject:
                     continue
                 inside, _ = self.within(a, same, radius)
@@ -1448,7 +1675,8 @@ class CaseEngine:
         adj = self.pick(MODE_WORDS[mode])
         wants = []
         for p, pref, radius in slots:
-            wants.append(f"{self.pick(pref.phrases)} (a {TYPE_NOUNS[p.sub][0]} within {radius / 1000:g} km of {a.name})")
+            where = f"near {a.name}" if self.paper else f"within {radius / 1000:g} km of {a.name}"
+            wants.append(f"{self.pick(pref.phrases)} (a {TYPE_NOUNS[p.sub][0]} {where})")
         q = (f"{self.persona()}It's {day}, {hhmm}, and I'm setting off {vehicle} from {a.name} to {b.name}. "
              f"On the way: {'; '.join(wants)}. I'll spend about {dwell} minutes at each stop. "
              f"Plan the {adj} trip.")
@@ -1458,7 +1686,8 @@ class CaseEngine:
         constraints = [{"kind": "starts_at", "place_id": a.id, "text": f"The trip starts at {a.name}."},
                        {"kind": "ends_at", "place_id": b.id, "text": f"The trip ends at {b.name}."}]
         requirements: list[dict[str, Any]] = [
-            {"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode]]}]
+            {"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
+                                                             ["start_id", "==", a.id], ["end_id", "==", b.id]]}]
         for i, (p, pref, radius) in enumerate(slots):
             fact = self.satisfies(p, pref)[0]
             value = pref.value_of(fact)
@@ -1487,7 +1716,8 @@ class CaseEngine:
                 {"kind": "place_requirement", "role": "slot", "slot": i, "requirement": ["place_type", "contains", p.sub],
                  "text": f"That stop is a {noun}."},
                 {"kind": "within_radius", "role": "slot", "slot": i, "center": a.id, "radius_m": radius,
-                 "text": f"That stop is within {radius} m of {a.name}."}]
+                 "text": (f"That stop is near {a.name} (within {radius} m)." if self.paper
+                          else f"That stop is within {radius} m of {a.name}.")}]
             requirements.append({"scope": "slot", "slot": i, "requirements": [["place_type", "contains", p.sub],
                                                                               ["distance_m", "<=", radius]]})
         constraints.append({"kind": "open_on_arrival", "weekday": day, "departure": hhmm, "dwell_min": dwell,
@@ -1508,7 +1738,7 @@ class CaseEngine:
             reference_places=ids, reference_order=order,
             context={"anchor": a.id, "vehicle": vehicle, "mode": mode, "scenario": scenario, "weekday": day,
                      "departure": hhmm, "dwell_min": dwell, "unconstrained_order": routes[0]["order"],
-                     "preferences": [s[1].key for s in slots]})
+                     "preferences": [s[1].key for s in slots], "phrasing": "paper" if self.paper else "explicit"})
 
     # ================================================================ driver
     GENERATORS = {
@@ -1557,10 +1787,13 @@ class CaseEngine:
 
 
 def generate_cases(db_path: str, *, n_cases: int, seed: int,
-                   combos: list[tuple[str, str]] | None = None) -> list[Case]:
+                   combos: list[tuple[str, str]] | None = None, l2_phrasing: str = "paper",
+                   l1_social: bool = True) -> list[Case]:
     """`n_cases` cases over `combos` (default: all 11) in Table 4's proportions, deterministic in
-    the city and `seed`."""
-    engine = CaseEngine(str(db_path), seed)
+    the city and `seed`. `l2_phrasing`: "paper" (no place type, radius or candidate list where
+    Figure 8 gives none) or "explicit" (the earlier wording); `l1_social`: Place L1 includes
+    yes/no questions that only social-media posts answer."""
+    engine = CaseEngine(str(db_path), seed, l2_phrasing=l2_phrasing, l1_social=l1_social)
     return engine.generate(allocate(n_cases, combos))
 
 

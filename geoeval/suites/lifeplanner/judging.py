@@ -177,6 +177,11 @@ def answer_record(parsed: ParsedAnswer) -> dict[str, Any]:
         rec["vehicle"] = parsed.vehicle
     if parsed.mode is not None:
         rec["mode"] = parsed.mode
+    # a route's ends are attributes the request fixes ("from A to B"), so A checks them too
+    if parsed.start is not None:
+        rec["start_id"] = parsed.start
+    if parsed.end is not None:
+        rec["end_id"] = parsed.end
     return rec
 
 

@@ -91,7 +91,7 @@ class Preference:
 PREFERENCES: tuple[Preference, ...] = (
     Preference("quiet", ("I need somewhere calm where I can hear myself think",
                          "I want a peaceful spot without any noise"),
-               ("long:Atmosphere:quiet",)),
+               ("long:Atmosphere:quiet", "tag:Rule:Quiet zone")),
     Preference("study", ("I have an exam on Monday and need a spot where I can revise for hours",
                          "I need somewhere to work through my thesis all afternoon"),
                ("long:Atmosphere:good for studying", "tag:Facility:Study desks")),
@@ -99,23 +99,25 @@ PREFERENCES: tuple[Preference, ...] = (
     Preference("lively", ("we want a buzzing place full of energy",), ("long:Atmosphere:lively",)),
     Preference("romantic", ("it's our anniversary, so the mood has to be right",),
                ("long:Atmosphere:romantic",)),
-    Preference("family", ("I'm bringing my two little kids along",), ("long:Atmosphere:family-friendly",)),
+    Preference("family", ("I'm bringing my two little kids along",), ("long:Atmosphere:family-friendly", "tag:Facility:Kids area", "tag:Facility:Playground",
+                "tag:Facility:Baby chairs", "tag:Service:Kids workshop")),
     Preference("cute", ("my roommates want a cute vibe for photos",), ("long:Atmosphere:cute pink decor",)),
     Preference("music", ("I'd like gentle music playing in the background",), ("long:Atmosphere:soothing music",)),
-    Preference("lake_view", ("I'd love to look out over the water while I sit",), ("long:Scenery:lake view",)),
+    Preference("lake_view", ("I'd love to look out over the water while I sit",), ("long:Scenery:lake view", "long:Scenery:sunset over the lake", "tag:Scenery:Lake sunset")),
     Preference("rooftop", ("somewhere up high overlooking the city would be perfect",),
-               ("long:Scenery:rooftop view",)),
+               ("long:Scenery:rooftop view", "tag:Scenery:City skyline", "tag:Facility:Viewing platform")),
     Preference("sakura", ("I want to see the sakura this spring",),
-               ("long:Scenery:cherry blossoms in spring", "tag:Scenery:Cherry blossoms")),
+               ("long:Scenery:cherry blossoms in spring", "tag:Scenery:Cherry blossoms",
+                "short:Crowd:extremely crowded during cherry blossom season")),
     Preference("sunset", ("I want to watch the sun go down over the water",),
                ("long:Scenery:sunset over the lake", "tag:Scenery:Lake sunset")),
     Preference("latte_art", ("I'm a sucker for pretty latte art",), ("long:Positive:great latte art",)),
     Preference("big_portions", ("I'm starving and want big servings",), ("long:Positive:generous portions",)),
     Preference("fast_wifi", ("I have a video call and need a fast, stable connection",),
-               ("long:Positive:fast wifi",)),
+               ("long:Positive:fast wifi", "tag:Facility:WiFi")),
     Preference("fresh", ("fresh ingredients matter a lot to me",), ("long:Positive:fresh ingredients",)),
     Preference("trails", ("I want well-maintained paths for a morning jog",),
-               ("long:Positive:well-kept trails",)),
+               ("long:Positive:well-kept trails", "tag:Facility:Lakeside trail", "tag:Scenery:Forest trail")),
     Preference("cocktails", ("I want an expertly mixed drink tonight",),
                ("long:Positive:great cocktails", "tag:Drinks:Cocktails")),
     Preference("matcha", ("I'm obsessed with anything green-tea flavoured right now",), ("short:New Arrival:new matcha series",)),
@@ -125,27 +127,27 @@ PREFERENCES: tuple[Preference, ...] = (
                ("short:Event:German Corner on Sundays",)),
     Preference("outlets", ("my laptop battery is nearly dead",), ("tag:Facility:Power outlets",)),
     Preference("books", ("I forgot my novel, so I'd like something to leaf through there",),
-               ("tag:Facility:Bookshelves",)),
+               ("tag:Facility:Bookshelves", "tag:Facility:Reading area", "short:New Arrival:new reading corner")),
     Preference("sofa", ("I want to sink into something soft and read for hours",), ("tag:Facility:Reading sofa",)),
-    Preference("outdoor", ("I'd like to sit outside in the fresh air",), ("tag:Facility:Outdoor seating",)),
+    Preference("outdoor", ("I'd like to sit outside in the fresh air",), ("tag:Facility:Outdoor seating", "tag:Facility:Terrace")),
     Preference("daylight", ("I love sitting under natural daylight",), ("tag:Facility:Glass roof",)),
     Preference("corgi", ("I want to play with some short-legged dogs",), ("tag:Pet:Corgi",)),
     Preference("ragdoll", ("I want to cuddle a big, floppy, long-haired cat",), ("tag:Pet:Ragdoll cat",)),
     Preference("umbrella", ("it's pouring and I have no umbrella", "I got caught in the rain without any rain gear"), ("tag:Service:Free umbrella borrowing",)),
     Preference("power_bank", ("my phone is about to die and I have no charger",),
                ("tag:Service:Power bank rental",)),
-    Preference("private_room", ("our group wants a space closed off from the other guests",), ("tag:Facility:Private rooms",)),
-    Preference("kids_area", ("my toddlers need a play corner while we eat",), ("tag:Facility:Kids area",)),
+    Preference("private_room", ("our group wants a space closed off from the other guests",), ("tag:Facility:Private rooms", "tag:Facility:Party room")),
+    Preference("kids_area", ("my toddlers need a play corner while we eat",), ("tag:Facility:Kids area", "tag:Facility:Playground")),
     Preference("mochi", ("I want a drink with those chewy rice-cake bits in it",), ("tag:Drinks:Milk tea with mochi",)),
     Preference("hot_dry_noodles", ("I must try the sesame-paste noodle dish this city is famous for",), ("tag:Dish:Hot dry noodles",)),
     Preference("egg_tarts", ("I'm craving a flaky Portuguese-style custard pastry",), ("tag:Food:Egg tarts",)),
-    Preference("lakeside_walk", ("I want a stroll along the water",), ("tag:Facility:Lakeside trail",)),
+    Preference("lakeside_walk", ("I want a stroll along the water",), ("tag:Facility:Lakeside trail", "tag:Scenery:Walk above the lake")),
     Preference("lake_walk", ("I want to stroll on a boardwalk right over the water",), ("tag:Scenery:Walk above the lake",)),
     Preference("board_games", ("we want to play Catan and Monopoly with friends",), ("tag:Service:Board games",)),
     Preference("swim", ("I want to do some laps before work",), ("tag:Facility:Swimming pool",)),
     Preference("eye_test", ("I need my eyes checked and don't want to pay for it",),
                ("tag:Service:Free eye test",)),
-    Preference("dinosaurs", ("my son can't stop talking about T. rex",), ("tag:Exhibit:Dinosaur fossils",)),
+    Preference("dinosaurs", ("my son can't stop talking about T. rex",), ("tag:Exhibit:Dinosaur fossils", "tag:Exhibit:Natural history")),
     Preference("karaoke", ("we want to sing our hearts out",), ("tag:Service:Karaoke",)),
 )
 PREFERENCE_BY_KEY = {p.key: p for p in PREFERENCES}
@@ -153,10 +155,45 @@ PREFERENCE_BY_KEY = {p.key: p for p in PREFERENCES}
 # Things a user can rule out ("I absolutely hate mosquitoes"): a place with any of the facts fails.
 DISLIKES: tuple[Preference, ...] = (
     Preference("mosquitoes", ("I absolutely hate mosquitoes",), ("long:Negative:mosquitoes in summer",)),
-    Preference("queues", ("I really can't stand queuing",), ("long:Negative:long queues",)),
+    Preference("queues", ("I really can't stand queuing",), ("long:Negative:long queues", "short:Crowd:queues after 18:00")),
     Preference("weekend_noise", ("noise drives me crazy",), ("long:Atmosphere:noisy at weekends",)),
-    Preference("crowds", ("I hate crowds",), ("long:Negative:crowded at weekends", "long:Atmosphere:often full")),
+    Preference("crowds", ("I hate crowds",), ("long:Negative:crowded at weekends", "long:Atmosphere:often full",
+               "short:Crowd:extremely crowded during cherry blossom season")),
     Preference("pricey", ("I don't want overpriced drinks",), ("long:Negative:pricey drinks",)),
     Preference("hidden_entrance", ("I get lost easily, so the entrance should be easy to find",),
                ("long:Negative:hard to find entrance",)),
 )
+
+# What each preference means, as word stems (lower case). Uniqueness is checked both ways: every
+# tag or memory fact of the city's vocabulary whose value contains one of a preference's stems
+# means what the preference means, so it must be among the preference's facts (a test checks
+# this), otherwise a candidate holding it would fit the query without the engine knowing
+# (issue 11: "Rule: Quiet zone" was not a "quiet" fact; "crowded during cherry blossom season" was
+# not a "sakura" fact).
+STEMS: dict[str, tuple[str, ...]] = {
+    "quiet": ("quiet",), "study": ("study", "studying"), "cozy": ("cozy",), "lively": ("lively",),
+    "romantic": ("romantic",), "family": ("family", "kids", "baby", "playground"), "cute": ("cute",),
+    "music": ("soothing music",), "lake_view": ("lake view", "over the lake", "lake sunset"),
+    "rooftop": ("rooftop", "skyline", "viewing platform"), "sakura": ("cherry", "blossom"),
+    "sunset": ("sunset",), "latte_art": ("latte art",), "big_portions": ("portion",),
+    "fast_wifi": ("wifi",), "fresh": ("fresh ingredients",), "trails": ("trail",),
+    "cocktails": ("cocktail",), "matcha": ("matcha",), "live_music": ("live music",), "german": ("german",),
+    "outlets": ("power outlet",), "books": ("bookshel", "reading area", "reading corner"), "sofa": ("sofa",),
+    "outdoor": ("outdoor", "terrace"), "daylight": ("glass roof",), "corgi": ("corgi",),
+    "ragdoll": ("ragdoll",), "umbrella": ("umbrella",), "power_bank": ("power bank",),
+    "private_room": ("private room", "party room"), "kids_area": ("kids area", "playground"),
+    "mochi": ("mochi",), "hot_dry_noodles": ("hot dry noodles",), "egg_tarts": ("egg tart",),
+    "lakeside_walk": ("lakeside", "walk above"), "lake_walk": ("walk above",), "board_games": ("board game",),
+    "swim": ("swim",), "eye_test": ("eye test",), "dinosaurs": ("dinosaur", "natural history"),
+    "karaoke": ("karaoke",),
+    # dislikes
+    "mosquitoes": ("mosquito",), "queues": ("queue",), "weekend_noise": ("noisy",),
+    "crowds": ("crowded", "often full"), "pricey": ("pricey",), "hidden_entrance": ("hard to find",),
+}
+
+# Place sub-types that fit a preference by what they are (a KTV is for singing, a library for
+# revising): in an area the query only implies ("near X", no type), a place of such a type fits
+# the need whatever its facts, so the uniqueness check counts it too.
+TYPES_MEANING: dict[str, tuple[str, ...]] = {
+    "karaoke": ("KTV",), "study": ("Library",), "books": ("Bookstore", "Library"),
+}

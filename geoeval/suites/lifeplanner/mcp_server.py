@@ -241,7 +241,7 @@ def failure_class_of(payload: Any) -> str:
 
 
 def _result_text(result: Any) -> str:
-    from inspect_ai._util.content import ContentText
+    from inspect_ai.model import ContentText
 
     if isinstance(result, str):
         return result
@@ -291,9 +291,9 @@ def _tool_source_class() -> type:
     # A subclass of Inspect's local MCP tool source (private class) rather than a plain ToolSource:
     # `mcp_connection(tools)` (used by `react()`, and by any solver that wants one connection per
     # sample instead of one per call) recognises it by this type and holds its server open.
-    from inspect_ai.tool._mcp.tools import MCPToolSourceLocal
+    from geoeval.core.private_api import mcp_tool_source_local
 
-    class LifePlannerMCPTools(MCPToolSourceLocal):
+    class LifePlannerMCPTools(mcp_tool_source_local()):  # type: ignore[misc]
         """Inspect's MCP tool source with each tool wrapped by `_recording_tool`."""
 
         def __init__(self, server: Any, toolset: str) -> None:

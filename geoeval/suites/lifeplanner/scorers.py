@@ -272,7 +272,7 @@ def output_tokens_metric(inp: MetricInput) -> float:
 def extract_answer(raw: str) -> tuple[str, str]:
     """The submitted answer, and the notes `evaluate_sample` recorded (a schema problem, calls
     refused past the budget, a failed judge) as the problem that explains the scores."""
-    from inspect_ai.solver._task_state import sample_state
+    from geoeval.core.private_api import sample_state
 
     state = sample_state()
     record = ((state.metadata or {}).get(RECORD_KEY) if state is not None else None) or {}

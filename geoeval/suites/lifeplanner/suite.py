@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -26,6 +26,7 @@ from geoeval.core.config import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
+from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
 
 Task_ = Literal["place", "nearby", "routing", "trip"]
@@ -87,6 +88,12 @@ class LifePlannerSuiteConfig(Strict):
         default="inproc", description="how the agent reaches the tools: in process, or an MCP server over stdio per sample")
     phrasing_model: str | None = Field(
         default=None, description="Inspect model that rewrites each templated query (temperature 0); null: templates only")
+    l2_phrasing: Literal["paper", "explicit"] = Field(
+        default="paper", description="paper: L2 queries imply the need and name no place type, radius or "
+        "candidate list where the paper's examples give none (Figure 8); explicit: the earlier wording that states them")
+    l1_social: bool = Field(
+        default=True, description="some Place L1 cases ask a yes/no question only social-media posts answer, as the "
+        "paper's L1 examples do; false: L1 uses the map records only")
 
     @model_validator(mode="after")
     def _selects_something(self) -> LifePlannerSuiteConfig:
@@ -147,10 +154,20 @@ class LifePlannerSuite:
     scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
     headline_metrics = ("pr", "sc", "rp")
+    uses_judges = True  # SC and RP come from the judge ensemble (provenance labels say which)
     log2_sweep_axes: tuple[str, ...] = ()
     config_schema = LifePlannerSuiteConfig
     # the environment is chosen by env.name (the core validates env with the matching schema)
     env_schema = {"lifeplanner_synthetic": LifePlannerEnvConfig, "lifeplanner_osm": LifePlannerOsmEnvConfig}
+    # meta-evaluation (meta_eval.py): 1.0 for deterministic metrics, 0.9 for SC, RP and PR (the
+    # judge ensemble's rules judge decides SC and RP; PR gates on SC)
+    meta_eval_targets: ClassVar[dict[str, float]] = dict(META_EVAL_TARGETS)
+
+    def meta_eval_answers(self, spec: Any, env: LifePlannerEnv, samples: list[Sample]) -> list[Any]:
+        """Answers of known quality per sample, scored by the run's scorers and judges."""
+        from geoeval.suites.lifeplanner.meta_eval import meta_eval_answers
+
+        return meta_eval_answers(spec, env, samples)
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any) -> LifePlannerEnv:
@@ -193,12 +210,14 @@ class LifePlannerSuite:
 
         cfg: LifePlannerSuiteConfig = spec.suite
         combos = cfg.combinations()
-        key = _key({"n": cfg.n_cases, "combos": combos, "seed": spec.seed, "engine": ENGINE_VERSION})
+        key = _key({"n": cfg.n_cases, "combos": combos, "seed": spec.seed, "engine": ENGINE_VERSION,
+                    "l2_phrasing": cfg.l2_phrasing, "l1_social": cfg.l1_social})
         path = Path(env.root) / f"cases-{key}.jsonl"
         if path.exists():
             return cases_from_jsonl(path.read_text())
         try:
-            cases = generate_cases(env.db_path, n_cases=cfg.n_cases, seed=spec.seed, combos=combos)
+            cases = generate_cases(env.db_path, n_cases=cfg.n_cases, seed=spec.seed, combos=combos,
+                                   l2_phrasing=cfg.l2_phrasing, l1_social=cfg.l1_social)
         except CaseGenerationError as exc:
             raise GeoevalError(f"LifePlanner case generation: {exc}") from None
         _write_atomic(path, cases_to_jsonl(cases))

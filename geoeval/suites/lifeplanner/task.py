@@ -139,7 +139,7 @@ def _submitted(state: TaskState) -> bool:
 def _evaluated_tokens(state: TaskState) -> dict[str, int]:
     """Input and output tokens of the evaluated model over the whole trajectory (read before the
     judges run; they are other models)."""
-    from inspect_ai.model._model import sample_model_usage
+    from geoeval.core.private_api import sample_model_usage
 
     usage = sample_model_usage() or {}
     own = usage.get(str(state.model))

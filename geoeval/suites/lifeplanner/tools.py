@@ -755,7 +755,7 @@ def _center(city: City, center: Any) -> tuple[str, Any]:
         extra = sorted(set(center) - {"start", "end", "vehicle", "mode"})
         if extra:
             raise ToolParameterError(f"center route object has unknown keys {_brief(extra)}; expected 'start', "
-                                     "'end', 'vehicle'.")
+                                     "'end', 'vehicle', 'mode'.")
         a = _place(city, "center.start", center.get("start"))
         b = _place(city, "center.end", center.get("end"))
         if a == b:
@@ -764,7 +764,7 @@ def _center(city: City, center: Any) -> tuple[str, Any]:
         mode = _choice("center.mode", center.get("mode", "time"), MODES)
         return "route", (a, b, vehicle, mode)
     raise ToolParameterError("center must be a place_id string or a route object "
-                             "{'start': 'ID', 'end': 'ID', 'vehicle': 'driving'}.")
+                             "{'start': 'ID', 'end': 'ID', 'vehicle': 'driving', 'mode': 'time'}.")
 
 
 def _route_line(city: City, r: _Route) -> np.ndarray:
@@ -1079,7 +1079,11 @@ def note_detail(city: City, note_id: Any) -> ToolResult:
 # --------------------------------------------------------------------------------------------
 
 # Table 7 (standard) and Table 8 (data engine): the descriptions injected into the prompt.
-_CENTER_DESC = "Center: POI place_id (str) OR Route object {'start': 'ID', 'end': 'ID', 'vehicle': 'driving'}"
+# Table 7 documents the route object's start, end and vehicle; its route also depends on the mode
+# (fastest and shortest routes differ), which reference paths use, so the description names it too.
+_CENTER_DESC = ("Center: POI place_id (str) OR Route object {'start': 'ID', 'end': 'ID', 'vehicle': 'driving', "
+                "'mode': 'time'} (vehicle: 'walking', 'cycling' or 'driving', default 'driving'; mode: 'time' for "
+                "the fastest route or 'distance' for the shortest, default 'time')")
 STANDARD_SCHEMA: dict[str, tuple[str, dict[str, str]]] = {
     "place_search": (
         "Search places by name with lightweight POI output (place_id, name, type, rating, cost). Supports type, "
