@@ -49,9 +49,28 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         try:
             cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none", *overrides])
+            if "env" not in given:
+                env = generated_env(str(cfg.suite.name), str(cfg.env.name))
+                if env != str(cfg.env.name):
+                    cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, f"env={env}",
+                                                                   "tracking=none", *overrides])
+        except GeoevalError:
+            raise
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override
             raise GeoevalError(f"Invalid config: {exc}") from None
     return validate_config(cfg)
+
+
+def generated_env(suite_name: str, default: str) -> str:
+    """The environment a meta-evaluation uses when none is given: the primary config's where the
+    suite takes it, else the suite's generated one (no external files needed)."""
+    from geoeval.core.registry import get_suite
+
+    schemas = getattr(get_suite(suite_name), "env_schema", None)
+    if not isinstance(schemas, dict) or default in schemas:
+        return default
+    generated = [name for name in schemas if name.endswith(("_synthetic", "_generated"))]
+    return (generated or list(schemas))[0]
 
 
 def _fmt(x: float) -> str:

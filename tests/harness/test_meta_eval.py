@@ -1,0 +1,40 @@
+"""`geoeval meta-eval` meets its targets for every suite: the scores order answers of known
+quality (reference > one defect > empty / refusal / invented) as they should."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from geoeval.core.meta_eval_cli import main
+
+# small datasets, every suite's offline rules judge; the tiers are built per sample
+SUITES = {
+    "maptab": ["env.n_maps=2", "suite.scenario=both", "suite.categories=[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]",
+               "suite.n_per_category=2"],
+    "lifeplanner": [],
+    "mapsatisfy": ["env=mapsatisfy_generated", "env.n=8", "env.embedder=hashing"],
+}
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_meta_eval_meets_its_targets(suite, tmp_path, capsys):
+    out = tmp_path / f"{suite}.json"
+    code = main([suite, *SUITES[suite], f"work_dir={tmp_path / 'work'}", f"results_db={tmp_path / 'r.duckdb'}",
+                 "--output", str(out)])
+    printed = capsys.readouterr()
+    report = json.loads(out.read_text())
+    missed = {m: (r["accuracy"], r["target"], r["examples"][:1]) for m, r in report["metrics"].items() if not r["met"]}
+    assert code == 0 and not missed, f"{printed.out}\n{printed.err}\n{missed}"
+    assert report["n_samples"] >= 4
+    tiers = set(report["tiers"])
+    assert {"reference", "empty", "refusal", "invented"} <= tiers
+    assert any(t.startswith("defect:") for t in tiers)
+    # every metric was put to the test, and the reference leads every tier on it
+    for metric, result in report["metrics"].items():
+        assert result["pairs"] > 0, metric
+        ref = report["tier_means"]["reference"].get(metric)
+        others = [means[metric] for tier, means in report["tier_means"].items() if tier != "reference" and metric in means]
+        if ref is not None and others:
+            assert ref >= max(others), (metric, report["tier_means"])
