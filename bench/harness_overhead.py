@@ -125,6 +125,9 @@ def main() -> None:
            f"env.n_maps={args.ocr_maps}", f"suite.n_per_category={args.per_category}"]
     times = {}
     for workers in (1, 2):
+        # an empty perception cache per variant: each reads its images itself (the disk cache
+        # would otherwise hand the second variant the first one's readings)
+        os.environ["GEOEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="geoeval-bench-cache-")
         s = spec_for(work, *ocr, "runner=ray", f"runner.num_workers={workers}", "runner.num_cpus=2",
                      f"results_db={work}/ray{workers}.duckdb", f"log_dir={work}/rlogs{workers}")
         suite.build_samples(s, suite.build_env(s))  # images rendered before timing

@@ -4,6 +4,8 @@
 - `geoeval results ...` prints leaderboards from the warehouse;
 - `geoeval compare A B ...` compares two runs on their common samples (paired intervals and tests);
 - `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
+- `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
+- `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
   `env_cli.main(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
@@ -29,6 +31,14 @@ def main(argv: list[str] | None = None) -> int | None:
         from geoeval.core.data_cli import main as data_main
 
         return data_main(args[1:])
+    if args and args[0] == "meta-eval":
+        from geoeval.core.meta_eval_cli import main as meta_eval_main
+
+        return meta_eval_main(args[1:])
+    if args and args[0] == "cache":
+        from geoeval.core.cache_cli import main as cache_main
+
+        return cache_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
     if args and args[0] == "env":

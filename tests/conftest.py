@@ -16,6 +16,12 @@ def pytest_configure(config):
     os.environ.setdefault("INSPECT_DISPLAY", "none")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # the offline agents' disk cache (perception readings) of this test session only, so that
+    # tests never read or fill the user's ~/.cache/geoeval
+    if "GEOEVAL_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["GEOEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="geoeval-test-cache-")
 
 
 @pytest.fixture

@@ -19,12 +19,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from geoeval.core import registry
+from geoeval.core import provenance, registry
 from geoeval.core.aggregate import aggregate
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.secrets import collect_secret_values, redact, scrub_zip
 from geoeval.core.text import clean_text
 from geoeval.core.runner import run_samples
+from geoeval.core.timing import stage
 from geoeval.core.warehouse import Warehouse
 
 
@@ -146,7 +147,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
     Warehouse(spec.results_db, config_key="results_db=").close()  # a bad results_db fails before any work
-    env = suite.build_env(spec)
+    env_name = getattr(spec.env, "name", "") or suite.name
+    if progress:  # the first minute of a cold run is building: say so instead of going silent
+        print(f"[geoeval] {suite.name}: building the environment ({env_name}; cached for later runs) ...",
+              file=sys.stderr, flush=True)
+    with stage("env_build"):
+        env = suite.build_env(spec)
     fingerprint = getattr(env, "fingerprint", "")
     if fingerprint:  # external inputs are part of what the scores depend on
         spec = spec.model_copy(update={"env_fingerprint": fingerprint})
@@ -156,9 +162,13 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     config = redact(spec.to_dict())
     (out_dir / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
 
-    samples = suite.build_samples(spec, env)
+    with stage("sample_build"):
+        samples = suite.build_samples(spec, env)
     if spec.limit:
         samples = samples[: spec.limit]
+    if progress:
+        print(f"[geoeval] {suite.name}: {len(samples)} sample(s) ready after {time.time() - started:.1f} s; "
+              f"evaluating with {spec.model.name} (runner={spec.runner.name})", file=sys.stderr, flush=True)
     wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
 
     mlflow_run = None
@@ -166,10 +176,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         # one MLflow run per run of this config in this warehouse: a resumed job (killed, failed,
         # or finished with errors that the rerun retries) goes on in the run it had
         run_key = hashlib.sha256(f"{run_hash}|{Path(spec.results_db).resolve()}".encode()).hexdigest()[:16]
-        mlflow_run = tracking.JobRun.start(
-            spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
-            params=tracking.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
-            tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name})
+        with stage("mlflow"):
+            mlflow_run = tracking.JobRun.start(
+                spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
+                params=tracking.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
+                tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name,
+                      **provenance.mlflow_tags(spec, suite)})
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
     trace_stream = None
@@ -186,19 +198,24 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
-            traces.log_dataset(spec.tracking, spec.experiment_name, mlflow_run.run_id, _dataset_rows(samples),
-                               name=f"{suite.name}-{run_hash}", digest=run_hash)
-            if spec.tracking.traces != "none" and not traced_while_running:
-                traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
-                                         mode=spec.tracking.traces, cap=spec.tracking.max_traces,
-                                         dataset_name=suite.name, model=spec.model.name)
-            artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
+            with stage("mlflow"):
+                traces.log_dataset(spec.tracking, spec.experiment_name, mlflow_run.run_id, _dataset_rows(samples),
+                                   name=f"{suite.name}-{run_hash}", digest=run_hash)
+            with stage("mlflow_traces"):
+                if spec.tracking.traces != "none" and not traced_while_running:
+                    traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
+                                             mode=spec.tracking.traces, cap=spec.tracking.max_traces,
+                                             dataset_name=suite.name, model=spec.model.name)
+            with stage("reports"):
+                artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
-            mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
-                              artifacts + ([resolved] if resolved.exists() else []),
-                              status="FAILED" if outcome.failed else "FINISHED")
+            with stage("mlflow"):
+                mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
+                                  artifacts + ([resolved] if resolved.exists() else []),
+                                  status="FAILED" if outcome.failed else "FINISHED")
         else:
-            write_job_reports(outcome)
+            with stage("reports"):
+                write_job_reports(outcome)
     except BaseException as exc:
         if trace_stream is not None:
             trace_stream.close()
@@ -245,8 +262,10 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
         # the warehouse), never another warehouse's run of the same config
         log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
         try:
-            log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample)
-            writer.close()
+            with stage("evaluate"):
+                log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample)
+            with stage("warehouse"):
+                writer.close()
         except BaseException:
             try:
                 writer.close()
@@ -261,8 +280,9 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
             for path in log_paths:
                 if Path(path).exists():
                     scrub_zip(path, config_secrets)
-        wh.add_run_logs(run_hash, log_paths)
-        results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
+        with stage("warehouse"):
+            wh.add_run_logs(run_hash, log_paths)
+            results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
         counts = error_counts(results)
         missing = len(wanted) - len(results)
         failed = None
@@ -278,12 +298,15 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
 
     retries = sum(int(r.details.get("http_retries", 0)) for r in results)
-    metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics)), **counts,
-               "http_retries": float(retries)}
+    with stage("scoring"):
+        metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics),
+                                report_dimensions=tuple(getattr(suite, "report_dimensions", ()))), **counts,
+                   "http_retries": float(retries)}
     outcome = JobOutcome(
         run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
         resumed=len(done), ran=len(todo), out_dir=out_dir, counts=counts, failed=failed,
     )
     outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
-    outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
+    with stage("reports_suite"):
+        outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
     return outcome

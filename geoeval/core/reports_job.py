@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core.aggregate import group_table
+from geoeval.core.provenance import provenance
+from geoeval.core.registry import get_suite
 from geoeval.core.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
 
 
@@ -16,8 +18,12 @@ def write_job_reports(outcome: Any) -> list[Path]:
     metrics = list(outcome.spec.metrics.metrics)
     title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
     summary = out / "summary.md"
-    summary.write_text(summary_markdown(outcome.results, metrics, title=title,
-                                        sum_metrics=frozenset(outcome.spec.metrics.sum_metrics)))
+    suite = get_suite(outcome.spec.suite.name)
+    text = summary_markdown(outcome.results, metrics, title=title,
+                            sum_metrics=frozenset(outcome.spec.metrics.sum_metrics),
+                            report_dimensions=tuple(getattr(suite, "report_dimensions", ())))
+    note = provenance(outcome.spec, suite)["note"]
+    summary.write_text(text + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]

@@ -23,6 +23,7 @@ from typing import Any
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
 from geoeval.core.secrets import is_secret_key
+from geoeval.core.timing import stage
 
 Sink = Callable[[SampleResult], None]
 
@@ -54,7 +55,8 @@ def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path
 
     if not samples:
         return []
-    return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample)
+    with stage("inspect_eval"):
+        return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample)
 
 
 # ---------------------------------------------------------------- Ray
@@ -111,9 +113,11 @@ def ensure_ray(spec: Any) -> None:
         return
     _warn_about_loopback_endpoints(spec)
     if spec.runner.ship_code:
-        from geoeval.core.cluster import shipped_modules
+        from geoeval.core.cluster import shipped_env_vars, shipped_modules
 
-        runtime_env = {**(runtime_env or {}), "py_modules": shipped_modules()}
+        runtime_env = dict(runtime_env or {})
+        runtime_env["py_modules"] = shipped_modules()
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **shipped_env_vars()}
 
     failure: list[BaseException] = []
 
@@ -199,7 +203,8 @@ def _remote_shard_fn():
             queue.put(result.model_dump(mode="json"))
 
         try:
-            paths = run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
+            with stage("inspect_eval"):
+                paths = run_shard(spec, env, samples, shard=shard, sink=to_queue, log_dir=log_dir)
             return cluster.logs_for_driver(paths, job.get("driver_marker"))
         finally:  # the worker's own environment, as it was
             for key, value in before.items():
@@ -236,14 +241,16 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
 
     if not samples:
         return []
-    ensure_ray(spec)
+    with stage("ray_start"):
+        ensure_ray(spec)
     remote = _remote_shard_fn()
     # the results queue lives on the driver's node and takes no CPU: losing another node must not
     # lose the queue, and a busy cluster must not keep it from being scheduled
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
-        node_id=ray.get_runtime_context().get_node_id(), soft=False)})
+    with stage("ray_queue"):
+        queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
+            node_id=ray.get_runtime_context().get_node_id(), soft=False)})
     shards = shard_samples(samples, spec.runner.num_workers)
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}

@@ -111,6 +111,35 @@ class PerceivedMap:
     texts: list[str] = field(default_factory=list)  # every OCR text kept, for diagnostics
 
 
+# ---------------------------------------------------------------------------- version
+
+#: Bump when the reader's output changes for a reason the source hash cannot see (a new OCR
+#: model file, a changed default outside this module).
+PERCEPTION_VERSION = 1
+
+_VERSION_CACHE: list[str] = []
+
+
+def perception_version() -> str:
+    """What a cached reading of an image depends on besides the image: this module's source,
+    `PERCEPTION_VERSION`, and the versions of the OCR engine and the image libraries. Any change
+    gives a new version, and the disk cache (`geoeval.core.diskcache`) never reads another
+    version's entries."""
+    if not _VERSION_CACHE:
+        import hashlib
+        from importlib import metadata
+        from pathlib import Path
+
+        parts = [f"v{PERCEPTION_VERSION}", hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]]
+        for dist in ("rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python", "numpy", "pillow"):
+            try:
+                parts.append(f"{dist}={metadata.version(dist)}")
+            except metadata.PackageNotFoundError:
+                continue
+        _VERSION_CACHE.append(f"v{PERCEPTION_VERSION}-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16])
+    return _VERSION_CACHE[0]
+
+
 # ---------------------------------------------------------------------------- OCR engine
 
 _OCR_ENGINE: Any = None

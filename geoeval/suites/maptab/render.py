@@ -523,7 +523,13 @@ def render_map(
         raise ValueError(f"language must be one of {SUPPORTED_LANGUAGES}, got {language!r}")
     if not (0 < scale <= 1):
         raise ValueError(f"scale must be in (0, 1], got {scale!r}")
+    from geoeval.core.timing import stage
 
+    with stage("render"):  # the time budget's render stage (bench/profile_main.py)
+        return _draw(m, scale, language, font_path)
+
+
+def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Image.Image:
     plan = _plan(m, font_path, language)
     layout = plan.layout
     img = Image.new("RGB", (m.width, m.height), BACKGROUND)

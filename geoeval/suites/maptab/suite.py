@@ -286,16 +286,13 @@ class MapTabSuite:
         return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
 
     def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
-        """(map, its RP queries) of a synthetic environment, as `build_samples` asks them."""
-        from geoeval.suites.maptab.queries import build_rp_queries
+        """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
+        seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
+        from geoeval.suites.maptab.parallel_gen import synthetic_rp_queries
 
         suite_cfg: MapTabSuiteConfig = spec.suite
-        categories = suite_cfg.selected_categories()
-        return [
-            (m, build_rp_queries(m, categories, suite_cfg.n_per_category, seed=_env_seed(spec) * 7919 + i,
-                                 map_difficulty=env.map_difficulty.get(m.name, "Easy"), style=suite_cfg.fixed_style()))
-            for i, m in enumerate(self._maps(spec, env))
-        ]
+        return synthetic_rp_queries(self._maps(spec, env), suite_cfg.selected_categories(), suite_cfg.n_per_category,
+                                    _env_seed(spec) * 7919, env.map_difficulty, suite_cfg.fixed_style())
 
     def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
