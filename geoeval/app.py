@@ -3,12 +3,13 @@
 Config groups live in `conf/` (shipped as the package `geoeval.conf`); user experiments in
 `./experiments/*.yaml` are found through `geoeval.core.experiments_path`.
 A single run is one job; `-m` (or an experiment that sets `hydra.mode: MULTIRUN`) makes a sweep,
-which `SweepCallback` wraps in one parent MLflow run and ends with a sweep table and plot.
+which `SweepCallback` wraps in one parent MLflow run and ends with a sweep table and plot. The
+jobs of a sweep run through `geoeval.core.launcher` (`runner.max_concurrent_jobs` at a time); the
+worker processes of a fanned-out sweep run this module (`python -m geoeval.app --multirun ...`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -23,20 +24,43 @@ from omegaconf import DictConfig, OmegaConf
 from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.experiments_path import register as _register_experiments_path
+from geoeval.core.launcher import (
+    SWEEP_POINTS,
+    SweepJob,
+    append_point,
+    current_sweep_job,
+    in_sweep_worker,
+    read_points,
+)
+from geoeval.core.launcher import register as _register_launcher
 
 _register_experiments_path()
+_register_launcher()
 
-SWEEP_POINTS = "sweep_points.jsonl"
+__all__ = ["SWEEP_POINTS", "SweepCallback", "hydra_main", "run_hydra_job", "sweep_metrics"]
 
 
 def _fail(exc: GeoevalError) -> None:
     print(f"geoeval: error: {exc}", file=sys.stderr)
-    raise SystemExit(2)
+    stop = SystemExit(2)
+    stop.reason = str(exc)  # what a sweep's summary says about this job
+    raise stop
 
 
-def _job_label(hc: Any) -> str:
-    if hc.mode == RunMode.MULTIRUN:
-        return f"job{hc.job.num}:{hc.job.override_dirname or 'base'}"
+def _sweep_job(hc: Any) -> SweepJob | None:
+    """The sweep this job belongs to: as geoeval's launcher announced it, or (another Hydra
+    launcher) as Hydra's multirun config says."""
+    job = current_sweep_job()
+    if job is None and hc.mode == RunMode.MULTIRUN:
+        job = SweepJob(int(hc.job.num), str(hc.sweep.dir), hc.job.override_dirname or "base", job_tables=True)
+    return job
+
+
+def _job_label(hc: Any, sweep: SweepJob | None) -> str:
+    """The MLflow run name: a sweep job's swept values (`resolution=0.25 setting=map`), a single
+    run's overrides."""
+    if sweep is not None:
+        return sweep.label
     return hc.job.override_dirname or "run"
 
 
@@ -60,9 +84,14 @@ def _report_preflight(results: list) -> None:
 def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core import tracking
     from geoeval.core.job import run_job
-    from geoeval.core.reports_job import print_outcome
     from geoeval.core.preflight import endpoint_checks, preflight
-    from geoeval.core.secrets import collect_secret_values, env_secret_values, redact, scrub_text
+    from geoeval.core.reports_job import print_outcome
+    from geoeval.core.secrets import (
+        collect_secret_values,
+        env_secret_values,
+        redact,
+        scrub_text,
+    )
     from geoeval.core.serving import served_model
 
     try:
@@ -70,6 +99,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     except GeoevalError as exc:
         _fail(exc)
     hc = HydraConfig.get()
+    sweep = _sweep_job(hc)
     out_dir = Path(hc.runtime.output_dir)
     secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True)) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets)
@@ -77,15 +107,15 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         OmegaConf.to_container(cfg, resolve=True)))))
     try:
         with served_model(spec) as spec:
-            if spec.preflight and hc.mode != RunMode.MULTIRUN:  # a sweep checks once, before job 0
+            if spec.preflight and sweep is None:  # a sweep checks once, before job 0
                 _report_preflight(preflight(endpoint_checks(spec)))
-            outcome = run_job(spec, out_dir=out_dir, run_name=scrub_text(_job_label(hc), secrets),
+            outcome = run_job(spec, out_dir=out_dir, run_name=scrub_text(_job_label(hc, sweep), secrets),
                               parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV))
     except GeoevalError as exc:
         _fail(exc)
-    if hc.mode == RunMode.MULTIRUN:
+    if sweep is not None:
         point = {
-            "job": hc.job.num,
+            "job": sweep.num,
             "overrides": dict(o.split("=", 1) for o in hc.overrides.task if "=" in o),
             "metrics": outcome.metrics,
             "counts": outcome.counts,
@@ -93,40 +123,51 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             "run_hash": outcome.run_hash,
             "mlflow_run_id": outcome.mlflow_run_id,
             "n": len(outcome.results),
+            "seconds": outcome.seconds,
+            "out_dir": str(out_dir),
         }
-        with open(Path(hc.sweep.dir) / SWEEP_POINTS, "a") as f:
-            f.write(json.dumps(redact(point)) + "\n")
-    print_outcome(outcome)
-    if outcome.failed and hc.mode != RunMode.MULTIRUN:
+        append_point(sweep.points_path, redact(point))
+    if sweep is None or sweep.job_tables:  # in a sweep, the launcher prints one line per job
+        print_outcome(outcome)
+    if outcome.failed and sweep is None:
         print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
         raise SystemExit(1)
     return outcome.metrics
 
 
 def _sweep_combinations(config: DictConfig) -> list[list[str]]:
-    """Every job's override list, expanded as Hydra's basic sweeper will expand it."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    """Every job's override list, expanded as Hydra's basic sweeper will expand it. Under another
+    sweeper (Optuna, Ax, ...), whose jobs are chosen as it runs, only the base config (the
+    overrides that do not sweep) is checked here; each job is still validated as it starts."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from geoeval.core.private_api import basic_sweeper_batches
+
     overrides = list(config.hydra.overrides.task)
+    sweeper = str(config.hydra.sweeper.get("_target_", ""))
+    if sweeper and not sweeper.endswith(".BasicSweeper"):
+        print(f"[geoeval] sweeper {sweeper}: checking the base config now; each job is checked as it starts",
+              file=sys.stderr)
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        return [[o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]]
     params = config.hydra.sweeper.get("params") or {}
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     overrides = [f"{k}={v}" for k, v in params.items() if k not in given] + overrides
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    batches = BasicSweeper.split_arguments(parsed, max_batch_size=None)
-    return [list(c) for c in batches[0]] if batches else [[]]
+    return basic_sweeper_batches(OverridesParser.create().parse_overrides(overrides))
 
 
 def sweep_metrics(points: list[dict]) -> dict[str, float]:
     """The sweep parent's summary metrics: the jobs, the samples and errors over all of them, and
-    the mean over jobs of each overall metric every job has (the per-job values are the child
-    runs' and the sweep table's)."""
+    the mean over jobs of each overall metric every job that ran has (the per-job values are the
+    child runs' and the sweep table's). `points` in job order, so that the means do not depend on
+    the order in which concurrent jobs finished."""
     totals = {"sweep/jobs": float(len(points)), "sweep/failed_jobs": float(sum(1 for p in points if p.get("failed")))}
     for key in ("n_samples", "n_scored", "n_errors"):
         totals[f"sweep/{key}"] = float(sum((p.get("counts") or {}).get(key, 0) for p in points))
-    shared = set.intersection(*(set(k for k in p["metrics"] if "/" not in k) for p in points)) if points else set()
+    ran = [p for p in points if not p.get("crashed")]
+    shared = set.intersection(*({k for k in p["metrics"] if "/" not in k} for p in ran)) if ran else set()
     for key in sorted(shared - {"n_samples", "n_scored", "n_errors", "http_retries"}):
-        values = [p["metrics"][key] for p in points if p["metrics"][key] == p["metrics"][key]]  # skip NaN
+        values = [p["metrics"][key] for p in ran if p["metrics"][key] == p["metrics"][key]]  # skip NaN
         if values:
             totals[f"sweep/mean_over_jobs/{key}"] = sum(values) / len(values)
     return totals
@@ -137,6 +178,8 @@ class SweepCallback(Callback):
     and at the end writes the sweep table and plot and logs them to the parent run."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if in_sweep_worker():  # the sweep's own process has validated it and opened its run
+            return
         from hydra.core.global_hydra import GlobalHydra
 
         from geoeval.core import tracking
@@ -178,20 +221,23 @@ class SweepCallback(Callback):
             self._experiment = spec.experiment_name
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if in_sweep_worker():  # the sweep's own process writes the reports
+            return
         from geoeval.core import tracking
+        from geoeval.core.registry import get_suite
         from geoeval.core.reports_job import write_sweep_reports
 
         sweep_dir = Path(config.hydra.sweep.dir)
-        points_file = sweep_dir / SWEEP_POINTS
-        if not points_file.exists():
+        points = read_points(sweep_dir / SWEEP_POINTS)  # by job number, whatever order they ended in
+        if not points:
             return
-        points = [json.loads(line) for line in points_file.read_text().splitlines() if line.strip()]
-        from geoeval.core.registry import get_suite
-
-        suite = get_suite(str(config.suite.name))
-        artifacts, summary = write_sweep_reports(points, sweep_dir,
-                                                 headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
-                                                 log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())))
+        ran = [p for p in points if not p.get("crashed")]  # a crashed job has no metrics to show
+        artifacts, summary = [], "(no job of the sweep finished)"
+        if ran:
+            suite = get_suite(str(config.suite.name))
+            artifacts, summary = write_sweep_reports(ran, sweep_dir,
+                                                     headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
+                                                     log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())))
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         failed = [p for p in points if p.get("failed")]
         if run_id and getattr(self, "_tracking", None) is not None:
@@ -208,3 +254,11 @@ class SweepCallback(Callback):
 @hydra.main(config_path="pkg://geoeval.conf", config_name="config", version_base="1.3")
 def hydra_main(cfg: DictConfig) -> Any:
     return run_hydra_job(cfg)
+
+
+if __name__ == "__main__":  # a worker process of a fanned-out sweep (geoeval.core.launcher)
+    from geoeval.app import (
+        hydra_main as _job_main,  # the importable module's copy, not __main__'s
+    )
+
+    _job_main()

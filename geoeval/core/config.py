@@ -104,6 +104,8 @@ class RunnerSpec(Strict):
     env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
                                 "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
     ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
+    max_concurrent_jobs: int = Field(default=1, ge=1, description="jobs of a sweep (-m) run at once; 1: one "
+                                     "after another in the sweep's process, more: a process each (docs/cluster.md)")
 
 
 class TrackingSpec(Strict):

@@ -48,3 +48,23 @@ def test_the_example_plugins_use_only_a_suites_public_api():
             if name.startswith("geoeval.suites.") and len(parts) >= 4 and parts[3] != "api":
                 offending.append(f"{path.relative_to(PLUGINS)}:{line} imports {name}")
     assert offending == []
+
+
+PACKAGE = CORE.parent
+
+
+def _private(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] == "hydra" and len(parts) > 1 and parts[1] == "_internal":
+        return True
+    return parts[0] == "inspect_ai" and any(p.startswith("_") and not p.startswith("__") for p in parts[1:-1])
+
+
+def test_private_inspect_and_hydra_apis_are_used_only_through_the_adapter():
+    """`geoeval.core.private_api` is the one module that imports Inspect's or Hydra's private
+    names; an upgrade that moves one breaks there, with a clear error."""
+    offending = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+                 for root in (PACKAGE, PLUGINS) for path in sorted(root.rglob("*.py"))
+                 if path.name != "private_api.py"
+                 for line, name in _imports(path) if _private(name)]
+    assert offending == []

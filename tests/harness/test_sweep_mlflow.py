@@ -76,6 +76,8 @@ def test_resolution_sweep_tracked_in_mlflow(tmp_path):
         parent_id = parents[0]["info"]["run_id"]
         children = [r for r, t in zip(runs, tags) if t.get("mlflow.parentRunId") == parent_id]
         assert len(children) == 2
+        # named by the swept values (the fixed overrides and the job number are not part of the name)
+        assert sorted(c["info"]["run_name"] for c in children) == ["resolution=0.03125", "resolution=1"]
         for child in children:
             keys = {m["key"] for m in child["data"]["metrics"]}
             assert {"ema", "pma", "ds"} <= keys
