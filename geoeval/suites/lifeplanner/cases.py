@@ -439,6 +439,14 @@ class CaseEngine:
             raise Reject("the evidence note is not among the search results")
         return exact[0], keyword, hits
 
+    def show_dislike(self, trap: Place, dislike: Preference) -> None:
+        """τ* steps that find and read the note showing `trap` has what the user dislikes (the
+        reason it is not the answer)."""
+        note, keyword, _ = self.findable_note(trap, self.satisfies(trap, dislike)[0])
+        self.d.call("search_notes", keyword=keyword)
+        self.d.call("note_detail", note_id=note)
+        self.d.need(f"note:{note}")
+
     def satisfies(self, p: Place, pref: Preference) -> list[str]:
         return [f for f in pref.facts if f in p.facts]
 
@@ -891,10 +899,7 @@ class CaseEngine:
         ordered = [self.idx.by_id[i] for i in listed]
         keys, notes = self.show_preference(a, pref, [c for c in ordered if c.id != a.id])
         if dislike:
-            dnote, dkw, _ = self.findable_note(trap[0], self.satisfies(trap[0], dislike)[0])
-            self.d.call("search_notes", keyword=dkw)
-            self.d.call("note_detail", note_id=dnote)
-            self.d.need(f"note:{dnote}")
+            self.show_dislike(trap[0], dislike)
         ids = [c.id for c in cands]
         constraints = [
             {"kind": "has_preference", "role": "answer_place", "facts": list(pref.facts),
@@ -961,12 +966,7 @@ class CaseEngine:
             self.find_place(g)
         keys, notes = self.show_preference(a, pref, others)
         if dislike:
-            trap = others[0]
-            dfact = self.satisfies(trap, dislike)[0]
-            dnote, dkw, _ = self.findable_note(trap, dfact)
-            self.d.call("search_notes", keyword=dkw)
-            self.d.call("note_detail", note_id=dnote)
-            self.d.need(f"note:{dnote}")
+            self.show_dislike(others[0], dislike)
         cands = [g.id for g in group]
         constraints = [
             {"kind": "has_preference", "role": "answer_place", "facts": list(pref.facts),
