@@ -42,8 +42,11 @@ def disagreements(yaml_path: Path, schema: type[BaseModel]) -> list[str]:
     data = OmegaConf.to_container(OmegaConf.load(yaml_path), resolve=False)
     out = []
     for key, value in data.items():
+        if key in ("defaults", "hydra"):
+            continue
         field = schema.model_fields.get(key)
-        if field is None or key in ("defaults", "hydra"):
+        if field is None:
+            out.append(f"{yaml_path.relative_to(CONF)}: {key}: not in the schema {schema.__name__}")
             continue
         if field.default_factory is not None:
             default = field.default_factory()
@@ -78,3 +81,17 @@ def test_each_env_file_agrees_with_its_schema():
             continue
         problems += disagreements(path, _env_schema(suite, data))
     assert problems == []
+
+
+def test_every_key_of_every_group_option_is_in_its_schema():
+    """Variants (runner/ray, model/openai, ...) may change values, never invent keys."""
+    from geoeval.core.config import MetricsSpec, ModelSpec
+
+    schemas = {"runner": RunnerSpec, "tracking": TrackingSpec, "judge": JudgeSpec, "model": ModelSpec,
+               "metrics": MetricsSpec}
+    unknown = []
+    for group, schema in schemas.items():
+        for path in sorted((CONF / group).glob("*.yaml")):
+            data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
+            unknown += [f"{group}/{path.name}: {k}" for k in data if k not in schema.model_fields and k != "defaults"]
+    assert unknown == []
