@@ -23,6 +23,7 @@ from geoeval.core import provenance, registry
 from geoeval.core.aggregate import aggregate
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.secrets import collect_secret_values, redact, scrub_zip
+from geoeval.core.stats import interval_metrics
 from geoeval.core.text import clean_text
 from geoeval.core.runner import run_samples
 from geoeval.core.timing import stage
@@ -302,6 +303,9 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
         metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics),
                                 report_dimensions=tuple(getattr(suite, "report_dimensions", ()))), **counts,
                    "http_retries": float(retries)}
+        # every overall metric's interval and n beside it, as the summary tables show them
+        metrics.update(interval_metrics(results, list(spec.metrics.metrics),
+                                        sum_metrics=frozenset(spec.metrics.sum_metrics)))
     outcome = JobOutcome(
         run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
         resumed=len(done), ran=len(todo), out_dir=out_dir, counts=counts, failed=failed,

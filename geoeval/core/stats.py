@@ -392,6 +392,24 @@ def summary_with_intervals(
     return rows
 
 
+def interval_metrics(results: Sequence[SampleResult], metrics: Sequence[str], *,
+                     sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS) -> dict[str, float]:
+    """Each overall metric's 95% interval and n as MLflow metrics: `<metric>/ci95_low`,
+    `<metric>/ci95_high` and `<metric>/n` (the same numbers as the summary table's Overall row;
+    no key where the metric has no value, NaN bounds from a single cluster are left out)."""
+    (row,) = summary_with_intervals(results, metrics, [], sum_metrics=sum_metrics) or [{}]
+    out: dict[str, float] = {}
+    for metric in metrics:
+        n = row.get(f"{metric}_n")
+        if not n:
+            continue
+        out[f"{metric}/n"] = float(n)
+        low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+        if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
+            out[f"{metric}/ci95_low"], out[f"{metric}/ci95_high"] = float(low), float(high)
+    return out
+
+
 __all__ = [
     "CLUSTER_EXTRA_KEY",
     "DEFAULT_N_BOOT",
@@ -402,6 +420,7 @@ __all__ = [
     "cluster_of",
     "cluster_standard_error",
     "group_keys",
+    "interval_metrics",
     "is_binary",
     "mcnemar_exact",
     "mean_interval",

@@ -218,3 +218,16 @@ def test_sign_flip_on_independent_binary_pairs_is_mcnemar() -> None:
     for b, c in ((8, 2), (0, 6), (5, 5), (3, 9)):
         differences = [-1.0] * b + [1.0] * c + [0.0] * 4
         assert sign_flip_test(differences)[0] == pytest.approx(mcnemar_exact(b, c))
+
+
+def test_interval_metrics_are_the_overall_rows_numbers_named_for_mlflow():
+    from geoeval.core.records import Dimensions, SampleResult
+    from geoeval.core.stats import interval_metrics, summary_with_intervals
+
+    results = [SampleResult(run_hash="r", sample_id=str(i), scores={"ema": float(i % 2), "ds": float(i)},
+                            dims=Dimensions(suite="maptab")) for i in range(6)]
+    out = interval_metrics(results, ["ema", "ds", "pma"], sum_metrics=frozenset({"ds"}))
+    (row,) = summary_with_intervals(results, ["ema", "ds"], [], sum_metrics=frozenset({"ds"}))
+    assert out["ema/n"] == 6.0 and out["ema/ci95_low"] == row["ema_ci_low"] and out["ema/ci95_high"] == row["ema_ci_high"]
+    assert out["ds/ci95_high"] == row["ds_ci_high"] > 6  # a total's interval is n times the mean's
+    assert not any(key.startswith("pma") for key in out)  # no value, no key
