@@ -211,9 +211,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
             with stage("mlflow"):
+                description = tracking.run_description(outcome.metrics, getattr(suite, "headline_metrics", ()),
+                                                       provenance.provenance(spec, suite)["note"])
                 mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
                                   artifacts + ([resolved] if resolved.exists() else []),
-                                  status="FAILED" if outcome.failed else "FINISHED")
+                                  status="FAILED" if outcome.failed else "FINISHED",
+                                  tags={"mlflow.note.content": description} if description else None)
         else:
             with stage("reports"):
                 write_job_reports(outcome)

@@ -94,6 +94,21 @@ def tracking_uri_for(tracking: Any) -> str:
     return getattr(tracking, "tracking_uri", None) or default_tracking_uri()
 
 
+def run_description(metrics: Mapping[str, float], headline: Iterable[str], note: str = "") -> str:
+    """The run page's description (MLflow's `mlflow.note.content`): the headline metrics with
+    their 95% intervals and n, where a reader looks first, then the provenance note if any."""
+    parts = []
+    for name in headline:
+        value = metrics.get(name)
+        if value is None or value != value:  # absent or NaN
+            continue
+        low, high, n = metrics.get(f"{name}/ci95_low"), metrics.get(f"{name}/ci95_high"), metrics.get(f"{name}/n")
+        interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+        parts.append(f"**{name}** {value:.3f}{interval}" + (f" (n={int(n)})" if n else ""))
+    text = " · ".join(parts)
+    return "\n\n".join(p for p in (text, f"> {note}" if note else "") if p)
+
+
 #: MLflow's own first experiment (id 0), which every store has; geoeval's `experiment_name:
 #: default` is that experiment, so that a store never holds both "Default" and "default"
 MLFLOW_DEFAULT_EXPERIMENT = "Default"
@@ -541,9 +556,9 @@ class JobRun:
         _log_tags(self.client, self.run_id, tags)
 
     def finish(self, metrics: Mapping[str, float] | None = None, artifacts: Iterable[Path | str] = (),
-               status: str = "FINISHED") -> None:
-        """Logs the final metrics and the artifacts, then ends the run with `status`. The run is
-        ended even if logging fails (the failure is re-raised after); a second call is a no-op."""
+               status: str = "FINISHED", tags: Mapping[str, Any] | None = None) -> None:
+        """Logs the final metrics, tags and the artifacts, then ends the run with `status`. The run
+        is ended even if logging fails (the failure is re-raised after); a second call is a no-op."""
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
         with self._progress_lock:
@@ -551,6 +566,8 @@ class JobRun:
                 return
             self._finished = True
         try:
+            if tags:
+                _log_tags(self.client, self.run_id, tags)
             if metrics:
                 log_metrics(self.client, self.run_id, metrics)
             log_artifacts(self.client, self.run_id, artifacts)

@@ -36,3 +36,12 @@ def test_a_real_model_and_real_judges_carry_no_note():
     tags = mlflow_tags(_spec("mockllm/model", ["rules"]), JUDGED)
     assert tags["geoeval.offline_model"] == "true" and tags["geoeval.offline_judges"] == "rules"
     assert "not comparable" in tags["mlflow.note.content"]
+
+
+def test_the_run_description_leads_with_headline_metrics_and_their_intervals():
+    from geoeval.core.tracking import run_description
+
+    metrics = {"ema": 0.75, "ema/ci95_low": 0.5, "ema/ci95_high": 1.0, "ema/n": 24.0, "pma": float("nan"), "ds": 3.0}
+    text = run_description(metrics, ("ema", "pma", "acc"), "Offline stand-ins: x.")
+    assert text == "**ema** 0.750 [0.500, 1.000] (n=24)\n\n> Offline stand-ins: x."
+    assert run_description({}, ("ema",)) == ""
