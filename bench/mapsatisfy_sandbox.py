@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from geoeval.suites.mapsatisfy.sandbox import (  # noqa: E402
+from geoeval.suites.mapsatisfy.replay import (  # noqa: E402
     COORDINATE_TOLERANCE, E5Embedder, HashingEmbedder, RecordStore, ReplaySandbox, anchor_signature,
     normalize_arguments, open_text)
 

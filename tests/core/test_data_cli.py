@@ -352,7 +352,7 @@ def test_the_fetched_sample_loads_as_the_authors_environment(server: PeersServer
 
 
 def test_the_fetched_demo_loads_as_the_replay_store_and_bench(server: PeersServer, peers: Path) -> None:
-    from geoeval.suites.mapsatisfy.sandbox import load_mock_store
+    from geoeval.suites.mapsatisfy.replay import load_mock_store
     from geoeval.suites.mapsatisfy.schema import load_demo_bench
 
     summary = fetch("mapsatisfy-demo", url_base=f"{server.url}/mapsatisfy/")

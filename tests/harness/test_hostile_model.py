@@ -466,7 +466,7 @@ def test_mapsatisfy_llm_user_reply_is_clean_text():
 
 
 def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_path):
-    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, RecordStore, ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, RecordStore, ReplaySandbox
 
     store = RecordStore()
     store.add("get_weather", {"location": "唐山", "date": "2026-05-26"}, '{"live": {"weather": "晴"}}', trace_id="t0")
@@ -479,7 +479,7 @@ def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_pat
 
 
 def test_mapsatisfy_model_judge_keeps_a_clean_capped_raw_reply():
-    from geoeval.suites.mapsatisfy.judges import RAW_REPLY_CHARS, model_item_verdict
+    from geoeval.suites.mapsatisfy.model_judge import RAW_REPLY_CHARS, model_item_verdict
 
     reply = "\ud800" + "x" * 50_000 + " VERDICT: YES"
     verdict, replies = asyncio.run(model_item_verdict(scripted_model(reply), "prompt", votes=1))

@@ -10,7 +10,7 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessag
 from inspect_ai.tool import ToolCall, ToolInfo
 
 from geoeval.suites.mapsatisfy import agents as A
-from geoeval.suites.mapsatisfy.sandbox import RecordStore
+from geoeval.suites.mapsatisfy.replay import RecordStore
 from geoeval.suites.mapsatisfy.schema import parse_instance
 from geoeval.suites.mapsatisfy.suite import agent_prompt, build_sample, capabilities_of, oracle_plan
 from tests.mapsatisfy.factories import record
@@ -108,7 +108,7 @@ def test_sample_dimensions_carry_the_metadata():
 def test_metric_values_from_a_recorded_dialogue():
     from geoeval.core.registry import get_metric
     from geoeval.core.scoring import MetricInput
-    from geoeval.suites.mapsatisfy.judges import Verdicts
+    from geoeval.suites.mapsatisfy.verdicts import Verdicts
     from geoeval.suites.mapsatisfy.metrics import FactCheck
 
     inst = record()

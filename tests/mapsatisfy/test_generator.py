@@ -97,7 +97,7 @@ def test_weights_follow_the_a2_model_from_the_recorded_behaviour(gen):
 
 def test_every_expected_call_is_recorded_and_replays_exactly(gen):
     from geoeval.suites.mapsatisfy.metrics import _carried
-    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox
 
     sandbox = ReplaySandbox(gen.store, embedder=HashingEmbedder())
     for inst in gen.instances:
@@ -154,7 +154,7 @@ def test_coverage_is_printed_and_written(gen, tmp_path, capsys):
 
 
 def test_written_files_load_back(gen, tmp_path):
-    from geoeval.suites.mapsatisfy.sandbox import load_mock_store
+    from geoeval.suites.mapsatisfy.replay import load_mock_store
 
     bench, mock = write_generated(gen, tmp_path)
     assert load_instances(bench) == gen.instances

@@ -10,9 +10,10 @@ import pytest
 
 from geoeval.core.meta_eval import ordering_report, tier_means
 from geoeval.core.registry import get_suite
-from geoeval.suites.mapsatisfy.judges import Trajectory, Verdicts, judge_dialogue
+from geoeval.suites.mapsatisfy.judges import judge_dialogue
 from geoeval.suites.mapsatisfy.meta_eval import TIERS, given_of, replay, sample_answers
 from geoeval.suites.mapsatisfy.scorers import scores_from_record
+from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
 from tests.conftest import compose_spec
 
 DEMO_CASE = "d3238e6b28bf53f6e7bc30cb1536e2a8"
@@ -81,7 +82,7 @@ def test_a_judge_that_reads_only_the_trajectory_fails_the_meta_evaluation(genera
 
 @pytest.fixture
 def demo_case(peers):
-    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
     from geoeval.suites.mapsatisfy.schema import load_demo_bench
     from geoeval.suites.mapsatisfy.suite import oracle_plan
 

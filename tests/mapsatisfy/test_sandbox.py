@@ -11,7 +11,7 @@ import pytest
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.mapsatisfy.sandbox import (
+from geoeval.suites.mapsatisfy.replay import (
     ARGUMENT_ALIASES,
     COORDINATE_TOLERANCE,
     LABEL_PARAMS,

@@ -9,7 +9,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 
 from geoeval.agents.policies import PolicyReply, register_policy
-from geoeval.suites.mapsatisfy.sandbox import RecordStore
+from geoeval.suites.mapsatisfy.replay import RecordStore
 from tests.mapsatisfy.factories import record
 
 NAV_ARGS = {"start_lon": 121.5, "start_lat": 29.9, "end_lon": 121.6, "end_lat": 29.8}
@@ -177,7 +177,7 @@ def test_without_the_role_the_unrecorded_call_is_a_typed_no_record(tmp_path):
 
 
 def test_record_mode_captures_simulated_responses_and_they_replay_exactly(tmp_path):
-    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
 
     spec = _weather_spec(tmp_path, record_simulated=True)
     suite, env, _ = _run_weather(tmp_path, spec, {"tool_simulator": _simulator_model(SIMULATED_WEATHER)})

@@ -7,7 +7,7 @@ IISR of that case):
     MAE   = (1/N) Σ |r̂_i - r_i|
 
 The ensemble's score of a case is the mean of the judges' scores (as `judges.combine` averages
-judges). A case a judge could not score (None / NaN, the retry-then-None of judges.py) is left out
+judges). A case a judge could not score (None / NaN, the retry-then-None of model_judge.py) is left out
 of that judge's figures and of the ensemble's; N is reported per row.
 """
 

@@ -579,7 +579,7 @@ def difficulty_of(factors: list[Factor]) -> str:
 
 def _instance(c: Candidate, city: City, kept: list[Factor], dropped: list[Factor], index: int,
               seed: int) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], dict[str, Any]]]]:
-    from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
 
     task_id = hashlib.sha1(f"mapsatisfy-gen:{seed}:{index}".encode()).hexdigest()[:32]
     needs_profile = any(f.source == "preference" for f in kept)
@@ -625,7 +625,7 @@ def generate(n: int, seed: int = 0, city: City | None = None, n_users: int = 40,
              day0: datetime = datetime(2026, 6, 1)) -> Generated:
     """`n` instances over `city` (default: `synthetic_city(seed)`), the six domains in turn, and a
     store holding every expected call of every instance (trace id = task id)."""
-    from geoeval.suites.mapsatisfy.sandbox import RecordStore
+    from geoeval.suites.mapsatisfy.replay import RecordStore
 
     city = city or synthetic_city(seed)
     rng = np.random.default_rng(seed + 7919)

@@ -1,192 +1,22 @@
-"""The judges' verdicts of one dialogue: explicit factors met, c_i per implicit rubric, and the
-grounding of each factual-rubric row.
+"""The judge ensemble of one dialogue: the judges the `judge` group names (`judge=`), each asked
+for its `Verdicts` and the verdicts combined.
 
-The `judge` ensemble (`judge=`) names the judges. Each model judge is asked once per rubric item,
-`votes` times at `temperature` (section 4.2: three evaluations at temperature 1.0, majority vote;
-`suite.judge_votes` and `suite.judge_temperature`); a reply without a parseable verdict is retried
-once, and an item whose votes all fail is that judge's None. The votes are combined by
-`geoeval.judges.ensemble.majority_vote` (a tie, possible only when a vote failed, is the mean of the
-tied votes). Several judges are averaged over those that gave a verdict; an item no judge could
-decide is None, which makes only the metrics that depend on it None (as the authors' calculator
-does), and a case where no judge decided any item is an error (counted in n_errors).
-
-A model judge sees every tool response whole, up to `evidence_chars` characters of tool output
-per prompt (default `EVIDENCE_CHARS`); a response cut to fit is marked in the prompt and counted
-in the verdicts' `raw["evidence"]` (`responses`, `truncated`, `chars_cut`), so a run can report how
-much evidence its judges did not see.
-
-The offline `rules` judge (rules_judge.py) decides from the final answer's content checked
-against the tool outputs.
+`rules` is the offline judge (rules_judge.py), which decides from the final answer's content
+checked against the tool outputs; any other name is an Inspect model judge (model_judge.py).
+Several judges are averaged over those that gave a verdict; an item no judge could decide is
+None, which makes only the metrics that depend on it None (as the authors' calculator does), and
+a case where no judge decided any item is an error (counted in n_errors).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.text import clean_text
-from geoeval.suites.mapsatisfy.metrics import FactCheck
-
-EVIDENCE_CHARS = 200_000  # tool-output characters per judge prompt (the longest demo response is 40,189)
-
-
-@dataclass
-class Trajectory:
-    """What the solver recorded for the judges and TS."""
-
-    answer: str
-    tool_calls: list[dict[str, Any]]  # {name, arguments, content, match_type, error}
-    given: list[str]  # texts the agent was given: query, context, profile, user replies
-    profile_in_prompt: bool = False
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Trajectory:
-        return cls(answer=record.get("answer", ""), tool_calls=list(record.get("tool_calls", [])),
-                   given=list(record.get("given", [])), profile_in_prompt=bool(record.get("profile_in_prompt")))
-
-
-@dataclass
-class Verdicts:
-    explicit_met: list[float | None]
-    implicit_satisfied: list[float | None]
-    fact_rows: list[list[FactCheck] | None]
-    raw: dict[str, Any] = field(default_factory=dict)  # model judges' replies, for review
-
-    def all_failed(self) -> bool:
-        """True when there were items to judge and no judge gave a verdict on any of them: the
-        case cannot be judged (an error, counted in n_errors), not a case with no value."""
-        items = [*self.explicit_met, *self.implicit_satisfied, *self.fact_rows]
-        return bool(items) and all(item is None for item in items)
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "explicit_met": self.explicit_met,
-            "implicit_satisfied": self.implicit_satisfied,
-            "fact_rows": [None if row is None else [[f.claimed, f.grounded] for f in row] for row in self.fact_rows],
-            "raw": self.raw,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Verdicts:
-        rows = [None if row is None else [FactCheck(bool(c), g) for c, g in row] for row in record["fact_rows"]]
-        return cls(list(record["explicit_met"]), list(record["implicit_satisfied"]), rows, record.get("raw", {}))
-
-
-def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
-    """The offline `rules` judge (rules_judge.py)."""
-    from geoeval.suites.mapsatisfy.rules_judge import rules_verdicts as verdicts
-
-    return verdicts(instance, trajectory)
-
-
-# ---------------------------------------------------------------------------------------------
-# Model judges
-
-JUDGE_PROMPT = """You judge one reply of a map assistant against one rubric item. Reply with one line
-`VERDICT: YES` or `VERDICT: NO`, then one sentence of reason.
-
-{question}
-
-RUBRIC ITEM:
-{item}
-
-USER REQUEST AND CONTEXT:
-{given}
-
-TOOL RESPONSES THE ASSISTANT RECEIVED:
-{evidence}
-
-ASSISTANT'S FINAL ANSWER:
-{answer}
-"""
-
-QUESTIONS = {
-    "explicit": "Does the final answer meet this explicit requirement of the user?",
-    "implicit": "Does the final answer satisfy this implicit decision factor of the user?",
-    "grounding": ("Every fact the final answer claims under this rubric row must be supported by the tool "
-                  "responses, the user's input or the context; facts it does not claim are ignored. Is the "
-                  "answer faithful under this row (YES also when it claims nothing under this row, as long as "
-                  "the answer states some fact from the tool responses; NO when it states none at all: an "
-                  "empty answer, a refusal, or an answer made of facts no tool returned)?"),
-}
-# a judge's raw reply is kept for review up to this length (the rest is cut, and says so)
-RAW_REPLY_CHARS = 20_000
-_VERDICT = re.compile(r"VERDICT\s*[:：]\s*(YES|NO)", re.IGNORECASE)
-
-
-def parse_verdict(text: str) -> float | None:
-    m = _VERDICT.search(text or "")
-    if not m:
-        return None
-    return 1.0 if m.group(1).upper() == "YES" else 0.0
-
-
-def majority(votes: Sequence[float | None]) -> float | None:
-    """Majority of the parsed votes (`ensemble.majority_vote`; a tie is the mean of the tied
-    values); None when no vote parsed."""
-    from geoeval.judges.ensemble import majority_vote
-
-    parsed = [v for v in votes if v is not None]
-    return majority_vote(parsed) if parsed else None
-
-
-async def model_item_verdict(model: Any, prompt: str, votes: int, retries: int = 1) -> tuple[float | None, list[str]]:
-    replies: list[str] = []
-    results: list[float | None] = []
-    for _ in range(votes):
-        verdict = None
-        for _attempt in range(1 + retries):  # an unparseable reply is asked again before it counts as failed
-            out = await model.generate(prompt)
-            replies.append(clean_text(out.completion or "", max_chars=RAW_REPLY_CHARS))
-            verdict = parse_verdict(out.completion)
-            if verdict is not None:
-                break
-        results.append(verdict)
-    return majority(results), replies
-
-
-def evidence_text(tool_calls: Sequence[dict[str, Any]], budget: int = EVIDENCE_CHARS) -> tuple[str, dict[str, int]]:
-    """The tool responses for a judge prompt, whole while they fit in `budget` characters of
-    output; past it each response gets an equal share of what is left, cut with a marker. Returns
-    the text and the count of responses, truncated responses and characters cut."""
-    contents = [str(c.get("content") or "") for c in tool_calls]
-    stats = {"responses": len(contents), "truncated": 0, "chars_cut": 0}
-    left, lines = budget, []
-    for i, (call, content) in enumerate(zip(tool_calls, contents)):
-        share = left // max(1, len(contents) - i)
-        if len(content) > share:
-            stats["truncated"] += 1
-            stats["chars_cut"] += len(content) - share
-            content = content[:share] + f" …[{len(content) - share} characters cut: evidence budget]"
-        left -= min(len(contents[i]), share)
-        lines.append(f"{call['name']}({json.dumps(call.get('arguments') or {}, ensure_ascii=False)}) -> {content}")
-    return "\n".join(lines) or "(none)", stats
-
-
-async def model_verdicts(model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int,
-                         evidence_chars: int = EVIDENCE_CHARS) -> Verdicts:
-    gt = instance.ground_truth
-    evidence, stats = evidence_text(trajectory.tool_calls, evidence_chars)
-    given = "\n".join(trajectory.given)
-    raw: dict[str, Any] = {"evidence": stats}
-
-    async def ask(kind: str, index: int, item: str) -> float | None:
-        prompt = JUDGE_PROMPT.format(question=QUESTIONS[kind], item=item, given=given, evidence=evidence,
-                                     answer=trajectory.answer)
-        verdict, replies = await model_item_verdict(model, prompt, votes)
-        raw[f"{name}:{kind}:{index}"] = replies
-        return verdict
-
-    explicit = [await ask("explicit", i, item) for i, item in enumerate(gt.explicit_intent)]
-    implicit = [await ask("implicit", i, f.rubric_instruction) for i, f in enumerate(gt.implicit_intent)]
-    rows: list[list[FactCheck] | None] = []
-    for i, row in enumerate(instance.factual_answer_rubric):
-        v = await ask("grounding", i, row)
-        rows.append(None if v is None else [FactCheck(True, v >= 0.5)])
-    return Verdicts(explicit, implicit, rows, raw)
+from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
+from geoeval.suites.mapsatisfy.model_judge import EVIDENCE_CHARS, model_verdicts
+from geoeval.suites.mapsatisfy.rules_judge import rules_verdicts
+from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -201,8 +31,6 @@ def combine(verdicts: Sequence[Verdicts]) -> Verdicts:
     did); a row is faithful when the mean of the judges' row verdicts is at least 1/2."""
     if len(verdicts) == 1:
         return verdicts[0]
-    from geoeval.suites.mapsatisfy.metrics import row_faithful
-
     first = verdicts[0]
     explicit = [_mean([v.explicit_met[i] for v in verdicts]) for i in range(len(first.explicit_met))]
     implicit = [_mean([v.implicit_satisfied[i] for v in verdicts]) for i in range(len(first.implicit_satisfied))]

@@ -228,7 +228,7 @@ def _not_applicable(scores: dict[str, float], record: dict[str, Any], reference:
 
 
 async def _judge_all(instance: Any, records: list[dict[str, Any]], judge: Callable[..., Any]) -> None:
-    from geoeval.suites.mapsatisfy.judges import Trajectory
+    from geoeval.suites.mapsatisfy.verdicts import Trajectory
 
     for record in records:
         record["verdicts"] = (await judge(instance, Trajectory.from_record(record))).to_record()

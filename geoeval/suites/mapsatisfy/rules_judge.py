@@ -50,6 +50,7 @@ from geoeval.suites.mapsatisfy.answer_facts import (
     read_answer,
 )
 from geoeval.suites.mapsatisfy.metrics import FactCheck
+from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "route": ("路线", "导航", "规划", "怎么走", "路程", "route", "navigation"),
@@ -267,10 +268,8 @@ def implicit_met(factor: Any, facts: AnswerFacts, ev: Evidence, query: str,
 # one dialogue
 
 
-def rules_verdicts(instance: Any, trajectory: Any) -> Any:
+def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
     """The `rules` judge's verdicts of one dialogue (module docstring)."""
-    from geoeval.suites.mapsatisfy.judges import Verdicts
-
     gt = instance.ground_truth
     ev = evidence_of(trajectory.tool_calls, trajectory.given, instance.context.city)
     facts = read_answer(trajectory.answer, ev)

@@ -11,7 +11,7 @@ Recorded in `state.metadata["mapsatisfy"]` (the scorer's metric functions read i
 - `tool_calls`: every call with its arguments, the response, its match type and error;
 - `dialogue`: the visible (role, text) turns; `given`: what the agent was given;
 - `tokens`: the agent's total tokens (CEI), the user simulator and judges not counted;
-- `verdicts`: the judges' verdicts (`judges.Verdicts.to_record`).
+- `verdicts`: the judges' verdicts (`verdicts.Verdicts.to_record`).
 The full transcript, tool messages included, stays in `state.messages`.
 """
 
@@ -23,14 +23,8 @@ from typing import Any
 from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from geoeval.agents.providers import message_text
 from geoeval.suites.mapsatisfy.user_sim import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
-
-
-def _text(message: Any) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return "\n".join(getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text")
 
 
 def make_user(instance: Any, user_model: Any | None) -> Any:
@@ -57,9 +51,10 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
-        from geoeval.suites.mapsatisfy.judges import Trajectory, judge_dialogue
-        from geoeval.suites.mapsatisfy.sandbox import inspect_tools
+        from geoeval.suites.mapsatisfy.judges import judge_dialogue
+        from geoeval.suites.mapsatisfy.replay import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
+        from geoeval.suites.mapsatisfy.verdicts import Trajectory
 
         instance = parse_instance(state.metadata["instance"])
         sandbox = env.sandbox()
@@ -91,7 +86,7 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
                     break
                 continue
             turns += 1
-            answer = _text(message)
+            answer = message_text(message)
             dialogue.append(("assistant", answer))
             reply = await user.reply(dialogue)
             dialogue.append(("user", reply))
@@ -111,7 +106,7 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
                 call = requested.get(m.tool_call_id or "")
                 calls.append({"name": m.function or "", "arguments": {},
                               "rejected_arguments": dict(call.arguments) if call else {},
-                              "content": _text(m), "match_type": "no_record", "error": m.error.message,
+                              "content": message_text(m), "match_type": "no_record", "error": m.error.message,
                               "score": None})
         record = {"answer": answer, "turns": turns, "tool_calls": calls, "dialogue": dialogue, "given": given,
                   "tokens": tokens, "finished": finished,

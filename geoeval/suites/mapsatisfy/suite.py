@@ -106,7 +106,7 @@ _LOCK = threading.Lock()
 
 
 def _open_sandbox(mock_dir: str, embedder: str, record: bool) -> Any:
-    from geoeval.suites.mapsatisfy.sandbox import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
 
     # No simulator is given to the sandbox: stage 3 uses the running eval's `tool_simulator` model
     # role (`build_task`), so one cached sandbox serves evals with and without a simulator.
@@ -129,7 +129,7 @@ def _fingerprint(paths: list[Path]) -> str:
 
 
 def tools_brief(names: list[str]) -> str:
-    from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
 
     return "\n".join(f"- {n}: {TOOL_SPECS[n].description}" for n in names)
 
@@ -164,7 +164,7 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
     carries every required parameter (aliases renamed to the catalogue's names); without one, a
     call built from the context and the query."""
     from geoeval.suites.mapsatisfy.metrics import _carried
-    from geoeval.suites.mapsatisfy.sandbox import ARGUMENT_ALIASES, TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay import ARGUMENT_ALIASES, TOOL_SPECS
 
     plan = []
     for tool in instance.expected_tools:
@@ -325,7 +325,7 @@ class MapSatisfySuite:
         return paths
 
     def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
-        from geoeval.suites.mapsatisfy.sandbox import TOOL_SPECS
+        from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
 
         names = list(spec.suite.map_tools) if spec.suite.map_tools else sorted(TOOL_SPECS)
@@ -342,7 +342,7 @@ class MapSatisfySuite:
 
         from geoeval.core.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
-        from geoeval.suites.mapsatisfy.sandbox import SIMULATOR_ROLE
+        from geoeval.suites.mapsatisfy.replay import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer
         from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue
 
