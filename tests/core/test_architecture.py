@@ -68,3 +68,14 @@ def test_private_inspect_and_hydra_apis_are_used_only_through_the_adapter():
                  if path.name != "private_api.py"
                  for line, name in _imports(path) if _private(name)]
     assert offending == []
+
+
+def test_maptab_question_generation_does_not_import_the_baselines():
+    """MapTab generates questions apart from answering them: the offline baselines' reading of
+    prompts and tables (`maptab/baselines/`) lives with the agents, never in generation."""
+    maptab = PACKAGE / "suites" / "maptab"
+    generation = [maptab / f"{name}.py" for name in ("qa", "qa_answers", "qa_wording", "queries", "rp_prompts",
+                                                     "generator", "tables", "routing")]
+    offending = [f"{path.name}:{line} imports {name}" for path in generation for line, name in _imports(path)
+                 if name.startswith("geoeval.suites.maptab.baselines")]
+    assert offending == []

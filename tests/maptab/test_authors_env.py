@@ -15,7 +15,8 @@ from geoeval.core.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab.authors_env import quality_report
 from geoeval.suites.maptab.authors_format import load_test_set, rp_test_set_path
-from geoeval.suites.maptab.queries import CATEGORIES, SUM_OBJECTIVE_NOTE
+from geoeval.suites.maptab.queries import CATEGORIES
+from geoeval.suites.maptab.rp_prompts import SUM_OBJECTIVE_NOTE
 from geoeval.suites.maptab.tables import parse_table
 from tests.conftest import compose_spec as spec_for
 

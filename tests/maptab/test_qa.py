@@ -12,6 +12,7 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import qa
+from geoeval.suites.maptab.baselines.table_reader import answer_from_tables
 from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 from tests.conftest import compose_spec as spec_for
@@ -202,7 +203,7 @@ def test_table_reader_reproduces_table_answers_and_declines_map_ones(gen, fmt):
         # must follow the order shown
         for q in qa.build_qa_queries(m, qa.QA_TYPES, 2, seed, shuffle_seed=seed if seed % 2 else None):
             user = qa.user_prompt(q, qa.qa_tables(m, q, fmt), fmt)
-            got = qa.answer_from_tables(qa.system_prompt(m.scenario, q.qa_type), user)
+            got = answer_from_tables(qa.system_prompt(m.scenario, q.qa_type), user)
             if q.setting in ("edge_tab", "vertex_tab"):
                 assert got == q.answer, q.question
             else:

@@ -9,22 +9,26 @@ import pytest
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab import routing
 from geoeval.suites.maptab.agents import solve_from_tables
+from geoeval.suites.maptab.baselines.prompt_reading import (
+    parse_free_question,
+    parse_prompt,
+)
+from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
 from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
 from geoeval.suites.maptab.queries import (
     CATEGORIES,
     CRITERIA,
     SETTINGS,
-    SUM_OBJECTIVE_NOTE,
     build_rp_queries,
-    graph_from_tables,
-    parse_free_question,
-    parse_prompt,
     parse_question,
     prompt_tables,
     question_text,
     row_seed,
-    system_prompt,
     table_columns,
+)
+from geoeval.suites.maptab.rp_prompts import (
+    SUM_OBJECTIVE_NOTE,
+    system_prompt,
     user_prompt,
 )
 from geoeval.suites.maptab.tables import edge_table, mix_map, parse_table

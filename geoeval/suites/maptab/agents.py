@@ -3,11 +3,13 @@
 - `table_baseline` parses the tables in the prompt and runs geoeval's exact route solver on them
   (fewest stations for criteria-free queries, the weighted cost J otherwise), with the scenario and
   the cost model the prompt states (a "Scenic Area" prompt is Travelmap; the sum note of
-  `queries.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
+  `rp_prompts.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
   Map+Mix_tab) it cannot see the network and answers that it cannot.
 - QA (`suite.task_family=qa`): the table baseline answers the Edge_tab-only and Vertex_tab-only
-  types from the tables in the prompt (`qa.answer_from_tables`) and says it cannot answer the types
-  that need the map; the perception baseline answers those from what it reads off the image.
+  types from the tables in the prompt (`baselines.table_reader.answer_from_tables`) and says it
+  cannot answer the types that need the map; the perception baseline answers those from what it
+  reads off the image.
+- What both read back from a prompt is in `baselines/` (`prompt_reading`, `table_reader`).
 - `perception_baseline` reads the map image: OCR for the station labels, pixel colours for lines
   and markers (`perception.py`). The topology comes from the image; numeric attributes, when the
   setting provides tables, come from the tables. Without an image (Edge_tab-only) it reads the
@@ -65,7 +67,7 @@ def _image_bytes(ref: str) -> bytes:
 
 def solve_from_tables(parsed: Any) -> str | None:
     """The route a table reader computes, or None when the tables do not carry the network."""
-    from geoeval.suites.maptab.queries import graph_from_tables
+    from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
     from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
 
     edges = parsed.tables.get("Edge Table")
@@ -94,9 +96,9 @@ def tagged(answer: str) -> str:
 
 
 def table_qa_answer(system: str, user: str) -> str | None:
-    """A table reader's QA answer: from the tables in the prompt alone (`qa.answer_from_tables`);
-    None for the types that need the map."""
-    from geoeval.suites.maptab.qa import answer_from_tables
+    """A table reader's QA answer: from the tables in the prompt alone
+    (`table_reader.answer_from_tables`); None for the types that need the map."""
+    from geoeval.suites.maptab.baselines.table_reader import answer_from_tables
 
     try:
         return answer_from_tables(system, user)
@@ -105,8 +107,7 @@ def table_qa_answer(system: str, user: str) -> str | None:
 
 
 def table_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
-    from geoeval.suites.maptab.qa import is_qa_system_prompt
-    from geoeval.suites.maptab.queries import parse_prompt
+    from geoeval.suites.maptab.baselines.prompt_reading import is_qa_system_prompt, parse_prompt
 
     system, user, _ = _texts_and_image(messages)
     if is_qa_system_prompt(system):
@@ -188,9 +189,8 @@ def _restrict_to_perceived(g: Any, pm: Any) -> Any:
 
 
 def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    from geoeval.suites.maptab.baselines.prompt_reading import is_qa_system_prompt, parse_prompt
     from geoeval.suites.maptab.perception import route_on_perceived
-    from geoeval.suites.maptab.qa import is_qa_system_prompt
-    from geoeval.suites.maptab.queries import parse_prompt
     from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
 
     system, user, image_ref = _texts_and_image(messages)
@@ -205,7 +205,7 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
         else:
             pm = perceive(_image_bytes(image_ref))  # decoded only when not read before
             if parsed.weights and parsed.tables.get("Edge Table"):
-                from geoeval.suites.maptab.queries import graph_from_tables
+                from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
 
                 g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None,
                                       parsed.scenario)
@@ -222,8 +222,9 @@ def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
     """What the perception baseline answers a QA question with: the table types from the tables
     (as the table baseline), the map types from what it reads off the image
     (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
+    from geoeval.suites.maptab.baselines.prompt_reading import question_from_prompt, tables_from_prompt
     from geoeval.suites.maptab.perception import answer_from_image
-    from geoeval.suites.maptab.qa import parse_question, question_from_prompt, setting_of, tables_from_prompt
+    from geoeval.suites.maptab.qa import parse_question, setting_of
 
     try:
         scenario = "travelmap" if "Scenic Area" in system else "metromap"

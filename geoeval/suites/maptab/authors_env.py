@@ -9,7 +9,7 @@ What is read, under `root` (the layout of `authors_format`):
 
 What a sample is: one test-set item with the authors' question, source and destination, routes
 (every one a reference), weights, totals and Map/Query difficulty; the system prompt is geoeval's
-for the category (`queries.system_prompt`), stating the cost model their labels are optimal under
+for the category (`rp_prompts.system_prompt`), stating the cost model their labels are optimal under
 (`AUTHORS_OBJECTIVE`); the tables are the authors' tables with only the columns the category needs
 (`queries.table_columns`), re-serialised in `suite.table_format`; for Map+Mix_tab, the file the
 item's `vertex_tab` names when it exists (the full release's `<city>_vertex2.json`), else Mix_tab

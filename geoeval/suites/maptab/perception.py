@@ -794,7 +794,7 @@ def answer_from_image(pm: PerceivedMap, parsed: Any, tables: dict[str, list[dict
     not read (an unmatched station name, a line colour not found)."""
     import networkx as nx
 
-    from geoeval.suites.maptab.qa import KINDS, Answer
+    from geoeval.suites.maptab.qa_answers import KINDS, Answer
 
     p, qa_type = parsed.params, parsed.qa_type
     kind = KINDS[parsed.scenario][qa_type]

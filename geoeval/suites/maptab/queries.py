@@ -1,5 +1,6 @@
-"""Route-planning (RP) queries: categories, sampling, reference labels, question wording, prompts,
-and the way back from a prompt to a routable graph.
+"""Route-planning (RP) queries: categories, sampling, reference labels, question wording (and its
+inverse, `parse_question`) and the tables each category shows. The prompts are in `rp_prompts`;
+reading a prompt back, as the offline baselines do, is in `baselines.prompt_reading`.
 
 Categories (key -> the authors' test-set suffix, input setting, criteria):
     map_only  only_map                        map                        -
@@ -49,37 +50,32 @@ setting), titled "Vertex Table" as in the authors' prompts. In Travelmap, a cate
 but not Time still shows the Time columns, as the authors' masking does: a spot's Time says
 whether it is a transport hub (Time 0), whose Price counts only at the destination.
 
-Prompts: `system_prompt` (role, objective with the cost rules and scaling, output format) and
-`user_prompt` (question, weights, tables in fenced blocks "Edge Table (csv):\\n```csv ...```") are
-filled from the templates in `prompts/`. `parse_prompt` recovers source, target, weights, criteria
-and tables from the user prompt text alone, and `graph_from_tables` turns the tables into a
-`MetroMap` that `routing.optimal_routes` can plan on.
+Prompts (`rp_prompts`): `system_prompt` (role, objective with the cost rules and scaling, output
+format) and `user_prompt` (question, weights, tables in fenced blocks) are filled from the
+templates in `prompts/` (`PROMPTS_DIR`, shared with the QA prompts).
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
 
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab import routing
-from geoeval.suites.maptab.difficulty import spci, spli, tercile_levels, to_graph
+from geoeval.suites.maptab.difficulty import spci, tercile_levels, to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario
 from geoeval.suites.maptab.tables import (
     TableFormat,
     edge_table,
     format_table,
-    map_from_rows,
     mix_map,
-    mix_merge_note,
     mix_table,
-    parse_table,
     shuffle_rows,
     vertex_table,
 )
@@ -134,21 +130,6 @@ class RPQuery:
     query_difficulty: str
     spli: int
     transfer_vertex_numbers: list[int] = field(default_factory=list)
-
-
-@dataclass
-class ParsedPrompt:
-    """What a table-reading agent can recover from a user prompt."""
-
-    source: str
-    target: str
-    weights: tuple[float, float, float, float] | None
-    criteria: tuple[str, ...]
-    tables: dict[str, list[dict]]
-    category: str | None = None
-    question: str = ""
-    scenario: Scenario = "metromap"
-    objective: routing.Objective = "mean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -222,14 +203,14 @@ _CRITERIA_STYLES: dict[str, tuple[str, ...]] = {
 _CRITERIA_STYLES["mix"] = _CRITERIA_STYLES["TPCR"]
 
 
-def _words(scenario: Scenario) -> dict[str, str]:
+def map_words(scenario: Scenario) -> dict[str, str]:
     if scenario == "metromap":
         return {"map": "Subway Map", "unit": "station", "units": "stations", "vehicle": "subway "}
     return {"map": "Scenic Area Planning Map", "unit": "scenic spot", "units": "scenic spots", "vehicle": ""}
 
 
 def _prefix(category: str, scenario: Scenario) -> str:
-    mp = _words(scenario)["map"]
+    mp = map_words(scenario)["map"]
     return {
         "map_only": f"According to the {mp}",
         "edge_only": "According to the Edge Table",
@@ -244,9 +225,9 @@ def _templates(category: str) -> tuple[str, ...]:
 
 def question_text(category: str, scenario: Scenario, style: int, source: str, target: str) -> str:
     """The question of a query in instruction style `style` (0-4)."""
-    _check_category(category)
+    check_category(category)
     template = _templates(category)[style % N_STYLES]
-    return template.format(p=_prefix(category, scenario), s=source, t=target, **_words(scenario))
+    return template.format(p=_prefix(category, scenario), s=source, t=target, **map_words(scenario))
 
 
 @lru_cache(maxsize=None)
@@ -254,7 +235,7 @@ def _question_patterns(scenario: Scenario) -> tuple[tuple[str, int, re.Pattern, 
     out = []
     for category in CATEGORIES:
         for style, template in enumerate(_templates(category)):
-            text = template.format(p=_prefix(category, scenario), s="\x00S\x00", t="\x00T\x00", **_words(scenario))
+            text = template.format(p=_prefix(category, scenario), s="\x00S\x00", t="\x00T\x00", **map_words(scenario))
             body = re.escape(text)
             lazy = body.replace("\x00S\x00", "(?P<s>.+?)").replace("\x00T\x00", "(?P<t>.+?)")
             greedy = body.replace("\x00S\x00", "(?P<s>.+)").replace("\x00T\x00", "(?P<t>.+)")
@@ -290,7 +271,7 @@ def parse_question(question: str, known: set[str] | None = None) -> tuple[str, i
 # Weights and queries
 
 
-def _check_category(category: str) -> None:
+def check_category(category: str) -> None:
     if category not in SETTINGS:
         raise GeoevalError(f"unknown RP category {category!r}; choose from {list(CATEGORIES)}")
 
@@ -324,7 +305,7 @@ def build_rp_queries(
     fewer), each asked in every category of `categories` (see the module docstring). `style`
     fixes one instruction style for every query instead of cycling them."""
     for c in categories:
-        _check_category(c)
+        check_category(c)
     objective = objective or routing.objective_for(m.scenario)
     g = to_graph(m)
     names = sorted(m.stations)
@@ -384,7 +365,7 @@ def build_rp_queries(
 def table_columns(category: str, scenario: Scenario = "metromap") -> dict[str, list[str]]:
     """The columns of each table a category shows: {"Edge Table": [...], "Vertex Table": [...]}
     (empty for Map-only). For Map+Mix_tab, "Vertex Table" is the Mix_tab without Line."""
-    _check_category(category)
+    check_category(category)
     line = ["Line"] if scenario == "metromap" else []
     crit = list(CRITERIA[category])
     if category == "map_only":
@@ -425,369 +406,3 @@ def prompt_tables(
             rows = vertex_table(m, cols)
         out[title] = format_table(shuffle_rows(rows, row_seed, title), table_format)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Prompts
-
-
-@lru_cache(maxsize=None)
-def _template(name: str) -> str:
-    return (PROMPTS_DIR / name).read_text(encoding="utf-8")
-
-
-_EXAMPLES = {
-    "metromap": ("Marlow Park", "Kensett Square", "Dunthorpe", "Ashby Vale", "Quillon"),
-    "travelmap": ("North Gate", "Lotus Pond", "Sunset Terrace", "Old Temple", "Bamboo Garden"),
-}
-
-
-def _common_fields(category: str, scenario: Scenario) -> dict[str, str]:
-    setting = SETTINGS[category]
-    w = _words(scenario)
-    mp = "the provided subway map image" if scenario == "metromap" else "the provided scenic area planning map image"
-    inputs = {
-        "map": mp,
-        "edge_tab": "the Edge Table",
-        "map+edge_tab": f"{mp} and the Edge Table",
-        "map+edge_tab+vertex_tab": f"{mp} and two tables (an Edge Table and a Vertex Table)",
-        "map+mix_tab": f"{mp} and the Vertex Table",
-    }[setting]
-    described = []
-    if "map" in setting.split("+"):
-        described.append(f"- The map image shows the {w['units']}" + (" and the lines connecting them." if scenario == "metromap" else " and the paths between them."))
-    cols = table_columns(category, scenario)
-    for title, columns in cols.items():
-        kind = "each row is an edge between two adjacent " + w["units"] if title == "Edge Table" else f"each row is a {w['unit']}"
-        if category == "mix":
-            kind += "; " + mix_merge_note(scenario)
-        described.append(f"- The {title}: {kind}; columns {', '.join(columns)}.")
-    if scenario == "metromap":
-        marking_title, marking_rule = (
-            "Transfer Marking",
-            "If and only if a line transfer occurs at a station, append `(transfer)` immediately "
-            "after its name. The origin and the destination are never marked.",
-        )
-        a, b, c, d, e = _EXAMPLES["metromap"]
-        ex1 = f"{a}-{c}-{b}(transfer)-{d}"
-        ex2 = f"{e}-{d}(transfer)-{b}"
-    else:
-        marking_title, marking_rule = ("Names", "Write each scenic spot exactly as named; add no annotations.")
-        a, b, c, d, e = _EXAMPLES["travelmap"]
-        ex1 = f"{a}-{c}-{b}-{d}"
-        ex2 = f"{e}-{d}-{b}"
-    material = {
-        "map": "map image",
-        "edge_tab": "Edge Table",
-        "map+edge_tab": "map image and Edge Table",
-        "map+edge_tab+vertex_tab": "map image and tables",
-        "map+mix_tab": "map image and Vertex Table",
-    }[setting]
-    return {
-        "planner": "Subway Pathfinding Algorithm" if scenario == "metromap" else "Scenic Area Route Planner",
-        "inputs": inputs,
-        "unit": w["unit"],
-        "units": w["units"],
-        "input_description": "\n".join(described) if described else "- Only the map image.",
-        "marking_title": marking_title,
-        "marking_rule": marking_rule,
-        "material": material,
-        "example_a": a,
-        "example_b": b,
-        "example_d": d,
-        "example_e": e,
-        "example_route_1": ex1,
-        "example_route_2": ex2,
-    }
-
-
-def _fmt_weight(w: float) -> str:
-    return f"{w:g}" if abs(w) >= 1e-4 or w == 0 else f"{w:.6f}"
-
-
-def _hub_rule(scenario: Scenario) -> str:
-    """Travelmap's transport-hub price rule (routing's module docstring), as prompt text."""
-    if scenario != "travelmap":
-        return ""
-    return ("; a scenic spot whose Time is 0 (an airport or a station) adds its Price only when it is "
-            "the destination")
-
-
-def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective = "mean") -> str:
-    crit = CRITERIA[category]
-    metro = scenario == "metromap"
-    stations = "every station of the route except the destination" if metro else "every scenic spot of the route, the destination included"
-    if objective == "sum":
-        return _sum_cost_rules(category, scenario, stations)
-    rules = []
-    if category == "mix":
-        if "Time" in crit:
-            rules.append(f"- Total Time = sum of the Time of {stations}"
-                         + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
-        rules.append(f"- Total Price = sum of the Price of {stations}{_hub_rule(scenario)}.")
-        rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of {stations}.")
-        rules.append(f"- Average Reliability = mean of the non-zero Reliability values of {stations}.")
-        return "\n".join(rules)
-    if "Time" in crit:
-        rules.append(f"- Total Time = sum of edge Time + sum of the Time of {stations}"
-                     + (" + the Transfer Time of each station where a line transfer occurs (stations passed without changing lines add no Transfer Time)." if metro else "."))
-    if "Price" in crit:
-        rules.append(f"- Total Price = sum of edge Price + sum of the Price of {stations}{_hub_rule(scenario)}.")
-    if "Comfort Level" in crit:
-        rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of the route's edges and of {stations}.")
-    if "Reliability" in crit:
-        rules.append(f"- Average Reliability = mean of the non-zero Reliability values of the route's edges and of {stations}.")
-    return "\n".join(rules)
-
-
-def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
-    """Cost rules of the additive objective (`routing`'s objective="sum"): comfort and reliability
-    enter as sums of (1 - value) over the route, as the authors' Travelmap prompts state
-    ("final route score = sum(edge Comfort Level) + sum(vertex Comfort Level)")."""
-    crit = CRITERIA[category]
-    metro = scenario == "metromap"
-    _ts, _ps, cs = routing.SCALES[scenario]
-    where = f"of {stations}" if category == "mix" else f"of the route's edges and of {stations}"
-    c_value = "Comfort Level" if cs == 1 else f"Comfort Level / {cs:g}"
-    rules = []
-    if "Time" in crit:
-        edge = "" if category == "mix" else "sum of edge Time + "
-        rules.append(f"- Total Time = {edge}sum of the Time of {stations}"
-                     + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
-    if "Price" in crit:
-        edge = "" if category == "mix" else "sum of edge Price + "
-        rules.append(f"- Total Price = {edge}sum of the Price of {stations}{_hub_rule(scenario)}.")
-    if "Comfort Level" in crit:
-        rules.append(f"- Comfort Cost = sum of (1 - {c_value}) over the non-zero Comfort Level values {where}.")
-    if "Reliability" in crit:
-        rules.append(f"- Reliability Cost = sum of (1 - Reliability) over the non-zero Reliability values {where}.")
-    return "\n".join(rules)
-
-
-# Says, in a system prompt, that J uses the additive comfort / reliability costs; the offline
-# baselines read it to plan with routing's objective="sum".
-SUM_OBJECTIVE_NOTE = "Comfort Level and Reliability are summed along the route, not averaged."
-
-
-def _scaling_rules(
-    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
-) -> str:
-    crit = CRITERIA[category]
-    ts, ps, cs = routing.SCALES[scenario]
-    if objective == "sum":
-        return _sum_scaling_rules(category, scenario, weights)
-    terms = []
-    lines = []
-    if "Time" in crit:
-        terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
-        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
-                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
-    if "Price" in crit:
-        terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
-        lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
-    if "Comfort Level" in crit:
-        c_term = "Average Comfort Level" if cs == 1 else f"Average Comfort Level / {cs:g}"
-        terms.append(f"{_fmt_weight(weights[2])} * (1 - {c_term})")
-        lines.append("- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean.")
-    if "Reliability" in crit:
-        terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
-        lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
-    lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
-    return "\n".join(lines)
-
-
-def _sum_scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) -> str:
-    crit = CRITERIA[category]
-    ts, ps, cs = routing.SCALES[scenario]
-    terms, lines = [], []
-    if "Time" in crit:
-        terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
-        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
-                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
-    if "Price" in crit:
-        terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
-        lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
-    if "Comfort Level" in crit:
-        terms.append(f"{_fmt_weight(weights[2])} * Comfort Cost")
-        lines.append(f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out.")
-    if "Reliability" in crit:
-        terms.append(f"{_fmt_weight(weights[3])} * Reliability Cost")
-        lines.append("- Reliability counts as one minus its value; zero values are left out.")
-    if "Comfort Level" in crit or "Reliability" in crit:
-        lines.append(f"- {SUM_OBJECTIVE_NOTE}")
-    lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
-    return "\n".join(lines)
-
-
-def _objective(
-    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
-) -> tuple[str, str]:
-    crit = CRITERIA[category]
-    single = {
-        "Time": ("the fastest route", "the one with the minimum Total Time"),
-        "Price": ("the cheapest route", "the one with the minimum Total Price"),
-        "Comfort Level": ("the route with the highest comfort level", "the one with the highest Average Comfort Level"),
-        "Reliability": ("the route with the highest reliability", "the one with the highest Average Reliability"),
-    }
-    if objective == "sum":
-        single["Comfort Level"] = ("the route with the highest comfort level", "the one with the lowest Comfort Cost")
-        single["Reliability"] = ("the route with the highest reliability", "the one with the lowest Reliability Cost")
-    if len(crit) == 1:
-        goal, which = single[crit[0]]
-        return goal, f"Considering {crit[0]} as the only factor, return only one final route: {which}."
-    parts = ", ".join(f"{name} {_fmt_weight(weights[CRITERIA_NAMES.index(name)])}" for name in crit)
-    who = USER_PROFILE.get(category)
-    lead = f"The route should be planned for {who}. " if who else ""
-    goal = "the best overall route based on weighted " + ", ".join(crit[:-1]) + f" and {crit[-1]}"
-    return goal, (
-        f"{lead}{', '.join(crit[:-1])} and {crit[-1]} must be considered together with the weight "
-        f"proportions {parts}. Return only one final route: the one with the best (lowest) weighted score "
-        f"defined below."
-    )
-
-
-def system_prompt(
-    category: str,
-    scenario: Scenario = "metromap",
-    weights: Sequence[float] | None = None,
-    objective: routing.Objective = "mean",
-) -> str:
-    """The system prompt of an RP category (templates in `prompts/`). `objective` is the cost model
-    the references are optimal under (`routing`): "mean" states the paper's Eq. 1, "sum" the
-    additive comfort / reliability costs (the authors' Travelmap labels and prompts)."""
-    _check_category(category)
-    fields = _common_fields(category, scenario)
-    if category in CRITERIA_FREE:
-        return _template("rp_system_criteria_free.txt").format(**fields).rstrip() + "\n"
-    if weights is None:
-        raise GeoevalError(f"category {category!r} needs weights (time, price, comfort, reliability)")
-    if objective not in ("mean", "sum"):
-        raise GeoevalError(f"objective must be 'mean' or 'sum', got {objective!r}")
-    goal, objective_text = _objective(category, scenario, weights, objective)
-    return _template("rp_system_criteria.txt").format(
-        **fields,
-        goal=goal,
-        objective=objective_text,
-        cost_rules=_cost_rules(category, scenario, objective),
-        scaling_rules=_scaling_rules(category, scenario, weights, objective),
-    ).rstrip() + "\n"
-
-
-_WEIGHTS_LINE = "Weights (Time, Price, Comfort Level, Reliability):"
-
-
-def user_prompt(query: RPQuery, tables: dict[str, str], table_format: TableFormat) -> str:
-    """The user prompt: the question, the weights (criteria categories) and each table in a fenced
-    block "<title> (<format>):\\n```<format>\\n...\\n```"."""
-    weights_block = ""
-    if query.weights is not None:
-        weights_block = f"\n{_WEIGHTS_LINE} " + ", ".join(_fmt_weight(w) for w in query.weights) + "\n"
-    blocks = []
-    for title, text in tables.items():
-        blocks.append(f"\n{title} ({table_format}):\n```{table_format}\n{text.rstrip()}\n```\n")
-    return _template("rp_user.txt").format(
-        question=query.question, weights_block=weights_block, tables_block="".join(blocks)
-    )
-
-
-_TABLE_BLOCK = re.compile(
-    r"(?P<title>[A-Z][A-Za-z_ ]*?Table) \((?P<fmt>csv|json)\):\s*\n```(?:csv|json)?\s*\n(?P<body>.*?)\n?```",
-    re.DOTALL,
-)
-_WEIGHTS = re.compile(re.escape(_WEIGHTS_LINE) + r"\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)")
-
-
-def parse_prompt(text: str) -> ParsedPrompt:
-    """Source, target, weights, criteria and tables (rows, keyed by title: "Edge Table",
-    "Vertex Table") of a user prompt written by `user_prompt` (a system prompt may precede it)."""
-    tables: dict[str, list[dict]] = {}
-    for match in _TABLE_BLOCK.finditer(text):
-        tables[match.group("title").strip()] = parse_table(match.group("body"), match.group("fmt"))  # type: ignore[arg-type]
-    known: set[str] = set()
-    for rows in tables.values():
-        for r in rows:
-            if "Vertex" in r:
-                known.add(str(r["Vertex"]))
-            if "Edge" in r and isinstance(r["Edge"], str):
-                known.update(p.strip() for p in r["Edge"].split("-"))
-
-    question = ""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip() == "# Question":
-            question = next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
-            break
-    category = style = None
-    if question:
-        try:
-            category, style, source, target = parse_question(question, known)
-        except GeoevalError:  # not geoeval's wording (e.g. the authors' own questions)
-            source, target = parse_free_question(question, known)
-    else:  # no header: try every line
-        for line in lines:
-            try:
-                category, style, source, target = parse_question(line, known)
-                question = line.strip()
-                break
-            except GeoevalError:
-                continue
-        else:
-            raise GeoevalError("no RP question found in the prompt")
-
-    weights = None
-    wm = _WEIGHTS.search(text)
-    if wm:
-        weights = tuple(float(x) for x in wm.groups())
-    criteria = CRITERIA[category] if category else ()
-    if weights is not None and not criteria:
-        criteria = tuple(n for n, w in zip(CRITERIA_NAMES, weights) if w)
-    return ParsedPrompt(
-        source=source, target=target, weights=weights, criteria=criteria, tables=tables,  # type: ignore[arg-type]
-        category=category, question=question,
-        # what the prompt says about the map: Travelmap prompts name the "Scenic Area"
-        scenario="travelmap" if "Scenic Area" in text else "metromap",
-        objective="sum" if SUM_OBJECTIVE_NOTE in text else "mean",
-    )
-
-
-_FREE_OPENERS = {"from": "to", "between": "and"}
-_FREE_OPENER = re.compile(r"\b(from|between)\s+", re.IGNORECASE)
-_FREE_TRAILER = re.compile(r"[\s?？.。!！]+$")
-
-
-def parse_free_question(question: str, known: set[str] | None = None) -> tuple[str, str]:
-    """(source, target) of a question in any wording of the form "... from A to B?" or
-    "... between A and B." (the authors' test-set questions, which geoeval's templates do not
-    cover). Every split of that form is a candidate; with `known` station names, the candidates
-    naming two known stations win (a name may contain " to " or " and "); among the rest, the last
-    opener and its first separator."""
-    q = _FREE_TRAILER.sub("", question.strip())
-    candidates: list[tuple[str, str]] = []  # last opener first, then its separators in order
-    for opener in reversed(list(_FREE_OPENER.finditer(q))):
-        sep = re.compile(rf"\s+{_FREE_OPENERS[opener.group(1).lower()]}\s+", re.IGNORECASE)
-        rest = q[opener.end():]
-        for m in sep.finditer(rest):
-            s_name, t_name = rest[: m.start()].strip(), rest[m.end():].strip()
-            if s_name and t_name:
-                candidates.append((s_name, t_name))
-    if not candidates:
-        raise GeoevalError(f"cannot read origin and destination from the question {question!r}")
-    if known:
-        good = [c for c in candidates if c[0] in known and c[1] in known]
-        if good:
-            return good[0]
-    return candidates[0]
-
-
-def graph_from_tables(
-    edge_rows: list[dict[str, Any]] | None,
-    vertex_rows: list[dict[str, Any]] | None = None,
-    mix_rows: list[dict[str, Any]] | None = None,
-    scenario: Scenario = "metromap",
-) -> MetroMap:
-    """A routable `MetroMap` (coordinates 0) from what a model is shown: the Edge Table (needed
-    for the topology) plus the Vertex Table, or the Mix Table (then stations carry the Mix values
-    and edges no attributes). Missing columns read as 0, which leaves the criteria shown intact."""
-    if not edge_rows:
-        raise GeoevalError("an Edge Table is needed to recover the network")
-    return map_from_rows(edge_rows, vertex_rows, mix_rows, scenario)

@@ -433,7 +433,7 @@ def rp_sample(
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
-    from geoeval.suites.maptab.queries import system_prompt, user_prompt
+    from geoeval.suites.maptab.rp_prompts import system_prompt, user_prompt
     from geoeval.suites.maptab.routing import objective_for
 
     objective = objective or objective_for(q.scenario)
