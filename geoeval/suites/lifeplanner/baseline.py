@@ -37,6 +37,7 @@ from inspect_ai.tool import ToolInfo
 from geoeval.agents.policies import PolicyReply, register_policy
 from geoeval.suites.lifeplanner.environment import DAYS, is_open
 from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.trip_timing import open_on_arrival, readable_hours
 
 BUDGET = 30  # the scaffold's default; the plan keeps one turn for submit_answer
 DEFAULT_RADIUS_M = 500.0  # "near" without a number
@@ -672,14 +673,10 @@ def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
         if first_then and order.index(first_then[0]) > order.index(first_then[1]):
             return False
         if hours:
-            t = int(hhmm[:2]) * 60 + int(hhmm[3:])
-            for u, v in itertools.pairwise(order):
-                t += legs[(u, v)][1] / 60.0
-                if v in hours:
-                    m_ = int(t)
-                    if not open_at(hours[v], DAYS[(DAYS.index(day) + m_ // 1440) % 7], m_ % 1440):
-                        return False
-                    t += int(dwell.group(1))
+            departure = int(hhmm[:2]) * 60 + int(hhmm[3:])
+            secs = [legs[(u, v)][1] for u, v in itertools.pairwise(order)]
+            return open_on_arrival(order, secs, DAYS.index(day), departure, int(dwell.group(1)),
+                                   lambda p: readable_hours(hours[p]))
         return True
 
     found_order = best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode, ok) \

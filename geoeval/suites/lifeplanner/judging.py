@@ -3,7 +3,7 @@ Accuracy (A, eq. 1), the constraints of Semantic Constraint (SC) and the faithfu
 Reasoning Purity (RP), and the offline `rules` judge of the judge ensemble that scores SC and RP
 with them.
 
-A case states its requirements and constraints as data (see `cases.py`):
+A case states its requirements and constraints as data (see `cases/`):
 
 - requirement groups `{"scope", "requirements": [[attribute, op, value], ...]}` with scope
   `answer` (the answer's own fields: value, vehicle, mode), `answer_place` (the place a Place
@@ -25,9 +25,10 @@ from typing import Any
 
 from geoeval.suites.lifeplanner import tools as T
 from geoeval.suites.lifeplanner.answers import ParsedAnswer
-from geoeval.suites.lifeplanner.environment import DAYS, is_open
+from geoeval.suites.lifeplanner.environment import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.trajectory import Trajectory
+from geoeval.suites.lifeplanner.trip_timing import hhmm_to_minute, open_on_arrival
 
 # --------------------------------------------------------------------------------------------
 # Place records and facts
@@ -117,37 +118,8 @@ def has_any_fact(city: T.City, place_id: str, facts: list[str]) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Time: arrivals along a visiting order
+# Time: the legs of a visiting order (trip_timing times them)
 # --------------------------------------------------------------------------------------------
-
-
-def hhmm_to_minute(hhmm: str) -> int:
-    h, m = hhmm.split(":")
-    return int(h) * 60 + int(m)
-
-
-def minute_to_hhmm(minute: float) -> str:
-    m = int(minute) % 1440
-    return f"{m // 60:02d}:{m % 60:02d}"
-
-
-def arrival_minutes(leg_seconds: list[float], departure_min: float, dwell_min: float) -> list[float]:
-    """Minute of the day (may pass 1440) at which each stop after the start is reached: the trip
-    leaves the start at `departure_min`, and spends `dwell_min` at every intermediate stop."""
-    t = float(departure_min)
-    out = []
-    for k, secs in enumerate(leg_seconds):
-        t += secs / 60.0
-        out.append(t)
-        if k < len(leg_seconds) - 1:  # the last stop is the destination: no dwell counted after it
-            t += dwell_min
-    return out
-
-
-def open_at_minute(hours: str | None, weekday: int, minute: float) -> bool:
-    """Open at a minute counted from 00:00 of `weekday` (a minute past 1440 is the next day)."""
-    m = int(math.floor(minute))
-    return is_open(hours, (weekday + m // 1440) % 7, m % 1440)
 
 
 def leg_times(city: T.City, order: list[str], vehicle: str, mode: str) -> list[float] | None:
@@ -329,10 +301,10 @@ def _open_on_arrival(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer)
     secs = leg_times(city, order, con["vehicle"], con["mode"])
     if secs is None:
         return False
-    arrivals = arrival_minutes(secs, hhmm_to_minute(con["departure"]), float(con["dwell_min"]))
-    weekday = DAYS.index(con["weekday"])
+    departure, weekday = hhmm_to_minute(con["departure"]), DAYS.index(con["weekday"])
     recs = place_records(city)
-    return all(open_at_minute(recs[p]["opentime_week"], weekday, t) for p, t in zip(order[1:-1], arrivals))
+    return open_on_arrival(order, secs, weekday, departure, float(con["dwell_min"]),
+                           lambda p: parse_opening_hours(recs[p]["opentime_week"]))
 
 
 def semantic_constraint_score(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:

@@ -1,7 +1,7 @@
 """The LifePlanner suite: config schemas, the environment (one city database per config and
 seed), the cases as Inspect samples, and the task, registered with the core registry.
 
-A sample is one case of the case engine (`cases.py`): Figure 9's system prompt for its task
+A sample is one case of the case engine (`cases/`): Figure 9's system prompt for its task
 family, the question, and in its metadata the whole case (reference answer, τ*, evidence,
 requirements, constraints) and its dimensions. The evaluated agent gets the standard toolset of
 Table 7 and `submit_answer`, with a budget of `suite.tool_budget` calls (`task.py`).
