@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/health")
         args.out.mkdir(parents=True, exist_ok=True)
-        screenshot(chromium, f"{base}/#/experiments/{experiment_id}", args.out / "runs_table.png", args.size)
+        screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs", args.out / "runs_table.png", args.size)
         screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs/{parent_id}", args.out / "sweep_parent.png", args.size)
         if children:
             screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs/{children[0]}", args.out / "child_run.png", args.size)
