@@ -13,6 +13,7 @@ from geoeval.suites.lifeplanner import tools as T
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
 from geoeval.suites.lifeplanner.lexicon import PERSONAS, Preference
+from geoeval.suites.lifeplanner.trip_timing import boundary_margin, open_at_minute
 
 if TYPE_CHECKING:  # the draft's module builds on these steps
     from geoeval.suites.lifeplanner.cases.reference_path import Draft
@@ -50,6 +51,17 @@ class ChoosingSteps(EngineState):
 
     def weekday_time(self, lo: int = 6 * 60, hi: int = 23 * 60 + 55) -> tuple[int, int]:
         return int(self.rng.integers(7)), int(self.rng.integers(lo // 5, hi // 5 + 1)) * 5
+
+    def time_when_exactly_one_is_open(self, hours: list[Any], *, earliest: int, margin: int) -> tuple[int, int, list[bool]]:
+        """A (weekday, minute) from `earliest` to 23:55 when exactly one of `hours` is open, at
+        least `margin` minutes from any of them opening or closing (so that the answer does not
+        hang on a boundary), and which of them is open; 60 draws at most."""
+        for _ in range(60):
+            weekday, minute = self.weekday_time(earliest, 23 * 60 + 55)
+            opens = [open_at_minute(h, weekday, minute) for h in hours]
+            if sum(opens) == 1 and min(boundary_margin(h, weekday, minute) for h in hours) >= margin:
+                return weekday, minute, opens
+        raise Reject("no time when exactly one is open")
 
     def satisfies(self, p: Place, pref: Preference) -> list[str]:
         return [f for f in pref.facts if f in p.facts]

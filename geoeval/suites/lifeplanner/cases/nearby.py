@@ -81,13 +81,7 @@ class NearbyCases(RouteSteps):
         else:
             raise Reject("no filters leave 2-5 candidates")
         hs = [self.idx.hours_of(p) for p in kept]
-        for _ in range(60):
-            wd, t = self.weekday_time(7 * 60, 23 * 60 + 55)
-            opens = [open_at_minute(h, wd, t) for h in hs]
-            if sum(opens) == 1 and min(boundary_margin(h, wd, t) for h in hs) >= 15:
-                break
-        else:
-            raise Reject("no time when exactly one is open")
+        wd, t, opens = self.time_when_exactly_one_is_open(hs, earliest=7 * 60, margin=15)
         ans = kept[opens.index(True)]
         day, hhmm = DAYS[wd], minute_to_hhmm(t)
         noun = TYPE_NOUNS[sub][0]

@@ -214,13 +214,7 @@ class PlaceCases(RouteSteps):
             hs = [self.idx.hours_of(g) for g in group]
             if any(not h.known for h in hs):
                 raise Reject("unknown hours")
-            for _ in range(60):
-                wd, t = self.weekday_time(6 * 60, 23 * 60 + 55)
-                opens = [open_at_minute(h, wd, t) for h in hs]
-                if sum(opens) == 1 and min(boundary_margin(h, wd, t) for h in hs) >= 20:
-                    break
-            else:
-                raise Reject("no time when exactly one is open")
+            wd, t, opens = self.time_when_exactly_one_is_open(hs, earliest=6 * 60, margin=20)
             winner = group[opens.index(True)]
             day, hhmm = DAYS[wd], minute_to_hhmm(t)
             q = self.pick([f"{persona}It's {day}, {hhmm}. Which of {list_words(names)} is open right now?",
