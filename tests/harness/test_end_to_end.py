@@ -52,7 +52,7 @@ def test_oracle_self_check_scores_exactly_one(tmp_path):
         else:  # ds: the difficulty score (2..6) of each exactly matched sample
             assert 2.0 <= value <= 6.0
     assert "MLflow run:" in proc.stdout and "Inspect log:" in proc.stdout
-    client, runs = mlflow_runs(tmp_path, "default")
+    client, runs = mlflow_runs(tmp_path, "Default")  # experiment_name=default is MLflow's own Default
     assert len(runs) == 1
     run = runs[0]
     assert run.data.metrics["ema"] == 1.0 and run.data.metrics["pma"] == 1.0
