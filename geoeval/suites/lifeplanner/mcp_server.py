@@ -4,8 +4,8 @@ Server: `python -m geoeval.mcp lifeplanner --db city.duckdb [--transport stdio|h
 [--host 127.0.0.1 --port 8765] [--toolset standard|data_engine]` serves the standard toolset
 (Table 7) or the data-engine toolset (Table 8) over stdio or streamable HTTP (path `/mcp`).
 
-The server does not re-declare the tools. It builds the Inspect tools of `tools.py`
-(`agent_tools` / `data_engine_tools`) and serves exactly those:
+The server does not re-declare the tools. It builds the Inspect tools of the one tool table
+(`toolsets.TOOL_TABLE`, via `toolset_tools`) and serves exactly those:
 
 - `tools/list` gives each tool's name, description and the JSON schema Inspect generates for it
   (so an MCP client sees the parameters an in-process agent sees, down to the descriptions);
@@ -46,22 +46,14 @@ from typing import Any, Literal
 
 from geoeval.core.text import clean_text, clean_value
 from geoeval.mcp.security import TOKEN_ENV
-from geoeval.suites.lifeplanner.tools import ToolResult, agent_tools, data_engine_tools, record_call
+from geoeval.suites.lifeplanner.tools import ToolResult, record_call
+from geoeval.suites.lifeplanner.toolsets import TOOLSETS, toolset_tools
 
-TOOLSETS = ("standard", "data_engine")
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "geoeval-lifeplanner"
 HTTP_PATH = "/mcp"
 
 logger = logging.getLogger(__name__)
-
-
-def _inspect_toolset(db_path: str | Path, toolset: str, seed: int = 0) -> list[Any]:
-    if toolset == "standard":
-        return agent_tools(db_path)
-    if toolset == "data_engine":
-        return data_engine_tools(db_path, seed=seed)
-    raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -80,7 +72,7 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
     from inspect_ai.tool import ToolDef, ToolError
     from mcp.server.lowlevel import Server
 
-    defs = {d.name: d for d in (ToolDef(t) for t in _inspect_toolset(db_path, toolset, seed))}
+    defs = {d.name: d for d in (ToolDef(t) for t in toolset_tools(db_path, toolset, seed=seed))}
     specs = [types.Tool(name=d.name, description=d.description,
                         input_schema=d.parameters.model_dump(exclude_none=True)) for d in defs.values()]
 
