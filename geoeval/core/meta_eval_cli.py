@@ -48,12 +48,12 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
                                                                  f"{suite}.yaml").exists() else []
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         try:
-            cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none", *overrides])
-            if "env" not in given:
-                env = generated_env(str(cfg.suite.name), str(cfg.env.name))
-                if env != str(cfg.env.name):
-                    cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, f"env={env}",
-                                                                   "tracking=none", *overrides])
+            env: list[str] = []
+            if "env" not in given:  # the suite's generated environment, chosen before `env.*` overrides apply
+                base = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none"])
+                chosen = generated_env(str(base.suite.name), str(base.env.name))
+                env = [f"env={chosen}"] if chosen != str(base.env.name) else []
+            cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, *env, "tracking=none", *overrides])
         except GeoevalError:
             raise
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override

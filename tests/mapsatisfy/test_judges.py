@@ -238,3 +238,23 @@ def test_a_case_whose_judges_all_failed_is_flagged_not_valued():
     assert not Verdicts([None, 1.0], [None], [None]).all_failed()  # one verdict: partly judged
     assert not Verdicts([], [], []).all_failed()  # nothing to judge is not a failure
     assert not Verdicts([None], [None], [[FactCheck(True, True)]]).all_failed()
+
+
+class DeadJudge:
+    """A model judge whose every call fails after its retries (a dead endpoint)."""
+
+    async def generate(self, prompt):
+        raise ConnectionError("endpoint unreachable")
+
+
+def test_a_model_judge_that_fails_is_left_out_and_named_and_alone_makes_the_case_an_error():
+    instance = _one_item_instance()
+    rules_only = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["rules"], votes=1))
+    both = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["rules", "m/dead"], votes=3,
+                                      model_factory=lambda name, config: DeadJudge()))
+    # the rules judge decides alone: the same verdicts as without the dead judge, which is named
+    assert (both.explicit_met, both.implicit_satisfied) == (rules_only.explicit_met, rules_only.implicit_satisfied)
+    assert "ConnectionError: endpoint unreachable" in both.raw["m/dead:error"]
+    alone = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["m/dead"], votes=3,
+                                       model_factory=lambda name, config: DeadJudge()))
+    assert alone.all_failed()  # no judge decided anything: the sample is a counted error, never a 0

@@ -60,5 +60,20 @@ async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence
             results.append(rules_verdicts(instance, trajectory))
         else:
             model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
-            results.append(await model_verdicts(model, name, instance, trajectory, votes, evidence_chars))
+            try:
+                results.append(await model_verdicts(model, name, instance, trajectory, votes, evidence_chars))
+            except Exception as exc:  # noqa: BLE001 - failed after its retries: left out and named, never a 0
+                results.append(failed_verdicts(instance, name, exc))
     return combine(results)
+
+
+def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
+    """A judge that gave no verdict at all (its calls failed after their retries): every item
+    None, so the other judges decide; when it was the only judge the case is an error
+    (`Verdicts.all_failed`). The failure is kept in `raw` under `<name>:error`."""
+    from geoeval.core.text import clean_text
+
+    gt = instance.ground_truth
+    return Verdicts([None] * len(gt.explicit_intent), [None] * len(gt.implicit_intent),
+                    [None] * len(instance.factual_answer_rubric),
+                    {f"{name}:error": clean_text(f"{type(exc).__name__}: {exc}", max_chars=500)})
