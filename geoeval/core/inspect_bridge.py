@@ -22,8 +22,12 @@ from inspect_ai.log import EvalSample
 from inspect_ai.model import GenerateConfig, Model, get_model
 
 from geoeval.core.preflight import sample_http_retries
+from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.text import clean_text, clean_value
+
+# Inspect estimates tokens with an encoding tiktoken downloads: offline, estimate instead
+install_offline_token_estimate()
 
 Sink = Callable[[SampleResult], None]
 

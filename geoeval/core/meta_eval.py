@@ -135,6 +135,9 @@ def run_meta_eval(spec: Any, suite: Any) -> tuple[list[ScoredAnswer], dict[str, 
         from geoeval.core.errors import GeoevalError
 
         raise GeoevalError(f"suite '{suite.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
+    from geoeval.core.private_api import install_offline_token_estimate
+
+    install_offline_token_estimate()  # model judges (e.g. Inspect's mockllm) estimate tokens offline too
     env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)
     if spec.limit:

@@ -95,3 +95,37 @@ def basic_sweeper_batches(parsed_overrides: list[Any]) -> list[list[str]]:
         raise _moved("hydra._internal.core_plugins.basic_sweeper.BasicSweeper", exc) from None
     batches = BasicSweeper.split_arguments(parsed_overrides, max_batch_size=None)
     return [list(combo) for combo in batches[0]] if batches else [[]]
+
+
+#: Characters per token of the offline estimate (a common rule of thumb for English and code).
+CHARS_PER_TOKEN = 4.0
+_OFFLINE_TOKENS: dict[str, bool] = {"installed": False, "fallback": False}
+
+
+def install_offline_token_estimate() -> None:
+    """Inspect estimates token counts (for its mock model's usage, and context limits) with
+    tiktoken's `o200k_base` encoding, which tiktoken downloads on first use. Without network and
+    without a cached encoding that download fails and fails the model call. This wraps Inspect's
+    estimator so that, once the encoding cannot be loaded, it estimates ~4 characters per token
+    with Inspect's own 10% buffer instead (an estimate either way: no score depends on it).
+    Idempotent; a changed Inspect that no longer has the estimator is left as it is."""
+    if _OFFLINE_TOKENS["installed"]:
+        return
+    try:
+        from inspect_ai.model import _model
+    except ImportError:
+        return
+    original = getattr(_model, "count_text_tokens", None)
+    if original is None:
+        return
+
+    def count_text_tokens(text: str) -> int:
+        if not _OFFLINE_TOKENS["fallback"]:
+            try:
+                return original(text)
+            except Exception:  # noqa: BLE001 - no encoding here (offline): estimate from now on
+                _OFFLINE_TOKENS["fallback"] = True
+        return max(1, int(len(text) / CHARS_PER_TOKEN * 1.1))
+
+    _model.count_text_tokens = count_text_tokens
+    _OFFLINE_TOKENS["installed"] = True

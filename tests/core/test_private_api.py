@@ -33,3 +33,13 @@ def test_a_moved_name_is_one_error_naming_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "inspect_ai._util.retry", None)  # import of it now fails
     with pytest.raises(GeoevalError, match=r"inspect_ai\._util\.retry\.http_retries_count is not where"):
         private_api.http_retries_count()
+
+
+def test_token_estimates_fall_back_offline_instead_of_failing_the_call(monkeypatch):
+    from inspect_ai.model import _model
+
+    private_api.install_offline_token_estimate()
+    private_api.install_offline_token_estimate()  # idempotent: wrapped once
+    assert _model.count_text_tokens.__qualname__.startswith("install_offline_token_estimate")
+    monkeypatch.setitem(private_api._OFFLINE_TOKENS, "fallback", True)  # as after a failed download
+    assert _model.count_text_tokens("abcd" * 10) == 11  # 40 chars / 4 per token x Inspect's 1.1 buffer
