@@ -169,31 +169,9 @@ SUM_OBJECTIVE_NOTE = "Comfort Level and Reliability are summed along the route, 
 def _scaling_rules(
     category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
 ) -> str:
-    crit = CRITERIA[category]
-    ts, ps, cs = routing.SCALES[scenario]
-    if objective == "sum":
-        return _sum_scaling_rules(category, scenario, weights)
-    terms = []
-    lines = []
-    if "Time" in crit:
-        terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
-        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
-                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
-    if "Price" in crit:
-        terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
-        lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
-    if "Comfort Level" in crit:
-        c_term = "Average Comfort Level" if cs == 1 else f"Average Comfort Level / {cs:g}"
-        terms.append(f"{_fmt_weight(weights[2])} * (1 - {c_term})")
-        lines.append("- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean.")
-    if "Reliability" in crit:
-        terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
-        lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
-    lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
-    return "\n".join(lines)
-
-
-def _sum_scaling_rules(category: str, scenario: Scenario, weights: Sequence[float]) -> str:
+    """The scaling rules and the route score J for a criteria category. Time and Price are the same
+    under both objectives; comfort and reliability are one minus their mean (the paper's Eq. 1) or,
+    under "sum", summed costs along the route."""
     crit = CRITERIA[category]
     ts, ps, cs = routing.SCALES[scenario]
     terms, lines = [], []
@@ -204,14 +182,23 @@ def _sum_scaling_rules(category: str, scenario: Scenario, weights: Sequence[floa
     if "Price" in crit:
         terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
         lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
-    if "Comfort Level" in crit:
-        terms.append(f"{_fmt_weight(weights[2])} * Comfort Cost")
-        lines.append(f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out.")
-    if "Reliability" in crit:
-        terms.append(f"{_fmt_weight(weights[3])} * Reliability Cost")
-        lines.append("- Reliability counts as one minus its value; zero values are left out.")
-    if "Comfort Level" in crit or "Reliability" in crit:
-        lines.append(f"- {SUM_OBJECTIVE_NOTE}")
+    if objective == "sum":
+        if "Comfort Level" in crit:
+            terms.append(f"{_fmt_weight(weights[2])} * Comfort Cost")
+            lines.append(f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out.")
+        if "Reliability" in crit:
+            terms.append(f"{_fmt_weight(weights[3])} * Reliability Cost")
+            lines.append("- Reliability counts as one minus its value; zero values are left out.")
+        if "Comfort Level" in crit or "Reliability" in crit:
+            lines.append(f"- {SUM_OBJECTIVE_NOTE}")
+    else:
+        if "Comfort Level" in crit:
+            c_term = "Average Comfort Level" if cs == 1 else f"Average Comfort Level / {cs:g}"
+            terms.append(f"{_fmt_weight(weights[2])} * (1 - {c_term})")
+            lines.append("- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean.")
+        if "Reliability" in crit:
+            terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
+            lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
     lines.append("- Route score J = " + " + ".join(terms) + ". Lower is better; return a route with the lowest J.")
     return "\n".join(lines)
 
