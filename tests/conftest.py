@@ -49,3 +49,16 @@ def compose_spec(tmp_path: Path, *overrides: str):
             "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
             f"log_dir={tmp_path / 'logs'}", *overrides])
     return validate_config(cfg)
+
+
+def scripted_mockllm(*replies: str):
+    """Inspect's mockllm answering `replies` in turn, each with its usage set (mockllm otherwise
+    counts tokens itself, with an encoding tiktoken downloads)."""
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    outputs = []
+    for reply in replies:
+        out = ModelOutput.from_content("mockllm/model", reply)
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        outputs.append(out)
+    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)

@@ -35,7 +35,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.conftest import REPO, geoeval_cmd
+from tests.conftest import REPO, geoeval_cmd, scripted_mockllm
 from tests.harness.hostile_server import DEFAULT_SCHEDULE, VALID_TEXT, HostileServer, Request
 
 # each attempt gives up after 3 s (the `timeout` mode sleeps longer), one retry, 6 s per request
@@ -365,16 +365,6 @@ def test_the_rerun_shows_the_errors_retried_in_mlflow(hostile_run):
 # The crash sites the runs above found in suite code, each pinned by a fast test of its own
 
 
-def scripted_model(*replies: str):
-    """A mockllm answering `replies` in turn (usage set, so no tokenizer is fetched)."""
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
-
-    outputs = []
-    for reply in replies:
-        out = ModelOutput.from_content("mockllm/model", reply)
-        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
-        outputs.append(out)
-    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
 
 
 def failing_model():
@@ -460,7 +450,7 @@ def test_lifeplanner_deep_json_answer_is_scored_as_a_schema_failure():
 def test_mapsatisfy_llm_user_reply_is_clean_text():
     from geoeval.suites.mapsatisfy.user_sim import FINISH, LLMUser
 
-    user = LLMUser(scripted_model("fine \ud800 thanks\x00", "   "), "system prompt")
+    user = LLMUser(scripted_mockllm("fine \ud800 thanks\x00", "   "), "system prompt")
     assert asyncio.run(user.reply([("user", "q"), ("assistant", "a")])) == "fine \ufffd thanks\ufffd"
     assert asyncio.run(user.reply([("user", "q"), ("assistant", "a")])) == FINISH  # blank: the user is done
 
@@ -470,7 +460,7 @@ def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_pat
 
     store = RecordStore()
     store.add("get_weather", {"location": "唐山", "date": "2026-05-26"}, '{"live": {"weather": "晴"}}', trace_id="t0")
-    sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=scripted_model('{"w": "\ud800\x00"}'),
+    sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=scripted_mockllm('{"w": "\ud800\x00"}'),
                             record=True)
     response = asyncio.run(sandbox.call("get_weather", {"location": "拉萨", "date": "2026-05-27"}))
     assert (response.match_type, response.content) == ("simulated", '{"w": "\ufffd\ufffd"}')
@@ -482,7 +472,7 @@ def test_mapsatisfy_model_judge_keeps_a_clean_capped_raw_reply():
     from geoeval.suites.mapsatisfy.model_judge import RAW_REPLY_CHARS, model_item_verdict
 
     reply = "\ud800" + "x" * 50_000 + " VERDICT: YES"
-    verdict, replies = asyncio.run(model_item_verdict(scripted_model(reply), "prompt", votes=1))
+    verdict, replies = asyncio.run(model_item_verdict(scripted_mockllm(reply), "prompt", votes=1))
     assert verdict == 1.0  # read from the whole reply
     [kept] = replies
     assert is_utf8(kept) and kept.startswith("\ufffd") and len(kept) < RAW_REPLY_CHARS + 100 and "cut" in kept
@@ -494,7 +484,7 @@ def test_lifeplanner_phrasing_is_clean_and_a_failing_model_is_one_clear_error(tm
 
     question = "Which cafe near Main Street opens at 8?"
     rewrite = "Hey \ud800, which cafe near Main Street opens at 8?"  # keeps every protected token
-    [phrased] = rephrase_questions([question], scripted_model(rewrite), cache=tmp_path)
+    [phrased] = rephrase_questions([question], scripted_mockllm(rewrite), cache=tmp_path)
     assert phrased == "Hey \ufffd, which cafe near Main Street opens at 8?"
     assert json.loads(next(tmp_path.glob("phrased-*.json")).read_text(encoding="utf-8")) == [phrased]
     with pytest.raises(GeoevalError, match="rephrasing the case queries failed: RuntimeError: provider down"):

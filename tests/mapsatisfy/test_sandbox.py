@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.mapsatisfy.replay import (
@@ -27,22 +26,13 @@ from geoeval.suites.mapsatisfy.replay import (
     normalize_arguments,
     open_text,
 )
+from tests.conftest import scripted_mockllm
 
 FISH_TASK = "7159818a4b37fdd8e5d5849c2a0b3d1f"  # fishing-tackle shop near East Lake, Wuhan
 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-def mock_model(*replies: str):
-    """A mockllm that answers `replies` in turn (usage set, so no tokenizer is fetched)."""
-    outputs = []
-    for reply in replies:
-        out = ModelOutput.from_content("mockllm/model", reply)
-        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
-        outputs.append(out)
-    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +338,7 @@ def test_a_tool_outside_the_catalogue_is_served_from_the_store():
 def test_simulated_responses_are_recorded_and_replayed(tmp_path):
     store = RecordStore()
     store.add("get_weather", {"location": "唐山", "date": "2026-05-26"}, '{"live": {"weather": "晴"}}', trace_id="t0")
-    simulator = mock_model('```json\n{"live": {"weather": "小雨"}}\n```')
+    simulator = scripted_mockllm('```json\n{"live": {"weather": "小雨"}}\n```')
     sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=simulator, record=True)
     call = {"location": "拉萨", "date": "2026-05-27"}
     first = run(sandbox.call("get_weather", call, trace_id="t1"))
@@ -377,7 +367,7 @@ def test_simulator_prompt_shows_the_tool_the_call_and_recorded_examples(mock_sto
 
 def test_without_record_mode_simulated_responses_are_not_stored():
     store = RecordStore()
-    sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=mock_model("{}", "{}"))
+    sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=scripted_mockllm("{}", "{}"))
     assert run(sandbox.call("get_weather", {"location": "拉萨"})).match_type == "simulated"
     assert len(store) == 0
     no_sim = ReplaySandbox(store, embedder=HashingEmbedder())

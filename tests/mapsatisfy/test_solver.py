@@ -10,6 +10,7 @@ from inspect_ai import eval as inspect_eval
 
 from geoeval.agents.policies import PolicyReply, register_policy
 from geoeval.suites.mapsatisfy.replay import RecordStore
+from tests.conftest import scripted_mockllm
 from tests.mapsatisfy.factories import record
 
 NAV_ARGS = {"start_lon": 121.5, "start_lat": 29.9, "end_lon": 121.6, "end_lat": 29.8}
@@ -107,17 +108,6 @@ def _asks_the_weather(messages, tools, ctx):
 register_policy("test_asks_the_weather", "mapsatisfy", _asks_the_weather)
 
 
-def _simulator_model(*replies):
-    """A scripted mockllm; every output has usage set (mockllm's own token count needs a tokenizer
-    download, which fails offline)."""
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
-
-    outputs = []
-    for reply in replies:
-        out = ModelOutput.from_content("mockllm/model", reply)
-        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
-        outputs.append(out)
-    return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
 
 
 def _weather_spec(tmp_path, **suite):
@@ -162,7 +152,7 @@ def test_the_suite_puts_its_tool_simulator_in_the_task_model_roles(tmp_path):
 
 def test_the_tool_simulator_role_answers_an_unrecorded_call_in_the_eval(tmp_path):
     spec = _weather_spec(tmp_path)
-    _, _, sample = _run_weather(tmp_path, spec, {"tool_simulator": _simulator_model(f"```json\n{SIMULATED_WEATHER}\n```")})
+    _, _, sample = _run_weather(tmp_path, spec, {"tool_simulator": scripted_mockllm(f"```json\n{SIMULATED_WEATHER}\n```")})
     call = sample.metadata["mapsatisfy"]["tool_calls"][0]
     assert call["name"] == "get_weather" and call["match_type"] == "simulated"
     assert call["content"] == SIMULATED_WEATHER  # the fence stripped
@@ -180,7 +170,7 @@ def test_record_mode_captures_simulated_responses_and_they_replay_exactly(tmp_pa
     from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
 
     spec = _weather_spec(tmp_path, record_simulated=True)
-    suite, env, _ = _run_weather(tmp_path, spec, {"tool_simulator": _simulator_model(SIMULATED_WEATHER)})
+    suite, env, _ = _run_weather(tmp_path, spec, {"tool_simulator": scripted_mockllm(SIMULATED_WEATHER)})
     paths = suite.after_run(spec, env, [], tmp_path / "out")
     recorded = tmp_path / "out" / "mapsatisfy_recorded"
     assert recorded / "get_weather.csv" in paths
