@@ -100,6 +100,8 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         _fail(exc)
     hc = HydraConfig.get()
     sweep = _sweep_job(hc)
+    if sweep is not None and spec.job_plots == "auto":  # the sweep draws its curves once
+        spec = spec.model_copy(update={"job_plots": "never"})
     out_dir = Path(hc.runtime.output_dir)
     secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True)) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets)
@@ -178,17 +180,24 @@ class SweepCallback(Callback):
     and at the end writes the sweep table and plot and logs them to the parent run."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if in_sweep_worker():  # the sweep's own process has validated it and opened its run
-            return
         from hydra.core.global_hydra import GlobalHydra
 
-        from geoeval.core import tracking
+        from geoeval.core.compositions import share_compositions
 
         loader = GlobalHydra.instance().config_loader()
+        share_compositions(loader)  # the sweeper's check and the launcher compose the same configs again
+        if in_sweep_worker():  # the sweep's own process has validated it and opened its run
+            return
+        from geoeval.core import tracking
+
         specs = []
+        # composed as the launcher will compose each job (Hydra's own overrides first), so that
+        # the launcher gets the checked compositions back
+        hydra_overrides = list(config.hydra.overrides.hydra)
         try:
             for combo in _sweep_combinations(config):
-                cfg = loader.load_configuration(config_name=config.hydra.job.config_name, overrides=combo, run_mode=RunMode.RUN)
+                cfg = loader.load_configuration(config_name=config.hydra.job.config_name,
+                                                overrides=hydra_overrides + list(combo), run_mode=RunMode.RUN)
                 specs.append(validate_config(cfg))
         except GeoevalError as exc:
             _fail(exc)

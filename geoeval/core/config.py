@@ -101,6 +101,8 @@ class RunnerSpec(Strict):
     max_retries: int = Field(default=2, ge=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
     max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
+    log_realtime: bool = Field(default=True, description="Inspect's live sample buffer, for `inspect view` "
+                               "of running samples (a write per event: off for sweeps of fast offline samples)")
     env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
                                 "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
     ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
@@ -139,6 +141,10 @@ class RunSpec(Strict):
     # one small request to each configured model endpoint before any work: a dead or refusing
     # endpoint stops the run in seconds, naming the role, the endpoint and the status
     preflight: bool = True
+    # per-job plots (metrics by setting/level, a suite's paper figures): `auto` draws them for a
+    # single run and skips them for a sweep's jobs, whose curves the sweep draws once (the
+    # per-job tables and per-sample Parquet are always written)
+    job_plots: Literal["auto", "always", "never"] = "auto"
     env: BaseModel
     suite: BaseModel
     model: ModelSpec
@@ -212,6 +218,7 @@ class RunSpec(Strict):
             "retry_on_error": self.retry_on_error,
             "retry_errors_on_resume": self.retry_errors_on_resume,
             "preflight": self.preflight,
+            "job_plots": self.job_plots,
             "env": self.env.model_dump(mode="json"),
             "suite": self.suite.model_dump(mode="json"),
             "model": self.model.model_dump(mode="json"),
@@ -231,7 +238,7 @@ class RunSpec(Strict):
 
 _TOP_LEVEL = {
     "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
-    "fail_on_error", "retry_on_error", "retry_errors_on_resume", "preflight",
+    "fail_on_error", "retry_on_error", "retry_errors_on_resume", "preflight", "job_plots",
     "env", "suite", "model", "judge", "metrics", "runner", "tracking",
 }
 

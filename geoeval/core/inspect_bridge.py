@@ -232,7 +232,12 @@ def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink
                 model=model,
                 log_dir=str(log_dir),
                 log_format="eval",
-                display="none",
+                # "log" prints nothing at Inspect's default log level; "none" is Rich in quiet
+                # mode, which still lays out the task's results table (~80 ms an eval)
+                display="log",
+                # the live sample buffer (a SQLite write per transcript event) serves `inspect
+                # view` while an eval runs; a sweep of fast offline samples turns it off
+                log_realtime=spec.runner.log_realtime,
                 epochs=spec.epochs,
                 max_samples=spec.runner.max_samples,
                 # geoeval applies `fail_on_error` itself, over the whole run and after retries

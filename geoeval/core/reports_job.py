@@ -13,6 +13,11 @@ from geoeval.core.registry import get_suite
 from geoeval.core.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
 
 
+def plots_wanted(spec: Any) -> bool:
+    """Whether a job draws its plots (`job_plots`; a sweep's jobs get `never` for `auto`)."""
+    return getattr(spec, "job_plots", "auto") != "never"
+
+
 def write_job_reports(outcome: Any) -> list[Path]:
     out = Path(outcome.out_dir)
     metrics = list(outcome.spec.metrics.metrics)
@@ -27,7 +32,7 @@ def write_job_reports(outcome: Any) -> list[Path]:
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
-    if outcome.results and mean_metrics:
+    if outcome.results and mean_metrics and plots_wanted(outcome.spec):
         for dim in ("setting", "level"):
             rows = group_table(outcome.results, by=[dim], metrics=mean_metrics,
                                sum_metrics=frozenset(outcome.spec.metrics.sum_metrics))

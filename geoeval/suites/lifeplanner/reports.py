@@ -209,8 +209,10 @@ def _plot_failures(split: Mapping[str, Mapping[str, float]], path: Path) -> Path
 
 
 def write_reports(results: Sequence[Any], out_dir: Path,
-                  failure_counts: Sequence[tuple[str, Mapping[str, int]]] | None = None) -> list[Path]:
-    """Write `lifeplanner_report.md`, `exceedance.png` and (with failure counts) `tool_failures.png`."""
+                  failure_counts: Sequence[tuple[str, Mapping[str, int]]] | None = None, *,
+                  plots: bool = True) -> list[Path]:
+    """Write `lifeplanner_report.md` and, with `plots`, `exceedance.png` and (with failure counts)
+    `tool_failures.png`."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not results:
@@ -227,12 +229,15 @@ def write_reports(results: Sequence[Any], out_dir: Path,
             for lvl, ys in by_level.items():
                 parts.append(f"| {metric} | {lvl.upper()} | " + " | ".join(
                     f"{100 * ys[ts.index(t)]:.1f}" for t in (0.5, 0.8, 0.9, 1.0)) + " |")
-        parts.append("\n![exceedance](exceedance.png)\n")
-        paths.append(_plot_exceedance(curves, ts, out_dir / "exceedance.png"))
+        if plots:
+            parts.append("\n![exceedance](exceedance.png)\n")
+            paths.append(_plot_exceedance(curves, ts, out_dir / "exceedance.png"))
     if failure_counts:
         split = failure_split(failure_counts)
-        parts += ["\n## Tool-call failures (Figure 6)\n", failure_table(split), "\n![failures](tool_failures.png)\n"]
-        paths.append(_plot_failures(split, out_dir / "tool_failures.png"))
+        parts += ["\n## Tool-call failures (Figure 6)\n", failure_table(split)]
+        if plots:
+            parts.append("\n![failures](tool_failures.png)\n")
+            paths.append(_plot_failures(split, out_dir / "tool_failures.png"))
     md = out_dir / "lifeplanner_report.md"
     md.write_text("\n".join(parts))
     return [md, *paths]

@@ -241,12 +241,13 @@ class LifePlannerSuite:
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
         classes per sample come from the samples' stored details."""
+        from geoeval.core.reports_job import plots_wanted
         from geoeval.suites.lifeplanner.reports import failure_counts_from_results, write_reports
 
         if not results:
             return []
         counts = failure_counts_from_results(results)
-        return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts)
+        return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts, plots=plots_wanted(spec))
 
 
 def case_sample(case: Any, question: str | None = None) -> Sample:

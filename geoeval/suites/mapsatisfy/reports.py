@@ -145,9 +145,9 @@ def _plot(results: list[Any], key: str, path: Path, metrics: tuple[str, ...] = T
     return path
 
 
-def write_reports(results: list[Any], out_dir: str | Path) -> list[Path]:
-    """`results.md` (Tables 1/2), `groups.md` (domain, difficulty, source) and one PNG per
-    grouping. Nothing is written for a run without results."""
+def write_reports(results: list[Any], out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+    """`results.md` (Tables 1/2), `groups.md` (domain, difficulty, source) and, with `plots`, one
+    PNG per grouping. Nothing is written for a run without results."""
     usable = _usable(results)
     if not usable:
         return []
@@ -156,7 +156,7 @@ def write_reports(results: list[Any], out_dir: str | Path) -> list[Path]:
     paths = [out / "results.md", out / "groups.md"]
     paths[0].write_text(tables_markdown(usable) + "\n" + profile_call_markdown(usable), encoding="utf-8")
     paths[1].write_text(groupings_markdown(usable), encoding="utf-8")
-    for key in ("domain", "difficulty"):
+    for key in ("domain", "difficulty") if plots else ():
         paths.append(_plot(usable, key, out / f"by_{key}.png"))
     return paths
 

@@ -317,9 +317,10 @@ class MapSatisfySuite:
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
+        from geoeval.core.reports_job import plots_wanted
         from geoeval.suites.mapsatisfy.reports import write_reports
 
-        paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports")
+        paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports", plots=plots_wanted(spec))
         if getattr(env, "record", False):
             paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
         return paths

@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from geoeval.core.memo import CopyingMemo, file_key
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
 SCHEMA = """
@@ -97,8 +98,17 @@ def save_maps(db_path: str | Path, maps: list[MetroMap], difficulty: dict[str, d
     os.replace(tmp, db_path)
 
 
+#: Maps and levels read back from environment files, for the next job of a sweep (copies each time).
+_READ_BACK = CopyingMemo(maxsize=8)
+
+
 def load_maps(db_path: str | Path, names: list[str] | None = None) -> list[MetroMap]:
     """Read maps back, in name order, exactly as they were saved (insertion order of rows kept)."""
+    key = ("maps", file_key(db_path), None if names is None else tuple(names))
+    return _READ_BACK.get(key, lambda: _read_maps(db_path, names))
+
+
+def _read_maps(db_path: str | Path, names: list[str] | None) -> list[MetroMap]:
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         rows = con.execute("SELECT name, scenario, width, height, country FROM maps ORDER BY name").fetchall()
@@ -132,11 +142,14 @@ def load_maps(db_path: str | Path, names: list[str] | None = None) -> list[Metro
 
 def map_levels(db_path: str | Path) -> dict[str, str]:
     """Each stored map's difficulty level (Easy / Medium / Hard)."""
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        return dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
-    finally:
-        con.close()
+    def read() -> dict[str, str]:
+        con = duckdb.connect(str(db_path), read_only=True)
+        try:
+            return dict(con.execute("SELECT name, map_difficulty FROM maps").fetchall())
+        finally:
+            con.close()
+
+    return _READ_BACK.get(("levels", file_key(db_path)), read)
 
 
 def station_neighbors(db_path: str | Path, map_name: str, station: str) -> list[dict[str, Any]]:

@@ -24,9 +24,11 @@ is deterministic: the same map and scale give byte-identical PNGs.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
@@ -529,7 +531,35 @@ def render_map(
         return _draw(m, scale, language, font_path)
 
 
+#: Full-size drawings of recent maps: a resolution sweep asks for each map at every scale, and
+#: only the final downsampling depends on the scale (label placement is most of the cost).
+_FULL_SIZE: OrderedDict[str, Image.Image] = OrderedDict()
+_FULL_SIZE_MAX = 8
+
+
 def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Image.Image:
+    # the font is part of the drawing: for zh without a font_path, the CJK font found now
+    font = font_path
+    if font is None and language == "zh":
+        from geoeval.suites.maptab.language import cjk_font
+
+        font = repr(cjk_font())
+    key = hashlib.sha256(repr((m, language, font)).encode()).hexdigest()
+    img = _FULL_SIZE.get(key)
+    if img is None:
+        img = _draw_full_size(m, language, font_path)
+        _FULL_SIZE[key] = img
+        while len(_FULL_SIZE) > _FULL_SIZE_MAX:
+            _FULL_SIZE.popitem(last=False)
+    else:
+        _FULL_SIZE.move_to_end(key)
+    if scale < 1:
+        size = (max(1, round(m.width * scale)), max(1, round(m.height * scale)))
+        return img.resize(size, Image.Resampling.LANCZOS)
+    return img.copy()  # the cached drawing stays as drawn, whatever the caller does
+
+
+def _draw_full_size(m: MetroMap, language: str, font_path: str | None) -> Image.Image:
     plan = _plan(m, font_path, language)
     layout = plan.layout
     img = Image.new("RGB", (m.width, m.height), BACKGROUND)
@@ -566,10 +596,6 @@ def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Im
         l, t, _, _ = plan.label_ink[name]
         # Position the text so that its ink box is exactly the planned box.
         draw.text((left - l, top - t), name, fill=LABEL_COLOR, font=plan.label_font)
-
-    if scale < 1:
-        size = (max(1, round(m.width * scale)), max(1, round(m.height * scale)))
-        img = img.resize(size, Image.Resampling.LANCZOS)
     return img
 
 

@@ -54,8 +54,9 @@ def qa_tables(results: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     return type_rows, cap_rows
 
 
-def write_qa_report(results: Sequence[Any], out_dir: Path) -> list[Path]:
-    """The QA report files (Markdown and PNG) in `out_dir`; none when the run has no QA results."""
+def write_qa_report(results: Sequence[Any], out_dir: Path, *, plots: bool = True) -> list[Path]:
+    """The QA report files (Markdown, and the PNG with `plots`) in `out_dir`; none when the run has
+    no QA results."""
     type_rows, cap_rows = qa_tables(results)
     if not type_rows:
         return []
@@ -73,6 +74,8 @@ def write_qa_report(results: Sequence[Any], out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / QA_REPORT_MD
     md.write_text(text, encoding="utf-8")
+    if not plots:
+        return [md]
     png = _plot(type_rows, cap_rows, out_dir / QA_REPORT_PNG, title=f"MapTab QA: {', '.join(models)}")
     return [md, png]
 

@@ -24,8 +24,9 @@ def _level_columns() -> list[str]:
     return ["category", *[f"{lv} {m}" for lv in LEVELS for m in ("EMA", "PMA", "DS")]]
 
 
-def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Sequence[str] = ()) -> list[Path]:
-    """The RP report files in `out_dir`; none when there is nothing to report."""
+def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Sequence[str] = (), *,
+                    plots: bool = True) -> list[Path]:
+    """The RP report files in `out_dir` (the PNG only with `plots`); none when there is nothing to report."""
     analyses = list(analyses)
     if not analyses:
         return []
@@ -59,6 +60,8 @@ def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Seque
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / RP_REPORT_MD
     md.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+    if not plots:
+        return [md]
     png = _plot(analyses, scenarios, out_dir / RP_REPORT_PNG, title=f"MapTab RP: {who}")
     return [md, png]
 

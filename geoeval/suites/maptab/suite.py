@@ -34,6 +34,7 @@ from pydantic import Field, field_validator
 
 from geoeval.suites.maptab import SCORING_VERSION
 from geoeval.core.config import Strict
+from geoeval.core.memo import CopyingMemo
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
@@ -280,19 +281,26 @@ class MapTabSuite:
         from geoeval.suites.maptab.environment import load_maps
         from geoeval.suites.maptab.language import localize_map
 
-        if env.source not in ("synthetic", "real"):
-            raise GeoevalError("synthetic_queries needs a maptab_synthetic or maptab_real environment")
+        _need_generated_maps(env)
         wanted = spec.suite.scenarios()
         return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
 
     def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
+        from geoeval.core.memo import file_key
         from geoeval.suites.maptab.parallel_gen import synthetic_rp_queries
 
+        _need_generated_maps(env)
         suite_cfg: MapTabSuiteConfig = spec.suite
-        return synthetic_rp_queries(self._maps(spec, env), suite_cfg.selected_categories(), suite_cfg.n_per_category,
-                                    _env_seed(spec) * 7919, env.map_difficulty, suite_cfg.fixed_style())
+        categories, style = suite_cfg.selected_categories(), suite_cfg.fixed_style()
+        # every input of the queries: the environment file, the maps chosen and localised, the
+        # categories, the count, the seed, the map levels and the style
+        key = (file_key(env.db_path), suite_cfg.language, tuple(suite_cfg.scenarios()), tuple(categories),
+               suite_cfg.n_per_category, _env_seed(spec), tuple(sorted(env.map_difficulty.items())), repr(style))
+        return _QUERIES.get(key, lambda: synthetic_rp_queries(
+            self._maps(spec, env), categories, suite_cfg.n_per_category, _env_seed(spec) * 7919,
+            env.map_difficulty, style))
 
     def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
@@ -343,16 +351,18 @@ class MapTabSuite:
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp_analysis.py`, `rp_report.py`)."""
+        from geoeval.core.reports_job import plots_wanted
         from geoeval.suites.maptab.report import write_qa_report
 
-        files = write_qa_report(results, Path(out_dir))
+        plots = plots_wanted(spec)
+        files = write_qa_report(results, Path(out_dir), plots=plots)
         if env is not None and any(r.dims.task_family == "rp" for r in results):
             from geoeval.suites.maptab.rp_analysis import analyse
             from geoeval.suites.maptab.rp_report import write_rp_report
 
             queries = self.rp_queries(spec, env)
             models = sorted({r.model for r in results if r.model})
-            files += write_rp_report(analyse(results, queries), Path(out_dir), models)
+            files += write_rp_report(analyse(results, queries), Path(out_dir), models, plots=plots)
         return files
 
     def rp_queries(self, spec: Any, env: Any) -> dict[str, tuple[Any, Any]]:
@@ -377,6 +387,16 @@ class MapTabSuite:
                 out[q.id] = (m, q)
             return out
         return {q.id: (m, q) for m, queries in self.synthetic_queries(spec, env) for q in queries}
+
+
+#: RP queries of recent jobs: a job asks for them twice (samples, then its report) and the jobs of
+#: a resolution sweep ask for the same ones at every resolution (copies each time).
+_QUERIES = CopyingMemo(maxsize=8)
+
+
+def _need_generated_maps(env: Any) -> None:
+    if env.source not in ("synthetic", "real"):
+        raise GeoevalError("synthetic_queries needs a maptab_synthetic or maptab_real environment")
 
 
 def check_metrics(spec: Any) -> None:
