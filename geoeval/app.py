@@ -206,6 +206,9 @@ class SweepCallback(Callback):
             raise SystemExit(2)
         spec = specs[0]
         print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
+        from geoeval.core.runner import start_early
+
+        start_early(spec)  # a local Ray and its workers start while the sweep opens its MLflow run
         from geoeval.core.preflight import endpoint_checks, preflight
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job

@@ -225,12 +225,17 @@ class ResultOutbox:
         self._stopped.set()
         self._thread.join()
 
-    def close(self) -> None:
-        """Stop the thread and send what is left; a failed send fails the shard (it is retried)."""
+    def close(self, *, quiet: bool = False) -> None:
+        """Stop the thread and send what is left; a failed send fails the shard (it is retried),
+        unless `quiet` (the shard is failing already: its own error is the one to report)."""
         self.stop()
-        if self._error is not None:
-            raise self._error
-        self._send()
+        try:
+            if self._error is not None:
+                raise self._error
+            self._send()
+        except BaseException:
+            if not quiet:
+                raise
 
 
 def _remote_shard_fn():
@@ -253,12 +258,15 @@ def _remote_shard_fn():
 
         outbox = ResultOutbox(queue)
         try:
-            with stage("inspect_eval"):
-                paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir)
+            try:
+                with stage("inspect_eval"):
+                    paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir)
+            except BaseException:
+                outbox.close(quiet=True)  # what finished still reaches the driver; the retry runs the rest
+                raise
             outbox.close()  # every result is in the queue before the shard returns
             return cluster.logs_for_driver(paths, job.get("driver_marker"))
         finally:  # the worker's own environment, as it was
-            outbox.stop()
             for key, value in before.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -283,6 +291,40 @@ def _job_context(spec: Any, env: Any, log_dir: Path) -> dict[str, Any]:
         packed = cluster.pack_env(env)
         context["env_pack"] = [ray.put(packed)] if packed is not None else None
     return context
+
+
+#: Warm-up tasks of this process's local Ray session (kept so that their results are not lost).
+_WARM_UP: dict[str, list[Any]] = {}
+
+
+def start_early(spec: Any) -> None:
+    """Start the local Ray of a `runner=ray` job or sweep now, and have as many workers as the job
+    uses import what a shard needs (Inspect, the suite, the plugins) while the driver prepares the
+    job (the sweep's checks and MLflow run, the environment, the samples). The first shards then
+    start on warm workers instead of paying that start-up in the job. Does nothing for
+    `runner=local` or a cluster (`runner.address`), whose workers are not this machine's spare
+    cores; idempotent."""
+    if spec.runner.name != "ray" or spec.runner.address is not None:
+        return
+    import ray
+
+    with stage("ray_start"):
+        ensure_ray(spec)
+    session = ray.get_runtime_context().get_node_id()
+    if session in _WARM_UP:
+        return
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def import_shard_code(suite_name: str) -> int:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # as a shard sets it
+        from geoeval.core import inspect_bridge, registry  # noqa: F401  (what `run_shard` imports)
+
+        registry.load_plugins()
+        registry.get_suite(suite_name)
+        return os.getpid()
+
+    _WARM_UP.clear()
+    _WARM_UP[session] = [import_shard_code.remote(spec.suite.name) for _ in range(spec.runner.num_workers)]
 
 
 #: The results queue of this process's Ray session, kept from job to job: the queue is an actor,
@@ -329,9 +371,11 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
     shards = shard_samples(samples, spec.runner.num_workers)
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}
-    secrets = worker_secrets(spec)
-    job = _job_context(spec, env, log_dir)
-    pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i for i, shard in enumerate(shards)}
+    with stage("ray_submit"):
+        secrets = worker_secrets(spec)
+        job = _job_context(spec, env, log_dir)
+        pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i
+                   for i, shard in enumerate(shards)}
     log_paths: list[str] = []
 
     def drain() -> None:

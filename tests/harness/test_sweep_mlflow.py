@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,11 @@ def test_resolution_sweep_tracked_in_mlflow(tmp_path):
     points = [json.loads(x) for x in (sweep_dirs[0] / "sweep_points.jsonl").read_text().splitlines()]
     ema = {float(p["overrides"]["suite.resolution"]): p["metrics"]["ema"] for p in points}
     assert ema[1.0] > ema[0.03125], ema
+    # job_plots=auto: a sweep's jobs write their tables but no plots (the sweep plots its curves once)
+    for p in points:
+        job_files = {f.name for f in Path(p["out_dir"]).rglob("*") if f.is_file()}
+        assert {"summary.md", "maptab_rp_report.md"} <= job_files, job_files
+        assert not {f for f in job_files if f.endswith(".png")}, job_files
 
     port = free_port()
     server = subprocess.Popen(

@@ -465,7 +465,8 @@ def authors_tables(
 def authors_samples(suite_cfg: Any, env: MapTabEnv, seed: int = 0) -> list[Any]:
     """The samples of an authors' environment (see the module docstring), filtered by
     `suite.setting`; table rows shuffled per sample with the run `seed` (`suite.row_order`)."""
-    from geoeval.suites.maptab.suite import SETTING_OF, rp_sample
+    from geoeval.suites.maptab.config import SETTING_OF
+    from geoeval.suites.maptab.samples import rp_sample
 
     items = json.loads(Path(env.items_path).read_text("utf-8"))
     kept = [it for it in items if suite_cfg.setting == "all" or SETTING_OF[it["category"]] == suite_cfg.setting]

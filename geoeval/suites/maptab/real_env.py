@@ -69,7 +69,7 @@ def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
     from geoeval.suites.maptab.generator import range_violations, run_quality_checks
     from geoeval.suites.maptab.real_topology import (
         _spacing_problems, build_real_map, crossing_count, reassign_attributes)
-    from geoeval.suites.maptab.suite import _difficulty
+    from geoeval.suites.maptab.synthetic_env import maps_difficulty
 
     lines, fingerprint = source_lines(env_cfg)
     key = env_key({**env_cfg.model_dump(mode="json"), "input": fingerprint}, seed)
@@ -90,7 +90,7 @@ def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
         quality["similar_station_names"] = [list(p) for p in similar_name_pairs(list(base.stations))]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / QUALITY_FILE).write_text(json.dumps(quality, ensure_ascii=False, indent=2), encoding="utf-8")
-        save_maps(db, maps, _difficulty(maps, "metromap"),
+        save_maps(db, maps, maps_difficulty(maps, "metromap"),
                   {"env_key": key, "seed": str(seed), "input": fingerprint,
                    "quality": json.dumps(quality, ensure_ascii=False)})
     maps = load_maps(db)

@@ -1,5 +1,6 @@
-"""The MapTab suite: config schemas, environment, samples, task and metrics, registered with the
-core registry.
+"""The MapTab suite: environment, samples, task and metrics, registered with the core registry
+(config schemas: `config.py`; the samples of one question: `samples.py`; the synthetic maps:
+`synthetic_env.py`).
 
 Two task families (`suite.task_family`):
 * `rp` (the default): route planning, the 12 categories of appendix B.2 with the cost model of the
@@ -25,166 +26,23 @@ Three environments (`env=`):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
-from pydantic import Field, field_validator
 
-from geoeval.suites.maptab import SCORING_VERSION
-from geoeval.core.config import Strict
-from geoeval.core.memo import CopyingMemo
 from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions
+from geoeval.core.memo import CopyingMemo
 from geoeval.core.registry import register_suite
-from geoeval.suites.maptab.qa import QA_TYPES
-from geoeval.suites.maptab.queries import SETTINGS
+from geoeval.suites.maptab import SCORING_VERSION
 
-Category = Literal["map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix"]
-Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"]
-QAType = Literal["M-GP", "M-LP", "M-SR", "E-GP", "E-LP", "E-SR", "V-GP", "V-LP", "V-SR", "MM-GP", "MM-LP", "MM-SR"]
-SCENARIOS = {"metromap": ("metromap",), "travelmap": ("travelmap",), "both": ("metromap", "travelmap")}
-RP_METRICS = frozenset({"ema", "pma", "ds"})
-QA_METRICS = frozenset({"acc"})
-
-# Input setting of each RP category (appendix B.2), as config/metric-safe names:
-# "map+edge_tab" -> "map_edge_tab".
-SETTING_OF: dict[str, str] = {c: s.replace("+", "_") for c, s in SETTINGS.items()}
-
-# Capabilities an RP category exercises. Table 1 of the paper maps only the QA types; for RP
-# geoeval tags path planning always, plus what the input setting demands (documented in README).
-def capabilities_of(category: str) -> tuple[str, ...]:
-    setting = SETTING_OF[category]
-    caps = ["path_planning"]
-    if setting.startswith("map"):
-        caps.append("visual_perception")
-    if "tab" in setting:
-        caps.append("table_understanding")
-    if setting.startswith("map") and "tab" in setting:
-        caps.append("cross_modal_alignment")
-    if category not in ("map_only", "edge_only", "map_edge"):
-        caps.append("numerical_reasoning")
-    return tuple(caps)
-
-
-class MapTabEnvConfig(Strict):
-    """`env=maptab_synthetic`: seeded synthetic Metromaps (appendix E.1 ranges)."""
-
-    name: Literal["maptab_synthetic"] = "maptab_synthetic"
-    n_maps: int = Field(default=3, ge=1, le=500)
-    n_lines: int = Field(default=3, ge=1, le=12)
-    stations_per_line: tuple[int, int] = (6, 9)
-    width: int = Field(default=2000, ge=400, le=20000)
-    height: int = Field(default=1600, ge=300, le=20000)
-    loop_probability: float = Field(default=0.2, ge=0.0, le=1.0)
-    seed: int | None = None
-
-    @field_validator("stations_per_line")
-    @classmethod
-    def _range(cls, v: tuple[int, int]) -> tuple[int, int]:
-        if not (2 <= v[0] <= v[1]):
-            raise ValueError("must be [min, max] with 2 <= min <= max")
-        return v
-
-
-class MapTabAuthorsEnvConfig(Strict):
-    """`env=maptab_authors`: the authors' released MapTab files under `root` (one folder per
-    scenario, with images/, tabulars/ and data/test_set/), evaluated as they are."""
-
-    name: Literal["maptab_authors"] = "maptab_authors"
-    root: str | None = Field(default="../shared/peers/maptab", description="the release root (relative to the working "
-                             "directory); null: the download cache of `geoeval data fetch maptab-sample`")
-    scenario: Literal["metromap", "travelmap", "both"] = "both"
-    categories: list[Category] | None = Field(
-        default=None, min_length=1, description="test-set categories to load; null: every one present")
-    on_quality_failure: Literal["exclude", "fail"] = Field(
-        default="exclude", description="a map or item failing the B.5/B.6 checks is left out (reported), or stops the run")
-
-
-class MapTabRealEnvConfig(Strict):
-    """`env=maptab_real`: Metromaps with real station names and topology (`real_env.py`)."""
-
-    name: Literal["maptab_real"] = "maptab_real"
-    source: Literal["tokyo", "gtfs"] = Field(
-        default="tokyo", description="tokyo: Tokyo Metro + Toei lines of the tokyo-train-board package; gtfs: gtfs_path")
-    gtfs_path: str | None = Field(default=None, description="GTFS feed folder (stops/routes/trips/stop_times.txt)")
-    # five connected Tokyo Metro lines (94 stations) by default, as the YAML says: on the whole
-    # network the exact solver exceeds its search limit on criteria queries
-    lines: list[str] | None = Field(
-        default_factory=lambda: ["ginza", "marunouchi", "hibiya", "tozai", "chiyoda"], min_length=1,
-        description="lines to keep: tokyo keys/names/symbols, or GTFS route ids/names; null: all")
-    n_maps: int = Field(default=1, ge=1, le=500, description="maps sharing the topology, attributes drawn per map")
-    seed: int | None = None
-
-
-class MapTabSuiteConfig(Strict):
-    """`suite=maptab`."""
-
-    name: Literal["maptab"] = "maptab"
-    task_family: Literal["rp", "qa"] = Field(default="rp", description="rp: route planning; qa: diagnostic QA")
-    scenario: Literal["metromap", "travelmap", "both"] = "metromap"
-    categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
-    qa_types: list[QAType] = Field(default_factory=lambda: list(QA_TYPES), min_length=1,
-                                   description="QA types asked when task_family=qa")
-    setting: Literal["all", "map", "edge_tab", "vertex_tab", "map_edge_tab", "map_edge_tab_vertex_tab",
-                     "map_mix_tab"] = "all"
-    n_per_category: int = Field(default=4, ge=1, le=10000,
-                                description="rp: origin-destination pairs per map; qa: questions per type per map")
-    resolution: float = Field(default=1.0, gt=0.0, le=1.0, description="image size factor, 0 < r <= 1")
-    table_format: Literal["csv", "json"] = "csv"
-    language: Literal["en", "zh"] = "en"
-    style: Literal["all", 0, 1, 2, 3, 4] = Field(
-        default="all", description="instruction style: all (cycled, B.3) or one of 0-4 for every query")
-    row_order: Literal["shuffled", "fixed"] = Field(
-        default="shuffled", description="table rows: shuffled per sample, seeded (the paper), or fixed map order")
-    solver: Literal["generate", "react"] = "generate"
-    tools: list[str] = Field(default_factory=list)
-    message_limit: int = Field(default=12, ge=2)
-
-    def identity_dict(self) -> dict[str, Any]:
-        """This config's part of the run identity: every key, except `resolution` when no
-        selected category or QA type shows an image (the result cannot depend on it)."""
-        data = self.model_dump(mode="json")
-        if not self.shows_image():
-            data.pop("resolution")
-        return data
-
-    def shows_image(self) -> bool:
-        from geoeval.suites.maptab.qa import setting_of
-
-        try:
-            settings = ({setting_of(t) for t in self.selected_qa_types()} if self.task_family == "qa"
-                        else {SETTING_OF[c] for c in self.selected_categories()})
-        except GeoevalError:
-            return True  # an empty selection is reported by validation, not here
-        return any(s.startswith("map") for s in settings)
-
-    def scenarios(self) -> tuple[str, ...]:
-        return SCENARIOS[self.scenario]
-
-    def fixed_style(self) -> int | None:
-        return None if self.style == "all" else int(self.style)
-
-    def selected_qa_types(self) -> list[str]:
-        from geoeval.suites.maptab.qa import setting_of
-
-        types = [t for t in self.qa_types if self.setting == "all" or setting_of(t) == self.setting]
-        if not types:
-            raise GeoevalError(
-                f"Invalid config: suite.setting={self.setting!r} keeps none of suite.qa_types={self.qa_types} "
-                f"(that setting's types: {[t for t in QA_TYPES if setting_of(t) == self.setting]})"
-            )
-        return types
-
-    def selected_categories(self) -> list[str]:
-        cats = [c for c in self.categories if self.setting == "all" or SETTING_OF[c] == self.setting]
-        if not cats:
-            raise GeoevalError(
-                f"Invalid config: suite.setting={self.setting!r} keeps none of suite.categories={self.categories} "
-                f"(that setting's categories: {sorted(c for c, s in SETTING_OF.items() if s == self.setting)})"
-            )
-        return cats
+# the schemas, the sample builders and the synthetic maps live in their own modules; their names
+# stay importable from here
+from geoeval.suites.maptab.config import (  # noqa: F401
+    QA_METRICS, RP_METRICS, SCENARIOS, SETTING_OF, Category, MapTabAuthorsEnvConfig, MapTabEnvConfig,
+    MapTabRealEnvConfig, MapTabSuiteConfig, QAType, Setting, capabilities_of)
+from geoeval.suites.maptab.samples import qa_sample, rp_sample  # noqa: F401
+from geoeval.suites.maptab.synthetic_env import generate_env_maps, maps_difficulty
 
 
 def _env_seed(spec: Any) -> int:
@@ -234,8 +92,8 @@ class MapTabSuite:
         if not db.exists():
             maps, diff = [], {}
             for scenario in scenarios:
-                generated = _generate_maps(spec.env, seed, scenario)
-                diff.update(_difficulty(generated, scenario))
+                generated = generate_env_maps(spec.env, seed, scenario)
+                diff.update(maps_difficulty(generated, scenario))
                 maps += generated
             save_maps(db, maps, diff, {"env_key": key, "seed": str(seed)})
         maps = load_maps(db)
@@ -408,137 +266,6 @@ def check_metrics(spec: Any) -> None:
         fix = "metrics=maptab_qa" if spec.suite.task_family == "qa" else "metrics=maptab_rp"
         raise GeoevalError(f"Invalid config: metrics.metrics: {sorted(wrong)} do not score "
                            f"suite.task_family={spec.suite.task_family} samples (use {fix})")
-
-
-def _generate_maps(env_cfg: Any, seed: int, scenario: str) -> list[Any]:
-    from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map, run_quality_checks
-
-    maps = []
-    for i in range(env_cfg.n_maps):
-        if scenario == "metromap":
-            m = generate_metro_map(
-                seed * 1000 + i, n_lines=env_cfg.n_lines, stations_per_line=tuple(env_cfg.stations_per_line),
-                width=env_cfg.width, height=env_cfg.height, loop_probability=env_cfg.loop_probability,
-                name=f"metro{seed:03d}_{i:03d}",
-            )
-        else:  # Travelmap at its own E.1 defaults (the env's size and line options are Metromap's)
-            m = generate_travel_map(seed * 1000 + 500 + i, name=f"travel{seed:03d}_{i:03d}")
-        problems = run_quality_checks(m)
-        if problems:
-            raise GeoevalError(f"generated map {m.name} failed quality checks: {problems}")
-        maps.append(m)
-    return maps
-
-
-def _difficulty(maps: list[Any], scenario: str) -> dict[str, dict[str, Any]]:
-    """Map difficulty (appendix C.2) within one scenario's maps of the environment: Metromap by GS and
-    WASP, Travelmap by GS, WASP and MC, each min-max normalised, averaged, then split 1:1:1."""
-    from geoeval.suites.maptab.difficulty import gs, map_difficulty_score, mc, tercile_levels, wasp
-
-    raw = {m.name: {"gs": gs(m), "wasp": wasp(m), "mc": mc(m)} for m in maps}
-    if scenario == "metromap":
-        levels = _map_levels(raw, tercile_levels)
-    else:
-        levels = dict(zip([m.name for m in maps], tercile_levels(map_difficulty_score(maps, scenario))))
-    return {n: {**raw[n], "level": levels[n]} for n in raw}
-
-
-def rp_sample(
-    q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig, *,
-    objective: str | None = None,
-) -> Sample:
-    """The Inspect sample of one RP query (`queries.RPQuery`): system prompt (stating `objective`,
-    the cost model the references are optimal under; default the scenario's,
-    `routing.SCENARIO_OBJECTIVE`), user prompt with `tables` ({title: text},
-    already masked to the category's columns), and the map image when the setting shows one.
-    A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
-    style "unknown"."""
-    from geoeval.suites.maptab.rp_prompts import system_prompt, user_prompt
-    from geoeval.suites.maptab.routing import objective_for
-
-    objective = objective or objective_for(q.scenario)
-    setting = SETTING_OF[q.category]
-    system = system_prompt(q.category, q.scenario, q.weights, objective)
-    user = user_prompt(q, tables, suite_cfg.table_format)
-    content: list[Any] = [ContentText(text=user)]
-    if setting.startswith("map"):
-        if image_uri is None:
-            raise GeoevalError(f"sample {q.id}: setting {setting!r} shows a map but no map image was given")
-        content.append(ContentImage(image=image_uri))
-    dims = Dimensions(
-        suite="maptab", task_family="rp", task=q.category, level=q.map_difficulty.lower(), setting=setting,
-        capabilities=capabilities_of(q.category),
-        extra={"query_level": q.query_difficulty.lower(), "resolution": f"{suite_cfg.resolution:g}",
-               "scenario": q.scenario, "map": q.map_name, "table_format": suite_cfg.table_format,
-               "language": suite_cfg.language, "style": str(q.style) if q.style >= 0 else "unknown"},
-    )
-    return Sample(
-        id=q.id,
-        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
-        target=list(q.routes),
-        metadata={
-            "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
-            "map": q.map_name, "shard_key": q.map_name, "source": q.source, "destination": q.target,
-            "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
-            "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
-            "task_family": "rp", **_token_counts(system, user, tables), "dims": dims.model_dump(mode="json"),
-        },
-    )
-
-
-def _token_counts(system: str, user: str, tables: dict[str, str]) -> dict[str, int]:
-    """The prompt's estimated token count (text only; an image is not counted) and that of its
-    tables alone (appendix G.3's Table 9), with `tokens.estimate_tokens`."""
-    from geoeval.suites.maptab.tokens import estimate_tokens
-
-    return {"prompt_tokens": estimate_tokens(system) + estimate_tokens(user),
-            "table_tokens": sum(estimate_tokens(text) for text in tables.values())}
-
-
-def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig) -> Sample:
-    """The Inspect sample of one QA question (`qa.QAQuery`): the type's system prompt, the question
-    with the type's tables, and the map image when its setting shows one. The target is the answer
-    text; metadata carries its kind and exact value for `acc`."""
-    from geoeval.suites.maptab import qa
-
-    system = qa.system_prompt(q.scenario, q.qa_type)
-    user = qa.user_prompt(q, tables, suite_cfg.table_format)
-    content: list[Any] = [ContentText(text=user)]
-    if q.setting.startswith("map"):
-        if image_uri is None:
-            raise GeoevalError(f"sample {q.id}: setting {q.setting!r} shows a map but no map image was given")
-        content.append(ContentImage(image=image_uri))
-    dims = Dimensions(
-        suite="maptab", task_family="qa", task=q.qa_type, level=q.map_difficulty.lower(), setting=q.setting,
-        capabilities=qa.capabilities_of(q.scenario, q.qa_type),
-        extra={"scenario": q.scenario, "map": q.map_name, "qa_category": q.qa_type.split("-")[1],
-               "resolution": f"{suite_cfg.resolution:g}", "table_format": suite_cfg.table_format,
-               "language": suite_cfg.language, "style": str(q.style)},
-    )
-    return Sample(
-        id=q.id,
-        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
-        target=[q.answer],
-        metadata={
-            "suite": "maptab", "task_family": "qa", "scenario": q.scenario, "qa_type": q.qa_type,
-            "setting": q.setting, "map": q.map_name, "shard_key": q.map_name, "params": q.params,
-            "answer": q.answer, "answer_kind": q.kind, "answer_value": q.value, "hidden_rows": list(q.hidden_rows),
-            "map_difficulty": q.map_difficulty, **_token_counts(system, user, tables),
-            "dims": dims.model_dump(mode="json"),
-        },
-    )
-
-
-def _map_levels(raw: dict[str, dict[str, float]], tercile_levels) -> dict[str, str]:
-    names = sorted(raw)
-
-    def norm(key: str) -> list[float]:
-        vals = [raw[n][key] for n in names]
-        lo, hi = min(vals), max(vals)
-        return [0.0 if hi == lo else (v - lo) / (hi - lo) for v in vals]
-
-    score = [(a + b) / 2 for a, b in zip(norm("gs"), norm("wasp"))]
-    return dict(zip(names, tercile_levels(score)))
 
 
 register_suite(MapTabSuite)
