@@ -30,37 +30,55 @@ SQLite's own locking. A remote tracking server (`http://...`) needs no lock.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import logging
-import os
-import posixpath
-import re
-import socket
-import sqlite3
 import sys
 import threading
 import time
-import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from geoeval.core.text import clean_text
 
-PARENT_RUN_ENV = "GEOEVAL_MLFLOW_PARENT_RUN_ID"
-LOCK_FILE = ".geoeval.lock"
+# The store, the names and values, and the run owners have modules of their own; their names are
+# re-exported here, where the job, the app, `traces` and the tests import them.
+from geoeval.core.tracking_owners import (  # noqa: F401
+    TAG_HOST,
+    TAG_PID,
+    TAG_PID_START,
+    owner_is_dead,
+    owner_tags,
+)
+from geoeval.core.tracking_store import (  # noqa: F401
+    LOCK_FILE,
+    MLFLOW_DEFAULT_EXPERIMENT,
+    _mlflow,
+    client_for,
+    default_artifact_location,
+    default_tracking_uri,
+    ensure_experiment,
+    experiment_name_for,
+    setup,
+    sqlite_path,
+    store_lock,
+    tracking_uri_for,
+)
+from geoeval.core.tracking_values import (  # noqa: F401
+    MAX_KEY_CHARS,
+    MAX_PARAM_CHARS,
+    MAX_TAG_CHARS,
+    METRICS_PER_BATCH,
+    PARAMS_PER_BATCH,
+    flatten,
+    mlflow_key,
+    param_value,
+    run_description,
+    status_for_exception,
+    tag_value,
+)
 
-# MLflow's limits (mlflow.utils.validation): 100 params or tags per batch, 1000 metrics per
-# batch, 6000 characters per param value, 8000 per tag value, 250 per key.
-PARAMS_PER_BATCH = 100
-METRICS_PER_BATCH = 1000
-MAX_PARAM_CHARS = 6000
-MAX_TAG_CHARS = 8000
-MAX_KEY_CHARS = 250
-# room for clean_text's truncation marker ("…[123456 more characters cut]")
-_MARKER_ROOM = 40
+PARENT_RUN_ENV = "GEOEVAL_MLFLOW_PARENT_RUN_ID"
 
 RUN_STATUSES = ("FINISHED", "FAILED", "KILLED")
 PROGRESS_INTERVAL_S = 2.0
@@ -69,285 +87,11 @@ TAG_KIND = "geoeval.kind"
 TAG_RUN_HASH = "geoeval.run_hash"
 TAG_RUN_KEY = "geoeval.run_key"  # the run hash and the warehouse: one MLflow run per run of a config in a warehouse
 TAG_SWEEP_HASH = "geoeval.sweep_hash"
-TAG_HOST = "geoeval.host"
-TAG_PID = "geoeval.pid"
-TAG_PID_START = "geoeval.pid_start"
 TAG_ATTEMPT = "geoeval.attempt"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_PARAM_CHANGED = "geoeval.param_changed."
 
 _log = logging.getLogger(__name__)
-
-
-# --- store ----------------------------------------------------------------------------------
-
-
-def default_tracking_uri() -> str:
-    return f"sqlite:///{(Path.cwd() / 'mlruns' / 'mlflow.db').resolve()}"
-
-
-def default_artifact_location() -> str:
-    return (Path.cwd() / "mlruns" / "artifacts").resolve().as_uri()
-
-
-def tracking_uri_for(tracking: Any) -> str:
-    return getattr(tracking, "tracking_uri", None) or default_tracking_uri()
-
-
-def run_description(metrics: Mapping[str, float], headline: Iterable[str], note: str = "") -> str:
-    """The run page's description (MLflow's `mlflow.note.content`): the headline metrics with
-    their 95% intervals and n, where a reader looks first, then the provenance note if any."""
-    parts = []
-    for name in headline:
-        value = metrics.get(name)
-        if value is None or value != value:  # absent or NaN
-            continue
-        low, high, n = metrics.get(f"{name}/ci95_low"), metrics.get(f"{name}/ci95_high"), metrics.get(f"{name}/n")
-        interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-        parts.append(f"**{name}** {value:.3f}{interval}" + (f" (n={int(n)})" if n else ""))
-    text = " · ".join(parts)
-    return "\n\n".join(p for p in (text, f"> {note}" if note else "") if p)
-
-
-#: MLflow's own first experiment (id 0), which every store has; geoeval's `experiment_name:
-#: default` is that experiment, so that a store never holds both "Default" and "default"
-MLFLOW_DEFAULT_EXPERIMENT = "Default"
-
-
-def experiment_name_for(tracking: Any, experiment_name: str) -> str:
-    name = getattr(tracking, "experiment_name", None) or experiment_name
-    return MLFLOW_DEFAULT_EXPERIMENT if name.lower() == "default" else name
-
-
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a `sqlite:///` URI (None for any other store)."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
-
-
-def _artifact_location(tracking: Any, uri: str) -> str | None:
-    if getattr(tracking, "artifact_location", None):
-        return tracking.artifact_location
-    db = sqlite_path(uri)
-    # next to the database, so that a store moved or named elsewhere keeps its artifacts
-    return (db.parent.resolve() / "artifacts").as_uri() if db is not None else None
-
-
-def _mlflow():
-    os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
-    # geoeval runs offline by default; MLflow 3 otherwise posts usage telemetry
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    # alembic and the SQLite migrations chat on INFO at the first use of a store
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="mlflow")
-    import mlflow
-
-    return mlflow
-
-
-_held = threading.local()
-
-
-@contextlib.contextmanager
-def store_lock(uri: str) -> Iterator[None]:
-    """Exclusive across processes for a SQLite store (flock on `<store dir>/.geoeval.lock`);
-    re-entrant within a thread; a no-op for other stores or where `fcntl` is missing."""
-    db = sqlite_path(uri)
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock; MLflow's own behaviour applies
-        fcntl = None
-    if db is None or fcntl is None:
-        yield
-        return
-    lock_path = str(db.parent.resolve() / LOCK_FILE)
-    held: set[str] = _held.__dict__.setdefault("paths", set())
-    if lock_path in held:
-        yield
-        return
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        held.add(lock_path)
-        try:
-            yield
-        finally:
-            held.discard(lock_path)
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _create_sqlite_in_wal_mode(uri: str) -> None:
-    """A new SQLite store starts in WAL mode: readers (the UI, a second job) never block the
-    writer, and a commit appends to the log instead of rewriting a journal, which makes the
-    per-trace commits of `traces` cheaper where the disk is busy (about 25 -> 10 ms measured on
-    a shared machine). A store that exists is left in the mode it has."""
-    db = sqlite_path(uri)
-    if db is None or db.name == ":memory:" or "mode=memory" in uri or db.exists():
-        return
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-
-
-def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
-    """Build a new SQLite store's tables with geoeval's artifact root, so that MLflow's own
-    "Default" experiment (geoeval's `experiment_name: default`) keeps its artifacts beside the
-    store too: a store MlflowClient creates puts them under `./mlruns/0` of whatever directory
-    the first process ran in."""
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    SqlAlchemyStore(uri, artifact_root or "./mlruns")
-
-
-def client_for(tracking: Any) -> Any:
-    """An `MlflowClient` on the configured store, its schema created or migrated under the
-    store lock (MLflow caches the store per URI, so only the first call per process migrates)."""
-    _mlflow()
-    from mlflow import MlflowClient
-
-    uri = tracking_uri_for(tracking)
-    with store_lock(uri):
-        db = sqlite_path(uri)
-        new_store = db is not None and not db.exists()
-        _create_sqlite_in_wal_mode(uri)
-        if new_store:
-            _create_sqlite_store(uri, _artifact_location(tracking, uri))
-        client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
-    return client
-
-
-def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:
-    """The id of the experiment, created if missing (safe against a concurrent creator)."""
-    from mlflow.exceptions import MlflowException
-
-    name = experiment_name_for(tracking, experiment_name)
-    uri = tracking_uri_for(tracking)
-    with store_lock(uri):
-        exp = client.get_experiment_by_name(name)
-        if exp is not None:
-            if exp.lifecycle_stage == "deleted":  # a run cannot be created in a deleted experiment
-                client.restore_experiment(exp.experiment_id)
-                print(f"[geoeval] MLflow experiment {name!r} was deleted: restored", file=sys.stderr)
-            return exp.experiment_id
-        try:
-            return client.create_experiment(name, artifact_location=_artifact_location(tracking, uri))
-        except MlflowException:  # created meanwhile by a process that does not take our lock
-            exp = client.get_experiment_by_name(name)
-            if exp is None:
-                raise
-            return exp.experiment_id
-
-
-def setup(tracking: Any, experiment_name: str) -> Any:
-    """Point MLflow's global state at the configured store and experiment; returns the mlflow
-    module (for callers that use the fluent API; geoeval's own runs do not)."""
-    mlflow = _mlflow()
-    client = client_for(tracking)
-    experiment_id = ensure_experiment(client, tracking, experiment_name)
-    mlflow.set_tracking_uri(tracking_uri_for(tracking))
-    mlflow.set_experiment(experiment_id=experiment_id)
-    return mlflow
-
-
-# --- names and values -------------------------------------------------------------------------
-
-
-def flatten(d: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten a nested config into MLflow params (`suite.resolution` -> "0.5")."""
-    out: dict[str, str] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(d, (list, tuple)):
-        out[prefix[:-1]] = ",".join(str(x) for x in d)
-    else:
-        out[prefix[:-1]] = "" if d is None else str(d)
-    return out
-
-
-_BAD_KEY_CHARS = re.compile(r"[^/\w.\- :]")
-
-
-def mlflow_key(name: str) -> str:
-    """`name` as a valid MLflow param/metric/tag key: characters MLflow refuses become `_`, and a
-    key that would resolve to another path (`a//b`, `./a`) has its slashes replaced."""
-    key = _BAD_KEY_CHARS.sub("_", clean_text(str(name))) or "_"
-    if posixpath.normpath(key) != key or key.startswith("/"):
-        key = key.replace("/", "_")
-    if len(key) > MAX_KEY_CHARS:
-        key = key[: MAX_KEY_CHARS - 9] + "_" + hashlib.sha256(str(name).encode("utf-8", "replace")).hexdigest()[:8]
-    return key
-
-
-def param_value(value: Any) -> str:
-    """A param value within MLflow's limit; a longer one is cut with a visible marker."""
-    return clean_text("" if value is None else str(value), max_chars=MAX_PARAM_CHARS - _MARKER_ROOM)
-
-
-def tag_value(value: Any) -> str:
-    return clean_text("" if value is None else str(value), max_chars=MAX_TAG_CHARS - _MARKER_ROOM)
-
-
-def status_for_exception(exc: BaseException | None) -> str:
-    """The MLflow status a job ends with: KILLED for an interrupt (Ctrl-C, a signal turned into
-    KeyboardInterrupt or SystemExit), FAILED for any other exception, FINISHED for none."""
-    if exc is None:
-        return "FINISHED"
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return "KILLED"
-    return "FAILED"
-
-
-# --- owners -----------------------------------------------------------------------------------
-
-
-def _process_start(pid: int) -> str:
-    """The kernel's start time of `pid` (clock ticks since boot), which tells a live owner from an
-    unrelated process that reused its pid; "" where /proc is absent."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields and fields[0] == "Z":  # a zombie has exited
-        return "zombie"
-    return fields[19] if len(fields) > 19 else ""
-
-
-def owner_tags() -> dict[str, str]:
-    pid = os.getpid()
-    return {TAG_HOST: socket.gethostname(), TAG_PID: str(pid), TAG_PID_START: _process_start(pid)}
-
-
-def owner_is_dead(tags: Mapping[str, str]) -> bool:
-    """True only when the run's owner is known to be gone: it ran on this host and its pid is not
-    alive (or is now another process). An owner on another host, or a run without owner tags,
-    counts as alive: nothing can be checked, so nothing is taken from it."""
-    if tags.get(TAG_HOST) != socket.gethostname():
-        return False
-    try:
-        pid = int(tags.get(TAG_PID, ""))
-    except ValueError:
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, owned by another user
-        return False
-    except OSError:
-        return False
-    started = _process_start(pid)
-    if started == "zombie":
-        return True
-    recorded = tags.get(TAG_PID_START, "")
-    return bool(recorded and started and recorded != started)
 
 
 # --- runs -------------------------------------------------------------------------------------

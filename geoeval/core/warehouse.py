@@ -8,7 +8,7 @@ Three tables, one row shape for every suite:
   any split is a plain `GROUP BY` without a join.
 
 plus `schema_version`, which records the schema the file was written with so that a later geoeval
-can migrate it (see `_MIGRATIONS`).
+can migrate it (see `MIGRATIONS` in `geoeval.core.warehouse_schema`).
 
 Resume: the runner asks `finished_keys(run_hash)` before it starts and skips what is stored.
 `write_results` writes a batch of samples and all their scores in one transaction, so a run that is
@@ -33,14 +33,12 @@ return results to it).
 Every value reaches DuckDB as a bound parameter, never interpolated into SQL text.
 """
 
+
 from __future__ import annotations
 
-import fcntl
 import json
-import math
 import os
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -49,193 +47,26 @@ from typing import Any
 
 import duckdb
 import pandas as pd
-import pyarrow as pa
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.text import clean_text, clean_value
-
-#: The schema this code writes. Bump it, and add the step to `_MIGRATIONS`, when a table changes.
-SCHEMA_VERSION = 2
-
-#: `_MIGRATIONS[n]` holds the statements that take a file from schema version n to n + 1.
-_MIGRATIONS: dict[int, list[str]] = {
-    # 1 -> 2: each sample has a status ('scored' | 'error') and details (judge votes, raw replies).
-    # Version-1 files stored errored samples with 0 on every metric: those scores become NULL.
-    1: [
-        "ALTER TABLE samples ADD COLUMN status VARCHAR DEFAULT 'scored'",
-        "ALTER TABLE samples ADD COLUMN details JSON DEFAULT '{}'",
-        "UPDATE samples SET status = 'error' WHERE error IS NOT NULL",
-        """UPDATE scores SET value = NULL FROM samples p
-           WHERE p.status = 'error' AND scores.run_hash = p.run_hash
-             AND scores.sample_id = p.sample_id AND scores.epoch = p.epoch""",
-    ],
-}
-
-_DIMENSION_COLUMNS_DDL = """
-    suite VARCHAR NOT NULL,
-    task_family VARCHAR NOT NULL,
-    task VARCHAR NOT NULL,
-    level VARCHAR NOT NULL,
-    setting VARCHAR NOT NULL,
-    capabilities VARCHAR[] NOT NULL,
-    extra JSON NOT NULL"""
-
-_SCHEMA_DDL = [
-    """CREATE TABLE IF NOT EXISTS schema_version (
-        version INTEGER NOT NULL,
-        applied_at TIMESTAMPTZ NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS runs (
-        run_hash VARCHAR PRIMARY KEY,
-        suite VARCHAR NOT NULL,
-        model VARCHAR NOT NULL,
-        experiment VARCHAR,
-        config_json JSON NOT NULL,
-        created_at TIMESTAMPTZ NOT NULL,
-        updated_at TIMESTAMPTZ NOT NULL,
-        status VARCHAR NOT NULL,
-        mlflow_run_id VARCHAR
-    )""",
-    f"""CREATE TABLE IF NOT EXISTS samples (
-        run_hash VARCHAR NOT NULL,
-        sample_id VARCHAR NOT NULL,
-        epoch INTEGER NOT NULL,
-        model VARCHAR NOT NULL,
-        answer VARCHAR NOT NULL,
-        explanation VARCHAR NOT NULL,
-        error VARCHAR,
-        input_tokens BIGINT NOT NULL,
-        output_tokens BIGINT NOT NULL,{_DIMENSION_COLUMNS_DDL},
-        completed_at TIMESTAMPTZ NOT NULL,
-        status VARCHAR DEFAULT 'scored',
-        details JSON DEFAULT '{{}}',
-        PRIMARY KEY (run_hash, sample_id, epoch)
-    )""",
-    f"""CREATE TABLE IF NOT EXISTS scores (
-        run_hash VARCHAR NOT NULL,
-        sample_id VARCHAR NOT NULL,
-        epoch INTEGER NOT NULL,
-        metric VARCHAR NOT NULL,
-        value DOUBLE,{_DIMENSION_COLUMNS_DDL},
-        PRIMARY KEY (run_hash, sample_id, epoch, metric)
-    )""",
-    # the Inspect logs each run wrote (every invocation of it): a run lists and logs only its own
-    """CREATE TABLE IF NOT EXISTS run_logs (
-        run_hash VARCHAR NOT NULL,
-        path VARCHAR NOT NULL,
-        added_at TIMESTAMPTZ NOT NULL,
-        PRIMARY KEY (run_hash, path)
-    )""",
-]
-
-#: Status a run gets when it is first registered; the runner moves it on with `set_run_status`.
-REGISTERED = "registered"
-
-#: The columns of `scores_frame`, `export_parquet` and `reports.write_per_sample_parquet`, with
-#: their Arrow types as `export_parquet` writes them (DuckDB names a list's item "element"), so a
-#: Parquet file written from results in memory reads back the same: one row per
-#: (sample, epoch, metric); `capabilities` is a list of strings, `extra` a JSON object as text,
-#: `error` the sample's error (null when it did not error), `status` 'scored' or 'error'.
-SCORE_ARROW_SCHEMA = pa.schema(
-    [
-        ("run_hash", pa.string()),
-        ("sample_id", pa.string()),
-        ("epoch", pa.int32()),
-        ("model", pa.string()),
-        ("metric", pa.string()),
-        ("value", pa.float64()),
-        ("suite", pa.string()),
-        ("task_family", pa.string()),
-        ("task", pa.string()),
-        ("level", pa.string()),
-        ("setting", pa.string()),
-        ("capabilities", pa.list_(pa.field("element", pa.string()))),
-        ("extra", pa.string()),
-        ("error", pa.string()),
-        ("status", pa.string()),
-    ]
+from geoeval.core.records import SampleResult
+from geoeval.core.warehouse_lock import file_lock, first_line, open_failure
+from geoeval.core.warehouse_rows import batch_tables, rebuild_results
+from geoeval.core.warehouse_schema import (
+    MIGRATIONS,
+    REGISTERED,
+    SAMPLE_TABLE_COLUMNS,
+    SCHEMA_DDL,
+    SCHEMA_VERSION,
+    SCORE_ARROW_SCHEMA,
+    SCORE_COLUMNS,
+    SCORE_TABLE_COLUMNS,
+    SCORES_SELECT,
 )
-SCORE_COLUMNS: tuple[str, ...] = tuple(SCORE_ARROW_SCHEMA.names)
-
-# The run's model wins over the sample's (they agree unless a scorer left the sample's empty).
-_SCORES_SELECT = """
-    SELECT s.run_hash, s.sample_id, s.epoch,
-           COALESCE(NULLIF(r.model, ''), p.model, '') AS model,
-           s.metric, s.value, s.suite, s.task_family, s.task, s.level, s.setting,
-           s.capabilities, CAST(s.extra AS VARCHAR) AS extra, p.error, p.status
-    FROM scores s
-    LEFT JOIN samples p USING (run_hash, sample_id, epoch)
-    LEFT JOIN runs r USING (run_hash)
-"""
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _first_line(error: BaseException) -> str:
-    """DuckDB's messages run over several lines (a caret under the SQL); the first one says what
-    failed."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
-
-
-def _open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
-    """What to do when DuckDB cannot open `path`, by its reason. `key` is how the user names the
-    file: `--db` (the results command) or `results_db=` (a run)."""
-    message = _first_line(error)
-    if "lock" in message.lower():
-        return (
-            f"cannot open {path}: another program holds it open ({message}). geoeval runs share "
-            f"a warehouse, but another DuckDB client keeps it locked: close that client, or point "
-            f"{key} at another file"
-        )
-    if "different configuration" in message:
-        return (
-            f"cannot open {path} read-only: this process already has it open for writing; "
-            "use that Warehouse instead"
-        )
-    return (
-        f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval "
-        "results file"
-    )
-
-
-@contextmanager
-def _file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterator[None]:
-    """Hold `<path>.lock` (shared for readers, exclusive for writers) across processes, waiting at
-    most `timeout_s` for it."""
-    lock_path = path.with_name(path.name + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        # a read-only folder (e.g. a shared results file): readers go without the lock
-        if shared:
-            yield
-            return
-        raise GeoevalError(f"cannot create {lock_path}: point {key} at a writable place") from None
-    try:
-        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
-        deadline = time.monotonic() + timeout_s
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, mode)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise GeoevalError(
-                        f"{path} stayed busy for {timeout_s:g} s (another geoeval process holds its lock): "
-                        f"wait for it, or point {key} at another file") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 class Warehouse:
@@ -312,12 +143,12 @@ class Warehouse:
             if self._active is not None:  # a nested call of this thread shares the open session
                 yield self._active
                 return
-            with _file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s,
+            with file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s,
                             key=self.config_key):
                 try:
                     con = duckdb.connect(str(self.path), read_only=self.read_only)
                 except duckdb.Error as error:
-                    raise GeoevalError(_open_failure(self.path, error, self.config_key)) from None
+                    raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
                 self._active = con
                 try:
                     yield con
@@ -339,7 +170,7 @@ class Warehouse:
                     "table): point --db at the file a geoeval run wrote"
                 )
         else:
-            for statement in _SCHEMA_DDL:
+            for statement in SCHEMA_DDL:
                 con.execute(statement)
         row = con.execute("SELECT max(version) FROM schema_version").fetchone()
         version = row[0] if row else None
@@ -365,7 +196,7 @@ class Warehouse:
         con.begin()
         try:
             while version < SCHEMA_VERSION:
-                for statement in _MIGRATIONS[version]:
+                for statement in MIGRATIONS[version]:
                     con.execute(statement)
                 version += 1
                 con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
@@ -500,7 +331,7 @@ class Warehouse:
             latest[(result.run_hash, result.sample_id, result.epoch)] = result
         if not latest:
             return
-        samples, scores = _batch_tables(list(latest.values()), completed_at=_now())
+        samples, scores = batch_tables(list(latest.values()), completed_at=_now())
         with self._session() as con:
             # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
             con.register("_geoeval_new_samples", samples)
@@ -519,8 +350,8 @@ class Warehouse:
                             """
                         )
                     con.execute(
-                        f"INSERT INTO samples ({', '.join(_SAMPLE_TABLE_COLUMNS)}) "
-                        f"SELECT {', '.join(_SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
+                        f"INSERT INTO samples ({', '.join(SAMPLE_TABLE_COLUMNS)}) "
+                        f"SELECT {', '.join(SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
                     )
                     self._insert_scores(con)
                     con.commit()
@@ -534,8 +365,8 @@ class Warehouse:
     def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
         """The second half of `write_results`' transaction (a seam the tests break on purpose)."""
         con.execute(
-            f"INSERT INTO scores ({', '.join(_SCORE_TABLE_COLUMNS)}) "
-            f"SELECT {', '.join(_SCORE_TABLE_COLUMNS)} FROM _geoeval_new_scores"
+            f"INSERT INTO scores ({', '.join(SCORE_TABLE_COLUMNS)}) "
+            f"SELECT {', '.join(SCORE_TABLE_COLUMNS)} FROM _geoeval_new_scores"
         )
 
     def results(self, run_hash: str) -> list[SampleResult]:
@@ -556,46 +387,13 @@ class Warehouse:
                 "ORDER BY sample_id, epoch, metric",
                 [run_hash],
             ).fetchall()
-        scores: dict[tuple[str, int], dict[str, float]] = {}
-        for sample_id, epoch, metric, value in score_rows:
-            scores.setdefault((sample_id, epoch), {})[metric] = math.nan if value is None else value
-        rebuilt = []
-        for row in samples:
-            (sample_id, epoch, model, answer, explanation, error, input_tokens, output_tokens,
-             suite, task_family, task, level, setting, capabilities, extra, status,
-             details) = row  # fmt: skip
-            rebuilt.append(
-                SampleResult(
-                    run_hash=run_hash,
-                    sample_id=sample_id,
-                    epoch=epoch,
-                    model=model,
-                    answer=answer,
-                    explanation=explanation,
-                    error=error,
-                    status=status or ("error" if error is not None else "scored"),
-                    details=json.loads(details) if details else {},
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    scores=scores.get((sample_id, epoch), {}),
-                    dims=Dimensions(
-                        suite=suite,
-                        task_family=task_family,
-                        task=task,
-                        level=level,
-                        setting=setting,
-                        capabilities=tuple(capabilities),
-                        extra=json.loads(extra),
-                    ),
-                )
-            )
-        return rebuilt
+        return rebuild_results(run_hash, samples, score_rows)
 
     def scores_frame(self, run_hash: str | Sequence[str] | None = None) -> pd.DataFrame:
         """One row per stored score, with the columns `SCORE_COLUMNS` (dimensions, the run's
         model, the sample's error), ordered by run_hash, sample_id, epoch, metric. `run_hash`
         selects one run, a list of runs, or (None) all of them."""
-        sql = _SCORES_SELECT
+        sql = SCORES_SELECT
         params: list[Any] = []
         if run_hash is not None:
             hashes = [run_hash] if isinstance(run_hash, str) else list(run_hash)
@@ -621,7 +419,7 @@ class Warehouse:
         target = str(out).replace("'", "''")
         with self._session() as con:
             con.execute(
-                f"COPY ({_SCORES_SELECT} WHERE s.run_hash = ? "
+                f"COPY ({SCORES_SELECT} WHERE s.run_hash = ? "
                 "ORDER BY s.sample_id, s.epoch, s.metric) "
                 f"TO '{target}' (FORMAT parquet)",
                 [run_hash],
@@ -642,77 +440,7 @@ class Warehouse:
                 columns = [d[0] for d in cursor.description]
                 return columns, cursor.fetchall()
             except duckdb.Error as error:
-                raise GeoevalError(f"SQL failed: {_first_line(error)}") from None
-
-
-_DIMENSION_FIELDS = (
-    ("suite", pa.string()),
-    ("task_family", pa.string()),
-    ("task", pa.string()),
-    ("level", pa.string()),
-    ("setting", pa.string()),
-    ("capabilities", pa.list_(pa.string())),
-    ("extra", pa.string()),  # a JSON object as text; DuckDB casts it to JSON on insert
-)
-_KEY_FIELDS = (("run_hash", pa.string()), ("sample_id", pa.string()), ("epoch", pa.int32()))
-_SAMPLES_ARROW = pa.schema(
-    [
-        *_KEY_FIELDS,
-        ("model", pa.string()),
-        ("answer", pa.string()),
-        ("explanation", pa.string()),
-        ("error", pa.string()),
-        ("input_tokens", pa.int64()),
-        ("output_tokens", pa.int64()),
-        *_DIMENSION_FIELDS,
-        ("completed_at", pa.timestamp("us", tz="UTC")),
-        ("status", pa.string()),
-        ("details", pa.string()),  # a JSON object as text
-    ]
-)
-_SCORES_ARROW = pa.schema(
-    [*_KEY_FIELDS, ("metric", pa.string()), ("value", pa.float64()), *_DIMENSION_FIELDS]
-)
-_SAMPLE_TABLE_COLUMNS = tuple(_SAMPLES_ARROW.names)
-_SCORE_TABLE_COLUMNS = tuple(_SCORES_ARROW.names)
-
-
-def _batch_tables(
-    results: Sequence[SampleResult], *, completed_at: datetime
-) -> tuple[pa.Table, pa.Table]:
-    """The `samples` and `scores` rows of a batch, as Arrow tables with the tables' types."""
-    samples: dict[str, list[Any]] = {name: [] for name in _SAMPLES_ARROW.names}
-    scores: dict[str, list[Any]] = {name: [] for name in _SCORES_ARROW.names}
-    for result in results:
-        dims = result.dims
-        # text from a model or tool may hold what UTF-8 cannot encode (lone surrogates): clean it
-        dimension_values = clean_value(dims.columns())
-        key = {"run_hash": result.run_hash, "sample_id": clean_text(result.sample_id), "epoch": result.epoch}
-        sample_row = {
-            **key,
-            "model": clean_text(result.model),
-            "answer": clean_text(result.answer),
-            "explanation": clean_text(result.explanation),
-            "error": None if result.error is None else clean_text(result.error),
-            "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens,
-            **dimension_values,
-            "completed_at": completed_at,
-            "status": result.status,
-            "details": json.dumps(clean_value(result.details), sort_keys=True, default=str),
-        }
-        for name, value in sample_row.items():
-            samples[name].append(value)
-        for metric, value in result.scores.items():
-            # NaN is stored as NULL: "no value" (an error, or a metric that does not apply)
-            stored = None if value is None or math.isnan(value) else value
-            score_row = {**key, "metric": clean_text(metric), "value": stored, **dimension_values}
-            for name, column_value in score_row.items():
-                scores[name].append(column_value)
-    return (
-        pa.Table.from_pydict(samples, schema=_SAMPLES_ARROW),
-        pa.Table.from_pydict(scores, schema=_SCORES_ARROW),
-    )
+                raise GeoevalError(f"SQL failed: {first_line(error)}") from None
 
 
 __all__ = ["REGISTERED", "SCHEMA_VERSION", "SCORE_ARROW_SCHEMA", "SCORE_COLUMNS", "Warehouse"]

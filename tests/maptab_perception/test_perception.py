@@ -375,8 +375,8 @@ def test_routes_cannot_be_read_once_labels_are_illegible(maps, scale):
 
 
 @pytest.mark.slow
-def test_reading_a_full_size_map_takes_a_few_seconds(maps):
-    perceived(maps, "hand_built", 1.0)  # the first read warms the OCR engine up
-    pm, seconds = perceived(maps, "generated_3", 1.0)  # a later read (cached if done already)
+def test_a_full_size_map_is_read_whole(maps):
+    # how long a reading takes is measured by bench/profile_main.py (its calibration), never here
+    pm, _ = perceived(maps, "generated_3", 1.0)
     assert (pm.width, pm.height) == (2000, 1600)
-    assert seconds < 8.0, seconds
+    assert pm.stations and pm.ocr_seconds >= 0.0

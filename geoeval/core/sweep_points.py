@@ -1,0 +1,104 @@
+"""A sweep's jobs and their points: the job this process runs (`current_sweep_job`), each job's
+run name (`job_labels`), the points file every job appends its result to
+(`<sweep dir>/sweep_points.jsonl`), and the Hydra `JobReturn` a job's point becomes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from omegaconf import DictConfig
+
+SWEEP_POINTS = "sweep_points.jsonl"
+
+Job = tuple[int, list[str], str]  # number, overrides, label
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """What a job of a sweep needs to know about the sweep."""
+
+    num: int
+    sweep_dir: str
+    label: str  # its run name: the swept values, e.g. "resolution=0.25 setting=map"
+    job_tables: bool = False  # print the job's own summary tables (off: one line per job)
+
+    @property
+    def points_path(self) -> Path:
+        return Path(self.sweep_dir) / SWEEP_POINTS
+
+
+# the job this process runs now; a module global rather than an environment variable, which Ray
+# would copy into each job's runtime env (GEOEVAL_*), making every job's workers new ones
+_CURRENT: list[SweepJob] = []
+
+
+def current_sweep_job() -> SweepJob | None:
+    """The sweep job this process runs, as the launcher announced it (None outside a sweep)."""
+    return _CURRENT[-1] if _CURRENT else None
+
+
+# --- run names ----------------------------------------------------------------------------------
+
+
+def _pairs(overrides: Sequence[str]) -> dict[str, str]:
+    return {o.split("=", 1)[0].lstrip("+~"): o.split("=", 1)[1] for o in overrides if "=" in o}
+
+
+def job_labels(job_overrides: Sequence[Sequence[str]]) -> list[str]:
+    """Each job's name: the values that differ between the jobs, by the last part of their key
+    (`resolution=0.25 setting=map`), the whole key where two swept keys end alike."""
+    pairs = [_pairs(o) for o in job_overrides]
+    keys = list(dict.fromkeys(k for p in pairs for k in p))
+    swept = [k for k in keys if len({p.get(k) for p in pairs}) > 1]
+    tails = [k.rsplit(".", 1)[-1] for k in swept]
+    names = {k: t if tails.count(t) == 1 else k for k, t in zip(swept, tails)}
+    if not swept:  # a sweep of one job: what it overrides
+        return [" ".join(filter_overrides(o)) or "base" for o in job_overrides]
+    return [" ".join(f"{names[k]}={p[k]}" for k in swept if k in p) for p in pairs]
+
+
+# --- the sweep's points -------------------------------------------------------------------------
+
+
+def append_point(path: Path, point: dict) -> None:
+    """One line for one job. Concurrent jobs append to the same file: each line is one write()
+    to a file opened with O_APPEND, under an exclusive lock, so lines never interleave."""
+    data = (json.dumps(point) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, data)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read_points(path: Path) -> list[dict]:
+    """The sweep's points by job number; a job that appears twice (a rerun into the same sweep
+    folder, a crash recorded after the job's own point) counts once, with its last line."""
+    if not path.exists():
+        return []
+    by_job: dict[int, dict] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            point = json.loads(line)
+            by_job[int(point["job"])] = point
+    return [by_job[k] for k in sorted(by_job)]
+
+
+def crash_point(num: int, overrides: Sequence[str], why: str) -> dict:
+    return {"job": num, "overrides": _pairs(overrides), "metrics": {}, "counts": {}, "failed": why,
+            "crashed": True, "run_hash": None, "mlflow_run_id": None, "n": 0}
+
+
+def _completed(config: DictConfig, overrides: Sequence[str], value: Any = None) -> JobReturn:
+    ret = JobReturn(overrides=list(overrides), cfg=config, hydra_cfg=None, working_dir=os.getcwd())
+    ret.status, ret.return_value = JobStatus.COMPLETED, value
+    return ret

@@ -1,0 +1,61 @@
+"""The owner of an MLflow run: the host, pid and process start time it records (`owner_tags`),
+and whether that owner is known to be gone (`owner_is_dead`), which lets a later job take over a
+run a killed job left RUNNING.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+TAG_HOST = "geoeval.host"
+TAG_PID = "geoeval.pid"
+TAG_PID_START = "geoeval.pid_start"
+
+
+def _process_start(pid: int) -> str:
+    """The kernel's start time of `pid` (clock ticks since boot), which tells a live owner from an
+    unrelated process that reused its pid; "" where /proc is absent."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields and fields[0] == "Z":  # a zombie has exited
+        return "zombie"
+    return fields[19] if len(fields) > 19 else ""
+
+
+def owner_tags() -> dict[str, str]:
+    pid = os.getpid()
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(pid), TAG_PID_START: _process_start(pid)}
+
+
+def owner_is_dead(tags: Mapping[str, str]) -> bool:
+    """True only when the run's owner is known to be gone: it ran on this host and its pid is not
+    alive (or is now another process). An owner on another host, or a run without owner tags,
+    counts as alive: nothing can be checked, so nothing is taken from it."""
+    if tags.get(TAG_HOST) != socket.gethostname():
+        return False
+    try:
+        pid = int(tags.get(TAG_PID, ""))
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        return False
+    except OSError:
+        return False
+    started = _process_start(pid)
+    if started == "zombie":
+        return True
+    recorded = tags.get(TAG_PID_START, "")
+    return bool(recorded and started and recorded != started)
