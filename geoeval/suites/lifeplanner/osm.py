@@ -20,15 +20,16 @@ kept, and every place joins it at its nearest node of the largest drivable part,
 can reach every other by each vehicle.
 
 Requires the optional `pyrosm` package (`pip install pyrosm`).
+
+This module builds the city (roads, then places, then the file); reading a POI row
+(`OSM_CATEGORIES`, tags, stable ids) is in `osm_places.py`, opening hours in `osm_hours.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,15 @@ import numpy as np
 import pyarrow as pa
 
 from geoeval.suites.lifeplanner import environment as env
-from geoeval.suites.lifeplanner.environment import OpeningHoursError, parse_opening_hours
+from geoeval.suites.lifeplanner.osm_hours import convert_opening_hours
+from geoeval.suites.lifeplanner.osm_places import (  # noqa: F401  OSM_CATEGORIES re-exported
+    _POI_KEYS,
+    OSM_CATEGORIES,
+    _extra_tags,
+    _osm_tag_groups,
+    _place_type,
+    _stable_place_id,
+)
 
 GENERATOR_VERSION = "lifeplanner-osm-1"
 
@@ -59,97 +68,11 @@ HIGHWAY_SPEEDS: dict[str, tuple[float | None, float | None, float | None]] = {
     "elevator": (0.5, None, None),
 }
 
-# (OSM key, value) -> (AMap-like place type, synthetic template category of environment.CATEGORIES
-# for costs, fallback tags and the memory profile; None: no cost, no synthetic tags, profile "shop").
-_FOOD = "Food & Beverages"
-OSM_CATEGORIES: dict[tuple[str, str], tuple[str, str | None]] = {
-    ("amenity", "cafe"): (f"{_FOOD}|Coffee House", f"{_FOOD}|Coffee House"),
-    ("amenity", "restaurant"): (f"{_FOOD}|Restaurant", f"{_FOOD}|Chinese Restaurant"),
-    ("amenity", "fast_food"): (f"{_FOOD}|Fast Food Restaurant", f"{_FOOD}|Fast Food Restaurant"),
-    ("amenity", "food_court"): (f"{_FOOD}|Fast Food Restaurant", f"{_FOOD}|Fast Food Restaurant"),
-    ("amenity", "ice_cream"): (f"{_FOOD}|Dessert House", f"{_FOOD}|Dessert House"),
-    ("amenity", "pub"): ("Sports & Recreation|Pub", "Sports & Recreation|Pub"),
-    ("amenity", "bar"): ("Sports & Recreation|Pub", "Sports & Recreation|Pub"),
-    ("amenity", "nightclub"): ("Sports & Recreation|Nightclub", "Sports & Recreation|Pub"),
-    ("amenity", "casino"): ("Sports & Recreation|Casino", "Sports & Recreation|KTV"),
-    ("amenity", "cinema"): ("Sports & Recreation|Cinema", "Sports & Recreation|KTV"),
-    ("amenity", "theatre"): ("Science/Culture & Education Service|Theatre", "Science/Culture & Education Service|Museum"),
-    ("amenity", "arts_centre"): ("Science/Culture & Education Service|Art Centre",
-                                 "Science/Culture & Education Service|Museum"),
-    ("amenity", "library"): ("Science/Culture & Education Service|Library",
-                             "Science/Culture & Education Service|Library"),
-    ("amenity", "university"): ("Science/Culture & Education Service|University",
-                                "Science/Culture & Education Service|University"),
-    ("amenity", "college"): ("Science/Culture & Education Service|University",
-                             "Science/Culture & Education Service|University"),
-    ("amenity", "school"): ("Science/Culture & Education Service|School", None),
-    ("amenity", "pharmacy"): ("Medical Service|Pharmacy", "Medical Service|Pharmacy"),
-    ("amenity", "doctors"): ("Medical Service|Clinic", "Medical Service|Hospital"),
-    ("amenity", "clinic"): ("Medical Service|Clinic", "Medical Service|Hospital"),
-    ("amenity", "dentist"): ("Medical Service|Dental Clinic", "Medical Service|Hospital"),
-    ("amenity", "bank"): ("Finance Service|Bank", None),
-    ("amenity", "atm"): ("Finance Service|ATM", None),
-    ("amenity", "bureau_de_change"): ("Finance Service|Currency Exchange", None),
-    ("amenity", "post_office"): ("Life Service|Post Office", None),
-    ("amenity", "place_of_worship"): ("Scenery Spot|Place of Worship", "Scenery Spot|Tourist Attraction"),
-    ("amenity", "marketplace"): ("Shopping|Market", "Shopping|Supermarket"),
-    ("amenity", "bicycle_rental"): ("Transportation Service|Bike Rental", None),
-    ("amenity", "parking"): ("Transportation Service|Parking Lot", None),
-    ("amenity", "bus_station"): ("Transportation Service|Bus Station", None),
-    ("amenity", "ferry_terminal"): ("Transportation Service|Ferry Terminal", None),
-    ("amenity", "embassy"): ("Government Agency|Embassy", None),
-    ("amenity", "townhall"): ("Government Agency|Town Hall", None),
-    ("amenity", "courthouse"): ("Government Agency|Court", None),
-    ("shop", "bakery"): (f"{_FOOD}|Bakery", f"{_FOOD}|Bakery"),
-    ("shop", "confectionery"): (f"{_FOOD}|Dessert House", f"{_FOOD}|Dessert House"),
-    ("shop", "convenience"): ("Shopping|Convenience Store", "Shopping|Convenience Store"),
-    ("shop", "kiosk"): ("Shopping|Convenience Store", "Shopping|Convenience Store"),
-    ("shop", "supermarket"): ("Shopping|Supermarket", "Shopping|Supermarket"),
-    ("shop", "grocery"): ("Shopping|Supermarket", "Shopping|Supermarket"),
-    ("shop", "deli"): ("Shopping|Supermarket", "Shopping|Supermarket"),
-    ("shop", "books"): ("Shopping|Bookstore", "Shopping|Bookstore"),
-    ("shop", "florist"): ("Shopping|Florist", "Shopping|Florist"),
-    ("shop", "optician"): ("Shopping|Optical Shop", "Shopping|Optical Shop"),
-    ("shop", "bag"): ("Shopping|Brand Bags and Suitcases Store", "Shopping|Brand Bags and Suitcases Store"),
-    ("shop", "leather"): ("Shopping|Brand Bags and Suitcases Store", "Shopping|Brand Bags and Suitcases Store"),
-    ("shop", "clothes"): ("Shopping|Clothing Store", None),
-    ("shop", "shoes"): ("Shopping|Shoe Store", None),
-    ("shop", "jewelry"): ("Shopping|Jewelry Store", None),
-    ("shop", "department_store"): ("Shopping|Department Store", None),
-    ("shop", "mall"): ("Shopping|Shopping Mall", None),
-    ("shop", "hairdresser"): ("Life Service|Hair Salon", "Life Service|Hair Salon"),
-    ("shop", "beauty"): ("Life Service|Beauty Salon", "Life Service|Hair Salon"),
-    ("shop", "laundry"): ("Life Service|Laundry", "Life Service|Laundry"),
-    ("shop", "travel_agency"): ("Life Service|Travel Agency", None),
-    ("tourism", "hotel"): ("Accommodation Service|Hotel", "Accommodation Service|Business Hotel"),
-    ("tourism", "hostel"): ("Accommodation Service|Hostel", "Accommodation Service|Hostel"),
-    ("tourism", "museum"): ("Science/Culture & Education Service|Museum", "Science/Culture & Education Service|Museum"),
-    ("tourism", "gallery"): ("Science/Culture & Education Service|Art Gallery",
-                             "Science/Culture & Education Service|Museum"),
-    ("tourism", "attraction"): ("Scenery Spot|Tourist Attraction", "Scenery Spot|Tourist Attraction"),
-    ("tourism", "artwork"): ("Scenery Spot|Public Artwork", "Scenery Spot|Tourist Attraction"),
-    ("tourism", "information"): ("Scenery Spot|Tourist Information", None),
-    ("leisure", "park"): ("Scenery Spot|Park", "Scenery Spot|Park"),
-    ("leisure", "garden"): ("Scenery Spot|Park", "Scenery Spot|Park"),
-    ("leisure", "fitness_centre"): ("Sports & Recreation|Gym", "Sports & Recreation|Gym"),
-    ("leisure", "sports_centre"): ("Sports & Recreation|Sports Centre", "Sports & Recreation|Gym"),
-}
-# Any other value falls back by key: "Shopping|Other Shop (<value>)" etc.
-_FALLBACK_TOP = {"amenity": "Public Facility", "shop": "Shopping", "tourism": "Scenery Spot",
-                 "leisure": "Sports & Recreation"}
-_POI_KEYS = ("amenity", "shop", "tourism", "leisure")
-
 # Approximate centres of the central-Helsinki districts; the notes use them as districts
 # (general posts, hashtags). Other extracts get "District N" names around their own quantiles.
 HELSINKI_DISTRICTS = (("Kluuvi", 24.9455, 60.1705), ("Kaartinkaupunki", 24.9470, 60.1660),
                       ("Kamppi", 24.9370, 60.1690), ("Etu-Toolo", 24.9380, 60.1760),
                       ("Kruununhaka", 24.9520, 60.1720), ("Punavuori", 24.9400, 60.1630))
-
-_OSM_DAYS = {"Mo": "Monday", "Tu": "Tuesday", "We": "Wednesday", "Th": "Thursday", "Fr": "Friday",
-             "Sa": "Saturday", "Su": "Sunday"}
-_DAY_ABBR_RE = re.compile(r"\b(Mo|Tu|We|Th|Fr|Sa|Su)\b")
-_HOLIDAY_RE = re.compile(r"^(PH|SH)\b")
-_ADDITIONAL_RULE_RE = re.compile(r"(?<=\d),\s*(?=(?:Mo|Tu|We|Th|Fr|Sa|Su|PH|SH)\b)")
 
 
 @dataclass(frozen=True)
@@ -177,136 +100,8 @@ class OsmCityInfo:
 
 
 # --------------------------------------------------------------------------------------------
-# Opening hours
+# The road network
 # --------------------------------------------------------------------------------------------
-
-
-def convert_opening_hours(raw: str | None) -> tuple[str, str, int]:
-    """OSM `opening_hours` -> (text, status, holiday rules dropped).
-
-    status `converted`: `text` is in the environment's format (full day names, `closed`,
-    `Open 24 hours`) and parses to the same weekly intervals as the OSM rules it came from.
-    Public/school-holiday rules (`PH off`, `SH ...`) have no place in a weekly schedule and are
-    dropped (counted). status `raw`: a form `parse_opening_hours` cannot read (comma-separated
-    rules, `sunrise`, month ranges, free text...); `text` is the OSM string unchanged. status
-    `empty`: no hours."""
-    s = raw.strip() if isinstance(raw, str) else ""  # pandas gives NaN for a missing tag
-    if not s:
-        return "", "empty", 0
-    if s == "24/7":
-        return "Open 24 hours", "converted", 0
-    segments, dropped = [], 0
-    for seg in s.split(";"):
-        seg = seg.strip()
-        if not seg:
-            continue
-        if _HOLIDAY_RE.match(seg):
-            dropped += 1
-            continue
-        segments.append(seg)
-    # OSM's additional-rule separator: a comma after a time, before a day ("Mo-Fr 11:00-18:00, Sa
-    # 11:00-15:00"). Additional rules add to earlier ones while ';' overrides them; the two agree
-    # when the rules' days do not overlap, which is checked below.
-    split: list[str] = []
-    for seg in segments:
-        split += [p.strip() for p in _ADDITIONAL_RULE_RE.split(seg) if p.strip()]
-    additive = len(split) > len(segments)
-    segments = [seg for seg in split if not _HOLIDAY_RE.match(seg)]
-    dropped += len(split) - len(segments)
-    osm_weekly = "; ".join(segments)
-    text = _DAY_ABBR_RE.sub(lambda m: _OSM_DAYS[m.group(1)], osm_weekly)
-    text = re.sub(r"\boff\b", "closed", text)
-    text = re.sub(r"\s*,\s*", ",", text)
-    try:
-        converted = parse_opening_hours(text)
-        original = parse_opening_hours(osm_weekly)  # the parser reads OSM day abbreviations too
-    except OpeningHoursError:
-        return s, "raw", 0
-    if not segments or converted.intervals != original.intervals:
-        return s, "raw", 0
-    if additive:
-        try:
-            union = sorted({iv for seg in segments for iv in parse_opening_hours(seg).intervals})
-        except OpeningHoursError:
-            return s, "raw", 0
-        if tuple(union) != converted.intervals:
-            return s, "raw", 0
-    return text, "converted", dropped
-
-
-# --------------------------------------------------------------------------------------------
-# Reading OSM
-# --------------------------------------------------------------------------------------------
-
-
-def _place_type(row: Any) -> tuple[str, str | None, str, str]:
-    """(place type, template category, OSM key, OSM value) of a POI row."""
-    for key in _POI_KEYS:
-        value = row.get(key)
-        if isinstance(value, str) and value.strip():
-            value = value.split(";")[0].strip()
-            if (key, value) in OSM_CATEGORIES:
-                return (*OSM_CATEGORIES[(key, value)], key, value)
-    for key in _POI_KEYS:
-        value = row.get(key)
-        if isinstance(value, str) and value.strip():
-            label = value.split(";")[0].strip().replace("_", " ")
-            if label.lower() in ("yes", "store", "shop"):
-                label = "other"
-            return f"{_FALLBACK_TOP[key]}|{label[:1].upper()}{label[1:]}", None, key, value
-    return "Public Facility|Other", None, "", ""
-
-
-def _extra_tags(row: Any) -> dict[str, str]:
-    tags = row.get("tags")
-    if isinstance(tags, str):
-        try:
-            tags = json.loads(tags)
-        except ValueError:
-            tags = None
-    return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {}
-
-
-def _osm_tag_groups(row: Any, extra: dict[str, str]) -> list[tuple[str, list[str]]]:
-    """Structured tags OSM states (the real part of `places.tag`)."""
-    def get(k: str) -> str | None:
-        v = row.get(k) if k in row else None
-        v = v if isinstance(v, str) and v else extra.get(k)
-        return v if v and v != "None" else None
-
-    groups: list[tuple[str, list[str]]] = []
-    cuisine = get("cuisine")
-    if cuisine:
-        groups.append(("Cuisine", [c.strip().replace("_", " ").capitalize() for c in cuisine.split(";") if c.strip()]))
-    facility = []
-    if get("outdoor_seating") == "yes":
-        facility.append("Outdoor seating")
-    if get("internet_access") in ("wlan", "yes", "wifi"):
-        facility.append("WiFi")
-    if get("wheelchair") == "yes":
-        facility.append("Wheelchair access")
-    if get("takeaway") in ("yes", "only"):
-        facility.append("Takeaway")
-    if facility:
-        groups.append(("Facility", facility))
-    diet = [f"{k.split(':')[1].capitalize()} options" for k in ("diet:vegan", "diet:vegetarian", "diet:gluten_free")
-            if get(k) in ("yes", "only")]
-    if diet:
-        groups.append(("Diet", diet))
-    return groups
-
-
-def _stable_place_id(osm_type: str, osm_id: int, taken: set[str]) -> str:
-    """AMap-like `B0XXXXXXXX`, derived from the OSM element so rebuilds keep ids."""
-    alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    salt = 0
-    while True:
-        h = int.from_bytes(hashlib.sha1(f"{osm_type}/{osm_id}/{salt}".encode()).digest()[:8], "big")
-        pid = "B0" + "".join(alphabet[(h // 36 ** i) % 36] for i in range(8))
-        if pid not in taken:
-            taken.add(pid)
-            return pid
-        salt += 1
 
 
 def _largest_component(n: int, edges: list[tuple[int, int]]) -> set[int]:
