@@ -103,10 +103,11 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     if sweep is not None and spec.job_plots == "auto":  # the sweep draws its curves once
         spec = spec.model_copy(update={"job_plots": "never"})
     out_dir = Path(hc.runtime.output_dir)
-    secrets = collect_secret_values(OmegaConf.to_container(cfg, resolve=True)) | env_secret_values()
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    secrets = collect_secret_values(resolved) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets)
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(
-        OmegaConf.to_container(cfg, resolve=True)))))
+        resolved))))
     try:
         with served_model(spec) as spec:
             if spec.preflight and sweep is None:  # a sweep checks once, before job 0

@@ -23,6 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+sys.path.insert(0, str(REPO / "bench"))
+from profile_main import score_digest  # noqa: E402  (the main command's bench digests the same way)
 
 #: name -> (command arguments after `python -m geoeval`, whether it needs ../shared/peers)
 RUNS: dict[str, tuple[list[str], bool]] = {
@@ -40,19 +42,6 @@ RUNS: dict[str, tuple[list[str], bool]] = {
 }
 META_EVAL = {"meta_maptab": ["maptab"], "meta_maptab_qa": ["maptab_qa"],
              "meta_lifeplanner": ["lifeplanner"], "meta_mapsatisfy": ["mapsatisfy"]}
-
-
-def score_digest(results_db: Path) -> tuple[str, int]:
-    from geoeval.core.warehouse import Warehouse
-
-    rows = []
-    with Warehouse(results_db, read_only=True) as wh:
-        for run in wh.runs():
-            for r in wh.results(run["run_hash"]):
-                rows.append([run["run_hash"], r.sample_id, r.epoch, r.status, r.answer,
-                             sorted((k, repr(v)) for k, v in r.scores.items())])
-    rows.sort()
-    return hashlib.sha256(json.dumps(rows).encode()).hexdigest(), len(rows)
 
 
 def _env(work: Path) -> dict[str, str]:

@@ -201,6 +201,27 @@ def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, met
                         scores={m: 0.0 for m in metric_names}, dims=dims, error=clean_text(reason, max_chars=4000))
 
 
+def warm_up() -> None:
+    """Pay Inspect's one-time set-up in this process now: a one-sample eval of Inspect's mock
+    model, logged to a throwaway folder. A process's first `eval()` costs ~1.4 s more than the
+    next ones (measured in a Ray worker); a worker that does this while the driver prepares the
+    job starts its first shard at full speed. Never raises: it is only an optimisation."""
+    import tempfile
+
+    try:
+        from inspect_ai import Task
+        from inspect_ai.dataset import Sample
+        from inspect_ai.scorer import match
+        from inspect_ai.solver import generate
+
+        with tempfile.TemporaryDirectory(prefix="geoeval-warm-up-") as folder:
+            inspect_eval(Task(dataset=[Sample(input="ok", target="ok")], solver=[generate()], scorer=match()),
+                         model="mockllm/model", log_dir=folder, log_format="eval", display="log",
+                         log_realtime=False, score_display=False)
+    except Exception:  # a worker that could not warm up still runs its shards
+        pass
+
+
 def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path,
               on_sample: Callable[[EvalSample], None] | None = None) -> list[str]:
     """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.

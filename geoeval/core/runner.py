@@ -317,10 +317,11 @@ def start_early(spec: Any) -> None:
     @ray.remote(num_cpus=1, max_retries=0)
     def import_shard_code(suite_name: str) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # as a shard sets it
-        from geoeval.core import inspect_bridge, registry  # noqa: F401  (what `run_shard` imports)
+        from geoeval.core import inspect_bridge, registry
 
         registry.load_plugins()
         registry.get_suite(suite_name)
+        inspect_bridge.warm_up()
         return os.getpid()
 
     _WARM_UP.clear()

@@ -350,6 +350,31 @@ def test_tiny_and_blank_images_read_as_empty_maps():
         assert (pm.width, pm.height) == img.size
 
 
+class CountingOcr:
+    """Reads nothing, and counts how often it is asked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, image, **kwargs):
+        self.calls += 1
+        return [], None
+
+
+def test_ocr_runs_only_when_there_is_a_marker_to_name(maps):
+    """A label only names a marker: an image with none is read without OCR (most of a
+    reading's cost), and reads exactly as it would with it (no station, no edge)."""
+    from PIL import Image
+
+    counting = CountingOcr()
+    blank = read_map_image(Image.new("RGB", (400, 300), "white"), ocr=counting)
+    assert counting.calls == 0 and blank.stations == {} and blank.texts == []
+    tiny = read_map_image(render_map(maps["hand_built"], scale=1 / 32), ocr=counting)
+    assert counting.calls == 0 and tiny.stations == {} and tiny.edges == []
+    read_map_image(render_map(maps["hand_built"]), ocr=counting)
+    assert counting.calls == 1  # markers found: their labels are read
+
+
 def test_ocr_engine_is_created_once():
     assert get_ocr_engine() is get_ocr_engine()
 

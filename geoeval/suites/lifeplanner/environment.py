@@ -203,6 +203,13 @@ def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes:
             "road_spacing_m": repr(float(road_spacing_m)), "center_lon": repr(float(lon0)),
             "center_lat": repr(float(lat0))}
 
+    write_city_file(path, tables, meta)
+    return info
+
+
+def write_city_file(path: Path, tables: dict[str, Any], meta: dict[str, str]) -> None:
+    """Write a city's tables (Arrow, named as in `SCHEMA`) and meta rows into a new DuckDB file
+    atomically: built under a temporary name, then renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
@@ -211,14 +218,13 @@ def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes:
         con.execute(SCHEMA)
         for name, tbl in tables.items():
             con.register("_src", tbl)
-            con.execute(f"INSERT INTO {name} SELECT * FROM _src")  # table names are constants above
+            con.execute(f"INSERT INTO {name} SELECT * FROM _src")  # table names are SCHEMA's, never input
             con.unregister("_src")
         con.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
         con.execute("CHECKPOINT")
     finally:
         con.close()
     os.replace(tmp, path)
-    return info
 
 
 def read_city_info(path: str | Path) -> CityInfo:

@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -330,20 +328,5 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
             "n_holiday_rules_dropped": str(n_dropped),
             "hours_raw": json.dumps([list(h) for h in hours_raw], ensure_ascii=False)}
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    con = duckdb.connect(str(tmp))
-    try:
-        con.execute(env.SCHEMA)
-        for name, tbl in tables.items():
-            con.register("_src", tbl)
-            con.execute(f"INSERT INTO {name} SELECT * FROM _src")  # table names are constants above
-            con.unregister("_src")
-        con.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
-        con.execute("CHECKPOINT")
-    finally:
-        con.close()
-    os.replace(tmp, path)
+    env.write_city_file(Path(path), tables, meta)
     return info

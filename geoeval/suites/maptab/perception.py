@@ -25,7 +25,9 @@ Pipeline (`read_map_image`):
 6. Labels: OCR (RapidOCR) runs on a copy of the image with line colours, markers and the
    legend painted white, so that only text is left; each text box goes to the nearest
    free marker (globally nearest pairs first). A station is a transfer station when its
-   marker is an interchange marker or two line colours touch it.
+   marker is an interchange marker or two line colours touch it. With no marker found there is
+   nothing a label could name, and OCR (most of a reading's cost) is not run: what is read is the
+   same, only the diagnostic `texts` stay empty.
 
 `route_on_perceived` then answers the MapTab route question on the perceived graph.
 
@@ -181,9 +183,11 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
     for left, top, right, bottom in frames:
         text_img[max(top - 2, 0) : bottom + 3, max(left - 2, 0) : right + 3] = 255
 
-    engine = ocr if ocr is not None else get_ocr_engine()
     t0 = time.perf_counter()
-    boxes = _run_ocr(engine, cv2.cvtColor(text_img, cv2.COLOR_GRAY2BGR))
+    boxes = []
+    if markers:  # a label only names a marker: without one, OCR could change nothing that is read
+        engine = ocr if ocr is not None else get_ocr_engine()
+        boxes = _run_ocr(engine, cv2.cvtColor(text_img, cv2.COLOR_GRAY2BGR))
     ocr_seconds = time.perf_counter() - t0
     boxes = [b for b in boxes if not any(_inside((b.left + b.right) / 2, (b.top + b.bottom) / 2, f) for f in frames)]
     boxes = _merge_split_labels(boxes)
