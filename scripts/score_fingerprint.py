@@ -52,13 +52,12 @@ def _env(work: Path) -> dict[str, str]:
 
 def run_experiment(args: list[str]) -> dict:
     work = Path(tempfile.mkdtemp(prefix="geoeval-fp-"))
-    (work / "shared").symlink_to(SHARED) if SHARED.exists() else None
     cwd = work / "w"
     cwd.mkdir()
     db = cwd / "results.duckdb"
     cmd = [sys.executable, "-m", "geoeval", *args, f"results_db={db}", f"log_dir={cwd}/logs",
-           "tracking=none"]
-    # relative paths in experiments (../shared/peers) resolve from the repository
+           f"work_dir={cwd}/work", "tracking=none"]
+    # run from the repository: relative paths in experiments (../shared/peers) resolve from there
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=_env(work), capture_output=True, text=True)
     if proc.returncode != 0:

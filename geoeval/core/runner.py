@@ -293,8 +293,17 @@ def _job_context(spec: Any, env: Any, log_dir: Path) -> dict[str, Any]:
     return context
 
 
-#: Warm-up tasks of this process's local Ray session (kept so that their results are not lost).
-_WARM_UP: dict[str, list[Any]] = {}
+def _ray_session() -> str:
+    """This process's Ray connection: its job on its node (a new `ray.init` is a new one)."""
+    import ray
+
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}:{context.get_node_id()}"
+
+
+#: The Ray session whose workers `start_early` has warmed (its tasks run whether or not anyone
+#: keeps their references).
+_WARMED: set[str] = set()
 
 
 def start_early(spec: Any) -> None:
@@ -310,8 +319,8 @@ def start_early(spec: Any) -> None:
 
     with stage("ray_start"):
         ensure_ray(spec)
-    session = ray.get_runtime_context().get_node_id()
-    if session in _WARM_UP:
+    session = _ray_session()
+    if session in _WARMED:
         return
 
     @ray.remote(num_cpus=1, max_retries=0)
@@ -324,8 +333,10 @@ def start_early(spec: Any) -> None:
         inspect_bridge.warm_up()
         return os.getpid()
 
-    _WARM_UP.clear()
-    _WARM_UP[session] = [import_shard_code.remote(spec.suite.name) for _ in range(spec.runner.num_workers)]
+    for _ in range(spec.runner.num_workers):
+        import_shard_code.remote(spec.suite.name)
+    _WARMED.clear()
+    _WARMED.add(session)
 
 
 #: The results queue of this process's Ray session, kept from job to job: the queue is an actor,
@@ -343,14 +354,12 @@ def _results_queue() -> Any:
     from ray.util.queue import Queue
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    context = ray.get_runtime_context()
-    node = context.get_node_id()
-    key = f"{context.get_job_id()}:{node}"
+    key = _ray_session()
     queue = _RESULT_QUEUES.get(key)
     if queue is None:
         _RESULT_QUEUES.clear()
         queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
-            node_id=node, soft=False)})
+            node_id=ray.get_runtime_context().get_node_id(), soft=False)})
         _RESULT_QUEUES[key] = queue
     return queue
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from PIL import Image, ImageDraw, ImageFont
 
+from geoeval.core.memo import LruMemo
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.render_labels import _Obstacles, _place_labels, _place_legend
 from geoeval.suites.maptab.render_network import (
@@ -205,8 +205,7 @@ def render_map(
 
 #: Full-size drawings of recent maps: a resolution sweep asks for each map at every scale, and
 #: only the final downsampling depends on the scale (label placement is most of the cost).
-_FULL_SIZE: OrderedDict[str, Image.Image] = OrderedDict()
-_FULL_SIZE_MAX = 8
+_FULL_SIZE = LruMemo(maxsize=8)
 
 
 def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Image.Image:
@@ -217,14 +216,7 @@ def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Im
 
         font = repr(cjk_font())
     key = hashlib.sha256(repr((m, language, font)).encode()).hexdigest()
-    img = _FULL_SIZE.get(key)
-    if img is None:
-        img = _draw_full_size(m, language, font_path)
-        _FULL_SIZE[key] = img
-        while len(_FULL_SIZE) > _FULL_SIZE_MAX:
-            _FULL_SIZE.popitem(last=False)
-    else:
-        _FULL_SIZE.move_to_end(key)
+    img = _FULL_SIZE.get(key, lambda: _draw_full_size(m, language, font_path))
     if scale < 1:
         size = (max(1, round(m.width * scale)), max(1, round(m.height * scale)))
         return img.resize(size, Image.Resampling.LANCZOS)
