@@ -147,7 +147,8 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
 
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
-    Warehouse(spec.results_db, config_key="results_db=").close()  # a bad results_db fails before any work
+    # a bad results_db fails before any work; the object holds the file only per operation
+    warehouse = Warehouse(spec.results_db, config_key="results_db=")
     env_name = getattr(spec.env, "name", "") or suite.name
     if progress:  # the first minute of a cold run is building: say so instead of going silent
         print(f"[geoeval] {suite.name}: building the environment ({env_name}; cached for later runs) ...",
@@ -190,7 +191,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         trace_stream = traces.TraceStream(spec.tracking, mlflow_run.run_id, mode=spec.tracking.traces,
                                           cap=spec.tracking.max_traces, dataset_name=suite.name, model=spec.model.name)
     try:
-        outcome = _evaluate(spec, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run,
+        outcome = _evaluate(spec, warehouse, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run,
                             trace_stream.put if trace_stream is not None else None)
         traced_while_running = trace_stream is not None
         if trace_stream is not None:
@@ -229,19 +230,20 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     return outcome
 
 
-def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: list[Any],
+def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env: Any, samples: list[Any],
               wanted: set[tuple[str, int]], run_hash: str, out_dir: Path, progress: bool, mlflow_run: Any,
               on_sample: Any = None) -> JobOutcome:
     """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
-    with Warehouse(spec.results_db, config_key="results_db=") as wh:
-        wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=config,
-                        experiment=spec.experiment_name)
-        # errored samples are not finished: a rerun retries them (unless told not to)
-        done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
+    with wh:
+        with wh.held():
+            wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=config,
+                            experiment=spec.experiment_name)
+            # errored samples are not finished: a rerun retries them (unless told not to)
+            done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
+            wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
             print(f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run", file=sys.stderr)
-        wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
         bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
                    disable=not progress, file=sys.stderr, dynamic_ncols=True)
         n_errors = n_retries = 0
@@ -284,20 +286,20 @@ def _evaluate(spec: Any, config: dict[str, Any], suite: Any, env: Any, samples: 
             for path in log_paths:
                 if Path(path).exists():
                     scrub_zip(path, config_secrets)
-        with stage("warehouse"):
+        with stage("warehouse"), wh.held():
             wh.add_run_logs(run_hash, log_paths)
             results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
-        counts = error_counts(results)
-        missing = len(wanted) - len(results)
-        failed = None
-        if missing:
-            failed = f"{missing} sample(s) missing from the warehouse"
-        elif error_threshold_exceeded(int(counts["n_errors"]), len(results), spec.fail_on_error):
-            failed = (f"{int(counts['n_errors'])} of {len(results)} sample(s) errored, past "
-                      f"fail_on_error={spec.fail_on_error}")
-        status = "finished" if failed is None else "failed"
-        wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
-        log_paths_all = wh.run_logs(run_hash)
+            counts = error_counts(results)
+            missing = len(wanted) - len(results)
+            failed = None
+            if missing:
+                failed = f"{missing} sample(s) missing from the warehouse"
+            elif error_threshold_exceeded(int(counts["n_errors"]), len(results), spec.fail_on_error):
+                failed = (f"{int(counts['n_errors'])} of {len(results)} sample(s) errored, past "
+                          f"fail_on_error={spec.fail_on_error}")
+            status = "finished" if failed is None else "failed"
+            wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
+            log_paths_all = wh.run_logs(run_hash)
     if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
 

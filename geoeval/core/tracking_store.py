@@ -101,26 +101,83 @@ def store_lock(uri: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _create_sqlite_in_wal_mode(uri: str) -> None:
+def _create_sqlite_in_wal_mode(uri: str, *, existing: bool = False) -> None:
     """A new SQLite store starts in WAL mode: readers (the UI, a second job) never block the
     writer, and a commit appends to the log instead of rewriting a journal, which makes the
     per-trace commits of `traces` cheaper where the disk is busy (about 25 -> 10 ms measured on
-    a shared machine). A store that exists is left in the mode it has."""
+    a shared machine). A store that exists is left in the mode it has (`existing`: the file was just
+copied from the schema template, and is new)."""
     db = sqlite_path(uri)
-    if db is None or db.name == ":memory:" or "mode=memory" in uri or db.exists():
+    if db is None or db.name == ":memory:" or "mode=memory" in uri or (db.exists() and not existing):
         return
     db.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute("PRAGMA journal_mode=WAL")
 
 
+def _schema_template_version() -> str:
+    from importlib import metadata
+
+    return "-".join(f"{dist}={metadata.version(dist)}" for dist in ("mlflow-skinny", "sqlalchemy", "alembic")
+                    if _installed(dist)) or "unknown"
+
+
+def _installed(dist: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _schema_template() -> bytes | None:
+    """An empty SQLite store with every MLflow table migrated to the installed MLflow's head, and
+    no experiment in it: the bytes of the file. Building it runs MLflow's ~50 alembic migrations
+    (about a second); it is built once per MLflow version and kept in geoeval's disk cache, so a run
+    from a fresh directory copies it instead. None when it cannot be built (the store is then built
+    in place, as MLflow would)."""
+    import tempfile
+
+    from geoeval.core.diskcache import DiskCache
+
+    cache = DiskCache("mlflow-store-schema", _schema_template_version())
+    template = cache.get("sqlite")
+    if template is not None:
+        return template
+    try:
+        import sqlalchemy
+        from mlflow.store.db.utils import _initialize_tables  # what SqlAlchemyStore runs on an empty db
+
+        with tempfile.TemporaryDirectory(prefix="geoeval-mlflow-schema-") as tmp:
+            path = Path(tmp) / "mlflow.db"
+            engine = sqlalchemy.create_engine(f"sqlite:///{path}")
+            try:
+                _initialize_tables(engine)
+            finally:
+                engine.dispose()
+            template = path.read_bytes()
+    except Exception:  # noqa: BLE001 -- an optimisation only: MLflow builds the store itself
+        return None
+    cache.put("sqlite", template)
+    return template
+
+
 def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
-    """Build a new SQLite store's tables with geoeval's artifact root, so that MLflow's own
-    "Default" experiment (geoeval's `experiment_name: default`) keeps its artifacts beside the
-    store too: a store MlflowClient creates puts them under `./mlruns/0` of whatever directory
-    the first process ran in."""
+    """Build a new SQLite store with geoeval's artifact root, so that MLflow's own "Default"
+    experiment (geoeval's `experiment_name: default`) keeps its artifacts beside the store too: a
+    store MlflowClient creates puts them under `./mlruns/0` of whatever directory the first process
+    ran in. The tables come from `_schema_template()` when it is there (MLflow then finds them all
+    and only adds its Default experiment, as on any store it did not create)."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+    db = sqlite_path(uri)
+    template = _schema_template() if db is not None else None
+    if template is not None and db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        db.write_bytes(template)
+    _create_sqlite_in_wal_mode(uri, existing=True)
     SqlAlchemyStore(uri, artifact_root or "./mlruns")
 
 
@@ -131,15 +188,24 @@ def client_for(tracking: Any) -> Any:
     from mlflow import MlflowClient
 
     uri = tracking_uri_for(tracking)
+    db = sqlite_path(uri)
+    if uri in _READY and db is not None and db.exists():  # this process built or migrated it already
+        return MlflowClient(tracking_uri=uri)
     with store_lock(uri):
-        db = sqlite_path(uri)
         new_store = db is not None and not db.exists()
-        _create_sqlite_in_wal_mode(uri)
         if new_store:
             _create_sqlite_store(uri, _artifact_location(tracking, uri))
+        else:
+            _create_sqlite_in_wal_mode(uri)
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
+    _READY.add(uri)
     return client
+
+
+#: Stores this process has opened (built or migrated) under the lock: later clients skip the lock and
+#: the schema check, which MLflow does once per process and store anyway.
+_READY: set[str] = set()
 
 
 def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:

@@ -24,8 +24,8 @@ one statement or one transaction (a whole commit batch of samples), and closes i
 file beside the database (`<file>.lock`, `fcntl.flock`: exclusive for writes, shared for reads).
 Several geoeval runs can therefore write one warehouse at once (their batches interleave), and
 `geoeval results` reads it while they do; each waits at most `lock_timeout_s` for its turn. The
-cost is one open per batch (~10 ms), which the runs' group commit (one batch per ~50 ms of
-finished samples) keeps small. The other designs considered: per-run Parquet parts attached at
+cost is one open per batch (~10-20 ms), which the runs' group commit (one batch per ~50 ms of
+finished samples) keeps small, and `held()` shares one open among a job's bookkeeping steps. The other designs considered: per-run Parquet parts attached at
 read time (no lock, but every query unions many files and resume must read them all), and a
 single writer service (one more process to run and find). Only the driver writes (Ray workers
 return results to it).
@@ -155,6 +155,15 @@ class Warehouse:
                 finally:
                     self._active = None
                     con.close()
+
+    @contextmanager
+    def held(self) -> Iterator[Warehouse]:
+        """Hold the file for a short run of operations: they share one connection and one turn of
+        the lock instead of opening the file each (an open costs ~10-20 ms, a job makes a dozen).
+        Other processes, and this object's other threads, wait until the block ends, so keep it to
+        bookkeeping: never an evaluation."""
+        with self._session():
+            yield self
 
     def _prepare_schema(self, con: duckdb.DuckDBPyConnection) -> None:
         tables = {

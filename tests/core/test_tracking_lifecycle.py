@@ -353,3 +353,62 @@ def test_store_lock_is_exclusive_across_processes(tmp_path):
         proc.wait(timeout=30)
     assert waited > 0.5
     assert (store / ".geoeval.lock").exists()
+
+
+def _schema(db: Path) -> list[tuple]:
+    """Every table and index with its definition's lines (MLflow itself writes a table's CHECK
+    constraints in a different order from one build to the next), and the migration head."""
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        objects = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+                               "ORDER BY type, name").fetchall()
+        revision = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    return [(kind, name, sorted(line.strip().rstrip(",") for line in (sql or "").splitlines()))
+            for kind, name, sql in objects] + revision
+
+
+def test_a_fresh_store_from_the_schema_template_is_the_store_mlflow_builds(tmp_path, monkeypatch):
+    """The second fresh store of a machine is a copy of the cached empty schema: the same tables,
+    indexes and migration head as the store MLflow builds itself, in WAL mode, with MLflow's
+    Default experiment keeping its artifacts beside the store."""
+    import sqlite3
+
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    from geoeval.core import tracking_store
+
+    monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    by_mlflow = tmp_path / "by_mlflow" / "mlflow.db"
+    by_mlflow.parent.mkdir()
+    SqlAlchemyStore(f"sqlite:///{by_mlflow}", str(tmp_path / "by_mlflow" / "artifacts")).engine.dispose()
+
+    first, second = tmp_path / "first" / "mlruns", tmp_path / "second" / "mlruns"
+    tracking_store.client_for(spec_for(first))  # builds the template, then the store from it
+    assert tracking_store._schema_template() is not None
+    built = []
+    monkeypatch.setattr("mlflow.store.db.utils._initialize_tables",
+                        lambda engine: built.append(engine) or pytest.fail("migrated again"))
+    client = tracking_store.client_for(spec_for(second))
+    assert built == []
+    for store in (first, second):
+        db = store / "mlflow.db"
+        assert _schema(db) == _schema(by_mlflow)
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    default = client.get_experiment("0")
+    assert default.name == "Default"
+    assert default.artifact_location.startswith((second / "artifacts").as_uri())
+    run = client.create_run("0")
+    client.set_terminated(run.info.run_id)
+    assert client.get_run(run.info.run_id).info.status == "FINISHED"
+
+
+def test_a_fresh_store_is_built_in_place_without_the_cache(tmp_path, monkeypatch):
+    from geoeval.core import tracking_store
+
+    monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GEOEVAL_NO_CACHE", "1")
+    client = tracking_store.client_for(spec_for(tmp_path / "mlruns"))
+    assert client.get_experiment("0").name == "Default"
+    assert not (tmp_path / "cache").exists()

@@ -343,3 +343,39 @@ def test_close_is_idempotent_and_a_closed_warehouse_refuses_work(tmp_path: Path)
     wh.close()
     with pytest.raises(RuntimeError, match="closed"):
         wh.finished_keys("run1")
+
+
+def test_held_shares_one_connection_and_other_threads_wait_for_it(tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    import geoeval.core.warehouse as warehouse_module
+
+    opened: list[str] = []
+    real_connect = duckdb.connect
+
+    def counting_connect(*args, **kwargs):
+        opened.append(threading.current_thread().name)
+        return real_connect(*args, **kwargs)
+
+    with Warehouse(tmp_path / "r.duckdb") as wh:
+        monkeypatch.setattr(warehouse_module.duckdb, "connect", counting_connect)
+        written = threading.Event()
+
+        def writer() -> None:
+            wh.write_results([result("s2")])
+            written.set()
+
+        with wh.held():
+            wh.register_run("run1", suite="maptab", model="m", config={})
+            wh.write_results([result("s1")])
+            other = threading.Thread(target=writer, name="other")
+            other.start()
+            assert not written.wait(0.3)  # the other thread's write waits for the held block
+            assert wh.finished_keys("run1") == {("s1", 1)}
+            wh.set_run_status("run1", "finished")
+        other.join(5)
+        assert written.is_set()
+        assert opened == ["MainThread", "other"]  # four operations, one open; then the waiting thread's
+        assert wh.finished_keys("run1") == {("s1", 1), ("s2", 1)}
+        assert [r["status"] for r in wh.runs()] == ["finished"]
+

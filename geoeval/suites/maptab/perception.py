@@ -23,7 +23,8 @@ Pipeline (`read_map_image`):
    segment passes near no other marker. All colours covering it are the edge's lines
    (parallel strokes of a shared section).
 6. Labels: OCR (RapidOCR) runs on a copy of the image with line colours, markers and the
-   legend painted white, so that only text is left; each text box goes to the nearest
+   legend painted white, so that only text is left (its text detector on a 5/8-size copy of that,
+   its recogniser on the full-size pixels of each box found); each text box goes to the nearest
    free marker (globally nearest pairs first). A station is a transfer station when its
    marker is an interchange marker or two line colours touch it. With no marker found there is
    nothing a label could name, and OCR (most of a reading's cost) is not run: what is read is the
@@ -114,7 +115,7 @@ class PerceivedMap:
 
 #: Bump when the reader's output changes for a reason the source hash cannot see (a new OCR
 #: model file, a changed default outside these modules).
-PERCEPTION_VERSION = 1
+PERCEPTION_VERSION = 2  # 2: text detection on a 5/8-size copy (perception_ocr.DETECTION_SCALE)
 
 #: The modules whose source a reading depends on: this one and every perception module it uses.
 #: A change in any of them is a new version, so the disk cache never serves an outdated reading.

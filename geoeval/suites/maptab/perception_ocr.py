@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import cv2
 import numpy as np
 
 from geoeval.suites.maptab.perception_markers import _Marker
@@ -73,11 +74,47 @@ class _TextBox:
         return math.hypot(dx, dy) - r
 
 
+#: The text detector reads a copy of the working image shrunk to this share of its sides, and the
+#: recogniser reads each box it finds from the full-size image. Detection is ~70% of an OCR pass
+#: over the whole image and its cost goes with the pixel count, so 5/8 makes it ~2.6x cheaper.
+#: Measured (perception version 2, 7 maps incl. the suite's test maps, 30 routes each, at 1, 1/2,
+#: 1/4, 1/8): route accuracy 1.000 / 1.000 / 0.805 / 0.000, the same as detecting at full size,
+#: for 55% of the reading time; 1/2 lost labels at 1/4 (0.719).
+DETECTION_SCALE = 0.625
+#: RapidOCR's detector enlarges an image whose shorter side is below this; shrinking past it
+#: would only be undone.
+_DETECTOR_MIN_SIDE = 736
+
+
+def _detect_then_recognise(engine: Any, image: np.ndarray) -> list[list[Any]]:
+    """RapidOCR's two stages with the detection on a smaller copy (`DETECTION_SCALE`): the boxes
+    are scaled back and every text is recognised from the full-size pixels. The same
+    `[points, text, score]` rows as `engine(image)`."""
+    h, w = image.shape[:2]
+    f = min(1.0, max(DETECTION_SCALE, _DETECTOR_MIN_SIDE / max(1, min(h, w))))
+    small = cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA) if f < 1 else image
+    found, _ = engine.text_det(small)
+    if found is None or len(found) == 0:
+        return []
+    boxes = np.asarray(engine.sorted_boxes(found), dtype=np.float32)
+    boxes[:, :, 0] *= w / small.shape[1]
+    boxes[:, :, 1] *= h / small.shape[0]
+    recognised, _ = engine.text_rec(engine.get_crop_img_list(image, list(boxes)))
+    return [[box, text, score] for box, (text, score, *_) in zip(boxes, recognised)]
+
+
+def _is_rapidocr(engine: Any) -> bool:
+    return all(hasattr(engine, name) for name in ("text_det", "text_rec", "get_crop_img_list", "sorted_boxes"))
+
+
 def _run_ocr(engine: OcrEngine, image: np.ndarray) -> list[_TextBox]:
-    try:
-        result = engine(image, use_cls=False)
-    except TypeError:  # an injected engine without RapidOCR's keyword arguments
-        result = engine(image)
+    if _is_rapidocr(engine):
+        result = _detect_then_recognise(engine, image)
+    else:  # an injected engine: called as RapidOCR is called
+        try:
+            result = engine(image, use_cls=False)
+        except TypeError:  # without RapidOCR's keyword arguments
+            result = engine(image)
     if isinstance(result, tuple):
         result = result[0]
     boxes = []
