@@ -101,8 +101,9 @@ class RunnerSpec(Strict):
     max_retries: int = Field(default=2, ge=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
     max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
-    log_realtime: bool = Field(default=True, description="Inspect's live sample buffer, for `inspect view` "
-                               "of running samples (a write per event: off for sweeps of fast offline samples)")
+    log_realtime: bool | Literal["auto"] = Field(
+        default="auto", description="Inspect's live sample buffer, for `inspect view` of running samples (a "
+        "SQLite write per event, ~3 ms a sample); auto: on for real models, off for geoeval's offline agents")
     env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
                                 "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
     ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
@@ -187,6 +188,10 @@ class RunSpec(Strict):
             model["serve"] = {k: v for k, v in self.model.serve.items() if k not in SERVE_EXECUTION_KEYS}
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
+        provider, _, agent = self.model.name.partition("/")
+        agent_version = getattr(suite, "agent_versions", {}).get(agent) if provider == "geoeval" else None
+        if agent_version is not None:  # a changed offline agent answers differently: a new run
+            model["agent_version"] = agent_version
         return strip_secrets({
             **extra,
             "geoeval_version": geoeval.__version__,

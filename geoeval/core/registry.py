@@ -62,6 +62,7 @@ class SuiteSpec(Protocol):
     env_schema: type[BaseModel]
     # optional declarations the core's reports read (a plugin suite gets the same reports):
     # scoring_version: str                part of the run identity; bump when scoring changes
+    # agent_versions: dict[str, str]      offline agent -> version of its own algorithm (run identity)
     # headline_metrics: tuple[str, ...]   what sweep tables and plots lead with
     # log2_sweep_axes: tuple[str, ...]    swept keys plotted on a log2 axis (e.g. "suite.resolution")
 

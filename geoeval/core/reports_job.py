@@ -36,7 +36,7 @@ def write_job_reports(outcome: Any) -> list[Path]:
         for dim in ("setting", "level"):
             rows = group_table(outcome.results, by=[dim], metrics=mean_metrics,
                                sum_metrics=frozenset(outcome.spec.metrics.sum_metrics))
-            if len(rows) > 1 or (rows and rows[0].get(dim)):
+            if len(rows) > 1:  # one group of bars would only repeat the summary's overall row
                 artifacts.append(plot_bars(rows, dim, mean_metrics, out / f"metrics_by_{dim}.png",
                                            title=f"{', '.join(mean_metrics)} by {dim} — {outcome.spec.model.name}"))
     return [*artifacts, *outcome.artifacts]

@@ -95,3 +95,18 @@ def test_every_key_of_every_group_option_is_in_its_schema():
             data = OmegaConf.to_container(OmegaConf.load(path), resolve=False) or {}
             unknown += [f"{group}/{path.name}: {k}" for k in data if k not in schema.model_fields and k != "defaults"]
     assert unknown == []
+
+
+@pytest.mark.parametrize(("overrides", "live"), [
+    (["model=table_baseline"], False),                     # an offline agent: samples take milliseconds
+    (["model=table_baseline", "runner.log_realtime=true"], True),
+    (["model=openai_api"], True),                    # a real model: worth watching in `inspect view`
+    (["model=openai_api", "runner.log_realtime=false"], False),
+])
+def test_the_live_sample_buffer_is_on_for_real_models_and_off_for_offline_agents(tmp_path, overrides, live):
+    from geoeval.core.inspect_bridge import live_sample_buffer
+    from tests.conftest import compose_spec
+
+    spec = compose_spec(tmp_path, *overrides)
+    assert spec.runner.log_realtime in ("auto", True, False)
+    assert live_sample_buffer(spec) is live

@@ -204,3 +204,22 @@ def test_every_sweep_line_has_its_own_marker_dash_and_a_thinner_stroke_than_the_
     assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 5
     # later lines are drawn on top, so a thin line shows inside a thick one it coincides with
     assert [s["zorder"] for s in styles] == sorted(s["zorder"] for s in styles)
+
+
+def test_a_job_charts_a_dimension_only_when_it_has_groups_to_compare(tmp_path):
+    """Two levels get a bar chart; one setting does not (its one group of bars would repeat the
+    summary's overall row)."""
+    from types import SimpleNamespace
+
+    from geoeval.core.reports_job import write_job_reports
+    from tests.conftest import compose_spec
+
+    spec = compose_spec(tmp_path, "model=table_baseline")
+    results = [r(f"s{i}", {"ema": 1.0, "pma": 0.5, "ds": 2.0}, level=level, setting="map")
+               for i, level in enumerate(["easy", "easy", "hard"])]
+    outcome = SimpleNamespace(out_dir=tmp_path / "out", spec=spec, run_hash="run1", results=results, artifacts=[])
+    (tmp_path / "out").mkdir()
+    names = {p.name for p in write_job_reports(outcome)}
+    assert "metrics_by_level.png" in names
+    assert "metrics_by_setting.png" not in names  # every sample has the same setting
+    assert {"summary.md", "per_sample_scores.parquet"} <= names

@@ -99,3 +99,17 @@ def test_version_depends_on_the_source_and_the_constant(monkeypatch):
     monkeypatch.setattr(perception, "_VERSION_CACHE", [])
     monkeypatch.setattr(perception, "PERCEPTION_VERSION", perception.PERCEPTION_VERSION + 1)
     assert perception.perception_version() != v
+
+
+def test_the_perception_version_is_part_of_the_baselines_run_identity(tmp_path):
+    """A new reader is a new run: a rerun never resumes from, or is compared as, the old
+    reader's answers. Other agents' run identities do not carry it."""
+    from geoeval.core.registry import get_suite
+    from geoeval.suites.maptab.perception import PERCEPTION_VERSION
+    from tests.conftest import compose_spec
+
+    assert get_suite("maptab").agent_versions["perception_baseline"] == f"perception-{PERCEPTION_VERSION}"
+    perceiving = compose_spec(tmp_path, "model=perception_baseline")
+    assert perceiving.identity()["model"]["agent_version"] == f"perception-{PERCEPTION_VERSION}"
+    assert "agent_version" not in compose_spec(tmp_path, "model=table_baseline").identity()["model"]
+    assert "agent_version" not in compose_spec(tmp_path, "model=openai_api").identity()["model"]

@@ -115,6 +115,7 @@ class PerceivedMap:
 
 #: Bump when the reader's output changes for a reason the source hash cannot see (a new OCR
 #: model file, a changed default outside these modules).
+#: Part of the perception baseline's run identity too (`MapTabSuite.agent_versions`).
 PERCEPTION_VERSION = 2  # 2: text detection on a 5/8-size copy (perception_ocr.DETECTION_SCALE)
 
 #: The modules whose source a reading depends on: this one and every perception module it uses.

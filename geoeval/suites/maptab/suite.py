@@ -52,6 +52,11 @@ def _env_seed(spec: Any) -> int:
 class MapTabSuite:
     name = "maptab"
     scoring_version = SCORING_VERSION  # see geoeval/suites/maptab/__init__.py
+    #: Offline agents whose answers depend on an algorithm of their own, with its version: part of
+    #: their runs' identity, so a changed reader never resumes from, or is compared as, the old
+    #: one's answers. perception.PERCEPTION_VERSION, written out so that the driver does not
+    #: import OpenCV and the OCR engine (a test keeps the two equal).
+    agent_versions = {"perception_baseline": "perception-2"}
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
     headline_metrics = ("ema", "pma", "acc")
     log2_sweep_axes: tuple[str, ...] = ("suite.resolution",)
