@@ -1,5 +1,30 @@
+"""`python -m geoeval`.
+
+Once a run has returned, everything it wrote is closed and every exit handler has run, the process
+ends without the interpreter's teardown: freeing the objects of MLflow, Inspect, pandas and
+matplotlib one by one took ~1.4 s of a 30 s sweep on 2 cores and writes nothing. An exception
+(a crash, Ctrl-C) takes Python's normal exit, traceback included.
+"""
+
+import os
 import sys
 
 from geoeval.cli import main
 
-sys.exit(main())
+
+def _exit_now(code: int) -> None:
+    import atexit
+
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere, the normal exit
+    if run_exit_handlers is None:
+        sys.exit(code)
+    run_exit_handlers()  # Ray's shutdown, logging's flush, temporary folders' clean-up, ...
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 -- a closed or broken stream has nothing left to lose
+            pass
+    os._exit(code)
+
+
+_exit_now(int(main() or 0))

@@ -80,6 +80,7 @@ class GroupCommitWriter:
         self._on_written = on_written
         self._pending: collections.deque = collections.deque()
         self._stop = threading.Event()
+        self._handover = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name="geoeval-warehouse-writer", daemon=True)
         self._thread.start()
@@ -98,6 +99,8 @@ class GroupCommitWriter:
     def _loop(self) -> None:
         while True:
             stopping = self._stop.wait(self._window_s)
+            if stopping and self._handover.is_set():  # close() writes what is left
+                return
             batch = self._take()
             if batch:
                 try:
@@ -112,11 +115,24 @@ class GroupCommitWriter:
             if stopping and not self._pending:
                 return
 
-    def close(self) -> None:
+    def close(self, *, keep_rest: bool = False) -> list[SampleResult]:
+        """Stop the thread once it has written what it holds. `keep_rest`: the results it has not
+        taken yet are returned instead of written, for `write` to write them inside the job's own
+        `Warehouse.held()` block with its other bookkeeping. Never call this inside such a block:
+        a thread that is writing waits for the file, and this waits for the thread."""
+        if keep_rest:
+            self._handover.set()
         self._stop.set()
         self._thread.join()
         if self._error is not None:
             raise self._error
+        return self._take() if keep_rest else []
+
+    def write(self, batch: list[SampleResult]) -> None:
+        """Write `batch` in the calling thread (what `close(keep_rest=True)` returned)."""
+        if batch:
+            self._wh.write_results(batch)
+            self._on_written(batch)
 
 
 def _dataset_rows(samples: list[Any]) -> Any:
@@ -203,7 +219,8 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
                 if spec.tracking.traces != "none" and not traced_while_running:
                     traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
                                              mode=spec.tracking.traces, cap=spec.tracking.max_traces,
-                                             dataset_name=suite.name, model=spec.model.name)
+                                             dataset_name=suite.name, model=spec.model.name,
+                                             errored=int(outcome.counts.get("n_errors", 0)))
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
@@ -267,15 +284,14 @@ def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env:
             with stage("evaluate"):
                 log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample)
             with stage("warehouse"):
-                writer.close()
+                rest = writer.close(keep_rest=True)
         except BaseException:
             try:
                 writer.close()
             finally:
+                bar.close()
                 wh.set_run_status(run_hash, "interrupted")
             raise
-        finally:
-            bar.close()
         # Inspect writes the model's base URL and args into its logs: blank any secret given in the config
         config_secrets = collect_secret_values(spec.to_dict())
         if config_secrets:
@@ -283,6 +299,13 @@ def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env:
                 if Path(path).exists():
                     scrub_zip(path, config_secrets)
         with stage("warehouse"), wh.held():
+            try:  # the writer's last batch and the job's bookkeeping share one open of the file
+                writer.write(rest)
+            except BaseException:
+                wh.set_run_status(run_hash, "interrupted")
+                raise
+            finally:
+                bar.close()
             wh.add_run_logs(run_hash, log_paths)
             results = [r for r in wh.results(run_hash) if (r.sample_id, r.epoch) in wanted]
             counts = error_counts(results)

@@ -283,9 +283,11 @@ class TraceStream:
 def log_sample_traces(
     tracking_spec: Any, experiment: str, run_id: str, eval_log_paths: Sequence[str | Path], *,
     mode: TraceMode = "all", cap: int | None = None, dataset_name: str = "", model: str = "",
+    errored: int | None = None,
 ) -> TraceCounts:
     """Logs one MLflow trace per sample of the given Inspect logs to the run `run_id` (see the
-    module docstring); `mode` "errors" traces only errored samples, `cap` bounds the traces per
+    module docstring); `mode` "errors" traces only errored samples (`errored`: how many the caller
+    counted, if it did; with 0 no log needs reading), `cap` bounds the traces per
     call (None: no bound; the rest are counted as skipped). `experiment` is not needed (the run
     knows its experiment) and kept for symmetry with `tracking`. Logs `TraceCounts.as_metrics()`
     to the run and tags it as an evaluation run. Never raises: problems are warnings (printed)
@@ -299,7 +301,8 @@ def log_sample_traces(
     skipped = 0
     try:
         writer = _Writer(tracking_spec, run_id, dataset_name=dataset_name, model=model)
-        candidates = _candidates(eval_log_paths, warnings)
+        nothing_to_find = mode == "errors" and errored == 0
+        candidates = [] if nothing_to_find else _candidates(eval_log_paths, warnings)
         chosen, skipped = select_samples(candidates, mode, cap)
         existing = writer.existing() if chosen else {}
         n_in_log: dict[str, int] = {}

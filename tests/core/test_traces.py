@@ -160,6 +160,18 @@ def test_errors_mode_traces_only_errored_samples(store, eval_log):
     assert list(run_traces(store, run)) == [ERRORED]
 
 
+def test_errors_mode_reads_no_log_when_the_caller_counted_no_error(store, eval_log, monkeypatch):
+    read: list[str] = []
+    real = traces._candidates
+    monkeypatch.setattr(traces, "_candidates", lambda paths, warn: read.append("read") or real(paths, warn))
+    run = open_run(store)
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="errors", errored=0)
+    assert read == [] and (counts.logged, counts.skipped, counts.failed) == (0, 0, 0)
+    assert list(run_traces(store, run)) == []
+    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="errors", errored=1)
+    assert read == ["read"] and counts.logged == 1
+
+
 def test_cap_keeps_errors_first_and_counts_the_rest_as_skipped(store, eval_log):
     run = open_run(store)
     counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=3, dataset_name="toy")

@@ -1,0 +1,66 @@
+"""The job's background warehouse writer (`job.GroupCommitWriter`): every result is written once,
+in batches, and its last batch can be written inside the job's own held session."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from geoeval.core.job import GroupCommitWriter
+from geoeval.core.warehouse import Warehouse
+from tests.core.test_warehouse import result
+
+
+def test_every_result_is_written_once_in_batches(tmp_path: Path) -> None:
+    written: list[list[str]] = []
+    with Warehouse(tmp_path / "r.duckdb") as wh:
+        writer = GroupCommitWriter(wh, lambda batch: written.append([r.sample_id for r in batch]), min_window_s=0.05)
+        for i in range(30):
+            writer.put(result(f"s{i}"))
+            if i == 14:
+                time.sleep(0.2)  # the thread writes what has gathered, once per window
+        writer.close()
+        assert sorted(s for batch in written for s in batch) == sorted(f"s{i}" for i in range(30))
+        assert 2 <= len(written) < 30  # grouped, not a commit per sample
+        assert wh.finished_keys("run1") == {(f"s{i}", 1) for i in range(30)}
+
+
+@pytest.mark.parametrize("window_s", [5.0, 0.0])  # the thread idle, or busy writing when close() comes
+def test_the_rest_is_kept_for_the_callers_held_session(tmp_path: Path, window_s: float) -> None:
+    written: list[str] = []
+    with Warehouse(tmp_path / "r.duckdb") as wh:
+        wh.register_run("run1", suite="maptab", model="m", config={})
+        writer = GroupCommitWriter(wh, lambda batch: written.extend(r.sample_id for r in batch),
+                                   min_window_s=window_s, max_window_s=window_s)
+        for i in range(40):
+            writer.put(result(f"s{i}"))
+        done = threading.Event()
+
+        def finish() -> None:
+            rest = writer.close(keep_rest=True)  # outside held(): a writing thread needs the file
+            with wh.held():
+                writer.write(rest)
+                wh.set_run_status("run1", "finished")
+            done.set()
+
+        threading.Thread(target=finish, daemon=True).start()
+        assert done.wait(20), "the writer's close and the held block must not wait for each other"
+        assert sorted(written) == sorted(f"s{i}" for i in range(40))  # each once
+        assert wh.finished_keys("run1") == {(f"s{i}", 1) for i in range(40)}
+
+
+def test_a_failed_write_surfaces_in_the_evaluating_thread(tmp_path: Path) -> None:
+    class Broken:
+        def write_results(self, batch):
+            raise OSError("disk full")
+
+    writer = GroupCommitWriter(Broken(), lambda batch: None, min_window_s=0.01)
+    writer.put(result("s1"))
+    time.sleep(0.2)
+    with pytest.raises(OSError, match="disk full"):
+        writer.put(result("s2"))
+    with pytest.raises(OSError, match="disk full"):
+        writer.close()
