@@ -63,6 +63,20 @@ def content_key(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
+def installed_versions(*dists: str) -> list[str]:
+    """`"<dist>=<version>"` for each of `dists` that is installed, in order: the libraries a cached
+    value depends on, for its cache version."""
+    from importlib import metadata
+
+    found = []
+    for dist in dists:
+        try:
+            found.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
 def _safe(name: str) -> str:
     cleaned = _SAFE.sub("_", name.strip())
     if not cleaned or cleaned in (".", ".."):

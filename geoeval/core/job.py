@@ -101,17 +101,14 @@ class GroupCommitWriter:
             stopping = self._stop.wait(self._window_s)
             if stopping and self._handover.is_set():  # close() writes what is left
                 return
-            batch = self._take()
-            if batch:
-                try:
-                    started = time.monotonic()
-                    self._wh.write_results(batch)
+            try:
+                started = time.monotonic()
+                if self.write(self._take()):
                     spent = time.monotonic() - started
                     self._window_s = min(self._max_window_s, max(self._min_window_s, 5 * spent))
-                    self._on_written(batch)
-                except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
-                    self._error = exc
-                    return
+            except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
+                self._error = exc
+                return
             if stopping and not self._pending:
                 return
 
@@ -128,11 +125,14 @@ class GroupCommitWriter:
             raise self._error
         return self._take() if keep_rest else []
 
-    def write(self, batch: list[SampleResult]) -> None:
-        """Write `batch` in the calling thread (what `close(keep_rest=True)` returned)."""
-        if batch:
-            self._wh.write_results(batch)
-            self._on_written(batch)
+    def write(self, batch: list[SampleResult]) -> bool:
+        """Write `batch` in the calling thread (the writer's own commits, and what
+        `close(keep_rest=True)` returned); whether there was anything to write."""
+        if not batch:
+            return False
+        self._wh.write_results(batch)
+        self._on_written(batch)
+        return True
 
 
 def _dataset_rows(samples: list[Any]) -> Any:

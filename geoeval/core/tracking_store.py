@@ -105,31 +105,14 @@ def _create_sqlite_in_wal_mode(uri: str, *, existing: bool = False) -> None:
     """A new SQLite store starts in WAL mode: readers (the UI, a second job) never block the
     writer, and a commit appends to the log instead of rewriting a journal, which makes the
     per-trace commits of `traces` cheaper where the disk is busy (about 25 -> 10 ms measured on
-    a shared machine). A store that exists is left in the mode it has (`existing`: the file was just
-copied from the schema template, and is new)."""
+    a shared machine). A store that exists is left in the mode it has (`existing`: the file was
+    just copied from the schema template, and is new)."""
     db = sqlite_path(uri)
     if db is None or db.name == ":memory:" or "mode=memory" in uri or (db.exists() and not existing):
         return
     db.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute("PRAGMA journal_mode=WAL")
-
-
-def _schema_template_version() -> str:
-    from importlib import metadata
-
-    return "-".join(f"{dist}={metadata.version(dist)}" for dist in ("mlflow-skinny", "sqlalchemy", "alembic")
-                    if _installed(dist)) or "unknown"
-
-
-def _installed(dist: str) -> bool:
-    from importlib import metadata
-
-    try:
-        metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _schema_template() -> bytes | None:
@@ -140,9 +123,9 @@ def _schema_template() -> bytes | None:
     in place, as MLflow would)."""
     import tempfile
 
-    from geoeval.core.diskcache import DiskCache
+    from geoeval.core.diskcache import DiskCache, installed_versions
 
-    cache = DiskCache("mlflow-store-schema", _schema_template_version())
+    cache = DiskCache("mlflow-store-schema", "-".join(installed_versions("mlflow-skinny", "sqlalchemy", "alembic")) or "unknown")
     template = cache.get("sqlite")
     if template is not None:
         return template
@@ -174,11 +157,16 @@ def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
 
     db = sqlite_path(uri)
     template = _schema_template() if db is not None else None
-    if template is not None and db is not None:
+    if template is not None:
         db.parent.mkdir(parents=True, exist_ok=True)
         db.write_bytes(template)
     _create_sqlite_in_wal_mode(uri, existing=True)
     SqlAlchemyStore(uri, artifact_root or "./mlruns")
+
+
+#: Stores this process has opened (built or migrated) under the lock: later clients skip the lock and
+#: the schema check, which MLflow does once per process and store anyway.
+_READY: set[str] = set()
 
 
 def client_for(tracking: Any) -> Any:
@@ -201,11 +189,6 @@ def client_for(tracking: Any) -> Any:
         client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
     _READY.add(uri)
     return client
-
-
-#: Stores this process has opened (built or migrated) under the lock: later clients skip the lock and
-#: the schema check, which MLflow does once per process and store anyway.
-_READY: set[str] = set()
 
 
 def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:

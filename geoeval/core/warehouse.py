@@ -25,7 +25,8 @@ file beside the database (`<file>.lock`, `fcntl.flock`: exclusive for writes, sh
 Several geoeval runs can therefore write one warehouse at once (their batches interleave), and
 `geoeval results` reads it while they do; each waits at most `lock_timeout_s` for its turn. The
 cost is one open per batch (~10-20 ms), which the runs' group commit (one batch per ~50 ms of
-finished samples) keeps small, and `held()` shares one open among a job's bookkeeping steps. The other designs considered: per-run Parquet parts attached at
+finished samples) keeps small, and `held()` shares one open among a job's bookkeeping steps.
+The other designs considered: per-run Parquet parts attached at
 read time (no lock, but every query unions many files and resume must read them all), and a
 single writer service (one more process to run and find). Only the driver writes (Ray workers
 return results to it).

@@ -132,16 +132,14 @@ def perception_version() -> str:
     disk cache (`geoeval.core.diskcache`) never reads another version's entries."""
     if not _VERSION_CACHE:
         import hashlib
-        from importlib import metadata
         from pathlib import Path
+
+        from geoeval.core.diskcache import installed_versions
 
         sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
         parts = [f"v{PERCEPTION_VERSION}", *(hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sources)]
-        for dist in ("rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python", "numpy", "pillow"):
-            try:
-                parts.append(f"{dist}={metadata.version(dist)}")
-            except metadata.PackageNotFoundError:
-                continue
+        parts += installed_versions("rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python",
+                                    "numpy", "pillow")
         _VERSION_CACHE.append(f"v{PERCEPTION_VERSION}-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16])
     return _VERSION_CACHE[0]
 
