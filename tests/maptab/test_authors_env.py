@@ -4,6 +4,7 @@ round trip of a generated environment through the authors' layout."""
 import base64
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -305,3 +306,26 @@ def test_edited_files_are_not_served_from_a_stale_cache(tmp_path, copied_sample)
     env2, s2 = build(spec)
     assert env1.db_path != env2.db_path
     assert "fastest?" in s2[0].input[1].content[0].text and "fastest?" not in s1[0].input[1].content[0].text
+
+
+@pytest.mark.conformance
+def test_run_identity_follows_the_files_contents_not_their_place_or_times(tmp_path, copied_sample):
+    def fingerprint(root: Path) -> str:
+        spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=metromap",
+                        "env.categories=[T]")
+        return get_suite("maptab").build_env(spec).fingerprint
+
+    first = fingerprint(copied_sample)
+    # the same files elsewhere, every one with a new modification time (a re-extracted download)
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(copied_sample, moved)
+    for p in moved.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(p.stat().st_atime_ns, p.stat().st_mtime_ns + 10**12))
+    assert fingerprint(moved) == first
+    # one changed pixel of the map image is a new input
+    png = moved / "metromap/images/america/cleveland.png"
+    img = Image.open(png).convert("RGB")
+    img.putpixel((0, 0), tuple(255 - c for c in img.getpixel((0, 0))))
+    img.save(png)
+    assert fingerprint(moved) != first

@@ -35,8 +35,10 @@ records that under "excluded"; `fail` stops before any work. geoeval never silen
 uses them.
 
 The environment folder (`<work_dir>/envs/maptab-authors-<key>/`) is keyed by the config, the
-resolved root and a fingerprint of the files read (contents of test sets and tables, size and
-modification time of images), so edited files are never served from a stale cache.
+resolved root and a fingerprint of the files read (the contents of test sets, tables and images),
+so edited files are never served from a stale cache. The run identity takes the same fingerprint
+without the root: a dataset copied elsewhere (or re-extracted, with new modification times) gives
+the same run hash, so its runs resume and compare as one.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.memo import LruMemo, file_key
 from geoeval.suites.maptab.authors_format import (
     TOTAL_KEYS,
     authors_table_path,
@@ -263,10 +266,20 @@ def _fingerprint(root: Path, items: list[dict[str, Any]], maps: dict[str, tuple[
         for p in sorted(folder.glob(f"{name}_*")):
             h.update(p.name.encode() + b"\0" + p.read_bytes())
     for figure in sorted({it["figure"] for it in items} | {it["mix_table"] for it in items if it["mix_table"]}):
+        # by content, not by modification time: a copied or re-extracted dataset is the same
+        # input (same run identity, so a rerun resumes), an edited image is a new one
         p = Path(figure)
-        stat = (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else None
-        h.update(f"{figure}\0{stat}".encode())
+        name = p.relative_to(root) if p.is_relative_to(root) else p
+        h.update(f"{name}\0{_content_digest(p) if p.is_file() else 'missing'}".encode())
     return h.hexdigest()
+
+
+#: (resolved path, mtime, size) -> sha256 of the file: a sweep builds the environment once per job
+_DIGESTS = LruMemo(maxsize=4096)
+
+
+def _content_digest(path: Path) -> str:
+    return _DIGESTS.get(file_key(path), lambda: hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -296,7 +309,11 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
                 f"{first[0]}/{first[1]} and {it['scenario']}/{it['country']}; map names must be unique"
             )
     cfg = {**env_cfg.model_dump(mode="json"), "root": str(root)}
-    key = env_key({**cfg, "files": _fingerprint(root, items, maps_named)}, 0)
+    files = _fingerprint(root, items, maps_named)
+    key = env_key({**cfg, "files": files}, 0)
+    # what the scores depend on is the files' contents and the config, not where the files lie
+    # (a download cache's path differs from machine to machine)
+    fingerprint = env_key({**cfg, "root": None, "files": files}, 0)
     folder = Path(work_dir) / "envs" / f"maptab-authors-{key}"
     db = folder / "env.duckdb"
     quality_path = folder / QUALITY_FILE
@@ -347,7 +364,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
         map_difficulty={name: level for name, (_, _, level) in maps_named.items()},
         source="authors",
         items_path=str((folder / ITEMS_FILE).resolve()),
-        fingerprint=key,
+        fingerprint=fingerprint,
     )
 
 
