@@ -6,11 +6,13 @@ their optimal routes, a map's full-size drawing). `LruMemo` keeps the last few r
 are, for a caller that never changes them (or copies them itself, as the renderer does);
 `CopyingMemo` hands each caller a fresh copy (a pickle round trip, ~1 ms where the rebuild took
 ~50), so no caller can change what another one gets. Keys name every input; `file_key` names a
-file by its path and its state, so a rebuilt file is never served from a memo.
+file by its path and its state, so a rebuilt file is never served from a memo; `file_digest` is
+a file's content hash, memoised that way.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import threading
@@ -27,6 +29,12 @@ def file_key(path: str | Path) -> tuple[str, int, int]:
     resolved = Path(path).resolve()
     st = os.stat(resolved)
     return str(resolved), st.st_mtime_ns, st.st_size
+
+
+def file_digest(path: str | Path) -> str:
+    """The sha256 of a file's contents, read once per state of the file in this process (a
+    sweep builds an environment's fingerprint once per job)."""
+    return _DIGESTS.get(file_key(path), lambda: hashlib.sha256(Path(path).read_bytes()).hexdigest())
 
 
 class LruMemo:
@@ -78,4 +86,7 @@ class CopyingMemo(LruMemo):
         return pickle.loads(kept)
 
 
-__all__ = ["CopyingMemo", "LruMemo", "file_key"]
+#: file_key -> sha256, for file_digest
+_DIGESTS = LruMemo(maxsize=4096)
+
+__all__ = ["CopyingMemo", "LruMemo", "file_digest", "file_key"]

@@ -1,6 +1,6 @@
-"""Every private Inspect AI and Hydra API that geoeval uses, in one place.
+"""Every private Inspect AI, Hydra and Ray API that geoeval uses, in one place.
 
-Inspect and Hydra keep these names out of their public API, so a release may move or change them.
+Inspect, Hydra and Ray keep these names out of their public API, so a release may move or change them.
 Importing them only here means an upgrade breaks one file, with one clear error naming the name
 that moved, instead of a traceback from a suite; `tests/core/test_private_api.py` checks each one
 against the installed versions, and `tests/core/test_architecture.py` fails on any private
@@ -18,8 +18,8 @@ def _moved(name: str, exc: Exception) -> GeoevalError:
     from importlib.metadata import version
 
     return GeoevalError(f"{name} is not where geoeval expects it in this version of its dependency "
-                        f"(inspect-ai {version('inspect-ai')}, hydra-core {version('hydra-core')}): {exc}; "
-                        "install the versions pinned in pyproject.toml")
+                        f"(inspect-ai {version('inspect-ai')}, hydra-core {version('hydra-core')}, "
+                        f"ray {version('ray')}): {exc}; install the versions pinned in pyproject.toml")
 
 
 def sample_state() -> Any:
@@ -95,6 +95,26 @@ def basic_sweeper_batches(parsed_overrides: list[Any]) -> list[list[str]]:
         raise _moved("hydra._internal.core_plugins.basic_sweeper.BasicSweeper", exc) from None
     batches = BasicSweeper.split_arguments(parsed_overrides, max_batch_size=None)
     return [list(combo) for combo in batches[0]] if batches else [[]]
+
+
+def ray_local_node_processes() -> dict[str, list[Any]]:
+    """The processes (`subprocess.Popen`) of the Ray node this process started with `ray.init()`,
+    by Ray's process type ("raylet", "gcs_server", "monitor", ...); empty when it started none
+    (not initialised, or connected to a cluster). Ray has no public handle on them, and its
+    shutdown waits a second for the autoscaler monitor, which ignores SIGTERM
+    (`runner.shutdown_ray` stops that one at once)."""
+    try:
+        from ray._private import worker
+    except ImportError as exc:
+        raise _moved("ray._private.worker", exc) from None
+    node = getattr(worker, "_global_node", None)
+    if node is None:
+        return {}
+    try:
+        processes = node.all_processes
+    except AttributeError as exc:
+        raise _moved("ray._private.node.Node.all_processes", exc) from None
+    return {kind: [info.process for info in infos] for kind, infos in processes.items()}
 
 
 #: Characters per token of the offline estimate (a common rule of thumb for English and code).

@@ -3,9 +3,10 @@ changes when a file is rewritten."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 
-from geoeval.core.memo import CopyingMemo, file_key
+from geoeval.core.memo import CopyingMemo, file_digest, file_key
 
 
 def test_computes_once_and_hands_out_copies():
@@ -58,3 +59,14 @@ def test_file_key_changes_when_the_file_is_rewritten(tmp_path):
     os.utime(path, ns=(before[1] + 1_000_000, before[1] + 1_000_000))
     assert file_key(path) != before
     assert file_key(tmp_path / "." / "env.duckdb")[0] == before[0]  # one key per file, however named
+
+
+def test_file_digest_is_the_contents_hash_and_follows_a_rewrite(tmp_path):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    a.write_bytes(b"pixels")
+    b.write_bytes(b"pixels")
+    assert file_digest(a) == file_digest(b) == hashlib.sha256(b"pixels").hexdigest()  # not by name or time
+    st = a.stat()
+    a.write_bytes(b"pixelz")
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a new state, whatever the clock's resolution
+    assert file_digest(a) == hashlib.sha256(b"pixelz").hexdigest()

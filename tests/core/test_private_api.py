@@ -1,4 +1,4 @@
-"""Each private Inspect/Hydra name geoeval relies on resolves in the installed versions, and a
+"""Each private Inspect/Hydra/Ray name geoeval relies on resolves in the installed versions, and a
 moved one is one clear error naming it."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ def test_every_private_name_resolves_here():
     assert private_api.http_retries_count() >= 0
     assert isinstance(private_api.mcp_tool_source_local(), type)
     assert hasattr(private_api.hydra_sources_registry(), "register")
+    assert isinstance(private_api.ray_local_node_processes(), dict)  # {} unless this process started a Ray
 
 
 def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():

@@ -55,6 +55,24 @@ def test_failed_shard_is_retried(tmp_path, ray_session):
     assert outcome.metrics["ema/task/edge_only"] == 1.0
 
 
+def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
+    # geoeval's own stop (python -m geoeval's exit) kills the autoscaler monitor at once instead
+    # of Ray's 1 s wait for it; nothing of the node may outlive it
+    import ray
+
+    from geoeval.core.private_api import ray_local_node_processes
+    from geoeval.core.runner import ensure_ray, shutdown_ray
+
+    ensure_ray(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
+    processes = ray_local_node_processes()
+    assert {"raylet", "gcs_server", "monitor"} <= set(processes)
+    shutdown_ray()
+    assert not ray.is_initialized()
+    assert [(kind, p.pid) for kind, ps in processes.items() for p in ps if p.poll() is None] == []
+    assert ray_local_node_processes() == {}
+    shutdown_ray()  # a second stop is a no-op
+
+
 def test_unreachable_cluster_gives_one_clear_error(tmp_path):
     proc = subprocess.run(
         geoeval_cmd("runner=ray", "runner.address=ray://127.0.0.1:9", "runner.connect_timeout_s=5", "tracking=none",

@@ -35,10 +35,8 @@ records that under "excluded"; `fail` stops before any work. geoeval never silen
 uses them.
 
 The environment folder (`<work_dir>/envs/maptab-authors-<key>/`) is keyed by the config, the
-resolved root and a fingerprint of the files read (the contents of test sets, tables and images),
-so edited files are never served from a stale cache. The run identity takes the same fingerprint
-without the root: a dataset copied elsewhere (or re-extracted, with new modification times) gives
-the same run hash, so its runs resume and compare as one.
+resolved root and the contents of the files read (test sets, tables, images), so edited files are
+never served from a stale cache; the run identity leaves out the root (a copied dataset resumes).
 """
 
 from __future__ import annotations
@@ -51,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.memo import LruMemo, file_key
+from geoeval.core.memo import file_digest
 from geoeval.suites.maptab.authors_format import (
     TOTAL_KEYS,
     authors_table_path,
@@ -266,20 +264,11 @@ def _fingerprint(root: Path, items: list[dict[str, Any]], maps: dict[str, tuple[
         for p in sorted(folder.glob(f"{name}_*")):
             h.update(p.name.encode() + b"\0" + p.read_bytes())
     for figure in sorted({it["figure"] for it in items} | {it["mix_table"] for it in items if it["mix_table"]}):
-        # by content, not by modification time: a copied or re-extracted dataset is the same
-        # input (same run identity, so a rerun resumes), an edited image is a new one
+        # by content, not modification time: a re-extracted dataset is the same input, an edited image is not
         p = Path(figure)
         name = p.relative_to(root) if p.is_relative_to(root) else p
-        h.update(f"{name}\0{_content_digest(p) if p.is_file() else 'missing'}".encode())
+        h.update(f"{name}\0{file_digest(p) if p.is_file() else 'missing'}".encode())
     return h.hexdigest()
-
-
-#: (resolved path, mtime, size) -> sha256 of the file: a sweep builds the environment once per job
-_DIGESTS = LruMemo(maxsize=4096)
-
-
-def _content_digest(path: Path) -> str:
-    return _DIGESTS.get(file_key(path), lambda: hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -311,8 +300,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     cfg = {**env_cfg.model_dump(mode="json"), "root": str(root)}
     files = _fingerprint(root, items, maps_named)
     key = env_key({**cfg, "files": files}, 0)
-    # what the scores depend on is the files' contents and the config, not where the files lie
-    # (a download cache's path differs from machine to machine)
+    # the scores depend on the files' contents and the config, not on where the files lie
     fingerprint = env_key({**cfg, "root": None, "files": files}, 0)
     folder = Path(work_dir) / "envs" / f"maptab-authors-{key}"
     db = folder / "env.duckdb"
