@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -307,3 +308,26 @@ def test_generated_map_layout_has_no_label_collisions():
     for i, p in enumerate(names):
         for q in names[i + 1 :]:
             assert not _overlap(layout.labels[p], layout.labels[q]), (p, q)
+
+
+def test_map_png_is_drawn_once_per_machine_and_follows_the_map_and_scale(m, tmp_path, monkeypatch):
+    from geoeval.suites.maptab import render
+
+    monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    drawn: list[float] = []
+    real = render.render_map
+
+    def counting(mm, **kw):
+        drawn.append(kw["scale"])
+        return real(mm, **kw)
+
+    monkeypatch.setattr(render, "render_map", counting)
+    first = render.map_png(m, scale=0.5)
+    assert first == image_to_png_bytes(real(m, scale=0.5)) and drawn == [0.5]
+    assert render.map_png(m, scale=0.5) == first and drawn == [0.5]  # read back, not drawn again
+    assert render.map_png(m, scale=0.25) != first and drawn == [0.5, 0.25]  # another scale is another drawing
+    other = dataclasses.replace(m, name="other")
+    render.map_png(other, scale=0.5)
+    assert drawn == [0.5, 0.25, 0.5]  # another map too
+    monkeypatch.setenv("GEOEVAL_NO_CACHE", "1")
+    assert render.map_png(m, scale=0.5) == first and len(drawn) == 4  # cache off: drawn every time

@@ -180,14 +180,15 @@ def resolution_tag(resolution: float) -> str:
 
 
 def map_image(env: MapTabEnv, m: MetroMap, resolution: float, language: str = "en") -> Path:
-    """The map's PNG at `resolution` × full size, rendered once and cached next to the DuckDB file."""
-    from geoeval.suites.maptab.render import image_to_png_bytes, render_map
+    """The map's PNG at `resolution` × full size, rendered once and cached next to the DuckDB file
+    (and, across work dirs, in the disk cache: `render.map_png`)."""
+    from geoeval.suites.maptab.render import map_png
 
     path = Path(env.image_dir) / f"{m.name}@{resolution_tag(resolution)}.{language}.png"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        img = render_map(m, scale=resolution, language=language)
+        png = map_png(m, scale=resolution, language=language)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(image_to_png_bytes(img))
+        tmp.write_bytes(png)
         os.replace(tmp, path)
     return path

@@ -28,9 +28,11 @@ strokes and markers are built by `render_network`, and labels and the legend are
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -269,3 +271,38 @@ def image_to_png_bytes(img: Image.Image) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="PNG", optimize=False, compress_level=6)
     return buf.getvalue()
+
+
+#: The disk cache of rendered maps (`map_png`); its version is the drawing code itself.
+RENDER_NAMESPACE = "maptab-render"
+_DRAWING_MODULES = ("render.py", "render_labels.py", "render_network.py", "render_style.py", "language.py")
+
+
+@functools.lru_cache(maxsize=1)
+def render_version() -> str:
+    """The version of rendered maps in the disk cache: a hash of the drawing code's source and
+    the Pillow release (fonts, resampling, PNG encoder), so an edit of either never serves an
+    old drawing; no version number to forget to bump."""
+    from geoeval.core.diskcache import content_key, installed_versions
+
+    here = Path(__file__).resolve().parent
+    code = content_key(*((here / name).read_bytes() for name in _DRAWING_MODULES), *installed_versions("pillow"))
+    return f"code-{code[:16]}"
+
+
+def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
+    """`render_map(m, scale=..., language=...)` as PNG bytes (`image_to_png_bytes`), drawn once
+    per machine: the disk cache (`geoeval.core.diskcache`, namespace `maptab-render`) keeps the
+    bytes by the map, the scale, the language and its font, so a rerun in a fresh directory
+    (a new work dir) reads them back instead of drawing and encoding each map again."""
+    from geoeval.core.diskcache import DiskCache, content_key
+
+    font = ""
+    if language == "zh":  # the CJK font found on this machine is part of the drawing
+        from geoeval.suites.maptab.language import cjk_font
+
+        font = repr(cjk_font())
+    key = content_key(repr(m), repr(float(scale)), language, font)
+    png, _hit = DiskCache(RENDER_NAMESPACE, render_version()).get_or_compute(
+        key, lambda: image_to_png_bytes(render_map(m, scale=scale, language=language)))
+    return png
