@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.reports import save_figure
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS
 
 # Table 3's rows, in its order (process, then outcome metrics, then tokens)
@@ -182,8 +183,7 @@ def _plot_exceedance(curves: Mapping[str, Mapping[str, list[float]]], ts: Sequen
         ax.set_ylim(-0.02, 1.02)
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel("share of cases ≥ t")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -202,8 +202,7 @@ def _plot_failures(split: Mapping[str, Mapping[str, float]], path: Path) -> Path
     ax.set_xticks([k + width for k in range(len(keys))], [k.upper() if k != "all" else "all" for k in keys])
     ax.set_ylabel("% of tool calls")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.reports import save_figure
+
 TABLE_METRICS = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses")  # the columns of Tables 1 and 2
 GROUP_BY = {"domain": "Domain", "difficulty": "Difficulty", "implicit_factor_source": "Implicit-factor source"}
 
@@ -139,8 +141,7 @@ def _plot(results: list[Any], key: str, path: Path, metrics: tuple[str, ...] = T
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{model}: by {GROUP_BY[key].lower()}")
         ax.legend(ncol=len(metrics), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -241,8 +242,7 @@ def _table_png(markdown: str, path: Path) -> Path:
         table = ax.table(cellText=rows[1:], colLabels=rows[0], loc="center")
         table.auto_set_font_size(False)
         table.set_fontsize(7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from geoeval.core.aggregate import group_table
-from geoeval.core.reports import markdown_table
+from geoeval.core.reports import markdown_table, save_figure
 from geoeval.suites.maptab.qa import CAPABILITIES, CAPABILITY_ABBREVIATIONS, QA_TYPES
 
 QA_REPORT_MD = "maptab_qa_report.md"
@@ -102,7 +102,4 @@ def _plot(type_rows: list[dict[str, Any]], cap_rows: list[dict[str, Any]], path:
         axes.grid(True, axis="y", alpha=0.3)
         axes.legend(loc="upper right", fontsize="small")
     figure.suptitle(title)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
-    return path
+    return save_figure(figure, path, format="png")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from geoeval.core.reports import markdown_table
+from geoeval.core.reports import markdown_table, save_figure
 from geoeval.suites.maptab.rp_analysis import (
     LEVELS, REPEAT_CLASSES, SCENARIO_NAMES, RPAnalysis, category_table, difficulty_matrix, error_table,
     level_table, repetition_table)
@@ -98,7 +98,4 @@ def _plot(analyses: list[RPAnalysis], scenarios: list[str], path: Path, *, title
                        f"({average.get('n FR/PR/NR', '0/0/0')})", fontsize=9)
         bars.grid(True, axis="y", alpha=0.3)
     figure.suptitle(title)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
-    return path
+    return save_figure(figure, path, format="png")
