@@ -22,7 +22,10 @@ def _exit_now(code: int) -> None:
     if "ray" in sys.modules:  # geoeval's quicker stop of its Ray (Ray's exit handler then has nothing to do)
         from geoeval.core.runner import shutdown_ray
 
-        shutdown_ray()
+        try:
+            shutdown_ray()
+        except Exception:  # noqa: BLE001 -- e.g. a moved private name: Ray's own exit handler stops it
+            pass
     run_exit_handlers()  # Ray's shutdown, logging's flush, temporary folders' clean-up, ...
     for stream in (sys.stdout, sys.stderr):
         try:
