@@ -10,6 +10,7 @@ import pytest
 from geoeval.core import diskcache
 from geoeval.core.job import run_job
 from geoeval.suites.maptab import agents, perception
+from geoeval.suites.maptab.render import RENDER_NAMESPACE
 from tests.conftest import compose_spec
 
 TINY = ("model=perception_baseline", "runner=local", "env.n_maps=1", "suite.scenario=metromap",
@@ -48,7 +49,9 @@ def test_warm_cache_rerun_gives_identical_scores_without_reading_again(tmp_path,
     calls = _counting_reader(monkeypatch)
     cold = _run(tmp_path, "cold")
     assert len(calls) == 1  # one map image, shown to every sample that has a map
-    assert [u.entries for u in diskcache.usage(cache_dir)] == [1]
+    entries = {u.namespace: u.entries for u in diskcache.usage(cache_dir)}
+    # the reading, and the rendered image it was read from (a fresh work dir draws it no more)
+    assert entries == {agents.PERCEPTION_NAMESPACE: 1, RENDER_NAMESPACE: 1}
 
     agents._PERCEIVED.clear()  # a new process: only the disk remembers
 
