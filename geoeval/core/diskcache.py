@@ -77,6 +77,14 @@ def installed_versions(*dists: str) -> list[str]:
     return found
 
 
+def code_version(label: str, sources: list[Path], dists: tuple[str, ...] = ()) -> str:
+    """A cache version for values computed by code: `label` (a hand-bumped number, for what the
+    source cannot show) followed by a hash of every source file and the installed versions of
+    `dists`, so an edit of the code or an upgrade of a library never serves an old value."""
+    parts = [label, *(hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sources), *installed_versions(*dists)]
+    return f"{label}-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
 def _safe(name: str) -> str:
     cleaned = _SAFE.sub("_", name.strip())
     if not cleaned or cleaned in (".", ".."):

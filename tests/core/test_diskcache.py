@@ -150,3 +150,14 @@ def test_cache_cli(tmp_path, capsys):
     assert cache_cli.main(["info", "--dir", str(tmp_path)]) == 0
     assert "empty" in capsys.readouterr().out
     assert cache_cli.main(["bogus"]) == 2
+
+
+def test_code_version_follows_the_label_and_every_source(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    first = diskcache.code_version("v1", [a, b], ("pytest",))
+    assert first.startswith("v1-") and first == diskcache.code_version("v1", [a, b], ("pytest",))
+    assert diskcache.code_version("v2", [a, b], ("pytest",)) != first  # a hand-bumped number
+    b.write_text("y = 3\n")
+    assert diskcache.code_version("v1", [a, b], ("pytest",)) != first  # an edit of any source

@@ -131,16 +131,13 @@ def perception_version() -> str:
     versions of the OCR engine and the image libraries. Any change gives a new version, and the
     disk cache (`geoeval.core.diskcache`) never reads another version's entries."""
     if not _VERSION_CACHE:
-        import hashlib
         from pathlib import Path
 
-        from geoeval.core.diskcache import installed_versions
+        from geoeval.core.diskcache import code_version
 
         sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
-        parts = [f"v{PERCEPTION_VERSION}", *(hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in sources)]
-        parts += installed_versions("rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python",
-                                    "numpy", "pillow")
-        _VERSION_CACHE.append(f"v{PERCEPTION_VERSION}-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16])
+        _VERSION_CACHE.append(code_version(f"v{PERCEPTION_VERSION}", sources, (
+            "rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python", "numpy", "pillow")))
     return _VERSION_CACHE[0]
 
 

@@ -210,14 +210,18 @@ def render_map(
 _FULL_SIZE = LruMemo(maxsize=8)
 
 
-def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Image.Image:
-    # the font is part of the drawing: for zh without a font_path, the CJK font found now
-    font = font_path
-    if font is None and language == "zh":
+def _font_identity(language: str, font_path: str | None) -> str | None:
+    """The font a drawing uses, for the keys of drawings: `font_path`, or for zh without one the
+    CJK font found on this machine now (None: Pillow's bundled font)."""
+    if font_path is None and language == "zh":
         from geoeval.suites.maptab.language import cjk_font
 
-        font = repr(cjk_font())
-    key = hashlib.sha256(repr((m, language, font)).encode()).hexdigest()
+        return repr(cjk_font())
+    return font_path
+
+
+def _draw(m: MetroMap, scale: float, language: str, font_path: str | None) -> Image.Image:
+    key = hashlib.sha256(repr((m, language, _font_identity(language, font_path))).encode()).hexdigest()
     img = _FULL_SIZE.get(key, lambda: _draw_full_size(m, language, font_path))
     if scale < 1:
         size = (max(1, round(m.width * scale)), max(1, round(m.height * scale)))
@@ -283,11 +287,10 @@ def render_version() -> str:
     """The version of rendered maps in the disk cache: a hash of the drawing code's source and
     the Pillow release (fonts, resampling, PNG encoder), so an edit of either never serves an
     old drawing; no version number to forget to bump."""
-    from geoeval.core.diskcache import content_key, installed_versions
+    from geoeval.core.diskcache import code_version
 
     here = Path(__file__).resolve().parent
-    code = content_key(*((here / name).read_bytes() for name in _DRAWING_MODULES), *installed_versions("pillow"))
-    return f"code-{code[:16]}"
+    return code_version("code", [here / name for name in _DRAWING_MODULES], ("pillow",))
 
 
 def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
@@ -297,12 +300,7 @@ def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
     (a new work dir) reads them back instead of drawing and encoding each map again."""
     from geoeval.core.diskcache import DiskCache, content_key
 
-    font = ""
-    if language == "zh":  # the CJK font found on this machine is part of the drawing
-        from geoeval.suites.maptab.language import cjk_font
-
-        font = repr(cjk_font())
-    key = content_key(repr(m), repr(float(scale)), language, font)
+    key = content_key(repr(m), repr(float(scale)), language, repr(_font_identity(language, None)))
     png, _hit = DiskCache(RENDER_NAMESPACE, render_version()).get_or_compute(
         key, lambda: image_to_png_bytes(render_map(m, scale=scale, language=language)))
     return png
