@@ -40,7 +40,11 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geoeval.suites.lifeplanner import tools as T
+    from geoeval.suites.lifeplanner import city_handle
+    from geoeval.suites.lifeplanner import nearby_tools
+    from geoeval.suites.lifeplanner import note_tools
+    from geoeval.suites.lifeplanner import place_tools
+    from geoeval.suites.lifeplanner import routing_tools
     from geoeval.suites.lifeplanner.environment import build_synthetic_city
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         build_synthetic_city(db, seed=args.seed, n_places=args.places, n_notes=args.notes)
         print(f"build: {time.perf_counter() - t:.1f} s ({args.places} places, {args.notes} notes)")
     t = time.perf_counter()
-    city = T.open_city(db)
+    city = city_handle.open_city(db)
     print(f"open_city: {time.perf_counter() - t:.2f} s")
 
     con = city.cursor()
@@ -81,21 +85,21 @@ def main(argv: list[str] | None = None) -> int:
             "SELECT count(*) FROM notes WHERE contains(search_text, ?)", [word[i]]).fetchall(), n),
     }
     cases: dict[str, Callable[[int], object]] = {
-        "place_search": lambda i: T.place_search(city, word[i]),
-        "place_detail": lambda i: T.place_detail(city, pid[i]),
-        "nearby_search (place, 500 m)": lambda i: T.nearby_search(city, pid[i], 500),
-        "nearby_search (route buffer)": lambda i: T.nearby_search(
+        "place_search": lambda i: place_tools.place_search(city, word[i]),
+        "place_detail": lambda i: place_tools.place_detail(city, pid[i]),
+        "nearby_search (place, 500 m)": lambda i: nearby_tools.nearby_search(city, pid[i], 500),
+        "nearby_search (route buffer)": lambda i: nearby_tools.nearby_search(
             city, {"start": pid[i], "end": pid2[i], "vehicle": "walking"}, 100),
-        "routing": lambda i: T.routing(city, pid[i], pid2[i]),
-        "search_notes": lambda i: T.search_notes(city, word[i]),
-        "search_notes (AND/NOT)": lambda i: T.search_notes(city, f"{word[i]} AND NOT {word[-i - 1]}"),
-        "note_detail": lambda i: T.note_detail(city, nid[i]),
-        "place_search (data engine)": lambda i: T.place_search(city, "", social_mem=["quiet"], toolset="data_engine"),
-        "search_notes (data engine)": lambda i: T.search_notes(city, word[i], toolset="data_engine"),
+        "routing": lambda i: routing_tools.routing(city, pid[i], pid2[i]),
+        "search_notes": lambda i: note_tools.search_notes(city, word[i]),
+        "search_notes (AND/NOT)": lambda i: note_tools.search_notes(city, f"{word[i]} AND NOT {word[-i - 1]}"),
+        "note_detail": lambda i: note_tools.note_detail(city, nid[i]),
+        "place_search (data engine)": lambda i: place_tools.place_search(city, "", social_mem=["quiet"], toolset="data_engine"),
+        "search_notes (data engine)": lambda i: note_tools.search_notes(city, word[i], toolset="data_engine"),
     }
     results = {name: timed(fn, n) for name, fn in cases.items()}
     results["multi_stop_routing (6 stops)"] = timed(
-        lambda i: T.multi_stop_routing(city, stops[i], start_id=stops[i][0], end_id=stops[i][-1]), len(stops))
+        lambda i: routing_tools.multi_stop_routing(city, stops[i], start_id=stops[i][0], end_id=stops[i][-1]), len(stops))
 
     base = {k: statistics.median(v) for k, v in baselines.items()}
     print(f"\n{'call':34} {'p50 ms':>8} {'p95 ms':>8} {'x lookup':>9} {'x scan':>8}")

@@ -30,9 +30,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from geoeval.suites.mapsatisfy.replay import (  # noqa: E402
-    COORDINATE_TOLERANCE, E5Embedder, HashingEmbedder, RecordStore, ReplaySandbox, anchor_signature,
-    normalize_arguments, open_text)
+from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, anchor_signature, open_text  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.embedders import E5Embedder, HashingEmbedder  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.store import RecordStore  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.arguments import normalize_arguments  # noqa: E402
 
 CATEGORIES = ("火锅", "咖啡馆", "川菜", "充电站", "加油站", "停车场", "商场", "公园", "博物馆", "药店", "健身房", "洗车",
               "电影院", "烧烤", "面馆", "书店", "酒店", "超市", "医院", "银行", "理发店", "宠物店", "花店", "奶茶",

@@ -24,20 +24,13 @@ from omegaconf import DictConfig, OmegaConf
 from geoeval.core.config import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.experiments_path import register as _register_experiments_path
-from geoeval.core.launcher import (
-    SWEEP_POINTS,
-    SweepJob,
-    append_point,
-    current_sweep_job,
-    in_sweep_worker,
-    read_points,
-)
+from geoeval.core.sweep_points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
+from geoeval.core.launcher import in_sweep_worker
 from geoeval.core.launcher import register as _register_launcher
 
 _register_experiments_path()
 _register_launcher()
 
-__all__ = ["SWEEP_POINTS", "SweepCallback", "hydra_main", "run_hydra_job", "sweep_metrics"]
 
 
 def _fail(exc: GeoevalError) -> None:

@@ -40,9 +40,9 @@ from geoeval.core.stats import (
     SAMPLE_CLUSTER,
     SUITE_CLUSTER_KEYS,
     cluster_of,
-    group_keys,
     paired_comparison,
 )
+from geoeval.core.aggregate import group_keys
 from geoeval.core.warehouse import Warehouse
 
 #: How many characters of a run hash the output shows.

@@ -16,15 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from geoeval.core.datasets import (
-    DATASETS,
-    FetchError,
-    cache_state,
-    dataset_dir,
-    fetch,
-    format_size,
-    get_dataset,
-)
+from geoeval.core.dataset_registry import DATASETS, get_dataset
+from geoeval.core.datasets import FetchError, cache_state, dataset_dir, fetch, format_size
 from geoeval.core.errors import GeoevalError
 from geoeval.core.reports import markdown_table
 

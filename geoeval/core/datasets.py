@@ -39,11 +39,9 @@ from urllib.request import Request, urlopen
 # The registry has a module of its own (it is mostly data); its names are re-exported here, where
 # `geoeval data`, the environments and the tests import them.
 from geoeval.core.dataset_registry import (
-    DATASETS,
     DataFile,
     Dataset,
     HubSource,
-    dataset_names,
     get_dataset,
 )
 from geoeval.core.errors import GeoevalError
@@ -406,21 +404,3 @@ def format_size(size: int | None) -> str:
     return f"{size} B"
 
 
-__all__ = [
-    "DATASETS",
-    "DATA_DIR_ENV",
-    "CacheState",
-    "DataFile",
-    "Dataset",
-    "FetchError",
-    "FetchSummary",
-    "HubSource",
-    "cache_state",
-    "data_home",
-    "dataset_dir",
-    "dataset_names",
-    "fetch",
-    "format_size",
-    "get_dataset",
-    "resolve_root",
-]

@@ -155,6 +155,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     shows progress while samples finish, and ends FINISHED, FAILED (errors past
     `fail_on_error`, or an exception) or KILLED (interrupted)."""
     from geoeval.core import tracking, traces
+    from geoeval.core import tracking_values
     from geoeval.core.reports_job import write_job_reports
 
     started = time.time()
@@ -193,7 +194,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
                 spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
-                params=tracking.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
+                params=tracking_values.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
                 tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name,
                       **provenance.mlflow_tags(spec, suite)})
     # traces of samples that finish in this process are written while the job runs (the cost
@@ -225,7 +226,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
             with stage("mlflow"):
-                description = tracking.run_description(outcome.metrics, getattr(suite, "headline_metrics", ()),
+                description = tracking_values.run_description(outcome.metrics, getattr(suite, "headline_metrics", ()),
                                                        provenance.provenance(spec, suite)["note"])
                 mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
                                   artifacts + ([resolved] if resolved.exists() else []),
@@ -238,7 +239,7 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         if trace_stream is not None:
             trace_stream.close()
         if mlflow_run is not None:
-            mlflow_run.finish(status=tracking.status_for_exception(exc))
+            mlflow_run.finish(status=tracking_values.status_for_exception(exc))
         raise
     return outcome
 

@@ -40,31 +40,25 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 # A sweep's points, its progress line and the fan-out to worker processes have modules of their
 # own; their names are re-exported here, where the app and the tests import them.
-from geoeval.core.sweep_fanout import (  # noqa: F401
-    CLAIMS,
-    STOP,
-    STOP_GRACE_S,
+from geoeval.core.sweep_fanout import (
     SWEEP_WORKER_ENV,
-    WORKERS,
     _claim,
     _FanOut,
     _output_to,
     _stopping,
     _worker_batch,
 )
-from geoeval.core.sweep_points import (  # noqa: F401
+from geoeval.core.sweep_points import (
     _CURRENT,
-    SWEEP_POINTS,
     Job,
     SweepJob,
     _completed,
     append_point,
     crash_point,
-    current_sweep_job,
     job_labels,
     read_points,
 )
-from geoeval.core.sweep_progress import SweepProgress, point_summary  # noqa: F401
+from geoeval.core.sweep_progress import SweepProgress
 
 JOB_LOG = "job.log"  # a fanned-out job's stdout and stderr, in its own folder
 # Hydra instantiates launchers only from `hydra_plugins.*`; `register()` puts this one there

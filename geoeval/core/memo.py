@@ -89,4 +89,3 @@ class CopyingMemo(LruMemo):
 #: file_key -> sha256, for file_digest
 _DIGESTS = LruMemo(maxsize=4096)
 
-__all__ = ["CopyingMemo", "LruMemo", "file_digest", "file_key"]

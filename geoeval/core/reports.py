@@ -21,7 +21,7 @@ from geoeval.core.aggregate import DEFAULT_SUM_METRICS
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.text import clean_text, clean_value
-from geoeval.core.warehouse import SCORE_ARROW_SCHEMA
+from geoeval.core.warehouse_schema import SCORE_ARROW_SCHEMA
 
 # -- tables -----------------------------------------------------------------------------------
 

@@ -410,23 +410,3 @@ def interval_metrics(results: Sequence[SampleResult], metrics: Sequence[str], *,
     return out
 
 
-__all__ = [
-    "CLUSTER_EXTRA_KEY",
-    "DEFAULT_N_BOOT",
-    "FEW_CLUSTERS",
-    "SUITE_CLUSTER_KEYS",
-    "Estimate",
-    "PairedComparison",
-    "cluster_of",
-    "cluster_standard_error",
-    "group_keys",
-    "interval_metrics",
-    "is_binary",
-    "mcnemar_exact",
-    "mean_interval",
-    "paired_comparison",
-    "register_cluster_key",
-    "sign_flip_test",
-    "summary_with_intervals",
-    "wilson_interval",
-]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from geoeval.core import tracking
+from geoeval.core import tracking_values
 from geoeval.core.text import clean_text
 from geoeval.core.trace_content import _clip, _completion, _json, _ns, _prompt, _text
 
@@ -151,7 +151,7 @@ def _assessments(sample: Any, run_id: str) -> list[Any]:
     for name, raw, rationale in _score_items(sample):
         value, note = _feedback_value(raw)
         out.append(Feedback(
-            name=tracking.mlflow_key(name), value=value, source=source, rationale=rationale, metadata=meta,
+            name=tracking_values.mlflow_key(name), value=value, source=source, rationale=rationale, metadata=meta,
             error=AssessmentError(error_code="METRIC_NOT_COMPUTED", error_message=note) if note else None,
         ))
     target = sample.target
@@ -171,7 +171,7 @@ def _dims_tags(sample: Any) -> dict[str, str]:
     out = {}
     for key, value in list(dims.items())[:20]:
         if isinstance(value, (str, int, float, bool)) and value != "":
-            out[f"geoeval.dims.{tracking.mlflow_key(str(key))}"] = clean_text(str(value), max_chars=250)
+            out[f"geoeval.dims.{tracking_values.mlflow_key(str(key))}"] = clean_text(str(value), max_chars=250)
     return out
 
 

@@ -40,24 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core import tracking
+from geoeval.core import tracking_store
 from geoeval.core.text import clean_text, clean_value
 
 # Building a trace, its text and values, and the choice of samples have modules of their own;
 # their names are re-exported here, where the job, the benchmarks and the tests import them.
-from geoeval.core.trace_build import (  # noqa: F401
-    EXPECTATION_NAME,
-    METADATA_CHARS,
-    PREVIEW_CHARS,
-    SOURCE_ID,
-    TAG_CHARS,
+from geoeval.core.trace_build import (
     build_trace,
-    sample_key,
 )
-from geoeval.core.trace_content import FIELD_CHARS, MAX_LIST_ITEMS, _clip, _short, _text  # noqa: F401
-from geoeval.core.trace_selection import (  # noqa: F401
+from geoeval.core.trace_content import _short
+from geoeval.core.trace_selection import (
     TRACE_MODES,
     TraceMode,
-    _Candidate,
     _candidates,
     _read_samples,
     select_samples,
@@ -125,9 +119,9 @@ class _Writer:
     def __init__(self, tracking_spec: Any, run_id: str, *, dataset_name: str, model: str) -> None:
         from mlflow.tracing.client import TracingClient
 
-        self.client = tracking.client_for(tracking_spec)
+        self.client = tracking_store.client_for(tracking_spec)
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
-        self.tracing = TracingClient(tracking.tracking_uri_for(tracking_spec))
+        self.tracing = TracingClient(tracking_store.tracking_uri_for(tracking_spec))
         self.run_id, self.dataset_name, self.model = run_id, dataset_name, model
         self.batch: list[tuple[Any, list[Any]]] = []
         self.written: list[str] = []  # sample keys whose traces were written
@@ -352,11 +346,11 @@ def log_dataset(tracking_spec: Any, experiment: str, run_id: str, rows: Any, nam
     """Logs the evaluated samples as the run's input dataset (`mlflow.log_input` with context
     "evaluation", addressed by run id): `rows` is a pandas DataFrame (one row per sample; its
     text is cleaned), `digest` identifies its content (MLflow computes one when None)."""
-    tracking._mlflow()
+    tracking_store._mlflow()
     import mlflow.data
     from mlflow.entities import DatasetInput, InputTag
 
-    client = tracking.client_for(tracking_spec)
+    client = tracking_store.client_for(tracking_spec)
     frame = rows.copy()
     for column in frame.columns:
         if frame[column].dtype == object:

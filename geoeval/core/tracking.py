@@ -43,37 +43,22 @@ from geoeval.core.text import clean_text
 
 # The store, the names and values, and the run owners have modules of their own; their names are
 # re-exported here, where the job, the app, `traces` and the tests import them.
-from geoeval.core.tracking_owners import (  # noqa: F401
-    TAG_HOST,
-    TAG_PID,
-    TAG_PID_START,
+from geoeval.core.tracking_owners import (
     owner_is_dead,
     owner_tags,
 )
-from geoeval.core.tracking_store import (  # noqa: F401
-    LOCK_FILE,
-    MLFLOW_DEFAULT_EXPERIMENT,
-    _mlflow,
+from geoeval.core.tracking_store import (
     client_for,
-    default_artifact_location,
-    default_tracking_uri,
     ensure_experiment,
-    experiment_name_for,
-    setup,
-    sqlite_path,
     store_lock,
     tracking_uri_for,
 )
-from geoeval.core.tracking_values import (  # noqa: F401
-    MAX_KEY_CHARS,
-    MAX_PARAM_CHARS,
-    MAX_TAG_CHARS,
+from geoeval.core.tracking_values import (
     METRICS_PER_BATCH,
     PARAMS_PER_BATCH,
     flatten,
     mlflow_key,
     param_value,
-    run_description,
     status_for_exception,
     tag_value,
 )

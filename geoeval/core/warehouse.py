@@ -59,8 +59,6 @@ from geoeval.core.warehouse_schema import (
     SAMPLE_TABLE_COLUMNS,
     SCHEMA_DDL,
     SCHEMA_VERSION,
-    SCORE_ARROW_SCHEMA,
-    SCORE_COLUMNS,
     SCORE_TABLE_COLUMNS,
     SCORES_SELECT,
 )
@@ -453,4 +451,3 @@ class Warehouse:
                 raise GeoevalError(f"SQL failed: {first_line(error)}") from None
 
 
-__all__ = ["REGISTERED", "SCHEMA_VERSION", "SCORE_ARROW_SCHEMA", "SCORE_COLUMNS", "Warehouse"]

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from geoeval.core import tracking
+from geoeval.core import tracking_store
 
 
 def spec_for(store: Path) -> SimpleNamespace:
@@ -21,7 +21,7 @@ def spec_for(store: Path) -> SimpleNamespace:
 def schema_db(tmp_path_factory) -> Path:
     """An empty, fully migrated MLflow database, made once per module."""
     store = tmp_path_factory.mktemp("schema") / "mlruns"
-    tracking.client_for(spec_for(store))
+    tracking_store.client_for(spec_for(store))
     return store / "mlflow.db"
 
 

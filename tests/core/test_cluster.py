@@ -88,6 +88,7 @@ def test_the_node_cache_evicts_least_recently_used_entries_not_in_use(tmp_path):
 
 def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without_metadata(monkeypatch):
     from geoeval.core import registry
+    from geoeval.core import errors
     from geoeval.core.cluster import shipped_env_vars, shipped_modules
 
     modules = shipped_env_vars()[registry.SHIPPED_ENTRY_POINTS_ENV].split(",")
@@ -105,5 +106,5 @@ def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without
     monkeypatch.delenv(registry.SHIPPED_ENTRY_POINTS_ENV)
     import pytest
 
-    with pytest.raises(registry.GeoevalError, match="built-in suites are not registered"):
+    with pytest.raises(errors.GeoevalError, match="built-in suites are not registered"):
         registry.load_plugins()

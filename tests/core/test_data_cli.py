@@ -16,7 +16,8 @@ import pytest
 
 from geoeval.core import datasets
 from geoeval.core.data_cli import main
-from geoeval.core.datasets import DATASETS, FetchError, cache_state, fetch, resolve_root
+from geoeval.core.dataset_registry import DATASETS
+from geoeval.core.datasets import FetchError, cache_state, fetch, resolve_root
 from geoeval.core.errors import GeoevalError
 
 HUB_PREFIX = "/datasets/szq-nju/MapTab/resolve/main/"
@@ -352,7 +353,7 @@ def test_the_fetched_sample_loads_as_the_authors_environment(server: PeersServer
 
 
 def test_the_fetched_demo_loads_as_the_replay_store_and_bench(server: PeersServer, peers: Path) -> None:
-    from geoeval.suites.mapsatisfy.replay import load_mock_store
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
     from geoeval.suites.mapsatisfy.schema import load_demo_bench
 
     summary = fetch("mapsatisfy-demo", url_base=f"{server.url}/mapsatisfy/")

@@ -17,7 +17,7 @@ from geoeval.core.reports import (
     sweep_table,
     write_per_sample_parquet,
 )
-from geoeval.core.warehouse import SCORE_COLUMNS
+from geoeval.core.warehouse_schema import SCORE_COLUMNS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -11,6 +11,8 @@ import pytest
 
 from tests.core.conftest import spec_for
 from geoeval.core import traces, tracking
+from geoeval.core import trace_content
+from geoeval.core import trace_selection
 
 N_SAMPLES = 50
 ERRORED = "s1"  # its model call raises
@@ -162,7 +164,7 @@ def test_errors_mode_traces_only_errored_samples(store, eval_log):
 
 def test_errors_mode_reads_no_log_when_the_caller_counted_no_error(store, eval_log, monkeypatch):
     read: list[str] = []
-    real = traces._candidates
+    real = trace_selection._candidates
     monkeypatch.setattr(traces, "_candidates", lambda paths, warn: read.append("read") or real(paths, warn))
     run = open_run(store)
     counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="errors", errored=0)
@@ -236,15 +238,15 @@ def test_trace_stream_logs_samples_as_they_arrive(store, eval_log):
 
 
 def test_select_samples_dedupes_and_orders():
-    cand = traces._Candidate
+    cand = trace_selection._Candidate
     logs = [cand("a", "x", 1, True), cand("a", "y", 1, False), cand("b", "x", 1, False), cand("b", "z", 1, True)]
-    chosen, skipped = traces.select_samples(logs, "all", None)
+    chosen, skipped = trace_selection.select_samples(logs, "all", None)
     assert [(c.path, c.sample_id) for c in chosen] == [("a", "y"), ("b", "x"), ("b", "z")]  # x: the later log
     assert skipped == 0
-    chosen, skipped = traces.select_samples(logs, "all", 1)
+    chosen, skipped = trace_selection.select_samples(logs, "all", 1)
     assert [(c.path, c.sample_id) for c in chosen] == [("b", "z")] and skipped == 2
-    assert [c.sample_id for c in traces.select_samples(logs, "errors", None)[0]] == ["z"]
-    assert traces.select_samples(logs, "none", None) == ([], 0)
+    assert [c.sample_id for c in trace_selection.select_samples(logs, "errors", None)[0]] == ["z"]
+    assert trace_selection.select_samples(logs, "none", None) == ([], 0)
 
 
 def test_bad_input_is_a_warning_never_an_exception(store, eval_log, tmp_path, capsys):
@@ -263,14 +265,14 @@ def test_bad_input_is_a_warning_never_an_exception(store, eval_log, tmp_path, ca
 
 def test_hostile_text_is_cleaned_and_bounded():
     text = "a\ud800b\x00c" + "x" * 30_000
-    cleaned = traces._text(text)
+    cleaned = trace_content._text(text)
     assert cleaned.startswith("a\ufffdb\ufffdc") and cleaned.endswith("more characters cut]")
-    assert len(cleaned) < traces.FIELD_CHARS + 50
+    assert len(cleaned) < trace_content.FIELD_CHARS + 50
     deep: object = "leaf"
     for _ in range(50):
         deep = {"k": [deep]}
-    clipped = traces._clip({"args": deep, "n": float("nan"), "big": list(range(1000)), "\ud800": 1})
-    assert clipped["n"] == "nan" and len(clipped["big"]) == traces.MAX_LIST_ITEMS + 1
+    clipped = trace_content._clip({"args": deep, "n": float("nan"), "big": list(range(1000)), "\ud800": 1})
+    assert clipped["n"] == "nan" and len(clipped["big"]) == trace_content.MAX_LIST_ITEMS + 1
     assert "\ufffd" in clipped
     import json
 

@@ -17,6 +17,9 @@ import pytest
 
 from tests.core.conftest import spec_for
 from geoeval.core import tracking
+from geoeval.core import tracking_owners
+from geoeval.core import tracking_store
+from geoeval.core import tracking_values
 
 
 
@@ -57,7 +60,7 @@ def test_run_is_running_while_open_and_finished_with_metrics_and_artifacts(tmp_p
     assert len(logged) == 252  # no param hidden
     assert logged["p.249"] == "249"
     assert logged["weird key_1"] == "v"
-    assert len(logged["suite.long"]) <= tracking.MAX_PARAM_CHARS
+    assert len(logged["suite.long"]) <= tracking_values.MAX_PARAM_CHARS
     assert logged["suite.long"].endswith("more characters cut]")
 
     # progress: logged at once when forced, at most once per interval otherwise
@@ -193,33 +196,33 @@ def test_reuse_needs_the_same_parent(tmp_path, store):
 
 
 def test_owner_liveness():
-    me = tracking.owner_tags()
-    assert not tracking.owner_is_dead(me)
-    assert not tracking.owner_is_dead({**me, "geoeval.host": "another-host"})  # cannot check: alive
-    assert not tracking.owner_is_dead({})
+    me = tracking_owners.owner_tags()
+    assert not tracking_owners.owner_is_dead(me)
+    assert not tracking_owners.owner_is_dead({**me, "geoeval.host": "another-host"})  # cannot check: alive
+    assert not tracking_owners.owner_is_dead({})
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
-    assert tracking.owner_is_dead({**me, "geoeval.pid": str(gone.pid)})
+    assert tracking_owners.owner_is_dead({**me, "geoeval.pid": str(gone.pid)})
     # the pid alive but started at another time: an unrelated process reused it
     if me["geoeval.pid_start"]:
-        assert tracking.owner_is_dead({**me, "geoeval.pid_start": "1"})
+        assert tracking_owners.owner_is_dead({**me, "geoeval.pid_start": "1"})
 
 
 def test_status_for_exception():
-    assert tracking.status_for_exception(None) == "FINISHED"
-    assert tracking.status_for_exception(KeyboardInterrupt()) == "KILLED"
-    assert tracking.status_for_exception(SystemExit(1)) == "KILLED"
-    assert tracking.status_for_exception(ValueError()) == "FAILED"
+    assert tracking_values.status_for_exception(None) == "FINISHED"
+    assert tracking_values.status_for_exception(KeyboardInterrupt()) == "KILLED"
+    assert tracking_values.status_for_exception(SystemExit(1)) == "KILLED"
+    assert tracking_values.status_for_exception(ValueError()) == "FAILED"
 
 
 def test_keys_and_values_fit_mlflow():
-    assert tracking.mlflow_key("suite.resolution") == "suite.resolution"
-    assert tracking.mlflow_key("pass_rate/level=2") == "pass_rate/level_2"
-    assert tracking.mlflow_key("a//b") == "a__b"
-    assert len(tracking.mlflow_key("k" * 400)) == tracking.MAX_KEY_CHARS
-    assert tracking.mlflow_key("k" * 400) != tracking.mlflow_key("k" * 399)
-    assert tracking.param_value(None) == ""
-    assert tracking.param_value("a\ud800b") == "a\ufffdb"
+    assert tracking_values.mlflow_key("suite.resolution") == "suite.resolution"
+    assert tracking_values.mlflow_key("pass_rate/level=2") == "pass_rate/level_2"
+    assert tracking_values.mlflow_key("a//b") == "a__b"
+    assert len(tracking_values.mlflow_key("k" * 400)) == tracking_values.MAX_KEY_CHARS
+    assert tracking_values.mlflow_key("k" * 400) != tracking_values.mlflow_key("k" * 399)
+    assert tracking_values.param_value(None) == ""
+    assert tracking_values.param_value("a\ud800b") == "a\ufffdb"
 
 
 # --- sweeps -------------------------------------------------------------------------------------
@@ -336,8 +339,8 @@ def test_store_lock_is_exclusive_across_processes(tmp_path):
     uri = spec_for(store).tracking_uri
     holder = textwrap.dedent("""
         import sys, time
-        from geoeval.core import tracking
-        with tracking.store_lock(sys.argv[1]):
+        from geoeval.core import tracking_store
+        with tracking_store.store_lock(sys.argv[1]):
             print("locked", flush=True)
             time.sleep(1.5)
     """)
@@ -345,9 +348,9 @@ def test_store_lock_is_exclusive_across_processes(tmp_path):
     try:
         assert proc.stdout.readline().strip() == "locked"
         began = time.monotonic()
-        with tracking.store_lock(uri):
+        with tracking_store.store_lock(uri):
             waited = time.monotonic() - began
-            with tracking.store_lock(uri):  # re-entrant in one thread
+            with tracking_store.store_lock(uri):  # re-entrant in one thread
                 pass
     finally:
         proc.wait(timeout=30)

@@ -15,7 +15,8 @@ import pytest
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.reports import write_per_sample_parquet
-from geoeval.core.warehouse import SCHEMA_VERSION, SCORE_COLUMNS, Warehouse
+from geoeval.core.warehouse_schema import SCHEMA_VERSION, SCORE_COLUMNS
+from geoeval.core.warehouse import Warehouse
 
 HOSTILE = "x'); DROP TABLE scores; --"
 

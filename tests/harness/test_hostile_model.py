@@ -456,7 +456,9 @@ def test_mapsatisfy_llm_user_reply_is_clean_text():
 
 
 def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_path):
-    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, RecordStore, ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+    from geoeval.suites.mapsatisfy.replay.store import RecordStore
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
 
     store = RecordStore()
     store.add("get_weather", {"location": "唐山", "date": "2026-05-26"}, '{"live": {"weather": "晴"}}', trace_id="t0")

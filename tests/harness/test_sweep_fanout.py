@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from geoeval.core import launcher
+from geoeval.core import sweep_points
+from geoeval.core import sweep_progress
 from tests.conftest import geoeval_cmd
 
 # 4 jobs of the quickest honest offline config: the table baseline's scores differ by seed and setting
@@ -80,7 +82,7 @@ def test_a_job_whose_worker_dies_fails_the_sweep_and_the_others_finish(tmp_path)
     proc = run_sweep(tmp_path / "run", "runner.max_concurrent_jobs=2", f"+model.args.crash_once_marker={marker}")
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert marker.exists()
-    points = launcher.read_points(sweep_dir(tmp_path / "run") / "sweep_points.jsonl")
+    points = sweep_points.read_points(sweep_dir(tmp_path / "run") / "sweep_points.jsonl")
     assert [p["job"] for p in points] == [0, 1, 2, 3]
     crashed = [p for p in points if p.get("crashed")]
     assert len(crashed) == 1 and "worker process died" in crashed[0]["failed"]
@@ -97,18 +99,18 @@ def test_run_names_are_the_swept_values():
     jobs = [["suite.resolution=0.25", "suite.setting=map", "runner=local"],
             ["suite.resolution=0.5", "suite.setting=map", "runner=local"],
             ["suite.resolution=0.25", "suite.setting=edge_tab", "runner=local"]]
-    assert launcher.job_labels(jobs) == ["resolution=0.25 setting=map", "resolution=0.5 setting=map",
+    assert sweep_points.job_labels(jobs) == ["resolution=0.25 setting=map", "resolution=0.5 setting=map",
                                          "resolution=0.25 setting=edge_tab"]
     # two swept keys that end alike keep their whole names; a one-job sweep is named by its overrides
-    assert launcher.job_labels([["env.seed=1", "seed=1"], ["env.seed=2", "seed=3"]]) == [
+    assert sweep_points.job_labels([["env.seed=1", "seed=1"], ["env.seed=2", "seed=3"]]) == [
         "env.seed=1 seed=1", "env.seed=2 seed=3"]
-    assert launcher.job_labels([["+experiment=x", "seed=1"]]) == ["+experiment=x seed=1"]
-    assert launcher.job_labels([[]]) == ["base"]
+    assert sweep_points.job_labels([["+experiment=x", "seed=1"]]) == ["+experiment=x seed=1"]
+    assert sweep_points.job_labels([[]]) == ["base"]
 
 
 def _append_many(path: str, worker: int) -> None:
     for i in range(200):
-        launcher.append_point(Path(path), {"job": worker * 1000 + i, "pad": "x" * 5000})
+        sweep_points.append_point(Path(path), {"job": worker * 1000 + i, "pad": "x" * 5000})
 
 
 def test_points_appended_by_concurrent_processes_stay_whole_lines(tmp_path):
@@ -127,20 +129,20 @@ def test_points_appended_by_concurrent_processes_stay_whole_lines(tmp_path):
 def test_read_points_keeps_each_jobs_last_line_in_job_order(tmp_path):
     path = tmp_path / "sweep_points.jsonl"
     for point in ({"job": 2, "v": 1}, {"job": 0, "v": 1}, {"job": 2, "v": 2}):
-        launcher.append_point(path, point)
-    assert launcher.read_points(path) == [{"job": 0, "v": 1}, {"job": 2, "v": 2}]
-    assert launcher.read_points(tmp_path / "missing.jsonl") == []
+        sweep_points.append_point(path, point)
+    assert sweep_points.read_points(path) == [{"job": 0, "v": 1}, {"job": 2, "v": 2}]
+    assert sweep_points.read_points(tmp_path / "missing.jsonl") == []
 
 
 def test_progress_line_counts_jobs_and_estimates_the_rest(capsys):
     import sys
 
-    progress = launcher.SweepProgress(total=5, concurrency=2, stream=sys.stderr)
+    progress = sweep_progress.SweepProgress(total=5, concurrency=2, stream=sys.stderr)
     progress.job_done(0, "seed=0", {"job": 0, "metrics": {"ema": 0.5, "pma": 0.25, "n_samples": 4}, "n": 4}, 10.0,
                       headline=("ema",))
     progress.job_done(1, "seed=1", {"job": 1, "failed": "errors past fail_on_error", "metrics": {"ema": 0.0}, "n": 4},
                       30.0)
-    progress.job_done(2, "seed=2", launcher.crash_point(2, ["seed=2"], "exit code 2"), 0.0)
+    progress.job_done(2, "seed=2", sweep_points.crash_point(2, ["seed=2"], "exit code 2"), 0.0)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "[geoeval] sweep 1/5 done, ETA 20s | job 0 seed=0: ema=0.500 (n=4) [10s]"
     # mean 20 s a job, 3 left, 2 at a time: 30 s
@@ -183,7 +185,7 @@ def test_a_job_that_stops_with_an_error_fails_the_sweep_one_at_a_time_too(tmp_pa
                                       "suite.categories=[edge_only]", "suite.setting=map_edge_tab,edge_tab"),
                           cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    points = launcher.read_points(sweep_dir(cwd) / "sweep_points.jsonl")
+    points = sweep_points.read_points(sweep_dir(cwd) / "sweep_points.jsonl")
     assert [(p["job"], bool(p.get("crashed"))) for p in points] == [(0, True), (1, False)]
     assert "keeps none of suite.categories" in points[0]["failed"]
     assert points[1]["counts"]["n_scored"] == points[1]["n"] > 0

@@ -21,7 +21,7 @@ def city_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def city(city_path):
-    from geoeval.suites.lifeplanner.tools import open_city
+    from geoeval.suites.lifeplanner.city_handle import open_city
 
     return open_city(city_path)
 
@@ -40,6 +40,6 @@ N_CASES = 66  # every task x level combination, at least 3 each (Table 4 proport
 
 @pytest.fixture(scope="session")
 def cases(city_path):
-    from geoeval.suites.lifeplanner.cases import generate_cases
+    from geoeval.suites.lifeplanner.cases.engine import generate_cases
 
     return generate_cases(str(city_path), n_cases=N_CASES, seed=0)

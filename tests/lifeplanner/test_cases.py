@@ -11,10 +11,16 @@ import re
 
 import pytest
 
-from geoeval.suites.lifeplanner import cases as C
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner.cases import case
+from geoeval.suites.lifeplanner.cases import check
+from geoeval.suites.lifeplanner.cases import engine as engine_module
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import toolsets
 from geoeval.suites.lifeplanner.answers import TABLE6_FIELDS, instance_fields, parse_answer
-from geoeval.suites.lifeplanner.environment import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB, is_open
+from geoeval.suites.lifeplanner.city_vocabulary import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.opening_hours import is_open
 from geoeval.suites.lifeplanner.judging import constraint_results
 from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
@@ -26,34 +32,34 @@ from .helpers import rows
 
 
 def test_allocation_is_table4_at_paper_size_and_proportional_at_any_size():
-    assert C.allocate(667) == C.TABLE4
-    assert sum(C.TABLE4.values()) == 667
+    assert case.allocate(667) == case.TABLE4
+    assert sum(case.TABLE4.values()) == 667
     # 22 cases, by hand: floors 3,2,1,3,1,1,3,1,1,1,1 (18); the four largest remainders are
     # trip_l1 (.75), nearby_l1 (.72), routing_l1 (.65), nearby_l0 (.43)
-    assert C.allocate(22) == {
+    assert case.allocate(22) == {
         ("place", "l0"): 3, ("place", "l1"): 2, ("place", "l2"): 1, ("nearby", "l0"): 4, ("nearby", "l1"): 2,
         ("nearby", "l2"): 1, ("routing", "l0"): 3, ("routing", "l1"): 2, ("routing", "l2"): 1, ("trip", "l1"): 2,
         ("trip", "l2"): 1}
     for n in (0, 1, 7, 11, 100, 1334, 5000):
-        counts = C.allocate(n)
+        counts = case.allocate(n)
         assert sum(counts.values()) == n
         for combo, k in counts.items():  # largest remainder: never more than 1 off the exact quota
-            assert abs(k - n * C.TABLE4[combo] / 667) < 1
-    assert C.allocate(1334) == {c: 2 * k for c, k in C.TABLE4.items()}
+            assert abs(k - n * case.TABLE4[combo] / 667) < 1
+    assert case.allocate(1334) == {c: 2 * k for c, k in case.TABLE4.items()}
 
 
 def test_allocation_of_a_subset_renormalises():
-    trip = C.allocate(10, [("trip", "l1"), ("trip", "l2")])
+    trip = case.allocate(10, [("trip", "l1"), ("trip", "l2")])
     assert trip == {("trip", "l1"): 6, ("trip", "l2"): 4}  # 53:35 of 10 = 6.02 : 3.98
     with pytest.raises(ValueError):
-        C.allocate(5, [("trip", "l0")])
+        case.allocate(5, [("trip", "l0")])
 
 
 def test_generated_cases_follow_the_allocation(cases):
     got: dict = {}
     for c in cases:
         got[(c.task, c.level)] = got.get((c.task, c.level), 0) + 1
-    assert got == C.allocate(N_CASES)
+    assert got == case.allocate(N_CASES)
     assert set(got) == set(COMBINATIONS)
     assert len({c.id for c in cases}) == len(cases)
 
@@ -62,26 +68,26 @@ def test_generated_cases_follow_the_allocation(cases):
 
 
 def test_same_city_and_seed_give_the_same_cases_byte_for_byte(city_path, cases):
-    again = C.generate_cases(str(city_path), n_cases=N_CASES, seed=0)
-    assert C.cases_to_jsonl(again) == C.cases_to_jsonl(cases)
-    other = C.generate_cases(str(city_path), n_cases=N_CASES, seed=1)
-    assert C.cases_to_jsonl(other) != C.cases_to_jsonl(cases)
-    assert C.cases_to_jsonl(C.cases_from_jsonl(C.cases_to_jsonl(cases))) == C.cases_to_jsonl(cases)
+    again = engine_module.generate_cases(str(city_path), n_cases=N_CASES, seed=0)
+    assert engine_module.cases_to_jsonl(again) == engine_module.cases_to_jsonl(cases)
+    other = engine_module.generate_cases(str(city_path), n_cases=N_CASES, seed=1)
+    assert engine_module.cases_to_jsonl(other) != engine_module.cases_to_jsonl(cases)
+    assert engine_module.cases_to_jsonl(engine_module.cases_from_jsonl(engine_module.cases_to_jsonl(cases))) == engine_module.cases_to_jsonl(cases)
 
 
 def test_a_combination_keeps_its_cases_when_others_are_added(city_path, cases):
-    only_place = C.CaseEngine(str(city_path), 0).generate({("place", "l0"): C.allocate(N_CASES)[("place", "l0")]})
-    assert C.cases_to_jsonl(only_place) == C.cases_to_jsonl([c for c in cases if c.type == "place_L0"])
+    only_place = engine_module.CaseEngine(str(city_path), 0).generate({("place", "l0"): case.allocate(N_CASES)[("place", "l0")]})
+    assert engine_module.cases_to_jsonl(only_place) == engine_module.cases_to_jsonl([c for c in cases if c.type == "place_L0"])
 
 
 def test_a_city_that_cannot_supply_the_cases_says_so(city_path, monkeypatch):
-    engine = C.CaseEngine(str(city_path), 0)
+    engine = engine_module.CaseEngine(str(city_path), 0)
 
     def never(self):
-        raise C.Reject("nothing fits")
+        raise case.Reject("nothing fits")
 
-    monkeypatch.setattr(C.CaseEngine, "trip_l2", never)
-    with pytest.raises(C.CaseGenerationError, match="trip_l2.*larger city"):
+    monkeypatch.setattr(engine_module.CaseEngine, "trip_l2", never)
+    with pytest.raises(case.CaseGenerationError, match="trip_l2.*larger city"):
         engine.generate({("trip", "l2"): 1})
 
 
@@ -155,7 +161,7 @@ def test_every_parameter_a_reference_path_uses_is_in_the_tool_description(cases)
     used_mode = False
     for c in cases:
         for step in c.tau_star:
-            described = T.STANDARD_SCHEMA[step["tool"]][1]
+            described = toolsets.STANDARD_SCHEMA[step["tool"]][1]
             assert set(step["arguments"]) <= set(described), (c.id, step)
             center = step["arguments"].get("center")
             if isinstance(center, dict):
@@ -168,24 +174,24 @@ def test_every_parameter_a_reference_path_uses_is_in_the_tool_description(cases)
 
 def test_every_case_replays_and_reproduces_its_answer(city, cases):
     for c in cases:
-        assert C.check_case(city, c) == [], c.id
-        assert 1 <= len(c.tau_star) <= C.MAX_REFERENCE_CALLS
-        assert all(step["tool"] in T.STANDARD_SCHEMA for step in c.tau_star), c.id  # the agent's own toolset
+        assert check.check_case(city, c) == [], c.id
+        assert 1 <= len(c.tau_star) <= case.MAX_REFERENCE_CALLS
+        assert all(step["tool"] in toolsets.STANDARD_SCHEMA for step in c.tau_star), c.id  # the agent's own toolset
         assert c.engine_path, c.id  # verified with the data-engine toolset
 
 
 def test_check_case_catches_a_broken_case(city, cases):
     route = next(c for c in cases if c.task == "trip")
-    wrong_total = C.Case.from_dict(json.loads(json.dumps(route.to_dict())))
+    wrong_total = case.Case.from_dict(json.loads(json.dumps(route.to_dict())))
     wrong_total.answer["total_time_s"] += 60
-    assert any("reference totals" in p for p in C.check_case(city, wrong_total))
-    short_path = C.Case.from_dict(json.loads(json.dumps(route.to_dict())))
+    assert any("reference totals" in p for p in check.check_case(city, wrong_total))
+    short_path = case.Case.from_dict(json.loads(json.dumps(route.to_dict())))
     short_path.tau_star = short_path.tau_star[:2]
-    assert any("evidence" in p for p in C.check_case(city, short_path))
+    assert any("evidence" in p for p in check.check_case(city, short_path))
     place = next(c for c in cases if c.type == "place_L0")
-    wrong_value = C.Case.from_dict(json.loads(json.dumps(place.to_dict())))
+    wrong_value = case.Case.from_dict(json.loads(json.dumps(place.to_dict())))
     wrong_value.answer["answer"] = "nothing like it"
-    assert any("A < 1" in p for p in C.check_case(city, wrong_value))
+    assert any("A < 1" in p for p in check.check_case(city, wrong_value))
 
 
 def test_multi_stop_cases_use_multi_stop_routing(cases):
@@ -322,7 +328,7 @@ def test_route_stops_recomputed(city, db, cases):
         for con in c.constraints:
             if con["kind"] == "nearest_on_route":  # the stop of that type is the one nearest the route
                 same = [p for p in places if _sub(places[p]) == con["place_type"] and p not in (a, b)]
-                ds = T.route_buffer_distances(city, a, b, vehicle, mode, same)
+                ds = nearby_tools.route_buffer_distances(city, a, b, vehicle, mode, same)
                 nearest = same[ds.index(min(ds))]
                 assert nearest in c.reference_order, c.id
                 assert sorted(ds)[1] - sorted(ds)[0] >= 10, c.id
@@ -332,7 +338,7 @@ def test_route_stops_recomputed(city, db, cases):
                     assert not re.search(r"\d+ ?m\b", c.question.split(" I also need")[0]), c.id
                 sub = next(x["requirement"][2] for x in c.constraints if x.get("requirement", [""])[0] == "place_type")
                 same = [p for p in places if _sub(places[p]) == sub and p not in (a, b)]
-                ds = T.route_buffer_distances(city, a, b, vehicle, mode, same)
+                ds = nearby_tools.route_buffer_distances(city, a, b, vehicle, mode, same)
                 fit = [p for p, d in zip(same, ds) if d <= con["radius_m"] and _facts(places[p]) & set(pref.facts)]
                 assert len(fit) == 1 and fit[0] in c.reference_order, c.id
 
@@ -364,7 +370,7 @@ def test_visiting_orders_are_the_unique_admissible_optimum_by_brute_force(city, 
         vehicle, mode = c.context["vehicle"], c.context["mode"]
         legs = {}
         for u, v in itertools.permutations(c.reference_order, 2):
-            r = T.routing(city, u, v, mode=mode, vehicle=vehicle).payload
+            r = routing_tools.routing(city, u, v, mode=mode, vehicle=vehicle).payload
             legs[(u, v)] = (r["total_distance_m"], r["total_time_s"])
         rules = {x["kind"]: x for x in c.constraints}
 
@@ -432,15 +438,15 @@ def test_paper_l2_phrasing_states_no_type_radius_or_candidate_list(cases):
 
 
 def test_explicit_l2_phrasing_is_kept_as_an_option(city):
-    explicit = C.generate_cases(city.db_path, n_cases=8, seed=0, combos=_L2, l2_phrasing="explicit")
+    explicit = engine_module.generate_cases(city.db_path, n_cases=8, seed=0, combos=_L2, l2_phrasing="explicit")
     assert {c.task for c in explicit} == {"place", "nearby", "routing", "trip"}
     for c in explicit:
         assert c.context.get("phrasing", "explicit") == "explicit", c.id
         if c.task == "place":  # the candidates are listed by name
-            names = [r["name"] for r in (T.place_detail(city, i).payload for i in c.context["candidates"])]
+            names = [r["name"] for r in (place_tools.place_detail(city, i).payload for i in c.context["candidates"])]
             assert all(n in c.question for n in names), c.id
         else:
             assert re.search(r"\d+(?:\.\d+)? (m|km)\b", c.question), c.id
-        assert C.check_case(city, c) == [], c.id
+        assert check.check_case(city, c) == [], c.id
     with pytest.raises(ValueError):
-        C.generate_cases(city.db_path, n_cases=3, seed=0, combos=_L2, l2_phrasing="loose")
+        engine_module.generate_cases(city.db_path, n_cases=3, seed=0, combos=_L2, l2_phrasing="loose")

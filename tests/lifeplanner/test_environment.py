@@ -11,18 +11,10 @@ import duckdb
 import networkx as nx
 import pytest
 
-from geoeval.suites.lifeplanner import environment as env
-from geoeval.suites.lifeplanner.environment import (
-    MEMORY_FIELDS,
-    OpeningHoursError,
-    agent_visible_columns,
-    build_synthetic_city,
-    closing_minute,
-    data_engine_visible_columns,
-    is_open,
-    parse_opening_hours,
-    read_city_info,
-)
+from geoeval.suites.lifeplanner import city_layout
+from geoeval.suites.lifeplanner.city_schema import MEMORY_FIELDS, agent_visible_columns, data_engine_visible_columns
+from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, closing_minute, is_open, parse_opening_hours
+from geoeval.suites.lifeplanner.environment import build_synthetic_city, read_city_info
 
 from .conftest import N_NOTES, N_PLACES, SEED
 from .helpers import rows
@@ -125,8 +117,8 @@ def test_places_lie_in_the_area_and_lonlat_agree_with_metres(city_path, db):
     for p in rows(db, "SELECT x_m, y_m, lon, lat FROM places"):
         assert -0.01 <= p["x_m"] <= side + 0.01 and -0.01 <= p["y_m"] <= side + 0.01  # stored to the cm
     a, b = rows(db, "SELECT x_m, y_m, lon, lat FROM places ORDER BY id LIMIT 2")
-    dx = (a["lon"] - b["lon"]) * env._m_per_deg_lon(info.center_lat)
-    dy = (a["lat"] - b["lat"]) * env._M_PER_DEG_LAT
+    dx = (a["lon"] - b["lon"]) * city_layout._m_per_deg_lon(info.center_lat)
+    dy = (a["lat"] - b["lat"]) * city_layout._M_PER_DEG_LAT
     assert abs((dx ** 2 + dy ** 2) ** 0.5 - ((a["x_m"] - b["x_m"]) ** 2 + (a["y_m"] - b["y_m"]) ** 2) ** 0.5) < 0.5
 
 

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import tool_arguments
+from geoeval.suites.lifeplanner import toolsets as toolsets_module
 
 DE = "data_engine"
 CALL_SECONDS = 10.0  # far above any call's real cost (< 0.5 s): longer would be a hang
@@ -65,13 +71,13 @@ HOSTILE: dict[str, Any] = {
 ECHO_PROBES = ("x" * 1000, "," * 1000)
 
 PURE = [  # (label, function, toolset keyword or None)
-    ("place_search", T.place_search, "standard"), ("place_search/de", T.place_search, DE),
-    ("place_detail", T.place_detail, None),
-    ("nearby_search", T.nearby_search, "standard"), ("nearby_search/de", T.nearby_search, DE),
-    ("routing", T.routing, None),
-    ("search_notes", T.search_notes, "standard"), ("search_notes/de", T.search_notes, DE),
-    ("note_detail", T.note_detail, None), ("sample_place", T.sample_place, None),
-    ("multi_stop_routing", T.multi_stop_routing, None),
+    ("place_search", place_tools.place_search, "standard"), ("place_search/de", place_tools.place_search, DE),
+    ("place_detail", place_tools.place_detail, None),
+    ("nearby_search", nearby_tools.nearby_search, "standard"), ("nearby_search/de", nearby_tools.nearby_search, DE),
+    ("routing", routing_tools.routing, None),
+    ("search_notes", note_tools.search_notes, "standard"), ("search_notes/de", note_tools.search_notes, DE),
+    ("note_detail", note_tools.note_detail, None), ("sample_place", place_tools.sample_place, None),
+    ("multi_stop_routing", routing_tools.multi_stop_routing, None),
 ]
 
 
@@ -98,9 +104,9 @@ def assert_one_clean_line(message: str, where: str) -> None:
     assert is_clean(message) and len(message) < 400, f"{where}: {message!r:.300}"
 
 
-def assert_clean_result(result: T.ToolResult, where: str) -> None:
-    assert isinstance(result, T.ToolResult), where
-    assert result.failure_class in T.FAILURE_CLASSES, where
+def assert_clean_result(result: tool_arguments.ToolResult, where: str) -> None:
+    assert isinstance(result, tool_arguments.ToolResult), where
+    assert result.failure_class in tool_arguments.FAILURE_CLASSES, where
     text = result.text()
     text.encode("utf-8")  # strict: no lone surrogate can reach the agent or a log
     json.loads(text)
@@ -129,7 +135,7 @@ def test_every_pure_tool_answers_a_hostile_value_at_every_parameter(city, valid_
 def test_every_inspect_tool_returns_json_or_raises_a_one_line_tool_error(city_path, valid_args, value):
     from inspect_ai.tool import ToolDef, ToolError
 
-    toolsets = {"standard": T.agent_tools(city_path), DE: T.data_engine_tools(city_path)}
+    toolsets = {"standard": toolsets_module.agent_tools(city_path), DE: toolsets_module.data_engine_tools(city_path)}
 
     async def run() -> int:
         calls = 0
@@ -158,7 +164,7 @@ def test_inspect_tool_call_path_answers_hostile_calls(city_path, valid_args):
     from inspect_ai.model import ChatMessageAssistant, execute_tools
     from inspect_ai.tool import ToolCall, ToolDef
 
-    tools = T.agent_tools(city_path)
+    tools = toolsets_module.agent_tools(city_path)
     # A model's arguments arrive as JSON text, which Inspect refuses past 100 levels while parsing
     # it; a dict 5000 deep built here would crash Inspect's own ToolEvent model before that check.
     values = [v for k, v in HOSTILE.items() if k != "nested 5000 deep"]
@@ -205,43 +211,43 @@ def test_hostile_text_is_cleaned_to_replacement_characters_and_searched(city, va
     p0 = valid_args["place_detail"]["place_id"]
     # a surrogate or NUL cannot match a place: the search runs and finds nothing (not an error)
     for query in ("\ud800", "\x00", "caf\udcff"):
-        r = T.place_search(city, query)
+        r = place_tools.place_search(city, query)
         assert r.failure_class == "empty" and r.payload["total_matched"] == 0
-    assert T.search_notes(city, "quiet\ud800").failure_class == "empty"
+    assert note_tools.search_notes(city, "quiet\ud800").failure_class == "empty"
     # the message quotes the cleaned id, on one line, cut at 40 characters
-    r = T.place_detail(city, p0 + "\x00")
+    r = place_tools.place_detail(city, p0 + "\x00")
     assert r.error == (f"place_id '{p0}{REPLACEMENT}' was not found. "
                        "Use a place_id returned by place_search or nearby_search.")
-    assert T.note_detail(city, "a\nb\u2028c").error.startswith("note_id 'a b c' was not found.")
-    assert T.place_detail(city, "y" * 150).error.startswith(f"place_id '{'y' * 40}' was not found.")
-    assert T.place_detail(city, "y" * 201).error == "place_id is too long (201 characters, at most 200)."
+    assert note_tools.note_detail(city, "a\nb\u2028c").error.startswith("note_id 'a b c' was not found.")
+    assert place_tools.place_detail(city, "y" * 150).error.startswith(f"place_id '{'y' * 40}' was not found.")
+    assert place_tools.place_detail(city, "y" * 201).error == "place_id is too long (201 characters, at most 200)."
     # emoji, CJK and RTL marks are ordinary text, searched as given: a name word finds places, and
     # the same word with a left-to-right mark attached finds none (the mark was not stripped)
     word = valid_args["place_search"]["query_name"]
-    assert T.place_search(city, word).payload["total_matched"] > 0
-    assert T.place_search(city, word + "\u200e").failure_class == "empty"
-    assert T.place_search(city, "\u5496\u5561\u9986 \U0001F35C").failure_class == "empty"
+    assert place_tools.place_search(city, word).payload["total_matched"] > 0
+    assert place_tools.place_search(city, word + "\u200e").failure_class == "empty"
+    assert place_tools.place_search(city, "\u5496\u5561\u9986 \U0001F35C").failure_class == "empty"
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda c, a: T.place_search(c, "a", place_types=[f"k{i}" for i in range(10_000)]),
+    (lambda c, a: place_tools.place_search(c, "a", place_types=[f"k{i}" for i in range(10_000)]),
      "place_types: too many keywords (10000, at most 20)."),
-    (lambda c, a: T.place_search(c, "a", geo_tag=[f"k{i}" for i in range(25)]),
+    (lambda c, a: place_tools.place_search(c, "a", geo_tag=[f"k{i}" for i in range(25)]),
      "geo_tag: too many keywords (more than 20)."),
-    (lambda c, a: T.nearby_search(c, "{" * 100_000), "center is too long (100000 characters, at most 2000)."),
-    (lambda c, a: T.nearby_search(c, "{" * 1000), "center looks like a route object but is not valid JSON."),
-    (lambda c, a: T.nearby_search(c, '{"start": "\ud800", "end": "x"}'),
+    (lambda c, a: nearby_tools.nearby_search(c, "{" * 100_000), "center is too long (100000 characters, at most 2000)."),
+    (lambda c, a: nearby_tools.nearby_search(c, "{" * 1000), "center looks like a route object but is not valid JSON."),
+    (lambda c, a: nearby_tools.nearby_search(c, '{"start": "\ud800", "end": "x"}'),
      f"center.start '{REPLACEMENT}' was not found. Use a place_id returned by place_search or nearby_search."),
-    (lambda c, a: T.place_detail(c, nested(150)), "place_id is nested more than 100 levels deep."),
-    (lambda c, a: T.place_detail(c, nested(5000)), "place_id is nested more than 100 levels deep."),
-    (lambda c, a: T.place_detail(c, nested(50)), "place_id must be a string, got list."),
-    (lambda c, a: T.routing(c, *a, mode="x" * 1_000_000),
+    (lambda c, a: place_tools.place_detail(c, nested(150)), "place_id is nested more than 100 levels deep."),
+    (lambda c, a: place_tools.place_detail(c, nested(5000)), "place_id is nested more than 100 levels deep."),
+    (lambda c, a: place_tools.place_detail(c, nested(50)), "place_id must be a string, got list."),
+    (lambda c, a: routing_tools.routing(c, *a, mode="x" * 1_000_000),
      "mode must be one of 'time', 'distance', got 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'."),
-    (lambda c, a: T.routing(c, *a, vehicle={"a\nb": nested(40)}),
+    (lambda c, a: routing_tools.routing(c, *a, vehicle={"a\nb": nested(40)}),
      "vehicle must be one of 'walking', 'cycling', 'driving', got {'a\\nb': [[...]]}."),
-    (lambda c, a: T.place_search(c, "a", min_rating="\ud800\nhigh"),
+    (lambda c, a: place_tools.place_search(c, "a", min_rating="\ud800\nhigh"),
      f"min_rating must be a number, got '{REPLACEMENT} high'."),
-    (lambda c, a: T.multi_stop_routing(c, [str(i) for i in range(1_000_000)]),
+    (lambda c, a: routing_tools.multi_stop_routing(c, [str(i) for i in range(1_000_000)]),
      "stop_ids must list between 2 and 8 places, got 1000000."),
 ])
 def test_hostile_arguments_get_these_parameter_errors(city, valid_args, call, message):
@@ -253,17 +259,17 @@ def test_hostile_arguments_get_these_parameter_errors(city, valid_args, call, me
 
 def test_the_tool_log_keeps_any_argument_storable():
     for value in HOSTILE.values():
-        logged = T.loggable(value)
+        logged = toolsets_module.loggable(value)
         text = json.dumps(logged, ensure_ascii=False)
         text.encode("utf-8")
         assert len(text) < 20_000
-    assert T.loggable("a\ud800") == f"a{REPLACEMENT}"
-    assert T.loggable("x" * 1001) == "x" * 1000 + "…[1 more characters cut]"
+    assert toolsets_module.loggable("a\ud800") == f"a{REPLACEMENT}"
+    assert toolsets_module.loggable("x" * 1001) == "x" * 1000 + "…[1 more characters cut]"
     cut: Any = "…[nested deeper than 8 levels]"
     for _ in range(8):
         cut = [cut]
-    assert T.loggable(nested(20)) == cut
-    assert T.loggable(list(range(60)))[-1] == "…[10 more items cut]"
+    assert toolsets_module.loggable(nested(20)) == cut
+    assert toolsets_module.loggable(list(range(60)))[-1] == "…[10 more items cut]"
 
 
 # ------------------------------------------------------------------ no user text in SQL
@@ -284,8 +290,8 @@ def test_user_text_reaches_sql_only_as_bound_parameters(city, valid_args, monkey
     """A marker in every text parameter of every tool is found among the parameters of the
     statements the tools run, and never in their SQL text."""
     log: list[tuple[str, Any]] = []
-    real_cursor = T.City.cursor
-    monkeypatch.setattr(T.City, "cursor", lambda self: RecordingCursor(real_cursor(self), log))
+    real_cursor = city_handle.City.cursor
+    monkeypatch.setattr(city_handle.City, "cursor", lambda self: RecordingCursor(real_cursor(self), log))
     marker = "zq'mk;--"
     for label, fn, toolset in PURE:
         base = valid_args[fn.__name__]

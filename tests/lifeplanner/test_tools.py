@@ -13,9 +13,15 @@ import re
 import networkx as nx
 import pytest
 
-from geoeval.suites.lifeplanner import tools as T
-from geoeval.suites.lifeplanner.environment import ACCESS_SPEED, MEMORY_FIELDS
-from geoeval.suites.lifeplanner.tools import (
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import tool_arguments
+from geoeval.suites.lifeplanner import toolsets
+from geoeval.suites.lifeplanner.city_schema import ACCESS_SPEED, MEMORY_FIELDS
+from geoeval.suites.lifeplanner.keyword_logic import (
     And,
     KeywordSyntaxError,
     Not,
@@ -39,12 +45,12 @@ def _places(db):
 
 
 def test_place_search_light_records_and_name_matching(city, db):
-    r = T.place_search(city, "coffee")
+    r = place_tools.place_search(city, "coffee")
     assert r.failure_class == "ok"
     expected = [p for p in _places(db) if all(w in f"{p['name']} {p['alias']}".lower() for w in ["coffee"])]
     assert r.payload["total_matched"] == len(expected) > 0
     for rec in r.payload["results"]:
-        assert tuple(rec) == T.PLACE_LIGHT  # Table 7: place_id, name, type, rating, cost only
+        assert tuple(rec) == city_handle.PLACE_LIGHT  # Table 7: place_id, name, type, rating, cost only
     # best rated first among non-exact, non-prefix matches
     ratings = [x["rating"] for x in r.payload["results"] if not x["name"].lower().startswith("coffee")]
     assert ratings == sorted(ratings, key=lambda v: -(v if v is not None else -1))
@@ -52,11 +58,11 @@ def test_place_search_light_records_and_name_matching(city, db):
 
 def test_place_search_every_word_must_match_and_exact_names_come_first(city, db):
     p = next(p for p in _places(db) if " " in p["name"] and "(" not in p["name"])
-    r = T.place_search(city, p["name"].upper())
+    r = place_tools.place_search(city, p["name"].upper())
     assert r.payload["results"][0]["place_id"] == p["id"]
     reversed_words = " ".join(reversed(p["name"].split()))
-    assert p["id"] in {x["place_id"] for x in T.place_search(city, reversed_words).payload["results"]}
-    assert T.place_search(city, p["name"] + " zzzz").failure_class == "empty"
+    assert p["id"] in {x["place_id"] for x in place_tools.place_search(city, reversed_words).payload["results"]}
+    assert place_tools.place_search(city, p["name"] + " zzzz").failure_class == "empty"
 
 
 def test_place_search_filters_agree_with_a_brute_force_scan(city, db):
@@ -69,7 +75,7 @@ def test_place_search_filters_agree_with_a_brute_force_scan(city, db):
         dict(place_types="Shopping, Scenery Spot"),  # a comma string is a list too
     ]
     for kw in cases:
-        r = T.place_search(city, "", **kw, toolset=DE)
+        r = place_tools.place_search(city, "", **kw, toolset=DE)
         types = kw.get("place_types")
         types = [t.strip().lower() for t in (types.split(",") if isinstance(types, str) else types or [])]
 
@@ -88,16 +94,16 @@ def test_place_search_filters_agree_with_a_brute_force_scan(city, db):
         expected = {p["id"] for p in places if ok(p)}
         assert r.payload["total_matched"] == len(expected), kw
         assert {x["place_id"] for x in r.payload["results"]} <= expected
-        if len(expected) <= T.DATA_ENGINE_LIMITS["place_search"]:
+        if len(expected) <= tool_arguments.DATA_ENGINE_LIMITS["place_search"]:
             assert {x["place_id"] for x in r.payload["results"]} == expected
 
 
 def test_place_search_truncates_broad_and_empties_narrow_queries(city):
-    broad = T.place_search(city, "", place_types=["Food & Beverages"])
+    broad = place_tools.place_search(city, "", place_types=["Food & Beverages"])
     assert broad.failure_class == "truncated"
-    assert broad.payload["returned"] == T.STANDARD_LIMITS["place_search"] < broad.payload["total_matched"]
+    assert broad.payload["returned"] == tool_arguments.STANDARD_LIMITS["place_search"] < broad.payload["total_matched"]
     assert "too broad" in broad.payload["message"]
-    narrow = T.place_search(city, "meat floss cake")
+    narrow = place_tools.place_search(city, "meat floss cake")
     assert narrow.failure_class == "empty"
     assert narrow.payload["total_matched"] == 0 and narrow.payload["results"] == []
     assert narrow.payload["message"].startswith("No places matched")
@@ -105,10 +111,10 @@ def test_place_search_truncates_broad_and_empties_narrow_queries(city):
 
 def test_data_engine_place_search_returns_memory_and_filters_on_it(city, db):
     places = _places(db)
-    r = T.place_search(city, "", social_mem=["good for studying"], toolset=DE)
+    r = place_tools.place_search(city, "", social_mem=["good for studying"], toolset=DE)
     expected = {p["id"] for p in places if "good for studying" in (p["long_mem"] + p["short_mem"]).lower()}
     assert r.payload["total_matched"] == len(expected) > 0
-    assert all(tuple(x) == T.PLACE_FULL for x in r.payload["results"])
+    assert all(tuple(x) == city_handle.PLACE_FULL for x in r.payload["results"])
     assert all("good for studying" in x["long_mem"].lower() + x["short_mem"].lower() for x in r.payload["results"])
 
 
@@ -128,14 +134,14 @@ def test_data_engine_place_search_returns_memory_and_filters_on_it(city, db):
     (dict(query_name="x" * 500), "too long"),
 ])
 def test_place_search_parameter_errors(city, kwargs, fragment):
-    r = T.place_search(city, **kwargs)
+    r = place_tools.place_search(city, **kwargs)
     assert r.failure_class == "parameter_error"
     assert fragment in r.error
 
 
 def test_numbers_given_as_strings_are_accepted(city):
-    a = T.place_search(city, "", place_types=["Food"], min_rating="4.5", toolset=DE)
-    b = T.place_search(city, "", place_types=["Food"], min_rating=4.5, toolset=DE)
+    a = place_tools.place_search(city, "", place_types=["Food"], min_rating="4.5", toolset=DE)
+    b = place_tools.place_search(city, "", place_types=["Food"], min_rating=4.5, toolset=DE)
     assert a == b and a.failure_class != "parameter_error"
 
 
@@ -148,14 +154,14 @@ INJECTIONS = ["x'; DROP TABLE places; --", "' OR '1'='1", "%", "_", "\\", "B0' U
 
 @pytest.mark.parametrize("evil", INJECTIONS)
 def test_injection_strings_are_only_ever_data(city, db, evil):
-    r = T.place_search(city, evil)
+    r = place_tools.place_search(city, evil)
     assert r.failure_class in ("empty", "ok")
     # '%' and '_' are literal characters, not wildcards
     expected = sum(1 for p in _places(db) if evil.lower() in f"{p['name']} {p['alias']}".lower())
     assert r.payload["total_matched"] == expected
-    assert T.place_detail(city, evil).failure_class == "parameter_error"
-    assert T.note_detail(city, evil).failure_class == "parameter_error"
-    s = T.search_notes(city, f'"{evil}"' if '"' not in evil else evil)
+    assert place_tools.place_detail(city, evil).failure_class == "parameter_error"
+    assert note_tools.note_detail(city, evil).failure_class == "parameter_error"
+    s = note_tools.search_notes(city, f'"{evil}"' if '"' not in evil else evil)
     assert s.failure_class in ("empty", "ok", "parameter_error")
     assert db.execute("SELECT count(*) FROM places").fetchone()[0] > 0
     assert db.execute("SELECT count(*) FROM notes").fetchone()[0] > 0
@@ -166,23 +172,23 @@ def test_injection_strings_are_only_ever_data(city, db, evil):
 
 def test_place_detail_is_full_but_never_memory(city, db):
     p = _places(db)[3]
-    r = T.place_detail(city, p["id"])
+    r = place_tools.place_detail(city, p["id"])
     assert r.failure_class == "ok"
-    assert tuple(r.payload) == T.PLACE_DETAIL
+    assert tuple(r.payload) == city_handle.PLACE_DETAIL
     assert r.payload["opentime_week"] == p["opentime_week"] and r.payload["tag"] == p["tag"]
     assert not set(MEMORY_FIELDS) & set(r.payload)
-    bad = T.place_detail(city, "B0XXXXXXXX")
+    bad = place_tools.place_detail(city, "B0XXXXXXXX")
     assert bad.failure_class == "parameter_error" and "was not found" in bad.error
 
 
 def test_sample_place_is_seeded_full_and_bounded(city):
-    a = T.sample_place(city, 5, seed=1)
-    assert a == T.sample_place(city, 5, seed=1)
-    assert a != T.sample_place(city, 5, seed=2)
-    assert len(a.payload["pois"]) == 5 and all(tuple(p) == T.PLACE_FULL for p in a.payload["pois"])
+    a = place_tools.sample_place(city, 5, seed=1)
+    assert a == place_tools.sample_place(city, 5, seed=1)
+    assert a != place_tools.sample_place(city, 5, seed=2)
+    assert len(a.payload["pois"]) == 5 and all(tuple(p) == city_handle.PLACE_FULL for p in a.payload["pois"])
     assert len({p["place_id"] for p in a.payload["pois"]}) == 5
     for bad in (0, 51, 2.5, "many", None):
-        assert T.sample_place(city, bad).failure_class == "parameter_error"
+        assert place_tools.sample_place(city, bad).failure_class == "parameter_error"
 
 
 # ------------------------------------------------------------------ routing
@@ -206,7 +212,7 @@ def test_routing_is_optimal_against_networkx(city, db, vehicle, mode):
     rnd = random.Random(f"{vehicle}{mode}")
     for _ in range(6):
         a, b = rnd.sample(places, 2)
-        r = T.routing(city, a["id"], b["id"], mode=mode, vehicle=vehicle)
+        r = routing_tools.routing(city, a["id"], b["id"], mode=mode, vehicle=vehicle)
         assert r.failure_class == "ok"
         cost = nx.shortest_path_length(g, a["node_id"], b["node_id"], weight="weight")
         access = a["access_m"] + b["access_m"]
@@ -235,8 +241,8 @@ def test_routing_steps_name_roads_and_time_beats_distance_by_car(city, db):
     faster = False
     for _ in range(15):
         a, b = rnd.sample(places, 2)
-        t = T.routing(city, a["id"], b["id"], mode="time", vehicle="driving").payload
-        d = T.routing(city, a["id"], b["id"], mode="distance", vehicle="driving").payload
+        t = routing_tools.routing(city, a["id"], b["id"], mode="time", vehicle="driving").payload
+        d = routing_tools.routing(city, a["id"], b["id"], mode="distance", vehicle="driving").payload
         assert t["total_time_s"] <= d["total_time_s"] + 1
         assert d["total_distance_m"] <= t["total_distance_m"] + 1
         faster |= t["total_time_s"] < d["total_time_s"]
@@ -258,8 +264,8 @@ def test_driving_never_uses_footways(city, db):
     used_by_walkers = set()
     for _ in range(25):
         a, b = rnd.sample(places, 2)
-        drive = T.routing(city, a["id"], b["id"], vehicle="driving").payload
-        walk = T.routing(city, a["id"], b["id"], vehicle="walking", mode="distance").payload
+        drive = routing_tools.routing(city, a["id"], b["id"], vehicle="driving").payload
+        walk = routing_tools.routing(city, a["id"], b["id"], vehicle="walking", mode="distance").payload
         assert not footways & {x for s in drive["steps"] for x in s["way_ids"]}
         used_by_walkers |= footways & {x for s in walk["steps"] for x in s["way_ids"]}
     assert used_by_walkers  # pedestrian streets are real shortcuts for walkers
@@ -267,22 +273,22 @@ def test_driving_never_uses_footways(city, db):
 
 def test_avoid_way_ids(city, db):
     a, b = _places(db)[10], _places(db)[60]
-    first = T.routing(city, a["id"], b["id"], vehicle="cycling").payload
+    first = routing_tools.routing(city, a["id"], b["id"], vehicle="cycling").payload
     used = [x for s in first["steps"] for x in s["way_ids"]]
     assert used
     avoid = used[len(used) // 2: len(used) // 2 + 1]
-    second = T.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=avoid)
+    second = routing_tools.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=avoid)
     assert second.failure_class == "ok"
     assert not set(avoid) & {x for s in second.payload["steps"] for x in s["way_ids"]}
     assert second.payload["total_time_s"] >= first["total_time_s"]
     assert second.payload["avoided_way_ids"] == avoid
     # as strings, too
-    assert T.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=[str(avoid[0])]).payload == second.payload
+    assert routing_tools.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=[str(avoid[0])]).payload == second.payload
     # cutting every way at the start node leaves no route: too narrow
     node = a["node_id"]
     around = [g for (g,) in db.execute("SELECT gid FROM ways WHERE source = ? OR target = ?", [node, node]).fetchall()]
     if b["node_id"] != node:
-        cut = T.routing(city, a["id"], b["id"], avoid_way_ids=around)
+        cut = routing_tools.routing(city, a["id"], b["id"], avoid_way_ids=around)
         assert cut.failure_class == "empty" and "No driving route" in cut.payload["error"]
 
 
@@ -298,9 +304,9 @@ def test_avoid_way_ids(city, db):
 def test_routing_parameter_errors(city, db, kwargs, fragment):
     a, b = _places(db)[0], _places(db)[1]
     args = dict(start_place_id=a["id"], end_place_id=b["id"]) | kwargs
-    r = T.routing(city, **args)
+    r = routing_tools.routing(city, **args)
     assert r.failure_class == "parameter_error" and fragment in r.error
-    same = T.routing(city, a["id"], a["id"])
+    same = routing_tools.routing(city, a["id"], a["id"])
     assert same.failure_class == "parameter_error" and "same place" in same.error
 
 
@@ -309,14 +315,14 @@ def test_routing_parameter_errors(city, db, kwargs, fragment):
 
 def test_multi_stop_routing_enumerates_every_order_with_routing_legs(city, db):
     ids = [p["id"] for p in _places(db)[20:25]]
-    r = T.multi_stop_routing(city, ids, vehicle="walking", mode="distance")
+    r = routing_tools.multi_stop_routing(city, ids, vehicle="walking", mode="distance")
     assert r.failure_class == "ok"
     routes = r.payload["routes"]
     assert r.payload["n_permutations"] == len(routes) == math.factorial(5)
     assert {tuple(x["order"]) for x in routes} == set(itertools.permutations(ids))
     leg = {}
     for u, v in itertools.permutations(ids, 2):
-        p = T.routing(city, u, v, vehicle="walking", mode="distance").payload
+        p = routing_tools.routing(city, u, v, vehicle="walking", mode="distance").payload
         leg[(u, v)] = (p["total_distance_m"], p["total_time_s"])
     for x in routes:
         pairs = list(zip(x["order"], x["order"][1:]))
@@ -329,22 +335,22 @@ def test_multi_stop_routing_enumerates_every_order_with_routing_legs(city, db):
 
 def test_multi_stop_routing_fixed_start_and_end(city, db):
     ids = [p["id"] for p in _places(db)[30:35]]
-    r = T.multi_stop_routing(city, ids, start_id=ids[2], end_id=ids[0], vehicle="driving", mode="time").payload
+    r = routing_tools.multi_stop_routing(city, ids, start_id=ids[2], end_id=ids[0], vehicle="driving", mode="time").payload
     assert r["n_permutations"] == math.factorial(3)
     assert all(x["order"][0] == ids[2] and x["order"][-1] == ids[0] for x in r["routes"])
     assert [x["total_time_s"] for x in r["routes"]] == sorted(x["total_time_s"] for x in r["routes"])
-    only_start = T.multi_stop_routing(city, ids, start_id=ids[1]).payload
+    only_start = routing_tools.multi_stop_routing(city, ids, start_id=ids[1]).payload
     assert only_start["n_permutations"] == math.factorial(4)
     assert all(x["order"][0] == ids[1] for x in only_start["routes"])
 
 
 def test_multi_stop_routing_is_deterministic_and_caches_agree_with_routing(city, db):
     ids = [p["id"] for p in _places(db)[40:44]]
-    a = T.multi_stop_routing(city, ids, vehicle="cycling")
-    b = T.multi_stop_routing(city, list(ids), vehicle="cycling")
+    a = routing_tools.multi_stop_routing(city, ids, vehicle="cycling")
+    b = routing_tools.multi_stop_routing(city, list(ids), vehicle="cycling")
     assert a == b
     best = a.payload["routes"][0]
-    total = sum(T.routing(city, u, v, vehicle="cycling").payload["total_time_s"]
+    total = sum(routing_tools.routing(city, u, v, vehicle="cycling").payload["total_time_s"]
                 for u, v in zip(best["order"], best["order"][1:]))
     assert total == best["total_time_s"]
 
@@ -361,7 +367,7 @@ def test_multi_stop_routing_is_deterministic_and_caches_agree_with_routing(city,
 ])
 def test_multi_stop_routing_parameter_errors(city, db, make, fragment):
     ids = [p["id"] for p in _places(db)[:10]]
-    r = T.multi_stop_routing(city, **make(ids))
+    r = routing_tools.multi_stop_routing(city, **make(ids))
     assert r.failure_class == "parameter_error" and fragment in r.error
 
 
@@ -371,28 +377,28 @@ def test_multi_stop_routing_parameter_errors(city, db, make, fragment):
 def test_nearby_search_around_a_place(city, db):
     places = _places(db)
     c = places[7]
-    r = T.nearby_search(city, c["id"], radius_meters=400, toolset=DE)
+    r = nearby_tools.nearby_search(city, c["id"], radius_meters=400, toolset=DE)
     expected = sorted(((math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]), p["id"]) for p in places
                        if p["id"] != c["id"] and math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]) <= 400))
     assert r.payload["total_matched"] == len(expected) > 0
     got = [x["place_id"] for x in r.payload["results"]]
     assert got == [pid for _, pid in expected][: len(got)]
     assert [x["distance_m"] for x in r.payload["results"]] == [math.floor(d + 0.5) for d, _ in expected][: len(got)]
-    light = T.nearby_search(city, c["id"], radius_meters=400)
-    assert all(tuple(x) == T.PLACE_LIGHT + ("distance_m",) for x in light.payload["results"])
-    filtered = T.nearby_search(city, c["id"], radius_meters=1500, place_types=["Food & Beverages"], min_rating=4)
+    light = nearby_tools.nearby_search(city, c["id"], radius_meters=400)
+    assert all(tuple(x) == city_handle.PLACE_LIGHT + ("distance_m",) for x in light.payload["results"])
+    filtered = nearby_tools.nearby_search(city, c["id"], radius_meters=1500, place_types=["Food & Beverages"], min_rating=4)
     assert all(x["place_type"].startswith("Food & Beverages") and x["rating"] >= 4
                for x in filtered.payload["results"])
 
 
 def test_nearby_search_default_radius_is_100m_and_classes(city, db):
     places = _places(db)
-    counts = [T.nearby_search(city, p["id"]).payload["total_matched"] for p in places[:40]]
+    counts = [nearby_tools.nearby_search(city, p["id"]).payload["total_matched"] for p in places[:40]]
     for p, n in zip(places[:40], counts):
         assert n == sum(1 for q in places if q["id"] != p["id"]
                         and math.hypot(q["x_m"] - p["x_m"], q["y_m"] - p["y_m"]) <= 100)
-    assert T.nearby_search(city, places[0]["id"], radius_meters=5000).failure_class == "truncated"
-    assert T.nearby_search(city, places[0]["id"], radius_meters=1, geo_tag=["no such tag"]).failure_class == "empty"
+    assert nearby_tools.nearby_search(city, places[0]["id"], radius_meters=5000).failure_class == "truncated"
+    assert nearby_tools.nearby_search(city, places[0]["id"], radius_meters=1, geo_tag=["no such tag"]).failure_class == "empty"
 
 
 def _seg_dist(p, a, b):
@@ -406,7 +412,7 @@ def _seg_dist(p, a, b):
 def test_nearby_search_along_a_route_buffer(city, db):
     places = _places(db)
     a, b = places[5], places[150]
-    route = T.routing(city, a["id"], b["id"], vehicle="walking").payload
+    route = routing_tools.routing(city, a["id"], b["id"], vehicle="walking").payload
     nodes = dict((r[0], (r[1], r[2])) for r in db.execute("SELECT node_id, x_m, y_m FROM nodes").fetchall())
     ways = {r[0]: (r[1], r[2]) for r in db.execute("SELECT gid, source, target FROM ways").fetchall()}
     path = [a["node_id"]]
@@ -420,7 +426,7 @@ def test_nearby_search_along_a_route_buffer(city, db):
 
     for center in ({"start": a["id"], "end": b["id"], "vehicle": "walking"},
                    json.dumps({"start": a["id"], "end": b["id"], "vehicle": "walking"})):
-        r = T.nearby_search(city, center, radius_meters=60, toolset=DE)
+        r = nearby_tools.nearby_search(city, center, radius_meters=60, toolset=DE)
         expected = {p["id"] for p in places if p["id"] not in (a["id"], b["id"]) and dist(p) <= 60}
         assert r.payload["total_matched"] == len(expected) > 0
         assert {x["place_id"] for x in r.payload["results"]} <= expected
@@ -453,7 +459,7 @@ def test_nearby_search_parameter_errors(city, db, center, kwargs, fragment):
             return {k: sub(v) for k, v in x.items()}
         return x
 
-    r = T.nearby_search(city, sub(center), **kwargs)
+    r = nearby_tools.nearby_search(city, sub(center), **kwargs)
     assert r.failure_class == "parameter_error" and fragment in r.error
 
 
@@ -511,39 +517,39 @@ def test_search_notes_sql_agrees_with_python_on_random_expressions(city, db):
         text = expr()
         ast = parse_keyword_logic(text)
         expected = sorted(n for n, st in notes if keyword_matches(ast, st))
-        r = T.search_notes(city, text)
+        r = note_tools.search_notes(city, text)
         assert r.payload["total_matched"] == len(expected), text
         assert r.failure_class == ("empty" if not expected else "truncated" if len(expected) > 20 else "ok")
 
 
 def test_search_notes_light_and_full(city, db):
-    r = T.search_notes(city, "quiet")
+    r = note_tools.search_notes(city, "quiet")
     assert r.failure_class in ("ok", "truncated")
-    assert all(tuple(x) == T.NOTE_LIGHT for x in r.payload["results"])
+    assert all(tuple(x) == city_handle.NOTE_LIGHT for x in r.payload["results"])
     likes = [x["liked_count"] for x in r.payload["results"]]
     assert likes == sorted(likes, reverse=True)
-    full = T.search_notes(city, "quiet", toolset=DE)
+    full = note_tools.search_notes(city, "quiet", toolset=DE)
     assert [x["note_id"] for x in full.payload["results"]] == [x["note_id"] for x in r.payload["results"]]
     for x in full.payload["results"]:
-        assert tuple(x)[:-1] == T.NOTE_FULL and len(x["comments"]) <= 10
+        assert tuple(x)[:-1] == city_handle.NOTE_FULL and len(x["comments"]) <= 10
         stored = db.execute("SELECT count(*) FROM comments WHERE note_id = ?", [x["note_id"]]).fetchone()[0]
         assert len(x["comments"]) == stored
-    bad = T.search_notes(city, "quiet AND")
+    bad = note_tools.search_notes(city, "quiet AND")
     assert bad.failure_class == "parameter_error" and bad.error.startswith("Invalid keyword logic")
-    assert T.search_notes(city, ["quiet"]).failure_class == "parameter_error"
-    assert T.search_notes(city, "zzqqxx").failure_class == "empty"
+    assert note_tools.search_notes(city, ["quiet"]).failure_class == "parameter_error"
+    assert note_tools.search_notes(city, "zzqqxx").failure_class == "empty"
 
 
 def test_note_detail(city, db):
     note_id, desc = db.execute('SELECT note_id, "desc" FROM notes ORDER BY comment_count DESC LIMIT 1').fetchone()
-    r = T.note_detail(city, note_id)
+    r = note_tools.note_detail(city, note_id)
     assert r.failure_class == "ok"
-    assert tuple(r.payload)[:-1] == T.NOTE_FULL and r.payload["desc"] == desc
+    assert tuple(r.payload)[:-1] == city_handle.NOTE_FULL and r.payload["desc"] == desc
     comments = r.payload["comments"]
-    assert comments and all(tuple(c) == T.COMMENT_FIELDS for c in comments)
+    assert comments and all(tuple(c) == city_handle.COMMENT_FIELDS for c in comments)
     assert [c["like_count"] for c in comments] == sorted((c["like_count"] for c in comments), reverse=True)
-    assert T.note_detail(city, "0" * 24).failure_class == "parameter_error"
-    assert T.note_detail(city, None).failure_class == "parameter_error"
+    assert note_tools.note_detail(city, "0" * 24).failure_class == "parameter_error"
+    assert note_tools.note_detail(city, None).failure_class == "parameter_error"
 
 
 # ------------------------------------------------------------------ access separation
@@ -554,12 +560,12 @@ def test_standard_tools_never_show_memory_coordinates_or_ground_truth(city, db):
     mems = {p[f] for p in places for f in MEMORY_FIELDS if len(p[f]) > 25}
     ids = [p["id"] for p in places]
     results = [
-        T.place_search(city, "", place_types=["Food"]), T.place_search(city, "coffee"),
-        *(T.place_detail(city, i) for i in ids[:60]),
-        T.nearby_search(city, ids[0], radius_meters=800),
-        T.nearby_search(city, {"start": ids[1], "end": ids[2]}, radius_meters=200),
-        T.routing(city, ids[3], ids[4]), T.search_notes(city, "quiet OR cozy OR queues"),
-        T.note_detail(city, db.execute("SELECT note_id FROM notes LIMIT 1").fetchone()[0]),
+        place_tools.place_search(city, "", place_types=["Food"]), place_tools.place_search(city, "coffee"),
+        *(place_tools.place_detail(city, i) for i in ids[:60]),
+        nearby_tools.nearby_search(city, ids[0], radius_meters=800),
+        nearby_tools.nearby_search(city, {"start": ids[1], "end": ids[2]}, radius_meters=200),
+        routing_tools.routing(city, ids[3], ids[4]), note_tools.search_notes(city, "quiet OR cozy OR queues"),
+        note_tools.note_detail(city, db.execute("SELECT note_id FROM notes LIMIT 1").fetchone()[0]),
     ]
     forbidden_keys = {"long_mem", "short_mem", "x_m", "y_m", "node_id", "access_m", "popularity", "search_text",
                       "mention", "mention_kind", "fact", "lon", "lat"}
@@ -579,7 +585,7 @@ def test_standard_tools_never_show_memory_coordinates_or_ground_truth(city, db):
         text = r.text()
         assert not any(m in text for m in mems)
     # the data engine does see them
-    de = T.place_search(city, "", place_types=["Food"], toolset=DE)
+    de = place_tools.place_search(city, "", place_types=["Food"], toolset=DE)
     assert any(x["long_mem"] for x in de.payload["results"])
 
 
@@ -589,8 +595,8 @@ def test_standard_tools_never_show_memory_coordinates_or_ground_truth(city, db):
 def test_inspect_toolsets_have_the_papers_names_and_parameters(city_path):
     from inspect_ai.tool import ToolDef
 
-    std = {ToolDef(t).name: ToolDef(t) for t in T.agent_tools(city_path)}
-    de = {ToolDef(t).name: ToolDef(t) for t in T.data_engine_tools(city_path)}
+    std = {ToolDef(t).name: ToolDef(t) for t in toolsets.agent_tools(city_path)}
+    de = {ToolDef(t).name: ToolDef(t) for t in toolsets.data_engine_tools(city_path)}
     assert list(std) == ["place_search", "place_detail", "nearby_search", "routing", "search_notes", "note_detail"]
     assert set(de) == set(std) | {"sample_place", "multi_stop_routing"}
     assert list(std["place_search"].parameters.properties) == [
@@ -610,9 +616,9 @@ def test_inspect_tools_return_json_raise_tool_errors_and_log_failure_classes(cit
     from inspect_ai.tool import ToolDef, ToolError
     from inspect_ai.util import store
 
-    tools = {ToolDef(t).name: t for t in T.agent_tools(city_path)}
-    de = {ToolDef(t).name: t for t in T.data_engine_tools(city_path, seed=4)}
-    store().set(T.TOOL_LOG_KEY, [])
+    tools = {ToolDef(t).name: t for t in toolsets.agent_tools(city_path)}
+    de = {ToolDef(t).name: t for t in toolsets.data_engine_tools(city_path, seed=4)}
+    store().set(tool_arguments.TOOL_LOG_KEY, [])
     pid = db.execute("SELECT id FROM places ORDER BY id LIMIT 1").fetchone()[0]
 
     async def run():
@@ -629,16 +635,16 @@ def test_inspect_tools_return_json_raise_tool_errors_and_log_failure_classes(cit
         assert "long_mem" in first["pois"][0]
 
     asyncio.run(run())
-    log = store().get(T.TOOL_LOG_KEY)
+    log = store().get(tool_arguments.TOOL_LOG_KEY)
     assert [e["failure_class"] for e in log] == ["ok", "parameter_error", "empty", "truncated", "ok", "ok"]
     assert log[1] == {"tool": "place_detail", "arguments": {"place_id": "nope"}, "failure_class": "parameter_error"}
 
 
 def test_turn_instructions_from_bearings():
-    assert T._turn(0, 10) == "Continue onto"
-    assert T._turn(0, 90) == "Turn right onto"
-    assert T._turn(0, 270) == "Turn left onto"
-    assert T._turn(350, 80) == "Turn right onto"  # across north
-    assert T._turn(90, 265) == "Make a U-turn onto"
-    assert [T._cardinal(d) for d in (0, 44, 90, 180, 225, 359)] == ["north", "northeast", "east", "south",
+    assert routing_tools._turn(0, 10) == "Continue onto"
+    assert routing_tools._turn(0, 90) == "Turn right onto"
+    assert routing_tools._turn(0, 270) == "Turn left onto"
+    assert routing_tools._turn(350, 80) == "Turn right onto"  # across north
+    assert routing_tools._turn(90, 265) == "Make a U-turn onto"
+    assert [routing_tools._cardinal(d) for d in (0, 44, 90, 180, 225, 359)] == ["north", "northeast", "east", "south",
                                                                      "southwest", "north"]

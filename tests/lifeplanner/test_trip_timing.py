@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from geoeval.suites.lifeplanner.environment import parse_opening_hours
+from geoeval.suites.lifeplanner.opening_hours import parse_opening_hours
 from geoeval.suites.lifeplanner.trip_timing import (
     NEVER_OPEN,
     arrival_check,

@@ -14,15 +14,19 @@ import json
 import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
-from geoeval.suites.lifeplanner import tools as lp
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
 from geoeval.suites.lifeplanner.mcp_server import http_server
 from tests.lifeplanner.test_tool_text_hygiene import ECHO_PROBES, HOSTILE
 
 from .raw_client import RawHTTPClient, RawStdioClient, reply_text
 
-PURE = {"place_search": lp.place_search, "place_detail": lp.place_detail, "nearby_search": lp.nearby_search,
-        "routing": lp.routing, "search_notes": lp.search_notes, "note_detail": lp.note_detail,
-        "sample_place": lp.sample_place, "multi_stop_routing": lp.multi_stop_routing}
+PURE = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
+        "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail,
+        "sample_place": place_tools.sample_place, "multi_stop_routing": routing_tools.multi_stop_routing}
 TAKES_TOOLSET = {"place_search", "nearby_search", "search_notes"}
 # A message deeper than this is refused before any tool sees it (geoeval.mcp.hygiene).
 TOO_DEEP_FOR_MCP = {"nested 150 deep", "nested 5000 deep"}
@@ -86,7 +90,7 @@ def listed_parameters(client):
 
 @pytest.mark.parametrize("toolset", ["standard", "data_engine"])
 def test_stdio_answers_every_hostile_value_at_every_parameter_as_in_process(city_path, city_ids, toolset):
-    city = lp.open_city(city_path)
+    city = city_handle.open_city(city_path)
     with RawStdioClient(city_path, toolset) as client:
         tools = listed_parameters(client)
         if toolset == "data_engine":  # only what the standard run has not covered: the same code otherwise
@@ -164,7 +168,7 @@ def test_stdio_replies_to_every_malformed_message(city_path, city_ids):
 
 
 def test_http_answers_hostile_input_as_in_process(city_path, city_ids):
-    city = lp.open_city(city_path)
+    city = city_handle.open_city(city_path)
     with http_server(city_path, toolset="standard") as url:
         client = RawHTTPClient(url)
         client.initialize()
@@ -196,7 +200,7 @@ def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mc
     from inspect_ai.model import ModelOutput, ModelUsage
 
     from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
-    from geoeval.suites.lifeplanner.tools import agent_tools
+    from geoeval.suites.lifeplanner.toolsets import agent_tools
 
     from .test_inspect_transport import MODEL, run_eval, transcript
 
@@ -233,7 +237,7 @@ def test_the_mcp_client_cleans_a_lone_surrogate_before_sending(city_path):
     from inspect_ai.tool import ToolDef
 
     from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
-    from geoeval.suites.lifeplanner.tools import agent_tools
+    from geoeval.suites.lifeplanner.toolsets import agent_tools
 
     async def both():
         source = mcp_agent_tools(city_path, "stdio")[0]

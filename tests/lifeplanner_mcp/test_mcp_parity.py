@@ -11,22 +11,28 @@ import anyio
 import pytest
 from inspect_ai.tool import ToolDef
 
-from geoeval.suites.lifeplanner import tools as lp
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import tool_arguments
+from geoeval.suites.lifeplanner import toolsets
 from geoeval.suites.lifeplanner.mcp_server import _repo_env, failure_class_of, http_server, server_command
 
 from .conftest import data_engine_calls, standard_calls
 
 CALL_TIMEOUT_S = 60  # a whole session (server start, list, every call) must finish within this
 
-PURE = {"place_search": lp.place_search, "place_detail": lp.place_detail, "nearby_search": lp.nearby_search,
-        "routing": lp.routing, "search_notes": lp.search_notes, "note_detail": lp.note_detail,
-        "sample_place": lp.sample_place, "multi_stop_routing": lp.multi_stop_routing}
+PURE = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
+        "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail,
+        "sample_place": place_tools.sample_place, "multi_stop_routing": routing_tools.multi_stop_routing}
 TAKES_TOOLSET = {"place_search", "nearby_search", "search_notes"}
 
 
 def expected_results(city_path, toolset, calls):
     """What the pure functions return for `calls`, with the seed sample_place gets from a server."""
-    city = lp.open_city(city_path)
+    city = city_handle.open_city(city_path)
     out, k = [], 0
     for name, args in calls:
         kwargs = dict(args)
@@ -103,11 +109,11 @@ def assert_results_match(results, expected, calls):
 def test_stdio_serves_the_inspect_tools_with_identical_results(city_path, city_ids, toolset):
     calls = standard_calls(city_ids) if toolset == "standard" else data_engine_calls(city_ids)
     listed, results = run_stdio(city_path, toolset, calls)
-    inspect_tools = lp.agent_tools(city_path) if toolset == "standard" else lp.data_engine_tools(city_path)
+    inspect_tools = toolsets.agent_tools(city_path) if toolset == "standard" else toolsets.data_engine_tools(city_path)
     assert_tools_match_inspect(listed, inspect_tools)
     seen = assert_results_match(results, expected_results(city_path, toolset, calls), calls)
     if toolset == "standard":  # the calls exercise every failure class of Figure 6
-        assert seen == set(lp.FAILURE_CLASSES)
+        assert seen == set(tool_arguments.FAILURE_CLASSES)
 
 
 def test_http_serves_identical_results(city_path, city_ids):
@@ -115,9 +121,9 @@ def test_http_serves_identical_results(city_path, city_ids):
     with http_server(city_path, toolset="standard") as url:
         assert url.startswith("http://127.0.0.1:")
         listed, results = run_http(url, calls)
-    assert_tools_match_inspect(listed, lp.agent_tools(city_path))
+    assert_tools_match_inspect(listed, toolsets.agent_tools(city_path))
     assert assert_results_match(results, expected_results(city_path, "standard", calls), calls) == set(
-        lp.FAILURE_CLASSES)
+        tool_arguments.FAILURE_CLASSES)
 
 
 def test_calls_outside_the_schema_get_a_clear_error(city_path, city_ids):

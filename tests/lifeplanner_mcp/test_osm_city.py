@@ -7,8 +7,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from geoeval.suites.lifeplanner.environment import OpeningHoursError, build_synthetic_city, parse_opening_hours
-from geoeval.suites.lifeplanner.osm import convert_opening_hours
+from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, parse_opening_hours
+from geoeval.suites.lifeplanner.environment import build_synthetic_city
+from geoeval.suites.lifeplanner.osm_hours import convert_opening_hours
 
 
 @pytest.mark.parametrize("raw, text, status, dropped", [
@@ -91,34 +92,38 @@ def test_schema_matches_the_synthetic_city(con, tmp_path):
 
 
 def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
-    from geoeval.suites.lifeplanner import tools as lp
+    from geoeval.suites.lifeplanner import city_handle, routing_tools
 
     names = {r[0] for r in con.execute("SELECT DISTINCT name FROM ways").fetchall()}
     assert {"Mannerheimintie", "Aleksanterinkatu", "Esplanadi"} & names
     assert con.execute("SELECT count(*) = count(DISTINCT gid) FROM ways").fetchone()[0]
-    city = lp.open_city(helsinki.path)
+    city = city_handle.open_city(helsinki.path)
     ids = [r[0] for r in con.execute("SELECT id FROM places USING SAMPLE 12 ROWS (reservoir, 7) ORDER BY id")
            .fetchall()]
     for a, b in zip(ids, ids[1:]):
         for vehicle in ("walking", "cycling", "driving"):
-            r = lp.routing(city, a, b, vehicle=vehicle)
+            r = routing_tools.routing(city, a, b, vehicle=vehicle)
             assert r.failure_class == "ok", (a, b, vehicle, r.payload)
             assert r.payload["total_distance_m"] > 0
 
 
 def test_tools_work_unchanged(helsinki):
-    from geoeval.suites.lifeplanner import tools as lp
+    from geoeval.suites.lifeplanner import city_handle
+    from geoeval.suites.lifeplanner import nearby_tools
+    from geoeval.suites.lifeplanner import note_tools
+    from geoeval.suites.lifeplanner import place_tools
+    from geoeval.suites.lifeplanner import routing_tools
 
-    city = lp.open_city(helsinki.path)
-    cafes = lp.place_search(city, "", place_types=["Coffee House"])
+    city = city_handle.open_city(helsinki.path)
+    cafes = place_tools.place_search(city, "", place_types=["Coffee House"])
     assert cafes.failure_class == "truncated" and cafes.payload["total_matched"] >= 50
     first = cafes.payload["results"][0]["place_id"]
-    detail = lp.place_detail(city, first).payload
+    detail = place_tools.place_detail(city, first).payload
     assert "long_mem" not in detail and detail["place_type"] == "Food & Beverages|Coffee House"
-    assert lp.nearby_search(city, first, radius_meters=300).failure_class in ("ok", "truncated")
-    assert lp.search_notes(city, "Stockmann").payload["total_matched"] > 0
+    assert nearby_tools.nearby_search(city, first, radius_meters=300).failure_class in ("ok", "truncated")
+    assert note_tools.search_notes(city, "Stockmann").payload["total_matched"] > 0
     stops = [r["place_id"] for r in cafes.payload["results"][:4]]
-    assert lp.multi_stop_routing(city, stops, start_id=stops[0], vehicle="walking").failure_class == "ok"
+    assert routing_tools.multi_stop_routing(city, stops, start_id=stops[0], vehicle="walking").failure_class == "ok"
 
 
 def test_same_seed_same_city(helsinki, con, tmp_path):

@@ -15,8 +15,13 @@ import duckdb
 import pytest
 
 from geoeval.mcp.security import TOKEN_ENV, bearer_matches, bind_refusal, is_loopback
-from geoeval.suites.lifeplanner import tools as lp
-from geoeval.suites.lifeplanner.environment import MEMORY_FIELDS
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import toolsets
+from geoeval.suites.lifeplanner.city_schema import MEMORY_FIELDS
 from geoeval.suites.lifeplanner.mcp_server import build_server, http_app, http_server, serve
 
 from .raw_client import RawHTTPClient, RawStdioClient, initialize_request, reply_text
@@ -126,7 +131,7 @@ def test_inspect_reaches_a_token_server_through_mcp_agent_tools(city_path, city_
 
     from .test_inspect_transport import run_eval, scripted_outputs, transcript
 
-    inproc = transcript(run_eval(lp.agent_tools(city_path), scripted_outputs(city_ids, "standard"),
+    inproc = transcript(run_eval(toolsets.agent_tools(city_path), scripted_outputs(city_ids, "standard"),
                                  tmp_path / "inproc", connected=False))
     with http_server(city_path, token=TOKEN) as url:
         over_mcp = transcript(run_eval(mcp_agent_tools(city_path, "http", url=url, token=TOKEN),
@@ -201,10 +206,10 @@ def test_the_standard_tools_never_return_memory_in_process(city_path, city_ids, 
     from inspect_ai.tool import ToolDef, ToolError
 
     assert len(memory["texts"]) > 50 and len(memory["words"]) >= 3
-    tools = {ToolDef(t).name: t for t in lp.agent_tools(city_path)}
-    pure = {"place_search": lp.place_search, "place_detail": lp.place_detail, "nearby_search": lp.nearby_search,
-            "routing": lp.routing, "search_notes": lp.search_notes, "note_detail": lp.note_detail}
-    city = lp.open_city(city_path)
+    tools = {ToolDef(t).name: t for t in toolsets.agent_tools(city_path)}
+    pure = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
+            "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail}
+    city = city_handle.open_city(city_path)
     answered = 0
 
     async def via_inspect(name, args):
@@ -231,7 +236,7 @@ def test_the_standard_tools_never_return_memory_in_process(city_path, city_ids, 
             assert_no_memory(text, f"inspect {name}({args})", memory)
     assert answered >= 10  # most probes ran and returned records: the check had something to look at
     # the same city through the data engine does show memory (so the probes would see a leak)
-    de = lp.place_search(city, "", social_mem=memory["words"][:1], toolset="data_engine")
+    de = place_tools.place_search(city, "", social_mem=memory["words"][:1], toolset="data_engine")
     assert de.payload["returned"] > 0 and memory_keys(de.payload) == set(MEMORY_FIELDS)
     assert any(m in de.text() for m in memory["texts"])
 

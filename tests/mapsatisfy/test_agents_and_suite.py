@@ -10,7 +10,7 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessag
 from inspect_ai.tool import ToolCall, ToolInfo
 
 from geoeval.suites.mapsatisfy import agents as A
-from geoeval.suites.mapsatisfy.replay import RecordStore
+from geoeval.suites.mapsatisfy.replay.store import RecordStore
 from geoeval.suites.mapsatisfy.schema import parse_instance
 from geoeval.suites.mapsatisfy.suite import agent_prompt, build_sample, capabilities_of, oracle_plan
 from tests.mapsatisfy.factories import record

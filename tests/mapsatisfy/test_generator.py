@@ -8,8 +8,9 @@ import json
 import pytest
 
 from geoeval.suites.mapsatisfy import weights as W
-from geoeval.suites.mapsatisfy.generator import (coverage, distance_m, generate, lifeplanner_available, monday_span,
-                                                 print_coverage, synthetic_city, write_generated)
+from geoeval.suites.mapsatisfy.coverage_tables import coverage, print_coverage
+from geoeval.suites.mapsatisfy.poi_city import distance_m, lifeplanner_available, monday_span, synthetic_city
+from geoeval.suites.mapsatisfy.generator import generate, write_generated
 from geoeval.suites.mapsatisfy.schema import DOMAINS, IMPLICIT_FACTOR_SOURCES, load_instances
 from geoeval.suites.mapsatisfy.suite import oracle_plan
 
@@ -97,7 +98,8 @@ def test_weights_follow_the_a2_model_from_the_recorded_behaviour(gen):
 
 def test_every_expected_call_is_recorded_and_replays_exactly(gen):
     from geoeval.suites.mapsatisfy.metrics import _carried
-    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
 
     sandbox = ReplaySandbox(gen.store, embedder=HashingEmbedder())
     for inst in gen.instances:
@@ -154,7 +156,7 @@ def test_coverage_is_printed_and_written(gen, tmp_path, capsys):
 
 
 def test_written_files_load_back(gen, tmp_path):
-    from geoeval.suites.mapsatisfy.replay import load_mock_store
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
 
     bench, mock = write_generated(gen, tmp_path)
     assert load_instances(bench) == gen.instances
@@ -170,7 +172,7 @@ def test_synthetic_city_is_seeded():
 def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
     from geoeval.suites.lifeplanner.environment import build_synthetic_city
 
-    from geoeval.suites.mapsatisfy.generator import city_from_lifeplanner
+    from geoeval.suites.mapsatisfy.poi_city import city_from_lifeplanner
 
     db = tmp_path / "city.duckdb"
     build_synthetic_city(db, seed=1, n_places=80, n_notes=5, area_km2=2.0)
@@ -186,7 +188,9 @@ def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
 def test_generator_weights_hand_computed():
     from datetime import datetime
 
-    from geoeval.suites.mapsatisfy.generator import POI, Candidate, Factor, UserModel, _weight
+    from geoeval.suites.mapsatisfy.poi_city import POI
+    from geoeval.suites.mapsatisfy.behaviour_chain import Candidate, Factor, _weight
+    from geoeval.suites.mapsatisfy.user_model import UserModel
 
     user = UserModel(uid="u", home_city="x", has_car=True, behaviour={
         "price_level": {"实惠": (6, 6), "中等": (2, 1), "高端": (1, 0)},  # S 12/16, routine (6 >= 6), M 1.0

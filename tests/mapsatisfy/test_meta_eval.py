@@ -82,7 +82,9 @@ def test_a_judge_that_reads_only_the_trajectory_fails_the_meta_evaluation(genera
 
 @pytest.fixture
 def demo_case(peers):
-    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
     from geoeval.suites.mapsatisfy.schema import load_demo_bench
     from geoeval.suites.mapsatisfy.suite import oracle_plan
 

@@ -10,22 +10,13 @@ import numpy as np
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.mapsatisfy.replay import (
-    ARGUMENT_ALIASES,
-    COORDINATE_TOLERANCE,
-    LABEL_PARAMS,
-    TOOL_SPECS,
-    HashingEmbedder,
-    RecordStore,
-    ReplaySandbox,
-    anchor_signature,
-    argument_key,
-    canonical_text,
-    inspect_tools,
-    load_mock_store,
-    normalize_arguments,
-    open_text,
-)
+from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
+from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, LABEL_PARAMS, anchor_signature, open_text
+from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+from geoeval.suites.mapsatisfy.replay.store import RecordStore, load_mock_store
+from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+from geoeval.suites.mapsatisfy.replay.arguments import argument_key, canonical_text, normalize_arguments
+from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
 from tests.conftest import scripted_mockllm
 
 FISH_TASK = "7159818a4b37fdd8e5d5849c2a0b3d1f"  # fishing-tackle shop near East Lake, Wuhan

@@ -9,7 +9,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 
 from geoeval.agents.policies import PolicyReply, register_policy
-from geoeval.suites.mapsatisfy.replay import RecordStore
+from geoeval.suites.mapsatisfy.replay.store import RecordStore
 from tests.conftest import scripted_mockllm
 from tests.mapsatisfy.factories import record
 
@@ -167,7 +167,9 @@ def test_without_the_role_the_unrecorded_call_is_a_typed_no_record(tmp_path):
 
 
 def test_record_mode_captures_simulated_responses_and_they_replay_exactly(tmp_path):
-    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
 
     spec = _weather_spec(tmp_path, record_simulated=True)
     suite, env, _ = _run_weather(tmp_path, spec, {"tool_simulator": scripted_mockllm(SIMULATED_WEATHER)})

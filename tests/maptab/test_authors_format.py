@@ -1,6 +1,5 @@
 """Reading the authors' release layout and writing geoeval's maps in it."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ from geoeval.suites.maptab.authors_format import (
     rp_test_set_path,
     write_authors_layout,
 )
-from geoeval.suites.maptab.generator import generate_metro_map, run_quality_checks
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator_checks import run_quality_checks
 from geoeval.suites.maptab.queries import CATEGORIES, build_rp_queries
 from geoeval.suites.maptab.tables import mix_map, mix_table, parse_table
 

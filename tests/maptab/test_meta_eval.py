@@ -12,7 +12,7 @@ from geoeval.core.meta_eval import ordering_report
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import meta_eval as me
 from geoeval.suites.maptab.metrics import split_route
-from geoeval.suites.maptab.routing import TRANSFER_MARK, parse_route
+from geoeval.suites.maptab.routing_transfers import TRANSFER_MARK, parse_route
 from tests.conftest import compose_spec
 
 ALL_CATEGORIES = "suite.categories=[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"

@@ -6,11 +6,9 @@ import dataclasses
 import hashlib
 import json
 
-from geoeval.suites.maptab.generator import (
-    generate_metro_map,
-    generate_travel_map,
-    run_quality_checks,
-)
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator_travel import generate_travel_map
+from geoeval.suites.maptab.generator_checks import run_quality_checks
 from geoeval.suites.maptab.parallel_gen import (
     MapJob,
     RPJob,

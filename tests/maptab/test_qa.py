@@ -12,8 +12,11 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import qa
+from geoeval.suites.maptab import qa_answers
+from geoeval.suites.maptab import qa_wording
 from geoeval.suites.maptab.baselines.table_reader import answer_from_tables
-from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator_travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 from tests.conftest import compose_spec as spec_for
 
@@ -63,7 +66,7 @@ def travel():
 
 
 def answer(m, qa_type, hidden=(), **params):
-    return qa.compute_answer(m.scenario, qa_type, params, m, qa.qa_table_rows(m, qa_type, hidden)).text
+    return qa_answers.compute_answer(m.scenario, qa_type, params, m, qa.qa_table_rows(m, qa_type, hidden)).text
 
 
 def test_metromap_answers_by_hand(metro):
@@ -145,7 +148,7 @@ def test_generated_questions_parse_back_and_styles_cycle(gen):
     for seed in range(4):
         m = gen(seed)
         for q in qa.build_qa_queries(m, qa.QA_TYPES, 2, seed, style_offset=seed):
-            p = qa.parse_question(q.question, m.scenario, set(m.stations))
+            p = qa_wording.parse_question(q.question, m.scenario, set(m.stations))
             assert (p.qa_type, p.style, p.params) == (q.qa_type, q.style, q.params), q.question
             seen_styles.add((q.qa_type, q.style))
     assert seen_styles == {(t, s) for t in qa.QA_TYPES for s in range(5)}

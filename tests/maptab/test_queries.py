@@ -8,13 +8,17 @@ import pytest
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
+from geoeval.suites.maptab import routing_search
+from geoeval.suites.maptab import routing_transfers
 from geoeval.suites.maptab.agents import solve_from_tables
 from geoeval.suites.maptab.baselines.prompt_reading import (
     parse_free_question,
     parse_prompt,
 )
 from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
-from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator_travel import generate_travel_map
 from geoeval.suites.maptab.queries import (
     CATEGORIES,
     CRITERIA,
@@ -69,9 +73,9 @@ def test_pairs_are_non_trivial_and_labelled(metro, queries):
         if q.weights is None:
             assert q.totals is None
         else:
-            path, tr = routing.parse_route(q.routes[0])
+            path, tr = routing_transfers.parse_route(q.routes[0])
             plan_on = mix_map(metro) if q.category == "mix" else metro
-            assert q.totals == routing.route_totals(plan_on, path, tr)
+            assert q.totals == routing_cost.route_totals(plan_on, path, tr)
 
 
 def test_query_difficulty_is_a_spli_tercile(queries):
@@ -107,12 +111,12 @@ def test_references_are_optimal_against_all_simple_paths(metro, queries):
     for q in [q for q in queries if q.category in ("T", "C", "TPCR", "mix")][:24]:
         plan_on = mix_map(metro) if q.category == "mix" else metro
         best = min(
-            routing.route_cost(plan_on, p, tr, q.weights)
+            routing_cost.route_cost(plan_on, p, tr, q.weights)
             for p in nx.all_simple_paths(g, q.source, q.target)
-            for tr in routing.transfer_sets(plan_on, p, q.weights[0])
+            for tr in routing_transfers.transfer_sets(plan_on, p, q.weights[0])
         )
         for r in q.routes:
-            assert routing.route_cost(plan_on, *routing.parse_route(r), q.weights) == pytest.approx(best, abs=1e-9)
+            assert routing_cost.route_cost(plan_on, *routing_transfers.parse_route(r), q.weights) == pytest.approx(best, abs=1e-9)
 
 
 def test_styles_cycle_and_d1_wording(queries):
@@ -204,7 +208,7 @@ def test_prompt_to_tables_to_routes_reproduces_references(fmt):
             elif q.category == "mix":
                 # the topology comes from the map image; here we hand the agent the true edges
                 g = graph_from_tables(edge_table(m, ["Edge", "Line"]), None, parsed.tables["Vertex Table"])
-                assert routing.optimal_routes(g, parsed.source, parsed.target, parsed.weights) == q.routes
+                assert routing_search.optimal_routes(g, parsed.source, parsed.target, parsed.weights) == q.routes
                 assert "Line" not in parsed.tables["Vertex Table"][0]
 
 
@@ -333,16 +337,16 @@ def test_one_travelmap_objective_for_synthetic_and_authors_data():
     prompts and labels; routing.SCENARIO_OBJECTIVE), Metromap under the paper's mean."""
     from geoeval.suites.maptab.authors_env import AUTHORS_OBJECTIVE
 
-    assert routing.SCENARIO_OBJECTIVE == AUTHORS_OBJECTIVE == {"metromap": "mean", "travelmap": "sum"}
+    assert routing_cost.SCENARIO_OBJECTIVE == AUTHORS_OBJECTIVE == {"metromap": "mean", "travelmap": "sum"}
     m = generate_travel_map(8)
     default = build_rp_queries(m, ["C", "R", "TPCR"], 6, seed=8)
     assert default == build_rp_queries(m, ["C", "R", "TPCR"], 6, seed=8, objective="sum")
     for q in default:
-        assert q.routes == routing.optimal_routes(m, q.source, q.target, q.weights, objective="sum")
+        assert q.routes == routing_search.optimal_routes(m, q.source, q.target, q.weights, objective="sum")
     metro = generate_metro_map(8)
     assert build_rp_queries(metro, ["C"], 4, seed=8) == build_rp_queries(metro, ["C"], 4, seed=8, objective="mean")
     with pytest.raises(GeoevalError):
-        routing.objective_for("moon")
+        routing_cost.objective_for("moon")
 
 
 def test_mix_prompt_says_which_columns_are_merged():

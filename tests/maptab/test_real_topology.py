@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator import layout_violations, range_violations, run_quality_checks
+from geoeval.suites.maptab.generator_checks import layout_violations, range_violations, run_quality_checks
 from geoeval.suites.maptab.gtfs import RealLine, load_gtfs_lines
 from geoeval.suites.maptab.real_env import similar_name_pairs
 from geoeval.suites.maptab.real_topology import (

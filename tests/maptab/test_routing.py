@@ -16,21 +16,13 @@ from geoeval.suites.maptab.authors_format import (
     load_table_file,
     load_test_set,
 )
-from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map
+from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator_travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
-from geoeval.suites.maptab.routing import (
-    annotate,
-    annotated_names,
-    fewest_station_routes,
-    format_route,
-    optimal_routes,
-    parse_route,
-    reference_routes,
-    relevant_stations,
-    route_cost,
-    route_totals,
-    transfer_sets,
-)
+from geoeval.suites.maptab.routing_transfers import annotate, annotated_names, format_route, parse_route, transfer_sets
+from geoeval.suites.maptab.routing import fewest_station_routes, reference_routes
+from geoeval.suites.maptab.routing_search import optimal_routes, relevant_stations
+from geoeval.suites.maptab.routing_cost import route_cost, route_totals
 from geoeval.suites.maptab.tables import map_from_rows, mix_map
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"

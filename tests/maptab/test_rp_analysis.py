@@ -3,7 +3,7 @@
 
 import pytest
 
-from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 from geoeval.suites.maptab.rp_analysis import RPAnalysis, difficulty_matrix, repeat_class, repetition_table, understanding
 
@@ -35,7 +35,7 @@ def test_repeat_classes_follow_table_4():
 
 def test_understanding_recomputes_the_answered_route_on_the_map():
     m = small_map()
-    ref = routing.route_totals(m, ["B", "C", "E"])
+    ref = routing_cost.route_totals(m, ["B", "C", "E"])
     assert understanding(m, "B-C-E", "B", "E", ref, ["B-C-E"]) == dict.fromkeys("TPCR", True)
     detour = understanding(m, "Route: B-A(transfer)-D-C(transfer)-E", "B", "E", ref, ["B-C-E"])
     assert detour["T"] is False and detour["P"] is False
@@ -49,7 +49,7 @@ def test_understanding_accepts_any_tied_routes_totals():
     """Tied optima share J, not each total: the recorded totals are the first reference's, and
     answering another tied reference is not a misunderstanding (README, "Tied routes")."""
     m = small_map()
-    first = routing.route_totals(m, ["B", "C", "E"])
+    first = routing_cost.route_totals(m, ["B", "C", "E"])
     tied = "B-A(transfer)-D-C(transfer)-E"
     assert understanding(m, tied, "B", "E", first, ["B-C-E"])["T"] is False  # not a reference
     assert understanding(m, tied, "B", "E", first, ["B-C-E", tied]) == dict.fromkeys("TPCR", True)
@@ -140,8 +140,8 @@ def test_understanding_keeps_the_reference_transfer_placement():
              Edge("C", "D", ("L2",), 2.0, 0.5, 0.5, 0.0)]
     m = MetroMap("shared", "metromap", stations, edges,
                  {"L1": Line("L1", "#E32017", ("A", "B", "C")), "L2": Line("L2", "#0072CE", ("B", "C", "D"))})
-    ref = routing.route_totals(m, ["A", "B", "C", "D"], {"C"})
-    assert ref["Total_Time"] != routing.route_totals(m, ["A", "B", "C", "D"], {"B"})["Total_Time"]
+    ref = routing_cost.route_totals(m, ["A", "B", "C", "D"], {"C"})
+    assert ref["Total_Time"] != routing_cost.route_totals(m, ["A", "B", "C", "D"], {"B"})["Total_Time"]
     assert understanding(m, "A-B-C(transfer)-D", "A", "D", ref, ["A-B-C(transfer)-D"])["T"] is True
 
 

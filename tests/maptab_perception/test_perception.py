@@ -15,14 +15,9 @@ import time
 import pytest
 
 from geoeval.suites.maptab.graph import MetroMap
-from geoeval.suites.maptab.perception import (
-    PerceivedMap,
-    PerceivedStation,
-    get_ocr_engine,
-    match_station_name,
-    read_map_image,
-    route_on_perceived,
-)
+from geoeval.suites.maptab.perception import PerceivedMap, PerceivedStation, read_map_image
+from geoeval.suites.maptab.perception_ocr import get_ocr_engine
+from geoeval.suites.maptab.perception_answers import match_station_name, route_on_perceived
 from geoeval.suites.maptab.render import compute_layout, render_map
 from geoeval.suites.maptab.routing import fewest_station_routes
 

@@ -10,14 +10,8 @@ import pytest
 from PIL import Image
 
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.render import (
-    INTERCHANGE_RADIUS,
-    LINE_WIDTH,
-    ORDINARY_RADIUS,
-    compute_layout,
-    image_to_png_bytes,
-    render_map,
-)
+from geoeval.suites.maptab.render_style import INTERCHANGE_RADIUS, LINE_WIDTH, ORDINARY_RADIUS
+from geoeval.suites.maptab.render import compute_layout, image_to_png_bytes, render_map
 
 RED, BLUE, GREEN = "#e32017", "#0072ce", "#00a651"
 

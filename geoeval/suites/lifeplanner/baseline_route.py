@@ -25,7 +25,7 @@ from geoeval.suites.lifeplanner.baseline_tools import (
     probe_type,
     rank_by_keywords,
 )
-from geoeval.suites.lifeplanner.environment import DAYS
+from geoeval.suites.lifeplanner.opening_hours import DAYS
 from geoeval.suites.lifeplanner.trip_timing import open_on_arrival, readable_hours
 
 

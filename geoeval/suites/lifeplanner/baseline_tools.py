@@ -18,7 +18,7 @@ from geoeval.suites.lifeplanner.baseline_reading import (
     _words,
 )
 from geoeval.suites.lifeplanner.baseline_session import Session
-from geoeval.suites.lifeplanner.environment import is_open
+from geoeval.suites.lifeplanner.opening_hours import is_open
 
 DEFAULT_RADIUS_M = 500.0  # "near" without a number
 MAX_TYPE_PROBES = 8  # content words tried as place_types filters

@@ -12,7 +12,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from geoeval.suites.lifeplanner.environment import VEHICLES
+from geoeval.suites.lifeplanner.city_schema import VEHICLES
 from geoeval.suites.lifeplanner.tool_arguments import (
     ToolParameterError,
     ToolResult,

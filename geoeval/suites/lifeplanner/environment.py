@@ -40,89 +40,22 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from geoeval.suites.lifeplanner.city_layout import (  # noqa: F401 (re-exported)
+from geoeval.suites.lifeplanner.city_layout import (
     _M_PER_DEG_LAT,
     _build_places,
     _build_roads,
-    _format_tags,
-    _hours_text,
     _m_per_deg_lon,
-    _place_id,
-    _typo,
-    _UnionFind,
-    _unique_words,
-    _word,
 )
-from geoeval.suites.lifeplanner.city_notes import (  # noqa: F401 (re-exported)
-    _MENTION_KINDS,
-    _MENTION_P,
+from geoeval.suites.lifeplanner.city_notes import (
     _build_notes,
-    _fact_sentence,
-    _hex_ids,
-    _mention,
-    _note_ts,
-    _place_facts,
-    _utc,
 )
-from geoeval.suites.lifeplanner.city_schema import (  # noqa: F401 (re-exported)
-    _AGENT_COLUMNS,
-    _COMMENT_FULL,
-    _DATA_ENGINE_EXTRA,
-    _NOTE_FULL,
-    _PLACE_DETAIL,
-    ACCESS_SPEED,
+from geoeval.suites.lifeplanner.city_schema import (
     GENERATOR_VERSION,
-    MEMORY_FIELDS,
-    ROAD_SPEEDS,
     SCHEMA,
-    VEHICLES,
     CityInfo,
-    agent_visible_columns,
-    data_engine_visible_columns,
 )
-from geoeval.suites.lifeplanner.city_vocabulary import (  # noqa: F401 (re-exported)
-    _ANY,
-    _COMMENT_FACT,
-    _COMMENT_NOISE,
-    _FILLER,
-    _FOOD_HOURS,
-    _FOOTWAY_NAMES,
-    _GENERAL_TITLES,
-    _HASHTAGS,
-    _HOOKS,
-    _LONG_SENTENCES,
-    _SHOP_HOURS,
-    _SHORT_SENTENCES,
-    _TAG_SENTENCES,
-    CATEGORIES,
+from geoeval.suites.lifeplanner.city_vocabulary import (
     DISTRICT_NAMES,
-    LONG_MEM_VOCAB,
-    PROFILE_OF,
-    SHORT_MEM_VOCAB,
-    SYLLABLES,
-    Category,
-    _vocab_for,
-)
-from geoeval.suites.lifeplanner.opening_hours import (  # noqa: F401 (re-exported)
-    _ALL_DAYS,
-    _ALWAYS_RE,
-    _CLOSED_WORDS,
-    _DAY_INDEX,
-    _PAREN_RE,
-    _TIME_RANGE_RE,
-    DAYS,
-    WEEK_MINUTES,
-    OpeningHours,
-    OpeningHoursError,
-    _d,
-    _i,
-    _parse_days,
-    _parse_times,
-    _to_minute,
-    _to_weekday,
-    closing_minute,
-    is_open,
-    parse_opening_hours,
 )
 
 

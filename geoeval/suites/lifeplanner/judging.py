@@ -23,9 +23,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import routing_tools
 from geoeval.suites.lifeplanner.answers import ParsedAnswer
-from geoeval.suites.lifeplanner.environment import DAYS, parse_opening_hours
+from geoeval.suites.lifeplanner.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.trajectory import Trajectory
 from geoeval.suites.lifeplanner.trip_timing import hhmm_to_minute, open_on_arrival
@@ -53,7 +55,7 @@ _RECORDS: dict[str, dict[str, dict[str, Any]]] = {}
 _RECORDS_LOCK = threading.Lock()
 
 
-def place_records(city: T.City) -> dict[str, dict[str, Any]]:
+def place_records(city: city_handle.City) -> dict[str, dict[str, Any]]:
     """Every place's full record (agent-visible fields, memory, facts), once per opened city."""
     key = f"{city.db_path}@{id(city)}"
     with _RECORDS_LOCK:
@@ -80,7 +82,7 @@ def place_records(city: T.City) -> dict[str, dict[str, Any]]:
 _VISIBLE = ("place_id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias")
 
 
-def visible_record(city: T.City, place_id: str, anchor: str | None = None) -> dict[str, Any] | None:
+def visible_record(city: city_handle.City, place_id: str, anchor: str | None = None) -> dict[str, Any] | None:
     """The agent-visible record of a place (what A's requirements are checked on), plus
     `distance_m` to `anchor` (straight line, as nearby_search measures it)."""
     rec = place_records(city).get(place_id)
@@ -92,12 +94,12 @@ def visible_record(city: T.City, place_id: str, anchor: str | None = None) -> di
     return out
 
 
-def straight_distance(city: T.City, a: str, b: str) -> float:
+def straight_distance(city: city_handle.City, a: str, b: str) -> float:
     pa, pb = city.place_xy[city.place_index[a]], city.place_xy[city.place_index[b]]
     return float(math.hypot(pa[0] - pb[0], pa[1] - pb[1]))
 
 
-def resolve_place(city: T.City, value: Any) -> str | None:
+def resolve_place(city: city_handle.City, value: Any) -> str | None:
     """A place an answer names: its place_id, or its exact name (case and spacing ignored)."""
     if not isinstance(value, str):
         return None
@@ -109,7 +111,7 @@ def resolve_place(city: T.City, value: Any) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def has_any_fact(city: T.City, place_id: str, facts: list[str]) -> bool:
+def has_any_fact(city: city_handle.City, place_id: str, facts: list[str]) -> bool:
     rec = place_records(city).get(place_id)
     if rec is None:
         return False
@@ -122,14 +124,14 @@ def has_any_fact(city: T.City, place_id: str, facts: list[str]) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
-def leg_times(city: T.City, order: list[str], vehicle: str, mode: str) -> list[float] | None:
+def leg_times(city: city_handle.City, order: list[str], vehicle: str, mode: str) -> list[float] | None:
     """Seconds of each leg of `order`, as `routing` reports them; None if a leg has no route or
     a place is unknown."""
     out = []
     for a, b in zip(order, order[1:]):
         if a not in city.place_index or b not in city.place_index or a == b:
             return None
-        r = T.routing(city, a, b, mode=mode, vehicle=vehicle)
+        r = routing_tools.routing(city, a, b, mode=mode, vehicle=vehicle)
         if r.failure_class != "ok":
             return None
         out.append(float(r.payload["total_time_s"]))
@@ -157,7 +159,7 @@ def answer_record(parsed: ParsedAnswer) -> dict[str, Any]:
     return rec
 
 
-def answer_place(city: T.City, parsed: ParsedAnswer) -> str | None:
+def answer_place(city: city_handle.City, parsed: ParsedAnswer) -> str | None:
     """The place a Place Perception answer names (by id or exact name), if any."""
     if parsed.task == "place":
         return resolve_place(city, parsed.value)
@@ -180,7 +182,7 @@ def _req(r: Any) -> Requirement:
     return Requirement(attribute, op, value)
 
 
-def attribute_accuracy_of(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
+def attribute_accuracy_of(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
     """A (eq. 1): 1 when every requirement group of the case holds for the answer, else 0."""
     anchor = (case.get("context") or {}).get("anchor")
     for group in case.get("requirements") or []:
@@ -205,7 +207,7 @@ def attribute_accuracy_of(city: T.City, case: Mapping[str, Any], parsed: ParsedA
     return 1.0
 
 
-def _places_for(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> list[str]:
+def _places_for(city: city_handle.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> list[str]:
     role = con.get("role", "places")
     if role == "answer_place":
         pid = answer_place(city, parsed)
@@ -215,7 +217,7 @@ def _places_for(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> l
     return list(parsed.places) if parsed.task == "nearby" else stop_places(parsed)
 
 
-def _check_place(city: T.City, con: Mapping[str, Any], pid: str, anchor: str | None) -> bool:
+def _check_place(city: city_handle.City, con: Mapping[str, Any], pid: str, anchor: str | None) -> bool:
     kind = con["kind"]
     if pid not in city.place_index:
         return False
@@ -229,7 +231,7 @@ def _check_place(city: T.City, con: Mapping[str, Any], pid: str, anchor: str | N
     if kind == "within_radius":
         return con["center"] in city.place_index and straight_distance(city, pid, con["center"]) <= con["radius_m"]
     if kind == "within_route_buffer":
-        d = T.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], [pid])
+        d = nearby_tools.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], [pid])
         return d is not None and d[0] <= con["radius_m"]
     if kind == "nearest_on_route":
         recs = place_records(city)
@@ -237,7 +239,7 @@ def _check_place(city: T.City, con: Mapping[str, Any], pid: str, anchor: str | N
                 and p not in (con["start"], con["end"])]
         if pid not in same:
             return False
-        ds = T.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], same)
+        ds = nearby_tools.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], same)
         if ds is None:
             return False
         mine = ds[same.index(pid)]
@@ -249,7 +251,7 @@ _PLACE_KINDS = {"place_requirement", "has_preference", "lacks_preference", "with
                 "nearest_on_route"}
 
 
-def constraint_results(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> list[bool]:
+def constraint_results(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> list[bool]:
     """Whether the answer meets each constraint of the case, in order. Constraints on one slot
     are judged on the waypoint that meets most of them (the answer may list stops in any order)."""
     anchor = (case.get("context") or {}).get("anchor")
@@ -294,7 +296,7 @@ def constraint_results(city: T.City, case: Mapping[str, Any], parsed: ParsedAnsw
     return [bool(r) for r in results]
 
 
-def _open_on_arrival(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> bool:
+def _open_on_arrival(city: city_handle.City, con: Mapping[str, Any], parsed: ParsedAnswer) -> bool:
     order = parsed.order
     if len(order) < 3:
         return False
@@ -307,7 +309,7 @@ def _open_on_arrival(city: T.City, con: Mapping[str, Any], parsed: ParsedAnswer)
                            lambda p: parse_opening_hours(recs[p]["opentime_week"]))
 
 
-def semantic_constraint_score(city: T.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
+def semantic_constraint_score(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
     """The rules judge's SC: the share of the case's constraints the answer meets (1 without any)."""
     res = constraint_results(city, case, parsed)
     return sum(res) / len(res) if res else 1.0
@@ -322,7 +324,7 @@ def _norm(s: Any) -> str:
     return " ".join(str(s).casefold().split())
 
 
-def purity_checks(city: T.City, parsed: ParsedAnswer, traj: Trajectory) -> list[tuple[str, bool]]:
+def purity_checks(city: city_handle.City, parsed: ParsedAnswer, traj: Trajectory) -> list[tuple[str, bool]]:
     """(check, passed) for every claim of the answer that can be checked against the database
     and the trajectory: named places exist, were seen, and carry the names given; cited notes
     exist and were seen; reported route totals are the sum of legs the agent saw."""
@@ -357,7 +359,7 @@ def purity_checks(city: T.City, parsed: ParsedAnswer, traj: Trajectory) -> list[
     return checks
 
 
-def reasoning_purity_score(city: T.City, parsed: ParsedAnswer, traj: Trajectory) -> float:
+def reasoning_purity_score(city: city_handle.City, parsed: ParsedAnswer, traj: Trajectory) -> float:
     checks = purity_checks(city, parsed, traj)
     return sum(ok for _, ok in checks) / len(checks) if checks else 1.0
 
@@ -372,7 +374,7 @@ def rules_judge(request: Any) -> float:
     `metric` (`sc` or `rp`), the `db_path`, the `case`, the `parsed` answer and the
     `trajectory`."""
     ctx = request.context
-    city = T.open_city(ctx["db_path"])
+    city = city_handle.open_city(ctx["db_path"])
     if ctx["metric"] == "sc":
         return semantic_constraint_score(city, ctx["case"], ctx["parsed"])
     if ctx["metric"] == "rp":

@@ -46,7 +46,8 @@ from typing import Any, Literal
 
 from geoeval.core.text import clean_text, clean_value
 from geoeval.mcp.security import TOKEN_ENV
-from geoeval.suites.lifeplanner.tools import ToolResult, record_call
+from geoeval.suites.lifeplanner.tool_arguments import ToolResult
+from geoeval.suites.lifeplanner.toolsets import record_call
 from geoeval.suites.lifeplanner.toolsets import TOOLSETS, toolset_tools
 
 TRANSPORTS = ("stdio", "http")

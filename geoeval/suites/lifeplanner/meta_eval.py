@@ -43,7 +43,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from geoeval.core.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import place_tools
 from geoeval.suites.lifeplanner.judging import straight_distance
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
@@ -84,9 +85,9 @@ def _family(task: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def reference_messages(city: T.City, case: dict[str, Any]) -> list[Any]:
+def reference_messages(city: city_handle.City, case: dict[str, Any]) -> list[Any]:
     """The prompt and τ* replayed through the real standard tools (what the oracle does)."""
-    from geoeval.suites.lifeplanner.cases import run_standard
+    from geoeval.suites.lifeplanner.cases.reference_path import run_standard
 
     msgs: list[Any] = [ChatMessageSystem(content=system_prompt(case["task"])),
                        ChatMessageUser(content=user_prompt(case["question"]))]
@@ -127,16 +128,16 @@ def _seen_places(base: list[Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _other_place(city: T.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _other_place(city: city_handle.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A real place that cannot be right: a non-answer candidate the case lists, else a place of
     another type than every reference place, seen in the trajectory when possible."""
     ref = set(case["reference_places"])
     cands = [c for c in (case["context"].get("candidates") or []) if c not in ref]
     if cands and case["level"] == "l1":  # a losing candidate of a comparison
-        return T.place_detail(city, cands[0]).payload
+        return place_tools.place_detail(city, cands[0]).payload
     if case["level"] == "l2":  # every candidate passes A at L2 (SC judges the need): go outside them
         ref |= set(case["context"].get("candidates") or [])
-    ref_types = {T.place_detail(city, p).payload["place_type"] for p in ref}
+    ref_types = {place_tools.place_detail(city, p).payload["place_type"] for p in ref}
     anchor, radius = case["context"].get("anchor"), case["context"].get("radius_m")
 
     def wrong(pid: str, place_type: Any) -> bool:
@@ -145,9 +146,9 @@ def _other_place(city: T.City, case: dict[str, Any], seen: list[dict[str, Any]])
 
     for r in seen:
         if wrong(r["place_id"], r.get("place_type")):
-            return T.place_detail(city, r["place_id"]).payload
+            return place_tools.place_detail(city, r["place_id"]).payload
     for pid in city.place_ids:  # deterministic: the first place in id order that qualifies
-        rec = T.place_detail(city, pid).payload
+        rec = place_tools.place_detail(city, pid).payload
         if wrong(pid, rec["place_type"]):
             return rec
     return None
@@ -162,7 +163,7 @@ def _swap_stop(answer: dict[str, Any], old: str, new: dict[str, Any]) -> None:
             o["place_id"], o["name"] = new["place_id"], new["name"]
 
 
-def wrong_place(city: T.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> tuple[Tier, Any] | None:
+def wrong_place(city: city_handle.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> tuple[Tier, Any] | None:
     ans = copy.deepcopy(case["answer"])
     other = _other_place(city, case, seen)
     fam = _family(case["task"])
@@ -193,7 +194,7 @@ def wrong_order(case: dict[str, Any]) -> tuple[Tier, Any] | None:
     return _tier("wrong_order", "route"), ans
 
 
-def missed_constraint(city: T.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> tuple[Tier, Any] | None:
+def missed_constraint(city: city_handle.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> tuple[Tier, Any] | None:
     if case["level"] == "l0":
         return None  # no constraints are judged at L0 (Table 3: SC from L1)
     fam = _family(case["task"])
@@ -217,7 +218,7 @@ def missed_constraint(city: T.City, case: dict[str, Any], seen: list[dict[str, A
         other = next((c for c in case["context"].get("candidates") or [] if c not in ref), None)
         if other is None:
             return None
-        ans["answer"] = T.place_detail(city, other).payload["name"]
+        ans["answer"] = place_tools.place_detail(city, other).payload["name"]
         return _tier("missed_constraint", "place"), ans
     # nearby: a candidate of the search τ* made that is not the answer (closed, or not fitting)
     anchor = case["context"].get("anchor")
@@ -294,7 +295,7 @@ def score_messages(case: dict[str, Any], messages: list[Any], db_path: str, ense
     return {m: float(values.get(m, math.nan)) for m in METRICS}
 
 
-def answers_for_case(city: T.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float) \
+def answers_for_case(city: city_handle.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float) \
         -> list[ScoredAnswer]:
     base = reference_messages(city, case)
     seen = _seen_places(base)
@@ -322,7 +323,7 @@ def meta_eval_answers(spec: Any, env: Any, samples: list[Any]) -> list[ScoredAns
     from geoeval.suites.lifeplanner.judging import rules_judge
 
     ensemble = JudgeEnsemble(spec.judge, rules=rules_judge)
-    city = T.open_city(env.db_path)
+    city = city_handle.open_city(env.db_path)
     out: list[ScoredAnswer] = []
     for sample in samples:
         out += answers_for_case(city, sample.metadata["case"], env.db_path, ensemble, spec.suite.alpha)

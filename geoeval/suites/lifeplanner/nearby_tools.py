@@ -18,7 +18,7 @@ from geoeval.suites.lifeplanner.city_handle import (
     _Route,
     _select,
 )
-from geoeval.suites.lifeplanner.environment import VEHICLES
+from geoeval.suites.lifeplanner.city_schema import VEHICLES
 from geoeval.suites.lifeplanner.place_tools import _place_filters, _where
 from geoeval.suites.lifeplanner.routing_tools import _half_up, _route
 from geoeval.suites.lifeplanner.tool_arguments import (

@@ -38,10 +38,12 @@ import numpy as np
 import pyarrow as pa
 
 from geoeval.suites.lifeplanner import environment as env
+from geoeval.suites.lifeplanner import city_layout
+from geoeval.suites.lifeplanner import city_notes
+from geoeval.suites.lifeplanner import city_vocabulary
 from geoeval.suites.lifeplanner.osm_hours import convert_opening_hours
-from geoeval.suites.lifeplanner.osm_places import (  # noqa: F401  OSM_CATEGORIES re-exported
+from geoeval.suites.lifeplanner.osm_places import (
     _POI_KEYS,
-    OSM_CATEGORIES,
     _extra_tags,
     _osm_tag_groups,
     _place_type,
@@ -103,7 +105,7 @@ class OsmCityInfo:
 
 
 def _largest_component(n: int, edges: list[tuple[int, int]]) -> set[int]:
-    uf = env._UnionFind(n)  # the synthetic city's union-find
+    uf = city_layout._UnionFind(n)  # the synthetic city's union-find
     for a, b in edges:
         uf.union(a, b)
     roots = Counter(uf.find(a) for a, b in edges for a in (a, b))
@@ -173,9 +175,9 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
     lats = np.array([node_lonlat[n][1] for n in kept])
     lon_sw, lat_sw = float(lons.min()), float(lats.min())
     lat0 = float((lats.min() + lats.max()) / 2)
-    mlon = env._m_per_deg_lon(lat0)
+    mlon = city_layout._m_per_deg_lon(lat0)
     nx = (lons - lon_sw) * mlon
-    ny = (lats - lat_sw) * env._M_PER_DEG_LAT
+    ny = (lats - lat_sw) * city_layout._M_PER_DEG_LAT
 
     ways = {k: [] for k in ("gid", "name", "highway", "source", "target", "node_ids", "length_m", "speed_walking",
                             "speed_cycling", "speed_driving")}
@@ -201,8 +203,8 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
     districts_ll = (HELSINKI_DISTRICTS if "helsinki" in Path(pbf).name.lower() else
                     tuple((f"District {i + 1}", float(np.quantile(lons, q1)), float(np.quantile(lats, q2)))
                           for i, (q1, q2) in enumerate(((.25, .25), (.75, .25), (.25, .75), (.75, .75)))))
-    districts = [(d, (lo - lon_sw) * mlon, (la - lat_sw) * env._M_PER_DEG_LAT) for d, lo, la in districts_ll]
-    templates = {c.place_type: c for c in env.CATEGORIES}
+    districts = [(d, (lo - lon_sw) * mlon, (la - lat_sw) * city_layout._M_PER_DEG_LAT) for d, lo, la in districts_ll]
+    templates = {c.place_type: c for c in city_vocabulary.CATEGORIES}
 
     taken: set[str] = set()
     places: list[dict[str, Any]] = []
@@ -216,7 +218,7 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
         if geom is None or geom.is_empty or not name:
             continue
         pt = geom if geom.geom_type == "Point" else geom.representative_point()
-        x, y = (pt.x - lon_sw) * mlon, (pt.y - lat_sw) * env._M_PER_DEG_LAT
+        x, y = (pt.x - lon_sw) * mlon, (pt.y - lat_sw) * city_layout._M_PER_DEG_LAT
         d2 = (nx[drive_nodes] - x) ** 2 + (ny[drive_nodes] - y) ** 2
         node = int(drive_nodes[int(np.argmin(d2))])
         access_m = float(math.sqrt(float(d2.min())))
@@ -242,15 +244,15 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
             n_vals = int(rng.integers(1, min(2, len(vals)) + 1))
             groups = [(key, [vals[j] for j in sorted(rng.choice(len(vals), size=n_vals, replace=False))])]
         # memory (hidden), drawn as the synthetic city draws it
-        profile = env.PROFILE_OF.get(template_name or "", "shop")
+        profile = city_vocabulary.PROFILE_OF.get(template_name or "", "shop")
         p_mem = 0.25 if profile == "plain" else 0.6
         lm_groups = []
-        for key, vals in env._vocab_for(env.LONG_MEM_VOCAB, profile):
+        for key, vals in city_vocabulary._vocab_for(city_vocabulary.LONG_MEM_VOCAB, profile):
             if rng.random() < p_mem:
                 n_vals = int(rng.integers(1, min(2, len(vals)) + 1))
                 lm_groups.append((key, [vals[j] for j in sorted(rng.choice(len(vals), size=n_vals, replace=False))]))
         sm_groups = []
-        short_vocab = env._vocab_for(env.SHORT_MEM_VOCAB, profile)
+        short_vocab = city_vocabulary._vocab_for(city_vocabulary.SHORT_MEM_VOCAB, profile)
         if short_vocab and rng.random() < (0.15 if profile == "plain" else 0.45):
             key, vals = short_vocab[int(rng.integers(0, len(short_vocab)))]
             sm_groups.append((key, [vals[int(rng.integers(0, len(vals)))]]))
@@ -271,8 +273,8 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
         district = min(districts, key=lambda d: (d[1] - x) ** 2 + (d[2] - y) ** 2)[0]
         places.append({
             "id": pid, "name": name, "place_type": place_type, "address": address, "opentime_week": text,
-            "rating": rating, "cost": cost, "tag": env._format_tags(groups), "alias": alias,
-            "long_mem": env._format_tags(lm_groups), "short_mem": env._format_tags(sm_groups),
+            "rating": rating, "cost": cost, "tag": city_layout._format_tags(groups), "alias": alias,
+            "long_mem": city_layout._format_tags(lm_groups), "short_mem": city_layout._format_tags(sm_groups),
             "lon": round(float(pt.x), 7), "lat": round(float(pt.y), 7), "x_m": round(x, 2), "y_m": round(y, 2),
             "node_id": node, "access_m": round(access_m, 1),
             "popularity": round(float(rng.lognormal(0.0, 1.0)), 4),
@@ -284,7 +286,7 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
         raise ValueError(f"{pbf}: fewer than 2 named places on the road network")
 
     n_notes = int(round(notes_per_place * len(places)))
-    social = env._build_notes(rng, places, n_notes, comments_per_note, districts)
+    social = city_notes._build_notes(rng, places, n_notes, comments_per_note, districts)
 
     # ---- write (same schema and column types as the synthetic city)
     S, I, D, T = pa.string(), pa.int32(), pa.float64(), pa.timestamp("s")
@@ -318,7 +320,7 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
         n_places_with_hours=n_hours, n_hours_converted=n_converted, hours_raw=tuple(hours_raw),
         n_holiday_rules_dropped=n_dropped, place_types=dict(Counter(p["place_type"] for p in places).most_common()),
         area_km2=round(area_km2, 3), center_lon=round(float(lon_sw + nx.max() / 2 / mlon), 7),
-        center_lat=round(float(lat_sw + ny.max() / 2 / env._M_PER_DEG_LAT), 7))
+        center_lat=round(float(lat_sw + ny.max() / 2 / city_layout._M_PER_DEG_LAT), 7))
     meta = {"generator": GENERATOR_VERSION, "source_pbf": Path(pbf).name, "seed": str(seed),
             "n_places": str(info.n_places), "n_notes": str(n_notes), "n_comments": str(info.n_comments),
             "n_nodes": str(info.n_nodes), "n_ways": str(info.n_ways), "area_km2": repr(info.area_km2),

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from geoeval.suites.lifeplanner.city_handle import City, _place, _Route
-from geoeval.suites.lifeplanner.environment import ACCESS_SPEED, VEHICLES
+from geoeval.suites.lifeplanner.city_schema import ACCESS_SPEED, VEHICLES
 from geoeval.suites.lifeplanner.tool_arguments import (
     MAX_AVOID,
     MAX_PERMUTATIONS,

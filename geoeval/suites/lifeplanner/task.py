@@ -59,7 +59,7 @@ def lifeplanner_agent(db_path: str, tool_budget: int = 30, transport: str = "inp
 
             sources = mcp_agent_tools(db_path, "stdio")
         elif transport == "inproc":
-            from geoeval.suites.lifeplanner.tools import agent_tools
+            from geoeval.suites.lifeplanner.toolsets import agent_tools
 
             sources = agent_tools(db_path)
         else:

@@ -43,40 +43,29 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.mapsatisfy.behaviour_chain import (  # noqa: F401  re-exported
+from geoeval.suites.mapsatisfy.behaviour_chain import (
     Candidate,
     Factor,
     _filter,
     _identify,
     _restore,
-    _weight,
     time_slot,
 )
-from geoeval.suites.mapsatisfy.coverage_tables import (  # noqa: F401
-    coverage,
+from geoeval.suites.mapsatisfy.coverage_tables import (
     coverage_markdown,
-    print_coverage,
 )
-from geoeval.suites.mapsatisfy.expected_calls import (  # noqa: F401
+from geoeval.suites.mapsatisfy.expected_calls import (
     _CASE_REQUIRED,
     _PARAM_RULES,
-    SEARCH_PAGE,
     _calls,
     _respond,
 )
-from geoeval.suites.mapsatisfy.poi_city import (  # noqa: F401  re-exported
-    POI,
+from geoeval.suites.mapsatisfy.poi_city import (
     City,
-    city_from_lifeplanner,
-    distance_m,
-    lifeplanner_available,
-    monday_span,
     synthetic_city,
 )
 from geoeval.suites.mapsatisfy.schema import DOMAINS, MapSatisfyInstance, parse_instance
-from geoeval.suites.mapsatisfy.user_model import (  # noqa: F401
-    BEHAVIOUR_DIMENSIONS,
-    UserModel,
+from geoeval.suites.mapsatisfy.user_model import (
     _make_user,
 )
 
@@ -102,7 +91,7 @@ def difficulty_of(factors: list[Factor]) -> str:
 
 def _instance(c: Candidate, city: City, kept: list[Factor], dropped: list[Factor], index: int,
               seed: int) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], dict[str, Any]]]]:
-    from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 
     task_id = hashlib.sha1(f"mapsatisfy-gen:{seed}:{index}".encode()).hexdigest()[:32]
     needs_profile = any(f.source == "preference" for f in kept)
@@ -148,7 +137,7 @@ def generate(n: int, seed: int = 0, city: City | None = None, n_users: int = 40,
              day0: datetime = datetime(2026, 6, 1)) -> Generated:
     """`n` instances over `city` (default: `synthetic_city(seed)`), the six domains in turn, and a
     store holding every expected call of every instance (trace id = task id)."""
-    from geoeval.suites.mapsatisfy.replay import RecordStore
+    from geoeval.suites.mapsatisfy.replay.store import RecordStore
 
     city = city or synthetic_city(seed)
     rng = np.random.default_rng(seed + 7919)

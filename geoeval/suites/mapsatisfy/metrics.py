@@ -273,7 +273,7 @@ def case_scores(instance: Any, *, explicit_met: Sequence[Verdict], implicit_sati
         if len(given) != len(expected):
             raise ValueError(f"case {instance.task_id}: {name} has {len(given)} entries for {len(expected)} rubric items")
     if aliases is None:
-        from geoeval.suites.mapsatisfy.replay import ARGUMENT_ALIASES
+        from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES
 
         aliases = ARGUMENT_ALIASES
     e = ecr(explicit_met)

@@ -112,7 +112,7 @@ def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市"
         raise RuntimeError("the LifePlanner suite (geoeval/suites/lifeplanner/environment.py) is not present")
     import duckdb
 
-    from geoeval.suites.lifeplanner.environment import is_open
+    from geoeval.suites.lifeplanner.opening_hours import is_open
 
     con = duckdb.connect(str(db_path), read_only=True)
     try:

@@ -52,7 +52,7 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
         from geoeval.suites.mapsatisfy.judges import judge_dialogue
-        from geoeval.suites.mapsatisfy.replay import inspect_tools
+        from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
         from geoeval.suites.mapsatisfy.verdicts import Trajectory
 

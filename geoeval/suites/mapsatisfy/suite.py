@@ -106,7 +106,9 @@ _LOCK = threading.Lock()
 
 
 def _open_sandbox(mock_dir: str, embedder: str, record: bool) -> Any:
-    from geoeval.suites.mapsatisfy.replay import HashingEmbedder, ReplaySandbox, load_mock_store
+    from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
+    from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.store import load_mock_store
 
     # No simulator is given to the sandbox: stage 3 uses the running eval's `tool_simulator` model
     # role (`build_task`), so one cached sandbox serves evals with and without a simulator.
@@ -129,7 +131,7 @@ def _fingerprint(paths: list[Path]) -> str:
 
 
 def tools_brief(names: list[str]) -> str:
-    from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 
     return "\n".join(f"- {n}: {TOOL_SPECS[n].description}" for n in names)
 
@@ -164,7 +166,7 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
     carries every required parameter (aliases renamed to the catalogue's names); without one, a
     call built from the context and the query."""
     from geoeval.suites.mapsatisfy.metrics import _carried
-    from geoeval.suites.mapsatisfy.replay import ARGUMENT_ALIASES, TOOL_SPECS
+    from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
 
     plan = []
     for tool in instance.expected_tools:
@@ -292,7 +294,8 @@ class MapSatisfySuite:
                              fingerprint=_fingerprint([bench, mock]))
 
     def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
-        from geoeval.suites.mapsatisfy.generator import city_from_lifeplanner, generate, synthetic_city, write_generated
+        from geoeval.suites.mapsatisfy.poi_city import city_from_lifeplanner, synthetic_city
+        from geoeval.suites.mapsatisfy.generator import generate, write_generated
 
         e = spec.env
         if e.city == "lifeplanner":
@@ -326,7 +329,7 @@ class MapSatisfySuite:
         return paths
 
     def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
-        from geoeval.suites.mapsatisfy.replay import TOOL_SPECS
+        from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
 
         names = list(spec.suite.map_tools) if spec.suite.map_tools else sorted(TOOL_SPECS)
@@ -343,7 +346,7 @@ class MapSatisfySuite:
 
         from geoeval.core.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
-        from geoeval.suites.mapsatisfy.replay import SIMULATOR_ROLE
+        from geoeval.suites.mapsatisfy.replay.simulator import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer
         from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue
 

@@ -68,7 +68,9 @@ def _image_bytes(ref: str) -> bytes:
 def solve_from_tables(parsed: Any) -> str | None:
     """The route a table reader computes, or None when the tables do not carry the network."""
     from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
-    from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
+    from geoeval.suites.maptab.routing_transfers import annotate, format_route
+    from geoeval.suites.maptab.routing import fewest_station_routes
+    from geoeval.suites.maptab.routing_search import optimal_routes
 
     edges = parsed.tables.get("Edge Table")
     if not edges:
@@ -190,8 +192,10 @@ def _restrict_to_perceived(g: Any, pm: Any) -> Any:
 
 def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     from geoeval.suites.maptab.baselines.prompt_reading import is_qa_system_prompt, parse_prompt
-    from geoeval.suites.maptab.perception import route_on_perceived
-    from geoeval.suites.maptab.routing import annotate, fewest_station_routes, format_route, optimal_routes
+    from geoeval.suites.maptab.perception_answers import route_on_perceived
+    from geoeval.suites.maptab.routing_transfers import annotate, format_route
+    from geoeval.suites.maptab.routing import fewest_station_routes
+    from geoeval.suites.maptab.routing_search import optimal_routes
 
     system, user, image_ref = _texts_and_image(messages)
     if is_qa_system_prompt(system):
@@ -223,8 +227,9 @@ def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
     (as the table baseline), the map types from what it reads off the image
     (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
     from geoeval.suites.maptab.baselines.prompt_reading import question_from_prompt, tables_from_prompt
-    from geoeval.suites.maptab.perception import answer_from_image
-    from geoeval.suites.maptab.qa import parse_question, setting_of
+    from geoeval.suites.maptab.perception_answers import answer_from_image
+    from geoeval.suites.maptab.qa_wording import parse_question
+    from geoeval.suites.maptab.qa import setting_of
 
     try:
         scenario = "travelmap" if "Scenic Area" in system else "metromap"

@@ -72,7 +72,8 @@ from geoeval.suites.maptab.queries import (
     row_seed,
     table_columns,
 )
-from geoeval.suites.maptab.routing import SCENARIO_OBJECTIVE, Objective, parse_route
+from geoeval.suites.maptab.routing_cost import SCENARIO_OBJECTIVE, Objective
+from geoeval.suites.maptab.routing_transfers import parse_route
 from geoeval.suites.maptab.tables import ATTRIBUTE_COLUMNS, format_table, shuffle_rows, split_edge_label
 
 SCENARIOS: dict[str, tuple[Scenario, ...]] = {
@@ -279,7 +280,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     """Load, check and store the authors' files (see the module docstring); returns the handle."""
-    from geoeval.suites.maptab.generator import run_quality_checks
+    from geoeval.suites.maptab.generator_checks import run_quality_checks
 
     from geoeval.core.datasets import resolve_root
 

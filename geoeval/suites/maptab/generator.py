@@ -53,36 +53,13 @@ import random
 from collections import defaultdict
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator_checks import (  # noqa: F401  (re-exported)
-    LAYOUT_MARGIN,
-    MIN_ADJACENT_DISTANCE,
-    MIN_STATION_DISTANCE,
-    SEGMENT_CLEARANCE,
-    _collinear_overlap,
-    _point_segment_distance,
-    _segments_intersect,
-    layout_violations,
-    range_violations,
-    run_quality_checks,
-)
-from geoeval.suites.maptab.generator_layout import (  # noqa: F401  (re-exported)
-    GRID_MARGIN,
-    MIN_GRID_PITCH,
+from geoeval.suites.maptab.generator_layout import (
     _draw_lines,
     _Grid,
     _topology_ok,
 )
-from geoeval.suites.maptab.generator_names import (  # noqa: F401  (re-exported)
-    MAX_NAME_ROOT_LENGTH,
-    NAME_SIMILARITY_LIMIT,
+from geoeval.suites.maptab.generator_names import (
     _station_names,
-)
-from geoeval.suites.maptab.generator_travel import (  # noqa: F401  (re-exported)
-    MAX_TRAVEL_LAYOUT_ATTEMPTS,
-    TRAVEL_HUB_KINDS,
-    TRAVEL_HUB_PRICES,
-    generate_travel_map,
-    travel_range_violations,
 )
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 

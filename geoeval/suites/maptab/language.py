@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
+from geoeval.suites.maptab.graph import Edge, Line, MetroMap
 
 LANGUAGES = ("en", "zh")
 SIMILARITY_LIMIT = 0.5

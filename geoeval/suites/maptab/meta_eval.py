@@ -49,7 +49,7 @@ import networkx as nx
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.meta_eval import ScoredAnswer, Tier
-from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_transfers
 from geoeval.suites.maptab.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
@@ -147,7 +147,7 @@ def rp_answers(sample: Any, m: MetroMap, rng: random.Random) -> list[tuple[Tier,
 
 
 def _name(piece: str) -> str:
-    return piece.replace(routing.TRANSFER_MARK, "").strip()
+    return piece.replace(routing_transfers.TRANSFER_MARK, "").strip()
 
 
 def _dissimilar(name: str, refs: Iterable[str], position: int) -> bool:
@@ -189,11 +189,11 @@ def wrong_transfer(ref: str, refs: list[str], rng: random.Random) -> str | None:
     path = [_name(p) for p in pieces]
     same = [split_route(r) for r in refs if [_name(p) for p in split_route(r)] == path]
     options = [k for k in range(1, len(pieces) - 1)
-               if len({routing.TRANSFER_MARK in r[k] for r in same}) == 1]
+               if len({routing_transfers.TRANSFER_MARK in r[k] for r in same}) == 1]
     if not options:
         return None
     k = rng.choice(options)
-    toggled = path[k] if routing.TRANSFER_MARK in pieces[k] else f"{path[k]}{routing.TRANSFER_MARK}"
+    toggled = path[k] if routing_transfers.TRANSFER_MARK in pieces[k] else f"{path[k]}{routing_transfers.TRANSFER_MARK}"
     return "-".join(pieces[:k] + [toggled] + pieces[k + 1:])
 
 
@@ -211,7 +211,7 @@ def longer_route(ref: str, refs: list[str], m: MetroMap, time_weight: float = 0.
                 break
             if len(cand) <= len(path) or cand in ref_paths or not _leaves_refs(cand, refs, ref_paths):
                 continue
-            annotated = routing.annotate(m, cand, time_weight)
+            annotated = routing_transfers.annotate(m, cand, time_weight)
             if annotated and not set(annotated) & set(refs):
                 return annotated[0]
     except (nx.NetworkXNoPath, nx.NodeNotFound):

@@ -104,11 +104,9 @@ class MapJob:
 
 
 def _generate(job: MapJob) -> tuple[Any, list[str]]:
-    from geoeval.suites.maptab.generator import (
-        generate_metro_map,
-        generate_travel_map,
-        run_quality_checks,
-    )
+    from geoeval.suites.maptab.generator import generate_metro_map
+    from geoeval.suites.maptab.generator_travel import generate_travel_map
+    from geoeval.suites.maptab.generator_checks import run_quality_checks
 
     make = generate_metro_map if job.kind == "metromap" else generate_travel_map
     m = make(job.seed, **dict(job.kwargs))

@@ -54,13 +54,6 @@ from geoeval.suites.maptab import (
     perception_markers,
     perception_ocr,
 )
-from geoeval.suites.maptab.perception_answers import (  # noqa: F401  (re-exported)
-    COLOUR_WORDS,
-    answer_from_image,
-    line_colour,
-    match_station_name,
-    route_on_perceived,
-)
 from geoeval.suites.maptab.perception_colour import _colour_layer, _hex
 from geoeval.suites.maptab.perception_edges import _detect_edges
 from geoeval.suites.maptab.perception_markers import (

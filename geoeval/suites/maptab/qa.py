@@ -85,8 +85,6 @@ from geoeval.suites.maptab.qa_answers import (
 from geoeval.suites.maptab.qa_wording import (  # parse_question, the inverse of question_text, re-exported
     QUESTIONS,
     TASK_RULES,
-    ParsedQuestion,  # noqa: F401
-    parse_question,  # noqa: F401
 )
 from geoeval.suites.maptab.queries import PROMPTS_DIR
 from geoeval.suites.maptab.tables import (

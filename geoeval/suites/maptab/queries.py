@@ -68,6 +68,9 @@ import networkx as nx
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
+from geoeval.suites.maptab import routing_search
+from geoeval.suites.maptab import routing_transfers
 from geoeval.suites.maptab.difficulty import spci, tercile_levels, to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario
 from geoeval.suites.maptab.tables import (
@@ -298,7 +301,7 @@ def build_rp_queries(
     seed: int,
     map_difficulty: str = "Easy",
     *,
-    objective: routing.Objective | None = None,
+    objective: routing_cost.Objective | None = None,
     style: int | None = None,
 ) -> list[RPQuery]:
     """RP queries of map `m`: `n_per_category` origin-destination pairs (fewer if the map has
@@ -306,7 +309,7 @@ def build_rp_queries(
     fixes one instruction style for every query instead of cycling them."""
     for c in categories:
         check_category(c)
-    objective = objective or routing.objective_for(m.scenario)
+    objective = objective or routing_cost.objective_for(m.scenario)
     g = to_graph(m)
     names = sorted(m.stations)
     lengths = {s: dict(nx.single_source_shortest_path_length(g, s)) for s in names}
@@ -329,11 +332,11 @@ def build_rp_queries(
                 routes = routing.reference_routes(m, s, t, None)
                 totals = None
             else:
-                routes = routing.optimal_routes(plan_on, s, t, weights, objective=objective)
+                routes = routing_search.optimal_routes(plan_on, s, t, weights, objective=objective)
                 # tied optima may differ in their totals: the first in sorted order is recorded
                 # (module docstring); analyses accept any tied route's totals
-                path, transfers = routing.parse_route(routes[0])
-                totals = routing.route_totals(plan_on, path, transfers)
+                path, transfers = routing_transfers.parse_route(routes[0])
+                totals = routing_cost.route_totals(plan_on, path, transfers)
             style_i = i % N_STYLES if style is None else style
             queries.append(
                 RPQuery(
@@ -352,7 +355,7 @@ def build_rp_queries(
                     map_difficulty=map_difficulty,
                     query_difficulty=levels[i],
                     spli=spli_values[i],
-                    transfer_vertex_numbers=[r.count(routing.TRANSFER_MARK) for r in routes],
+                    transfer_vertex_numbers=[r.count(routing_transfers.TRANSFER_MARK) for r in routes],
                 )
             )
     return queries

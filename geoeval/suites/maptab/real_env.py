@@ -66,7 +66,7 @@ def similar_name_pairs(names: list[str]) -> list[tuple[str, str]]:
 
 
 def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
-    from geoeval.suites.maptab.generator import range_violations, run_quality_checks
+    from geoeval.suites.maptab.generator_checks import range_violations, run_quality_checks
     from geoeval.suites.maptab.real_topology import (
         _spacing_problems, build_real_map, crossing_count, reassign_attributes)
     from geoeval.suites.maptab.synthetic_env import maps_difficulty

@@ -51,10 +51,9 @@ from typing import Iterable, Sequence
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator import (
-    GRID_MARGIN,
-    MIN_GRID_PITCH,
-    PALETTE,
+from geoeval.suites.maptab.generator_layout import GRID_MARGIN, MIN_GRID_PITCH
+from geoeval.suites.maptab.generator import PALETTE
+from geoeval.suites.maptab.generator_checks import (
     SEGMENT_CLEARANCE,
     _collinear_overlap,
     _point_segment_distance,

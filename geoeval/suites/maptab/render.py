@@ -46,26 +46,16 @@ from geoeval.suites.maptab.render_network import (
     _segments_by_edge,
     _Stroke,
 )
-from geoeval.suites.maptab.render_style import (  # noqa: F401  (re-exported)
+from geoeval.suites.maptab.render_style import (
     BACKGROUND,
     INTERCHANGE_OUTLINE,
     INTERCHANGE_OUTLINE_COLOR,
-    INTERCHANGE_RADIUS,
-    LABEL_CLEARANCE_BORDER,
-    LABEL_CLEARANCE_LABEL_X,
-    LABEL_CLEARANCE_LABEL_Y,
-    LABEL_CLEARANCE_MARKER,
-    LABEL_CLEARANCE_STROKE,
     LABEL_COLOR,
     LABEL_FONT_SIZE,
-    LABEL_GAP,
-    LABEL_NEAREST_MARGIN,
     LEGEND_FONT_SIZE,
     LINE_WIDTH,
     ORDINARY_OUTLINE,
     ORDINARY_OUTLINE_COLOR,
-    ORDINARY_RADIUS,
-    TRAVEL_PATH_COLOR,
     _hex_to_rgb,
     _line_colors,
 )

@@ -18,30 +18,15 @@ from collections import deque
 from collections.abc import Sequence
 
 from geoeval.suites.maptab.graph import MetroMap
-from geoeval.suites.maptab.routing_cost import (  # noqa: F401  (re-exported)
-    SCALES,
-    SCENARIO_OBJECTIVE,
+from geoeval.suites.maptab.routing_cost import (
     Objective,
-    Weights,
     _check_endpoints,
-    objective_for,
-    route_cost,
-    route_totals,
 )
-from geoeval.suites.maptab.routing_search import (  # noqa: F401  (re-exported)
-    DEFAULT_MAX_EXPANSIONS,
+from geoeval.suites.maptab.routing_search import (
     optimal_routes,
-    optimal_routes_with_cost,
-    relevant_stations,
 )
-from geoeval.suites.maptab.routing_transfers import (  # noqa: F401  (re-exported)
-    TIE_TOLERANCE,
-    TRANSFER_MARK,
+from geoeval.suites.maptab.routing_transfers import (
     annotate,
-    annotated_names,
-    format_route,
-    parse_route,
-    transfer_sets,
 )
 
 # --------------------------------------------------------------------------------------------

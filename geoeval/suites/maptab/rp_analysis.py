@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
+from geoeval.suites.maptab import routing_transfers
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, extract_route, similarity, split_route
 
@@ -81,14 +83,14 @@ class RPAnalysis:
 def repeat_class(m: MetroMap, source: str, target: str, routes: Iterable[str]) -> str:
     """FR, PR or NR of a criteria query (module docstring)."""
     shortest = {tuple(p) for p in routing.fewest_station_routes(m, source, target)}
-    optimal = {tuple(routing.parse_route(r)[0]) for r in routes}
+    optimal = {tuple(routing_transfers.parse_route(r)[0]) for r in routes}
     if not shortest & optimal:
         return "NR"
     return "FR" if len(shortest) == 1 else "PR"
 
 
 def _station_of(name: str, stations: list[str]) -> str | None:
-    name = name.replace(routing.TRANSFER_MARK, "").strip()
+    name = name.replace(routing_transfers.TRANSFER_MARK, "").strip()
     if name in stations:
         return name
     best = max(stations, key=lambda s: similarity(name, s), default=None)
@@ -121,9 +123,9 @@ def understanding(plan_on: MetroMap, answer: str, source: str, target: str, refe
     # Transfers add their time to Total_Time: a reference's own path keeps the reference's
     # transfers (the totals then agree by construction); another path takes the assignment with
     # the least transfer time, the one a route's Total_Time is meant to be counted with.
-    same = [t for p, t in map(routing.parse_route, routes) if p == path]
-    transfers = same[0] if same else routing.transfer_sets(plan_on, path, time_weight=1.0)[0]
-    totals = routing.route_totals(plan_on, path, transfers)
+    same = [t for p, t in map(routing_transfers.parse_route, routes) if p == path]
+    transfers = same[0] if same else routing_transfers.transfer_sets(plan_on, path, time_weight=1.0)[0]
+    totals = routing_cost.route_totals(plan_on, path, transfers)
     accepted = [reference, *(_tied_totals(plan_on, routes))]
     return {k: any(math.isclose(totals[key], ref[key], rel_tol=0.0, abs_tol=TOLERANCE[k]) for ref in accepted)
             for k, key in TOTAL_KEYS.items()}
@@ -134,10 +136,10 @@ def _tied_totals(plan_on: MetroMap, routes: list[str]) -> list[dict[str, float]]
     not is skipped: their recorded totals still count)."""
     out = []
     for r in routes:
-        path, transfers = routing.parse_route(r)
+        path, transfers = routing_transfers.parse_route(r)
         if all(v in plan_on.stations for v in path) and all(
                 plan_on.edge_between(a, b) is not None for a, b in itertools.pairwise(path)):
-            out.append(routing.route_totals(plan_on, path, transfers))
+            out.append(routing_cost.route_totals(plan_on, path, transfers))
     return out
 
 
@@ -149,10 +151,10 @@ def error_types(m: MetroMap, answer: str, source: str, target: str, routes: Iter
         return ("Output Format",)
     parts = split_route(route)
     found: set[str] = set()
-    if any(not p.replace(routing.TRANSFER_MARK, "").strip() for p in parts):
+    if any(not p.replace(routing_transfers.TRANSFER_MARK, "").strip() for p in parts):
         found.add("Output Format")
     stations = list(m.stations)
-    path = [_station_of(p, stations) for p in parts if p.replace(routing.TRANSFER_MARK, "").strip()]
+    path = [_station_of(p, stations) for p in parts if p.replace(routing_transfers.TRANSFER_MARK, "").strip()]
     if any(p is None for p in path) or not path or path[0] != source or path[-1] != target:
         found.add("Perception")
     known = [p for p in path if p is not None]
@@ -163,7 +165,7 @@ def error_types(m: MetroMap, answer: str, source: str, target: str, routes: Iter
         shared = set(m.stations[a].lines) & set(m.stations[b].lines)
         found.add("Path Search" if shared else "Topology Extraction")
     if not found:
-        refs = [routing.parse_route(r)[0] for r in routes]
+        refs = [routing_transfers.parse_route(r)[0] for r in routes]
         if known in refs:
             found.add("Transfer Indeterminate")
         elif criteria:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.queries import (
     CRITERIA,
@@ -110,7 +110,7 @@ def _hub_rule(scenario: Scenario) -> str:
             "the destination")
 
 
-def _cost_rules(category: str, scenario: Scenario, objective: routing.Objective = "mean") -> str:
+def _cost_rules(category: str, scenario: Scenario, objective: routing_cost.Objective = "mean") -> str:
     crit = CRITERIA[category]
     metro = scenario == "metromap"
     stations = "every station of the route except the destination" if metro else "every scenic spot of the route, the destination included"
@@ -143,7 +143,7 @@ def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
     ("final route score = sum(edge Comfort Level) + sum(vertex Comfort Level)")."""
     crit = CRITERIA[category]
     metro = scenario == "metromap"
-    _ts, _ps, cs = routing.SCALES[scenario]
+    _ts, _ps, cs = routing_cost.SCALES[scenario]
     where = f"of {stations}" if category == "mix" else f"of the route's edges and of {stations}"
     c_value = "Comfort Level" if cs == 1 else f"Comfort Level / {cs:g}"
     rules = []
@@ -167,13 +167,13 @@ SUM_OBJECTIVE_NOTE = "Comfort Level and Reliability are summed along the route, 
 
 
 def _scaling_rules(
-    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
+    category: str, scenario: Scenario, weights: Sequence[float], objective: routing_cost.Objective = "mean"
 ) -> str:
     """The scaling rules and the route score J for a criteria category. Time and Price are the same
     under both objectives; comfort and reliability are one minus their mean (the paper's Eq. 1) or,
     under "sum", summed costs along the route."""
     crit = CRITERIA[category]
-    ts, ps, cs = routing.SCALES[scenario]
+    ts, ps, cs = routing_cost.SCALES[scenario]
     terms, lines = [], []
     if "Time" in crit:
         terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
@@ -204,7 +204,7 @@ def _scaling_rules(
 
 
 def _objective(
-    category: str, scenario: Scenario, weights: Sequence[float], objective: routing.Objective = "mean"
+    category: str, scenario: Scenario, weights: Sequence[float], objective: routing_cost.Objective = "mean"
 ) -> tuple[str, str]:
     crit = CRITERIA[category]
     single = {
@@ -234,7 +234,7 @@ def system_prompt(
     category: str,
     scenario: Scenario = "metromap",
     weights: Sequence[float] | None = None,
-    objective: routing.Objective = "mean",
+    objective: routing_cost.Objective = "mean",
 ) -> str:
     """The system prompt of an RP category (templates in `prompts/`). `objective` is the cost model
     the references are optimal under (`routing`): "mean" states the paper's Eq. 1, "sum" the

@@ -25,7 +25,7 @@ def rp_sample(
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
     from geoeval.suites.maptab.rp_prompts import system_prompt, user_prompt
-    from geoeval.suites.maptab.routing import objective_for
+    from geoeval.suites.maptab.routing_cost import objective_for
 
     objective = objective or objective_for(q.scenario)
     setting = SETTING_OF[q.category]

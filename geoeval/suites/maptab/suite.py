@@ -38,10 +38,10 @@ from geoeval.suites.maptab import SCORING_VERSION
 
 # the schemas, the sample builders and the synthetic maps live in their own modules; their names
 # stay importable from here
-from geoeval.suites.maptab.config import (  # noqa: F401
-    QA_METRICS, RP_METRICS, SCENARIOS, SETTING_OF, Category, MapTabAuthorsEnvConfig, MapTabEnvConfig,
-    MapTabRealEnvConfig, MapTabSuiteConfig, QAType, Setting, capabilities_of)
-from geoeval.suites.maptab.samples import qa_sample, rp_sample  # noqa: F401
+from geoeval.suites.maptab.config import (
+    QA_METRICS, RP_METRICS, SETTING_OF, MapTabAuthorsEnvConfig, MapTabEnvConfig,
+    MapTabRealEnvConfig, MapTabSuiteConfig)
+from geoeval.suites.maptab.samples import qa_sample, rp_sample
 from geoeval.suites.maptab.synthetic_env import generate_env_maps, maps_difficulty
 
 

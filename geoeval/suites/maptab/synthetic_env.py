@@ -10,7 +10,9 @@ from geoeval.core.errors import GeoevalError
 
 
 def generate_env_maps(env_cfg: Any, seed: int, scenario: str) -> list[Any]:
-    from geoeval.suites.maptab.generator import generate_metro_map, generate_travel_map, run_quality_checks
+    from geoeval.suites.maptab.generator import generate_metro_map
+    from geoeval.suites.maptab.generator_travel import generate_travel_map
+    from geoeval.suites.maptab.generator_checks import run_quality_checks
 
     maps = []
     for i in range(env_cfg.n_maps):

@@ -32,30 +32,3 @@ uniqueness checks, evidence notes), `reference_path` (τ* and the steps that wri
 combines the families, and the case file format). Trip timing is `lifeplanner.trip_timing`,
 shared with the judge and the baseline.
 """
-
-from geoeval.suites.lifeplanner.cases.case import (
-    ENGINE_VERSION,
-    MAX_REFERENCE_CALLS,
-    TABLE4,
-    TASK_TITLES,
-    Case,
-    CaseGenerationError,
-    Reject,
-    allocate,
-)
-from geoeval.suites.lifeplanner.cases.check import check_case, trajectory_of
-from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
-from geoeval.suites.lifeplanner.cases.engine import (
-    CaseEngine,
-    cases_from_jsonl,
-    cases_to_jsonl,
-    generate_cases,
-)
-from geoeval.suites.lifeplanner.cases.reference_path import Draft, replay, run_standard
-from geoeval.suites.lifeplanner.trip_timing import boundary_margin
-
-__all__ = [
-    "ENGINE_VERSION", "MAX_REFERENCE_CALLS", "TABLE4", "TASK_TITLES", "Case", "CaseEngine", "CaseGenerationError",
-    "CityIndex", "Draft", "Place", "Reject", "allocate", "boundary_margin", "cases_from_jsonl", "cases_to_jsonl",
-    "check_case", "generate_cases", "replay", "run_standard", "trajectory_of",
-]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import tool_arguments
 from geoeval.suites.lifeplanner.answers import parse_answer
 from geoeval.suites.lifeplanner.cases.case import Case
 from geoeval.suites.lifeplanner.cases.reference_path import replay
@@ -13,7 +14,7 @@ from geoeval.suites.lifeplanner.judging import attribute_accuracy_of, constraint
 from geoeval.suites.lifeplanner.trajectory import Trajectory, observed_items, route_legs
 
 
-def trajectory_of(tau: list[dict[str, Any]], results: list[T.ToolResult]) -> Trajectory:
+def trajectory_of(tau: list[dict[str, Any]], results: list[tool_arguments.ToolResult]) -> Trajectory:
     """The trajectory an agent that walks τ* would have (for checking the reference)."""
     from geoeval.suites.lifeplanner.trajectory import ToolCallRecord
 
@@ -25,7 +26,7 @@ def trajectory_of(tau: list[dict[str, Any]], results: list[T.ToolResult]) -> Tra
     return traj
 
 
-def check_case(city: T.City, case: Case) -> list[str]:
+def check_case(city: city_handle.City, case: Case) -> list[str]:
     """What is wrong with a case (empty: nothing). Replays τ* and checks that it shows every
     required identity, that its routing legs add up to the reference totals along the reference
     order, and that the reference answer scores A = 1, meets every constraint (SC = 1) and is

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
 from geoeval.suites.lifeplanner.lexicon import PERSONAS, Preference
@@ -27,7 +27,7 @@ class EngineState:
     and the phrasing options (set by `CaseEngine.__init__`)."""
 
     idx: CityIndex
-    city: T.City
+    city: city_handle.City
     seed: int
     rng: np.random.Generator
     d: Draft

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
 from geoeval.suites.lifeplanner.cases.case import Reject
-from geoeval.suites.lifeplanner.environment import OpeningHoursError, parse_opening_hours
+from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, parse_opening_hours
 from geoeval.suites.lifeplanner.judging import parse_fact_groups
 
 
@@ -43,7 +43,7 @@ class CityIndex:
     """Places with their facts, and which notes evidence which fact (the data engine's view)."""
 
     def __init__(self, db_path: str) -> None:
-        self.city = T.open_city(db_path)
+        self.city = city_handle.open_city(db_path)
         cur = self.city.cursor()
         rows = cur.execute("SELECT id, name, place_type, opentime_week, rating, cost, tag, alias, long_mem, short_mem, "
                            "x_m, y_m FROM places ORDER BY id").fetchall()

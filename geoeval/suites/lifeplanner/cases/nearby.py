@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import tool_arguments
 from geoeval.suites.lifeplanner.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words
-from geoeval.suites.lifeplanner.environment import DAYS, OpeningHours
+from geoeval.suites.lifeplanner.opening_hours import DAYS, OpeningHours
 from geoeval.suites.lifeplanner.lexicon import PREFERENCES, TYPE_NOUNS, Preference
 from geoeval.suites.lifeplanner.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
 
@@ -216,7 +216,7 @@ class NearbyCases(RouteSteps):
         cands, _ = self.within(anchor, [p for p in self.idx.unique_named if p.sub == sub], radius)
         inside_all, _ = self.within(anchor, same, radius)
         tag_pref = any(f.startswith("tag:") for f in self.satisfies(ans, pref))
-        limit = T.STANDARD_LIMITS["nearby_search"] if tag_pref else 6  # a tag is found by one geo_tag search
+        limit = tool_arguments.STANDARD_LIMITS["nearby_search"] if tag_pref else 6  # a tag is found by one geo_tag search
         if len(inside_all) != len(cands) or not 2 <= len(cands) <= limit:
             raise Reject("candidate set not clean")
         if [p for p in cands if self.satisfies(p, pref)] != [ans]:

@@ -10,7 +10,8 @@ from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words, or_words
-from geoeval.suites.lifeplanner.environment import CATEGORIES, DAYS, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.city_vocabulary import CATEGORIES, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.opening_hours import DAYS
 from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCES, TYPE_NOUNS
 from geoeval.suites.lifeplanner.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
 

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner import tool_arguments
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
@@ -18,10 +23,10 @@ from geoeval.suites.lifeplanner.trajectory import route_item
 class Draft:
     """τ* (standard tools, run as it is written), the data-engine calls, the evidence."""
 
-    def __init__(self, city: T.City) -> None:
+    def __init__(self, city: city_handle.City) -> None:
         self.city = city
         self.tau: list[dict[str, Any]] = []
-        self.results: list[T.ToolResult] = []
+        self.results: list[tool_arguments.ToolResult] = []
         self.engine_path: list[dict[str, Any]] = []
         self.evidence: list[str] = []
         self.legs: dict[tuple[str, str], tuple[int, int]] = {}
@@ -44,10 +49,10 @@ class Draft:
                 self.evidence.append(it)
 
 
-def run_standard(city: T.City, tool: str, arguments: dict[str, Any]) -> T.ToolResult:
+def run_standard(city: city_handle.City, tool: str, arguments: dict[str, Any]) -> tool_arguments.ToolResult:
     """One call of the standard agent toolset (Table 7) on `city`."""
-    fns = {"place_search": T.place_search, "place_detail": T.place_detail, "nearby_search": T.nearby_search,
-           "routing": T.routing, "search_notes": T.search_notes, "note_detail": T.note_detail}
+    fns = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
+           "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail}
     if tool not in fns:
         raise ValueError(f"{tool!r} is not a standard agent tool")
     if tool in ("place_search", "nearby_search", "search_notes"):
@@ -55,7 +60,7 @@ def run_standard(city: T.City, tool: str, arguments: dict[str, Any]) -> T.ToolRe
     return fns[tool](city, **arguments)
 
 
-def replay(city: T.City, tau: list[dict[str, Any]]) -> list[T.ToolResult]:
+def replay(city: city_handle.City, tau: list[dict[str, Any]]) -> list[tool_arguments.ToolResult]:
     """Run τ* with the standard tools."""
     return [run_standard(city, step["tool"], dict(step["arguments"])) for step in tau]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import tool_arguments
 from geoeval.suites.lifeplanner.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.choosing import AREA_FLOOR_M, RADIUS_BAND_M
@@ -51,7 +52,7 @@ class RoutingCases(RouteSteps):
             raise Reject("too few places of the type")
         best_ids = set()
         for m in ("time", "distance"):
-            ds = T.route_buffer_distances(self.city, a.id, b.id, vehicle, m, [p.id for p in pool])
+            ds = nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, m, [p.id for p in pool])
             if ds is None:
                 raise Reject("no route")
             order = sorted(range(len(pool)), key=lambda i: (ds[i], pool[i].id))
@@ -152,7 +153,7 @@ class RoutingCases(RouteSteps):
                    and p.id not in (a.id, b.id)]
         if not holders:
             raise Reject("no holder")
-        ds = T.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in holders])
+        ds = nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in holders])
         if ds is None:
             raise Reject("no route")
         near = sorted((d, p.id, p) for d, p in zip(ds, holders) if d <= 480)
@@ -161,12 +162,12 @@ class RoutingCases(RouteSteps):
         sub = self.pick(sorted({p.sub for _, _, p in near}))
         d0, _, ans = next(x for x in near if x[2].sub == sub)
         same = [p for p in self.idx.by_sub[ans.sub] if p.id not in (a.id, b.id)]
-        dsame = T.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
+        dsame = nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
         radius = self.clean_radius(d0, dsame, step=10)
         inside = sorted(((round(d, 6), p.id, p) for d, p in zip(dsame, same) if d <= radius))
         cands = [p for _, _, p in inside]
         tag_pref = any(f.startswith("tag:") for f in self.satisfies(ans, pref))
-        limit = T.STANDARD_LIMITS["nearby_search"] if tag_pref else 6
+        limit = tool_arguments.STANDARD_LIMITS["nearby_search"] if tag_pref else 6
         if not 2 <= len(cands) <= limit or [p for p in cands if self.satisfies(p, pref)] != [ans]:
             raise Reject("the preference does not single out one stop")
         if any(norm_name(p.name) not in {norm_name(u.name) for u in self.idx.unique_named} for p in cands):
@@ -177,7 +178,7 @@ class RoutingCases(RouteSteps):
         """What "on the way" means when no buffer is stated: `area_radius` around the route,
         clear of every place of the stop's type."""
         same = [p for p in self.idx.by_sub[ans.sub] if p.id not in (a.id, b.id)]
-        ds = T.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
+        ds = nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
         if ds is None:
             raise Reject("no route")
         d0 = float(ds[[p.id for p in same].index(ans.id)])

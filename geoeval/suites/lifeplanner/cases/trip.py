@@ -11,7 +11,7 @@ from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words
-from geoeval.suites.lifeplanner.environment import DAYS
+from geoeval.suites.lifeplanner.opening_hours import DAYS
 from geoeval.suites.lifeplanner.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
 from geoeval.suites.lifeplanner.trip_timing import arrival_check, arrival_minutes, minute_to_hhmm
 

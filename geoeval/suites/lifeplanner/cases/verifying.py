@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import tools as T
+from geoeval.suites.lifeplanner import nearby_tools
+from geoeval.suites.lifeplanner import note_tools
+from geoeval.suites.lifeplanner import place_tools
+from geoeval.suites.lifeplanner import routing_tools
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.choosing import ChoosingSteps
 from geoeval.suites.lifeplanner.cases.city_index import Place, norm_name
@@ -19,8 +22,8 @@ class VerifyingSteps(ChoosingSteps):
 
     def de(self, tool: str, **arguments: Any) -> Any:
         """One data-engine call (Table 8), recorded in the case's engine_path."""
-        fns = {"place_search": T.place_search, "nearby_search": T.nearby_search, "search_notes": T.search_notes,
-               "multi_stop_routing": T.multi_stop_routing, "place_detail": T.place_detail}
+        fns = {"place_search": place_tools.place_search, "nearby_search": nearby_tools.nearby_search, "search_notes": note_tools.search_notes,
+               "multi_stop_routing": routing_tools.multi_stop_routing, "place_detail": place_tools.place_detail}
         kwargs = dict(arguments)
         if tool in ("place_search", "nearby_search", "search_notes"):
             kwargs["toolset"] = "data_engine"

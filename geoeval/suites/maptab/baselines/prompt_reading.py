@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab import routing
+from geoeval.suites.maptab import routing_cost
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.qa import ANSWER_BEGIN
 from geoeval.suites.maptab.queries import CRITERIA, CRITERIA_NAMES, parse_question
@@ -32,7 +32,7 @@ class ParsedPrompt:
     category: str | None = None
     question: str = ""
     scenario: Scenario = "metromap"
-    objective: routing.Objective = "mean"
+    objective: routing_cost.Objective = "mean"
 
 
 # a table block of a user prompt: "<title> (<format>):\n```<format>\n...\n```"
