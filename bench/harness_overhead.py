@@ -38,7 +38,7 @@ def _warm_worker_fn():
         import time
 
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        import geoeval.core.inspect_bridge  # noqa: F401
+        import geoeval.core.run.inspect_bridge  # noqa: F401
         import geoeval.suites  # noqa: F401
         from geoeval.suites.maptab.perception_ocr import get_ocr_engine
 
@@ -50,7 +50,7 @@ def _warm_worker_fn():
 
 
 def spec_for(work: Path, *overrides: str):
-    from geoeval.core.config import validate_config
+    from geoeval.core.config.schema import validate_config
 
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["tracking=none", f"work_dir={work}/work", *overrides])
@@ -77,8 +77,8 @@ def main() -> None:
 
     from inspect_ai import eval as inspect_eval
 
-    from geoeval.core.inspect_bridge import build_model
-    from geoeval.core.job import run_job
+    from geoeval.core.run.inspect_bridge import build_model
+    from geoeval.core.run.job import run_job
     from geoeval.core.registry import get_suite
 
     work = Path(tempfile.mkdtemp(prefix="geoeval-bench-"))
@@ -92,7 +92,7 @@ def main() -> None:
     n = len(samples)
     run_job(spec, progress=False)
 
-    from geoeval.core.inspect_bridge import live_sample_buffer
+    from geoeval.core.run.inspect_bridge import live_sample_buffer
 
     def bare_inspect(r: int, **settings) -> None:
         # what `inspect eval geoeval/maptab` does: build the dataset and task, then eval()
@@ -118,7 +118,7 @@ def main() -> None:
     # a run's reports (the summary, per-sample parquet and charts of every job, and the suite's
     # paper-style tables and figures) are a fixed cost per run, not per sample, and are products
     # bare Inspect does not make; shown apart so the harness's own overhead is visible too
-    from geoeval.core.reports_job import write_job_reports
+    from geoeval.core.analysis.job_reports import write_job_reports
 
     last = run_job(spec_for(work, *common, f"results_db={work}/rep.duckdb", f"log_dir={work}/replogs"), progress=False)
 
@@ -152,7 +152,7 @@ def main() -> None:
 
     import ray
 
-    from geoeval.core.runner import ensure_ray
+    from geoeval.core.run.runner import ensure_ray
 
     global _warm_worker
     _warm_worker = _warm_worker_fn()

@@ -111,7 +111,7 @@ def overrides_for(args: argparse.Namespace, base_url: str, work: Path, name: str
 
 
 def spec_for(overrides: list[str]):
-    from geoeval.core.config import validate_config
+    from geoeval.core.config.schema import validate_config
 
     if not any(o.startswith("tracking=") for o in overrides):
         overrides = ["tracking=none", *overrides]
@@ -131,7 +131,7 @@ def bare_model(spec):
     `build_model` (retries bounded the same way), without geoeval's wrapper around `generate`."""
     from inspect_ai.model import GenerateConfig, get_model
 
-    from geoeval.core.preflight import bounded_generate_settings
+    from geoeval.core.run.preflight import bounded_generate_settings
 
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
     return get_model(spec.model.name, config=GenerateConfig(**settings), base_url=spec.model.base_url, memoize=False)
@@ -170,7 +170,7 @@ def _ray_warm_fn():
 
         import openai  # noqa: F401  (the provider's SDK: the slowest import of a shard)
 
-        import geoeval.core.inspect_bridge
+        import geoeval.core.run.inspect_bridge
         import geoeval.suites  # noqa: F401
 
         time.sleep(1.0)  # hold this worker so the next warm-up lands on another process
@@ -235,9 +235,12 @@ def phase_breakdown(runs: dict[str, object], suite) -> str:
     """Where one run of each variant spends its wall time (and this process's CPU time, per
     thread that ran the phase): the eval itself (Inspect's `eval()`) against everything geoeval
     does around and beside it."""
-    from geoeval.core import inspect_bridge as bridge
-    from geoeval.core import job, reports_job, traces, tracking
-    from geoeval.core.warehouse import Warehouse
+    from geoeval.core.run import inspect_bridge as bridge
+    from geoeval.core.run import job
+    from geoeval.core.analysis import job_reports as reports_job
+    from geoeval.core.tracking.traces import writer as traces
+    from geoeval.core.tracking import runs as tracking
+    from geoeval.core.warehouse.store import Warehouse
 
     def clocked(run) -> tuple[float, PhaseClock]:
         clock = PhaseClock()
@@ -322,8 +325,8 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-    from geoeval.core import inspect_bridge as bridge
-    from geoeval.core.job import run_job
+    from geoeval.core.run import inspect_bridge as bridge
+    from geoeval.core.run.job import run_job
     from geoeval.core.registry import get_suite
 
     n, c, lat = args.samples, args.max_connections, args.latency_ms
@@ -381,7 +384,7 @@ def main() -> None:
         if not args.skip_ray:
             import ray
 
-            from geoeval.core.runner import ensure_ray
+            from geoeval.core.run.runner import ensure_ray
 
             ray_v = Variant(f"(c) geoeval runner=ray x{args.workers} ({per_worker} connections/worker)")
             runs.append((ray_v, lambda tag: geoeval_job(f"ray-{tag}", *ray_extra)))

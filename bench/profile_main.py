@@ -62,7 +62,7 @@ def profile_job(args: argparse.Namespace) -> None:
     from harness_overhead import spec_for
 
     from geoeval.core import timing
-    from geoeval.core.job import run_job
+    from geoeval.core.run.job import run_job
     from geoeval.core.registry import load_plugins
     from geoeval.suites.maptab import agents
 
@@ -84,7 +84,7 @@ def profile_job(args: argparse.Namespace) -> None:
         if args.runner == "ray":  # a rerun is a new process: new workers, no in-process memo
             import ray
 
-            from geoeval.core import runner
+            from geoeval.core.run import runner
 
             ray.shutdown()
             runner._CONNECTED.clear()
@@ -127,7 +127,7 @@ def _first_stage_end(profile_dir: Path, started: float) -> float | None:
 
 def score_digest(results_db: Path) -> tuple[str, int]:
     """sha256 over every stored sample's (run, id, epoch, status, answer, scores), canonical order."""
-    from geoeval.core.warehouse import Warehouse
+    from geoeval.core.warehouse.store import Warehouse
 
     rows = []
     with Warehouse(results_db, read_only=True) as wh:

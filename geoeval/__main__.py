@@ -10,7 +10,7 @@ stopped first by `runner.shutdown_ray` (~1.5 s quicker than Ray's own exit handl
 import os
 import sys
 
-from geoeval.cli import main
+from geoeval.cli.main import main
 
 
 def _exit_now(code: int) -> None:
@@ -20,7 +20,7 @@ def _exit_now(code: int) -> None:
     if run_exit_handlers is None:
         sys.exit(code)
     if "ray" in sys.modules:  # geoeval's quicker stop of its Ray (Ray's exit handler then has nothing to do)
-        from geoeval.core.runner import shutdown_ray
+        from geoeval.core.run.runner import shutdown_ray
 
         try:
             shutdown_ray()

@@ -122,7 +122,7 @@ class JudgeEnsemble:
     def _model(self, name: str) -> Any:
         from inspect_ai.model import GenerateConfig, get_model
 
-        from geoeval.core.preflight import RETRY_DEFAULTS
+        from geoeval.core.run.preflight import RETRY_DEFAULTS
 
         factory = self._model_factory or get_model
         # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from geoeval.core import tracking_store
+from geoeval.core.tracking import store as tracking_store
 
 
 def spec_for(store: Path) -> SimpleNamespace:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from geoeval.core.aggregate import aggregate, group_table, metric_key_part
+from geoeval.core.analysis.aggregate import aggregate, group_table, metric_key_part
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 
@@ -190,7 +190,7 @@ def test_mean_uses_exact_summation() -> None:
 
 
 def test_nan_scores_are_skipped_not_averaged():
-    from geoeval.core.aggregate import aggregate
+    from geoeval.core.analysis.aggregate import aggregate
     from geoeval.core.records import Dimensions, SampleResult
 
     def r(sid, eff, level):

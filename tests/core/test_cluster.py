@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core import cluster
+from geoeval.core.run import cluster
 from geoeval.core.errors import GeoevalError
 
 
@@ -66,7 +66,7 @@ def _entry(root, name, size, used_at):
 
 
 def test_the_node_cache_evicts_least_recently_used_entries_not_in_use(tmp_path):
-    from geoeval.core.cluster import IN_USE_GRACE_S, evict_node_cache
+    from geoeval.core.run.cluster import IN_USE_GRACE_S, evict_node_cache
 
     now = 1_000_000.0
     old = now - 10 * IN_USE_GRACE_S
@@ -89,7 +89,7 @@ def test_the_node_cache_evicts_least_recently_used_entries_not_in_use(tmp_path):
 def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without_metadata(monkeypatch):
     from geoeval.core import registry
     from geoeval.core import errors
-    from geoeval.core.cluster import shipped_env_vars, shipped_modules
+    from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
 
     modules = shipped_env_vars()[registry.SHIPPED_ENTRY_POINTS_ENV].split(",")
     assert modules[0].startswith("geoeval.") and "geoeval_example_plugins" in modules  # built-ins first

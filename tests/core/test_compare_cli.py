@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.compare_cli import compare_results, main, pair_results
+from geoeval.cli.compare import compare_results, main, pair_results
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.warehouse import Warehouse
+from geoeval.core.warehouse.store import Warehouse
 
 RUN_A = "aaaa1111aaaa1111"
 RUN_B = "bbbb2222bbbb2222"
@@ -142,7 +142,7 @@ def test_missing_database_is_an_error(tmp_path: Path, capsys) -> None:
 
 
 def test_geoeval_cli_dispatches_compare_and_data(db: Path, capsys) -> None:
-    from geoeval.cli import main as geoeval_main
+    from geoeval.cli.main import main as geoeval_main
 
     assert geoeval_main(["compare", RUN_A, RUN_B, "--db", str(db), "--metrics", "ema"]) == 0
     assert "mcnemar_exact" in capsys.readouterr().out

@@ -8,8 +8,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
-from geoeval.core.compositions import share_compositions
-from geoeval.core.experiments_path import register
+from geoeval.core.sweep.compositions import share_compositions
+from geoeval.core.config.search_path import register
 
 
 def test_one_composition_per_config_and_copies_for_each_caller():

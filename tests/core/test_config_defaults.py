@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from geoeval.core.config import (
+from geoeval.core.config.schema import (
     JudgeSpec,
     RunnerSpec,
     RunSpec,
@@ -85,7 +85,7 @@ def test_each_env_file_agrees_with_its_schema():
 
 def test_every_key_of_every_group_option_is_in_its_schema():
     """Variants (runner/ray, model/openai, ...) may change values, never invent keys."""
-    from geoeval.core.config import MetricsSpec, ModelSpec
+    from geoeval.core.config.schema import MetricsSpec, ModelSpec
 
     schemas = {"runner": RunnerSpec, "tracking": TrackingSpec, "judge": JudgeSpec, "model": ModelSpec,
                "metrics": MetricsSpec}
@@ -104,7 +104,7 @@ def test_every_key_of_every_group_option_is_in_its_schema():
     (["model=openai_api", "runner.log_realtime=false"], False),
 ])
 def test_the_live_sample_buffer_is_on_for_real_models_and_off_for_offline_agents(tmp_path, overrides, live):
-    from geoeval.core.inspect_bridge import live_sample_buffer
+    from geoeval.core.run.inspect_bridge import live_sample_buffer
     from tests.conftest import compose_spec
 
     spec = compose_spec(tmp_path, *overrides)

@@ -14,10 +14,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from geoeval.core import datasets
-from geoeval.core.data_cli import main
-from geoeval.core.dataset_registry import DATASETS
-from geoeval.core.datasets import FetchError, cache_state, fetch, resolve_root
+from geoeval.core.data import fetch as datasets
+from geoeval.cli.data import main
+from geoeval.core.data.catalogue import DATASETS
+from geoeval.core.data.fetch import FetchError, cache_state, fetch, resolve_root
 from geoeval.core.errors import GeoevalError
 
 HUB_PREFIX = "/datasets/szq-nju/MapTab/resolve/main/"

@@ -1,4 +1,4 @@
-"""The on-disk computation cache (`geoeval.core.diskcache`) and `geoeval cache` (`cache_cli`)."""
+"""The on-disk computation cache (`geoeval.core.cache.disk`) and `geoeval cache` (`cache_cli`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from geoeval.core import cache_cli, diskcache
-from geoeval.core.diskcache import DiskCache, content_key
+from geoeval.cli import cache as cache_cli
+from geoeval.core.cache import disk as diskcache
+from geoeval.core.cache.disk import DiskCache, content_key
 
 
 @pytest.fixture(autouse=True)

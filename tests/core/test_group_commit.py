@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.job import GroupCommitWriter
-from geoeval.core.warehouse import Warehouse
+from geoeval.core.run.job import GroupCommitWriter
+from geoeval.core.warehouse.store import Warehouse
 from tests.core.test_warehouse import result
 
 

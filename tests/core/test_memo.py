@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from geoeval.core.memo import CopyingMemo, file_digest, file_key
+from geoeval.core.cache.memo import CopyingMemo, file_digest, file_key
 
 
 def test_computes_once_and_hands_out_copies():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from geoeval.core.meta_eval import (
+from geoeval.core.analysis.meta_eval import (
     DEFECT,
     REFERENCE,
     WORTHLESS,

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.preflight import (
+from geoeval.core.run.preflight import (
     OLLAMA_DEFAULT_BASE_URL,
     RETRY_DEFAULTS,
     Endpoint,
@@ -384,7 +384,7 @@ def test_the_retries_of_an_eval_sample_are_read_from_its_transcript(monkeypatch,
 
 
 def test_a_missing_provider_key_is_one_line_before_any_network(monkeypatch):
-    from geoeval.core.preflight import missing_keys
+    from geoeval.core.run.preflight import missing_keys
 
     checks = [("evaluated model", "openai/gpt-4o", None, None), ("judge", "openai-api/local/judge", None, None),
               ("evaluated model", "anthropic/claude", None, "sk-given-in-config"), ("judge", "geoeval/oracle", None, None)]

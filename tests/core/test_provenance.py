@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from geoeval.core.provenance import mlflow_tags, provenance
+from geoeval.core.analysis.provenance import mlflow_tags, provenance
 
 
 def _spec(model: str, judges: list[str]):
@@ -39,7 +39,7 @@ def test_a_real_model_and_real_judges_carry_no_note():
 
 
 def test_the_run_description_leads_with_headline_metrics_and_their_intervals():
-    from geoeval.core.tracking_values import run_description
+    from geoeval.core.tracking.values import run_description
 
     metrics = {"ema": 0.75, "ema/ci95_low": 0.5, "ema/ci95_high": 1.0, "ema/n": 24.0, "pma": float("nan"), "ds": 3.0}
     text = run_description(metrics, ("ema", "pma", "acc"), "Offline stand-ins: x.")

@@ -9,7 +9,7 @@ import pytest
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.reports import (
+from geoeval.core.analysis.reports import (
     fraction_label,
     markdown_table,
     plot_sweep,
@@ -17,7 +17,7 @@ from geoeval.core.reports import (
     sweep_table,
     write_per_sample_parquet,
 )
-from geoeval.core.warehouse_schema import SCORE_COLUMNS
+from geoeval.core.warehouse.schema import SCORE_COLUMNS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -173,14 +173,14 @@ def test_write_per_sample_parquet_has_one_row_per_score(tmp_path: Path) -> None:
 
 
 def test_not_applicable_values_show_as_a_dash():
-    from geoeval.core.reports import format_cell
+    from geoeval.core.analysis.reports import format_cell
 
     assert format_cell(float("nan")) == "–"
     assert format_cell(0.5) == "0.500"
 
 
 def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
-    from geoeval.core.reports_job import write_sweep_reports
+    from geoeval.core.analysis.job_reports import write_sweep_reports
 
     points = [{"job": i, "overrides": {"suite.resolution": str(res), "suite.setting": "map"},
                "metrics": {"ema": 1.0 - i / 4, "pma": 0.5, "zeta": 0.1, "n_errors": 0.0}, "n": 4}
@@ -194,7 +194,7 @@ def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
 
 
 def test_every_sweep_line_has_its_own_marker_dash_and_a_thinner_stroke_than_the_one_before() -> None:
-    from geoeval.core.reports import _line_style
+    from geoeval.core.analysis.reports import _line_style
 
     styles = [_line_style(i, 5) for i in range(5)]
     assert len({(s["marker"], s["linestyle"]) for s in styles}) == 5
@@ -211,7 +211,7 @@ def test_a_job_charts_a_dimension_only_when_it_has_groups_to_compare(tmp_path):
     summary's overall row)."""
     from types import SimpleNamespace
 
-    from geoeval.core.reports_job import write_job_reports
+    from geoeval.core.analysis.job_reports import write_job_reports
     from tests.conftest import compose_spec
 
     spec = compose_spec(tmp_path, "model=table_baseline")

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.runner import ResultOutbox
+from geoeval.core.run.runner import ResultOutbox
 
 
 class FakeQueue:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.results_cli import main, run_labels
-from geoeval.core.warehouse import Warehouse
+from geoeval.cli.results import main, run_labels
+from geoeval.core.warehouse.store import Warehouse
 
 
 def r(run_hash, sample_id, model, scores, level, query_level="q1") -> SampleResult:

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from geoeval.core.secrets import (
+from geoeval.core.config.secrets import (
     REDACTED,
     collect_secret_values,
     env_secret_values,

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from geoeval.core import stats
-from geoeval.core.aggregate import group_table
+from geoeval.core.analysis import stats
+from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.stats import (
+from geoeval.core.analysis.stats import (
     cluster_of,
     cluster_standard_error,
     is_binary,
@@ -222,7 +222,7 @@ def test_sign_flip_on_independent_binary_pairs_is_mcnemar() -> None:
 
 def test_interval_metrics_are_the_overall_rows_numbers_named_for_mlflow():
     from geoeval.core.records import Dimensions, SampleResult
-    from geoeval.core.stats import interval_metrics, summary_with_intervals
+    from geoeval.core.analysis.stats import interval_metrics, summary_with_intervals
 
     results = [SampleResult(run_hash="r", sample_id=str(i), scores={"ema": float(i % 2), "ds": float(i)},
                             dims=Dimensions(suite="maptab")) for i in range(6)]

@@ -1,4 +1,4 @@
-"""Per-sample MLflow traces (geoeval.core.traces) from a real Inspect eval log: an agent with a
+"""Per-sample MLflow traces (geoeval.core.tracking.traces.writer) from a real Inspect eval log: an agent with a
 tool, run on Inspect's mockllm, scored by a dict-valued scorer; one sample errors."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.core.conftest import spec_for
-from geoeval.core import traces, tracking
-from geoeval.core import trace_content
-from geoeval.core import trace_selection
+from geoeval.core.tracking.traces import writer as traces
+from geoeval.core.tracking import runs as tracking
+from geoeval.core.tracking.traces import content as trace_content
+from geoeval.core.tracking.traces import selection as trace_selection
 
 N_SAMPLES = 50
 ERRORED = "s1"  # its model call raises

@@ -1,4 +1,4 @@
-"""The MLflow run lifecycle (geoeval.core.tracking) against a real SQLite store in tmp_path:
+"""The MLflow run lifecycle (geoeval.core.tracking.runs) against a real SQLite store in tmp_path:
 RUNNING while open, the final status, reuse of killed/failed runs, sweep parents, concurrency."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 from tests.core.conftest import spec_for
-from geoeval.core import tracking
-from geoeval.core import tracking_owners
-from geoeval.core import tracking_store
-from geoeval.core import tracking_values
+from geoeval.core.tracking import runs as tracking
+from geoeval.core.tracking import owners as tracking_owners
+from geoeval.core.tracking import store as tracking_store
+from geoeval.core.tracking import values as tracking_values
 
 
 
@@ -301,7 +301,7 @@ def test_log_job_still_logs_a_whole_job_in_one_call(tmp_path, store):
 def _job_in_a_fresh_process(store: str, index: int, barrier) -> tuple[str, str]:
     import mlflow  # noqa: F401  (imported before the barrier: the race is in the store, not imports)
 
-    from geoeval.core import tracking as tr
+    from geoeval.core.tracking import runs as tr
 
     barrier.wait(timeout=120)
     spec = SimpleNamespace(tracking_uri=f"sqlite:///{store}/mlflow.db", artifact_location=None, experiment_name=None)
@@ -379,7 +379,7 @@ def test_a_fresh_store_from_the_schema_template_is_the_store_mlflow_builds(tmp_p
 
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-    from geoeval.core import tracking_store
+    from geoeval.core.tracking import store as tracking_store
 
     monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
     by_mlflow = tmp_path / "by_mlflow" / "mlflow.db"
@@ -408,7 +408,7 @@ def test_a_fresh_store_from_the_schema_template_is_the_store_mlflow_builds(tmp_p
 
 
 def test_a_fresh_store_is_built_in_place_without_the_cache(tmp_path, monkeypatch):
-    from geoeval.core import tracking_store
+    from geoeval.core.tracking import store as tracking_store
 
     monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("GEOEVAL_NO_CACHE", "1")

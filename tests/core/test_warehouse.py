@@ -14,9 +14,9 @@ import pytest
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.reports import write_per_sample_parquet
-from geoeval.core.warehouse_schema import SCHEMA_VERSION, SCORE_COLUMNS
-from geoeval.core.warehouse import Warehouse
+from geoeval.core.analysis.reports import write_per_sample_parquet
+from geoeval.core.warehouse.schema import SCHEMA_VERSION, SCORE_COLUMNS
+from geoeval.core.warehouse.store import Warehouse
 
 HOSTILE = "x'); DROP TABLE scores; --"
 
@@ -286,7 +286,7 @@ def test_processes_share_a_warehouse_and_a_reader_reads_while_they_write(tmp_pat
         f"""
         import sys
         from geoeval.core.records import Dimensions, SampleResult
-        from geoeval.core.warehouse import Warehouse
+        from geoeval.core.warehouse.store import Warehouse
         run = sys.argv[1]
         with Warehouse({str(path)!r}, config_key="results_db=") as wh:
             wh.register_run(run, suite="maptab", model="m", config={{}})
@@ -349,7 +349,7 @@ def test_close_is_idempotent_and_a_closed_warehouse_refuses_work(tmp_path: Path)
 def test_held_shares_one_connection_and_other_threads_wait_for_it(tmp_path: Path, monkeypatch) -> None:
     import threading
 
-    import geoeval.core.warehouse as warehouse_module
+    import geoeval.core.warehouse.store as warehouse_module
 
     opened: list[str] = []
     real_connect = duckdb.connect

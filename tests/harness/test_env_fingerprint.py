@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from geoeval.core.config import validate_config
-from geoeval.core.job import run_job
+from geoeval.core.config.schema import validate_config
+from geoeval.core.run.job import run_job
 
 
 def spec(tmp_path, root):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from geoeval.core.meta_eval_cli import main
+from geoeval.cli.meta_eval import main
 
 # small datasets, every suite's offline rules judge; the tiers are built per sample
 SUITES = {

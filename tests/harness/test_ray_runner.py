@@ -9,8 +9,8 @@ import subprocess
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config import validate_config
-from geoeval.core.job import run_job
+from geoeval.core.config.schema import validate_config
+from geoeval.core.run.job import run_job
 from tests.conftest import geoeval_cmd
 
 
@@ -61,7 +61,7 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     import ray
 
     from geoeval.core.private_api import ray_local_node_processes
-    from geoeval.core.runner import ensure_ray, shutdown_ray
+    from geoeval.core.run.runner import ensure_ray, shutdown_ray
 
     ensure_ray(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
     processes = ray_local_node_processes()

@@ -64,7 +64,7 @@ def _shown_run_commands() -> list[str]:
 
 
 def test_every_run_command_the_readme_shows_is_a_valid_config():
-    from geoeval.core.precheck import precheck
+    from geoeval.core.config.precheck import precheck
 
     shown = _shown_run_commands()
     assert len(shown) >= 10

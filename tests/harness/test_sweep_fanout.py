@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core import launcher
-from geoeval.core import sweep_points
-from geoeval.core import sweep_progress
+from geoeval.core.sweep import launcher
+from geoeval.core.sweep import points as sweep_points
+from geoeval.core.sweep import progress as sweep_progress
 from tests.conftest import geoeval_cmd
 
 # 4 jobs of the quickest honest offline config: the table baseline's scores differ by seed and setting
@@ -156,7 +156,7 @@ def test_the_shipped_config_selects_geoevals_launcher_and_hydra_accepts_it():
     from hydra import compose, initialize_config_module
     from hydra.core.plugins import Plugins
 
-    import geoeval.app  # noqa: F401  registers the launcher with Hydra
+    import geoeval.cli.app  # noqa: F401  registers the launcher with Hydra
 
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["runner.max_concurrent_jobs=3"], return_hydra_config=True)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from geoeval.core.config import JudgeSpec
+from geoeval.core.config.schema import JudgeSpec
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, combine_votes, parse_score
 
 

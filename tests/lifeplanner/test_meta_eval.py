@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from geoeval.core.meta_eval import ordering_report, tier_means
+from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.suites.lifeplanner import meta_eval as ME
 
 from .test_scoring import rules_only

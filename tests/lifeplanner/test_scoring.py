@@ -15,7 +15,7 @@ from inspect_ai.tool import ToolCall, ToolCallError
 
 from geoeval.agents.policies import PolicyReply
 from geoeval.core import registry
-from geoeval.core.config import JudgeSpec
+from geoeval.core.config.schema import JudgeSpec
 from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner.answers import AnswerSchemaError, parse_answer

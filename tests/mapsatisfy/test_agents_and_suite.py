@@ -135,7 +135,7 @@ def test_metric_values_from_a_recorded_dialogue():
 def test_thinking_is_read_from_the_models_generate_config(config, expected):
     from types import SimpleNamespace
 
-    from geoeval.core.config import ModelSpec
+    from geoeval.core.config.schema import ModelSpec
     from geoeval.suites.mapsatisfy.suite import thinking_of
 
     spec = SimpleNamespace(model=ModelSpec(name="openai/gpt-4o", config=config))

@@ -7,11 +7,11 @@ import math
 
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config import validate_config
-from geoeval.core.job import run_job
+from geoeval.core.config.schema import validate_config
+from geoeval.core.run.job import run_job
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.registry import load_plugins
-from geoeval.core.warehouse import Warehouse
+from geoeval.core.warehouse.store import Warehouse
 from geoeval.suites.mapsatisfy.reports import leaderboard_frame, leaderboard_table
 from geoeval.suites.mapsatisfy.suite import thinking_of
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from geoeval.core.meta_eval import ordering_report, tier_means
+from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.core.registry import get_suite
 from geoeval.suites.mapsatisfy.judges import judge_dialogue
 from geoeval.suites.mapsatisfy.meta_eval import TIERS, given_of, replay, sample_answers

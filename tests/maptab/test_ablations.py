@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.job import run_job
+from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import language, render
 from geoeval.suites.maptab.generator import generate_metro_map

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.job import run_job
+from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab.authors_env import quality_report
 from geoeval.suites.maptab.authors_format import load_test_set, rp_test_set_path

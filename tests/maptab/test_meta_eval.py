@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from geoeval.core.meta_eval import ordering_report
+from geoeval.core.analysis.meta_eval import ordering_report
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import meta_eval as me
 from geoeval.suites.maptab.metrics import split_route

@@ -7,9 +7,9 @@ import json
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config import validate_config
+from geoeval.core.config.schema import validate_config
 from geoeval.core.errors import GeoevalError
-from geoeval.core.job import run_job
+from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import qa
 from geoeval.suites.maptab import qa_answers

@@ -174,7 +174,7 @@ ALL_CATEGORIES = "[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"
 
 @needs_tokyo
 def test_real_env_oracle_scores_one_on_every_category(tmp_path):
-    from geoeval.core.job import run_job
+    from geoeval.core.run.job import run_job
 
     spec = spec_for(tmp_path, "model=oracle", "env.lines=[ginza,marunouchi,hibiya]", "env.n_maps=2",
                     f"suite.categories={ALL_CATEGORIES}", "suite.n_per_category=2")

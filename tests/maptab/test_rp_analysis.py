@@ -76,7 +76,7 @@ def test_tables_split_by_repetition_and_difficulty():
 
 @pytest.fixture(scope="module")
 def baseline_run(tmp_path_factory):
-    from geoeval.core.job import run_job
+    from geoeval.core.run.job import run_job
     from tests.maptab.test_authors_env import spec_for
 
     tmp = tmp_path_factory.mktemp("rp_report")

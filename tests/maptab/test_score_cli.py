@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.cli import main as geoeval_main
+from geoeval.cli.main import main as geoeval_main
 from geoeval.suites.maptab.authors_format import load_test_set
 from geoeval.suites.maptab.score_cli import main
 

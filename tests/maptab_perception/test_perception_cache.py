@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from geoeval.core import diskcache
-from geoeval.core.job import run_job
+from geoeval.core.cache import disk as diskcache
+from geoeval.core.run.job import run_job
 from geoeval.suites.maptab import agents, perception
 from geoeval.suites.maptab.render import RENDER_NAMESPACE
 from tests.conftest import compose_spec

@@ -42,7 +42,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
-from geoeval.core.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
+from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
 from geoeval.suites.lifeplanner import city_handle
 from geoeval.suites.lifeplanner import place_tools
 from geoeval.suites.lifeplanner.judging import straight_distance

@@ -80,7 +80,7 @@ def rephrase_questions(questions: list[str], model: Any, cache: Path | None = No
     where a rewrite loses a protected token. Deterministic with a temperature-0 model; cached."""
     from inspect_ai.model import GenerateConfig, Model, get_model
 
-    from geoeval.core.preflight import RETRY_DEFAULTS
+    from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     if not isinstance(model, Model):
         # bounded retries, as for every model geoeval builds: a dead endpoint fails, never hangs

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.reports import save_figure
+from geoeval.core.analysis.reports import save_figure
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS
 
 # Table 3's rows, in its order (process, then outcome metrics, then tokens)

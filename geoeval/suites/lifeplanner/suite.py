@@ -22,7 +22,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field, model_validator
 
 from geoeval.suites.lifeplanner import SCORING_VERSION
-from geoeval.core.config import Strict
+from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
@@ -236,7 +236,7 @@ class LifePlannerSuite:
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
         classes per sample come from the samples' stored details."""
-        from geoeval.core.reports_job import plots_wanted
+        from geoeval.core.analysis.job_reports import plots_wanted
         from geoeval.suites.lifeplanner.reports import failure_counts_from_results, write_reports
 
         if not results:

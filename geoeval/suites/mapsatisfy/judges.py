@@ -51,7 +51,7 @@ async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence
     """Every judge's verdicts on one dialogue, combined."""
     from inspect_ai.model import GenerateConfig, get_model
 
-    from geoeval.core.preflight import RETRY_DEFAULTS
+    from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     factory = model_factory or get_model
     results = []

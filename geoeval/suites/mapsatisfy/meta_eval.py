@@ -1,6 +1,6 @@
 """MapSatisfy's meta-evaluation: answers of known quality for every sample, scored by the suite's
 real judges and metrics (`judges.judge_dialogue`, then `scorers.scores_from_record`, the functions
-the solver and the scorer use), for `geoeval.core.meta_eval.ordering_report`.
+the solver and the scorer use), for `geoeval.core.analysis.meta_eval.ordering_report`.
 
 Every answer keeps the reference trajectory (the oracle's calls of the case, replayed by the
 sandbox) unless its tier changes it, so that the judges must read the answer to tell the tiers
@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from geoeval.core.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
+from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
 from geoeval.suites.mapsatisfy.answer_facts import _number_grounded, evidence_of, norm
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 from geoeval.suites.mapsatisfy.reference import Segment, compose, implicit_segments, render

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.reports import save_figure
+from geoeval.core.analysis.reports import save_figure
 
 TABLE_METRICS = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses")  # the columns of Tables 1 and 2
 GROUP_BY = {"domain": "Domain", "difficulty": "Difficulty", "implicit_factor_source": "Implicit-factor source"}
@@ -177,7 +177,7 @@ def leaderboard_frame(db_path: str | Path, *, experiment: str | None = None) -> 
 
     import pandas as pd
 
-    from geoeval.core.warehouse import Warehouse
+    from geoeval.core.warehouse.store import Warehouse
 
     with Warehouse(db_path, read_only=True) as wh:
         runs = [r["run_hash"] for r in wh.runs(suite="mapsatisfy")

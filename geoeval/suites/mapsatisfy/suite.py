@@ -22,7 +22,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field
 
-from geoeval.core.config import Strict
+from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
@@ -279,7 +279,7 @@ class MapSatisfySuite:
     def build_env(self, spec: Any) -> MapSatisfyEnv:
         if spec.env.name == "mapsatisfy_generated":
             return self._build_generated_env(spec)
-        from geoeval.core.datasets import resolve_root
+        from geoeval.core.data.fetch import resolve_root
 
         # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
         root = resolve_root(spec.env.root, "mapsatisfy-demo")
@@ -320,7 +320,7 @@ class MapSatisfySuite:
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
-        from geoeval.core.reports_job import plots_wanted
+        from geoeval.core.analysis.job_reports import plots_wanted
         from geoeval.suites.mapsatisfy.reports import write_reports
 
         paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports", plots=plots_wanted(spec))
@@ -344,7 +344,7 @@ class MapSatisfySuite:
     def build_task(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig, get_model
 
-        from geoeval.core.preflight import RETRY_DEFAULTS
+        from geoeval.core.run.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
         from geoeval.suites.mapsatisfy.replay.simulator import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer

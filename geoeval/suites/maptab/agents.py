@@ -132,11 +132,11 @@ _MEMO_SIZE = 64
 
 def perceive(data: bytes, img: Any = None) -> Any:
     """OCR + topology of an image (`perception.read_map_image`), computed once per image: memoised
-    in the process (a map is shown to many queries) and on disk (`geoeval.core.diskcache`, keyed by
+    in the process (a map is shown to many queries) and on disk (`geoeval.core.cache.disk`, keyed by
     the image's sha256 and `perception.perception_version()`), so every job, Ray worker and rerun
     that shows the same image reads it once. `img` (the decoded image) is only needed on a miss;
     without it the bytes are decoded then."""
-    from geoeval.core.diskcache import DiskCache
+    from geoeval.core.cache.disk import DiskCache
     from geoeval.core.timing import stage
     from geoeval.suites.maptab.perception import perception_version, read_map_image
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.memo import file_digest
+from geoeval.core.cache.memo import file_digest
 from geoeval.suites.maptab.authors_format import (
     TOTAL_KEYS,
     authors_table_path,
@@ -282,7 +282,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     """Load, check and store the authors' files (see the module docstring); returns the handle."""
     from geoeval.suites.maptab.generator_checks import run_quality_checks
 
-    from geoeval.core.datasets import resolve_root
+    from geoeval.core.data.fetch import resolve_root
 
     # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
     root = resolve_root(env_cfg.root, "maptab-sample").expanduser().resolve()

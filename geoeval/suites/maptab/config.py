@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from geoeval.core.config import Strict
+from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.qa import QA_TYPES
 from geoeval.suites.maptab.queries import SETTINGS

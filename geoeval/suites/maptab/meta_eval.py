@@ -1,4 +1,4 @@
-"""Meta-evaluation answers of MapTab (`geoeval.core.meta_eval`): for every sample, answers of known
+"""Meta-evaluation answers of MapTab (`geoeval.core.analysis.meta_eval`): for every sample, answers of known
 quality, scored through the suite's real scorer path (`scorers.score_completion`: the extractor
 and the registered metrics the Inspect scorer applies).
 
@@ -48,7 +48,7 @@ from typing import Any
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.meta_eval import ScoredAnswer, Tier
+from geoeval.core.analysis.meta_eval import ScoredAnswer, Tier
 from geoeval.suites.maptab import routing_transfers
 from geoeval.suites.maptab.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap

@@ -122,11 +122,11 @@ def perception_version() -> str:
     """What a cached reading of an image depends on besides the image: the source of this module
     and of the perception modules it uses (`_SOURCE_MODULES`), `PERCEPTION_VERSION`, and the
     versions of the OCR engine and the image libraries. Any change gives a new version, and the
-    disk cache (`geoeval.core.diskcache`) never reads another version's entries."""
+    disk cache (`geoeval.core.cache.disk`) never reads another version's entries."""
     if not _VERSION_CACHE:
         from pathlib import Path
 
-        from geoeval.core.diskcache import code_version
+        from geoeval.core.cache.disk import code_version
 
         sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
         _VERSION_CACHE.append(code_version(f"v{PERCEPTION_VERSION}", sources, (

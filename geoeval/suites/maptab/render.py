@@ -36,7 +36,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from geoeval.core.memo import LruMemo
+from geoeval.core.cache.memo import LruMemo
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.render_labels import _Obstacles, _place_labels, _place_legend
 from geoeval.suites.maptab.render_network import (
@@ -277,7 +277,7 @@ def render_version() -> str:
     """The version of rendered maps in the disk cache: a hash of the drawing code's source and
     the Pillow release (fonts, resampling, PNG encoder), so an edit of either never serves an
     old drawing; no version number to forget to bump."""
-    from geoeval.core.diskcache import code_version
+    from geoeval.core.cache.disk import code_version
 
     here = Path(__file__).resolve().parent
     return code_version("code", [here / name for name in _DRAWING_MODULES], ("pillow",))
@@ -285,10 +285,10 @@ def render_version() -> str:
 
 def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
     """`render_map(m, scale=..., language=...)` as PNG bytes (`image_to_png_bytes`), drawn once
-    per machine: the disk cache (`geoeval.core.diskcache`, namespace `maptab-render`) keeps the
+    per machine: the disk cache (`geoeval.core.cache.disk`, namespace `maptab-render`) keeps the
     bytes by the map, the scale, the language and its font, so a rerun in a fresh directory
     (a new work dir) reads them back instead of drawing and encoding each map again."""
-    from geoeval.core.diskcache import DiskCache, content_key
+    from geoeval.core.cache.disk import DiskCache, content_key
 
     key = content_key(repr(m), repr(float(scale)), language, repr(_font_identity(language, None)))
     png, _hit = DiskCache(RENDER_NAMESPACE, render_version()).get_or_compute(

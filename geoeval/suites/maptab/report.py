@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from geoeval.core.aggregate import group_table
-from geoeval.core.reports import markdown_table, save_figure
+from geoeval.core.analysis.aggregate import group_table
+from geoeval.core.analysis.reports import markdown_table, save_figure
 from geoeval.suites.maptab.qa import CAPABILITIES, CAPABILITY_ABBREVIATIONS, QA_TYPES
 
 QA_REPORT_MD = "maptab_qa_report.md"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from geoeval.core.reports import markdown_table, save_figure
+from geoeval.core.analysis.reports import markdown_table, save_figure
 from geoeval.suites.maptab.rp_analysis import (
     LEVELS, REPEAT_CLASSES, SCENARIO_NAMES, RPAnalysis, category_table, difficulty_matrix, error_table,
     level_table, repetition_table)

@@ -32,7 +32,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import Sample
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.memo import CopyingMemo
+from geoeval.core.cache.memo import CopyingMemo
 from geoeval.core.registry import register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
@@ -151,7 +151,7 @@ class MapTabSuite:
     def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
-        from geoeval.core.memo import file_key
+        from geoeval.core.cache.memo import file_key
         from geoeval.suites.maptab.parallel_gen import synthetic_rp_queries
 
         _need_generated_maps(env)
@@ -214,7 +214,7 @@ class MapTabSuite:
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp_analysis.py`, `rp_report.py`)."""
-        from geoeval.core.reports_job import plots_wanted
+        from geoeval.core.analysis.job_reports import plots_wanted
         from geoeval.suites.maptab.report import write_qa_report
 
         plots = plots_wanted(spec)

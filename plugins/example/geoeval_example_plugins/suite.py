@@ -19,7 +19,7 @@ from inspect_ai.solver import generate
 from pydantic import Field
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
-from geoeval.core.config import Strict
+from geoeval.core.config.schema import Strict
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer

@@ -43,7 +43,7 @@ def simulator_model(tool_simulator: Any) -> Any:
         return tool_simulator
     from inspect_ai.model import GenerateConfig, get_model
 
-    from geoeval.core.preflight import RETRY_DEFAULTS
+    from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     return get_model(tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS))
 

@@ -1,0 +1,270 @@
+"""The Hydra application behind `python -m geoeval` and the `geoeval` console script.
+
+Config groups live in `conf/` (shipped as the package `geoeval.conf`); user experiments in
+`./experiments/*.yaml` are found through `geoeval.core.config.search_path`.
+A single run is one job; `-m` (or an experiment that sets `hydra.mode: MULTIRUN`) makes a sweep,
+which `SweepCallback` wraps in one parent MLflow run and ends with a sweep table and plot. The
+jobs of a sweep run through `geoeval.core.sweep.launcher` (`runner.max_concurrent_jobs` at a time); the
+worker processes of a fanned-out sweep run this module (`python -m geoeval.cli.app --multirun ...`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from geoeval.core.config.schema import validate_config
+from geoeval.core.errors import GeoevalError
+from geoeval.core.config.search_path import register as _register_experiments_path
+from geoeval.core.sweep.points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
+from geoeval.core.sweep.launcher import in_sweep_worker
+from geoeval.core.sweep.launcher import register as _register_launcher
+
+_register_experiments_path()
+_register_launcher()
+
+
+
+def _fail(exc: GeoevalError) -> None:
+    print(f"geoeval: error: {exc}", file=sys.stderr)
+    stop = SystemExit(2)
+    stop.reason = str(exc)  # what a sweep's summary says about this job
+    raise stop
+
+
+def _sweep_job(hc: Any) -> SweepJob | None:
+    """The sweep this job belongs to: as geoeval's launcher announced it, or (another Hydra
+    launcher) as Hydra's multirun config says."""
+    job = current_sweep_job()
+    if job is None and hc.mode == RunMode.MULTIRUN:
+        job = SweepJob(int(hc.job.num), str(hc.sweep.dir), hc.job.override_dirname or "base", job_tables=True)
+    return job
+
+
+def _job_label(hc: Any, sweep: SweepJob | None) -> str:
+    """The MLflow run name: a sweep job's swept values (`resolution=0.25 setting=map`), a single
+    run's overrides."""
+    if sweep is not None:
+        return sweep.label
+    return hc.job.override_dirname or "run"
+
+
+def _scrub_hydra_outputs(out_dir: Path, secrets: set[str]) -> None:
+    """Hydra saves the composed config and the overrides under `<out_dir>/.hydra/` before the job
+    starts: any secret given in the config is blanked there too."""
+    from geoeval.core.config.secrets import scrub_tree
+
+    if secrets and (out_dir / ".hydra").is_dir():
+        scrub_tree(out_dir / ".hydra", secrets)
+
+
+def _report_preflight(results: list) -> None:
+    """One note per endpoint that answered but not plainly (429, 5xx, a refused probe): the run
+    goes on, and the user knows why it may be slow."""
+    for r in results:
+        if r.status not in (None, 200) and r.ok:
+            print(f"[geoeval] preflight: {r.message}", file=sys.stderr)
+
+
+def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
+    from geoeval.core.tracking import runs as tracking
+    from geoeval.core.run.job import run_job
+    from geoeval.core.run.preflight import endpoint_checks, preflight
+    from geoeval.core.analysis.job_reports import print_outcome
+    from geoeval.core.config.secrets import (
+        collect_secret_values,
+        env_secret_values,
+        redact,
+        scrub_text,
+    )
+    from geoeval.core.run.serving import served_model
+
+    try:
+        spec = validate_config(cfg)
+    except GeoevalError as exc:
+        _fail(exc)
+    hc = HydraConfig.get()
+    sweep = _sweep_job(hc)
+    if sweep is not None and spec.job_plots == "auto":  # the sweep draws its curves once
+        spec = spec.model_copy(update={"job_plots": "never"})
+    out_dir = Path(hc.runtime.output_dir)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    secrets = collect_secret_values(resolved) | env_secret_values()
+    _scrub_hydra_outputs(out_dir, secrets)
+    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(
+        resolved))))
+    try:
+        with served_model(spec) as spec:
+            if spec.preflight and sweep is None:  # a sweep checks once, before job 0
+                _report_preflight(preflight(endpoint_checks(spec)))
+            outcome = run_job(spec, out_dir=out_dir, run_name=scrub_text(_job_label(hc, sweep), secrets),
+                              parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV))
+    except GeoevalError as exc:
+        _fail(exc)
+    if sweep is not None:
+        point = {
+            "job": sweep.num,
+            "overrides": dict(o.split("=", 1) for o in hc.overrides.task if "=" in o),
+            "metrics": outcome.metrics,
+            "counts": outcome.counts,
+            "failed": outcome.failed,
+            "run_hash": outcome.run_hash,
+            "mlflow_run_id": outcome.mlflow_run_id,
+            "n": len(outcome.results),
+            "seconds": outcome.seconds,
+            "out_dir": str(out_dir),
+        }
+        append_point(sweep.points_path, redact(point))
+    if sweep is None or sweep.job_tables:  # in a sweep, the launcher prints one line per job
+        print_outcome(outcome)
+    if outcome.failed and sweep is None:
+        print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
+        raise SystemExit(1)
+    return outcome.metrics
+
+
+def _sweep_combinations(config: DictConfig) -> list[list[str]]:
+    """Every job's override list, expanded as Hydra's basic sweeper will expand it. Under another
+    sweeper (Optuna, Ax, ...), whose jobs are chosen as it runs, only the base config (the
+    overrides that do not sweep) is checked here; each job is still validated as it starts."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from geoeval.core.private_api import basic_sweeper_batches
+
+    overrides = list(config.hydra.overrides.task)
+    sweeper = str(config.hydra.sweeper.get("_target_", ""))
+    if sweeper and not sweeper.endswith(".BasicSweeper"):
+        print(f"[geoeval] sweeper {sweeper}: checking the base config now; each job is checked as it starts",
+              file=sys.stderr)
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        return [[o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]]
+    params = config.hydra.sweeper.get("params") or {}
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    overrides = [f"{k}={v}" for k, v in params.items() if k not in given] + overrides
+    return basic_sweeper_batches(OverridesParser.create().parse_overrides(overrides))
+
+
+def sweep_metrics(points: list[dict]) -> dict[str, float]:
+    """The sweep parent's summary metrics: the jobs, the samples and errors over all of them, and
+    the mean over jobs of each overall metric every job that ran has (the per-job values are the
+    child runs' and the sweep table's). `points` in job order, so that the means do not depend on
+    the order in which concurrent jobs finished."""
+    totals = {"sweep/jobs": float(len(points)), "sweep/failed_jobs": float(sum(1 for p in points if p.get("failed")))}
+    for key in ("n_samples", "n_scored", "n_errors"):
+        totals[f"sweep/{key}"] = float(sum((p.get("counts") or {}).get(key, 0) for p in points))
+    ran = [p for p in points if not p.get("crashed")]
+    shared = set.intersection(*({k for k in p["metrics"] if "/" not in k} for p in ran)) if ran else set()
+    for key in sorted(shared - {"n_samples", "n_scored", "n_errors", "http_retries"}):
+        values = [p["metrics"][key] for p in ran if p["metrics"][key] == p["metrics"][key]]  # skip NaN
+        if values:
+            totals[f"sweep/mean_over_jobs/{key}"] = sum(values) / len(values)
+    return totals
+
+
+class SweepCallback(Callback):
+    """Validates every job of a sweep before the first one starts, opens the parent MLflow run,
+    and at the end writes the sweep table and plot and logs them to the parent run."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.global_hydra import GlobalHydra
+
+        from geoeval.core.sweep.compositions import share_compositions
+
+        loader = GlobalHydra.instance().config_loader()
+        share_compositions(loader)  # the sweeper's check and the launcher compose the same configs again
+        if in_sweep_worker():  # the sweep's own process has validated it and opened its run
+            return
+        from geoeval.core.tracking import runs as tracking
+
+        specs = []
+        # composed as the launcher will compose each job (Hydra's own overrides first), so that
+        # the launcher gets the checked compositions back
+        hydra_overrides = list(config.hydra.overrides.hydra)
+        try:
+            for combo in _sweep_combinations(config):
+                cfg = loader.load_configuration(config_name=config.hydra.job.config_name,
+                                                overrides=hydra_overrides + list(combo), run_mode=RunMode.RUN)
+                specs.append(validate_config(cfg))
+        except GeoevalError as exc:
+            _fail(exc)
+        except Exception as exc:  # Hydra's own errors (unknown group option, bad override)
+            print(f"geoeval: error: {exc}", file=sys.stderr)
+            raise SystemExit(2)
+        spec = specs[0]
+        print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
+        from geoeval.core.run.runner import start_early
+
+        start_early(spec)  # a local Ray and its workers start while the sweep opens its MLflow run
+        from geoeval.core.run.preflight import endpoint_checks, preflight
+
+        served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
+        try:
+            _report_preflight(preflight([c for s in served for c in endpoint_checks(s)]))
+        except GeoevalError as exc:
+            _fail(exc)
+        if spec.tracking.enabled:
+            import hashlib
+
+            from geoeval.core.config.secrets import collect_secret_values, scrub_text
+
+            secrets = set().union(*(collect_secret_values(s.to_dict()) for s in specs))
+            params = {"sweep.jobs": str(len(specs)),
+                      "sweep.overrides": scrub_text(" ".join(config.hydra.overrides.task), secrets)}
+            # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
+            sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
+            run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}",
+                                               params, sweep_hash=sweep_hash)
+            os.environ[tracking.PARENT_RUN_ENV] = run_id
+            self._tracking = spec.tracking
+            self._experiment = spec.experiment_name
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if in_sweep_worker():  # the sweep's own process writes the reports
+            return
+        from geoeval.core.tracking import runs as tracking
+        from geoeval.core.registry import get_suite
+        from geoeval.core.analysis.job_reports import write_sweep_reports
+
+        sweep_dir = Path(config.hydra.sweep.dir)
+        points = read_points(sweep_dir / SWEEP_POINTS)  # by job number, whatever order they ended in
+        if not points:
+            return
+        ran = [p for p in points if not p.get("crashed")]  # a crashed job has no metrics to show
+        artifacts, summary = [], "(no job of the sweep finished)"
+        if ran:
+            suite = get_suite(str(config.suite.name))
+            artifacts, summary = write_sweep_reports(ran, sweep_dir,
+                                                     headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
+                                                     log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())))
+        run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
+        failed = [p for p in points if p.get("failed")]
+        if run_id and getattr(self, "_tracking", None) is not None:
+            tracking.end_parent_run(self._tracking, self._experiment, run_id, metrics=sweep_metrics(points),
+                                    artifacts=artifacts, status="FAILED" if failed else "FINISHED")
+            print(f"[geoeval] MLflow parent run: {run_id}")
+        print(summary)
+        if failed:
+            for p in failed:
+                print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)
+            raise SystemExit(1)
+
+
+@hydra.main(config_path="pkg://geoeval.conf", config_name="config", version_base="1.3")
+def hydra_main(cfg: DictConfig) -> Any:
+    return run_hydra_job(cfg)
+
+
+if __name__ == "__main__":  # a worker process of a fanned-out sweep (geoeval.core.sweep.launcher)
+    from geoeval.cli.app import (
+        hydra_main as _job_main,  # the importable module's copy, not __main__'s
+    )
+
+    _job_main()

@@ -1,0 +1,95 @@
+"""`geoeval` command line:
+
+- `geoeval [hydra overrides]` runs an evaluation (same as `python -m geoeval`);
+- `geoeval results ...` prints leaderboards from the warehouse;
+- `geoeval compare A B ...` compares two runs on their common samples (paired intervals and tests);
+- `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
+- `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
+- `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
+- `geoeval env build <suite> ...` builds a suite's environment file with the suite's
+  `env_cli.main(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
+- `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
+  suite's `score_cli.main(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int | None:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] == "results":
+        from geoeval.cli.results import main as results_main
+
+        return results_main(args[1:])
+    if args and args[0] == "compare":
+        from geoeval.cli.compare import main as compare_main
+
+        return compare_main(args[1:])
+    if args and args[0] == "data":
+        from geoeval.cli.data import main as data_main
+
+        return data_main(args[1:])
+    if args and args[0] == "meta-eval":
+        from geoeval.cli.meta_eval import main as meta_eval_main
+
+        return meta_eval_main(args[1:])
+    if args and args[0] == "cache":
+        from geoeval.cli.cache import main as cache_main
+
+        return cache_main(args[1:])
+    if args and args[0] == "score":
+        return _score(args[1:])
+    if args and args[0] == "env":
+        return _env(args[1:])
+    if argv is not None:
+        sys.argv = [sys.argv[0], *args]
+    from geoeval.core.errors import GeoevalError
+    from geoeval.core.config.precheck import precheck
+
+    try:
+        precheck(args)  # a bad config fails here, naming the key, before Hydra creates outputs/
+    except GeoevalError as exc:
+        print(f"geoeval: error: {exc}", file=sys.stderr)
+        return 2
+    from geoeval.cli.app import hydra_main
+
+    hydra_main()
+    return 0
+
+
+def _suite_command(module_name: str, args: list[str], usage: str) -> int:
+    """Run `geoeval.suites.<suite>.<module_name>.main(rest)` for `args = [suite, *rest]`."""
+    import importlib
+
+    from geoeval.core.registry import suite_names
+
+    if not args or args[0].startswith("-"):
+        print(f"usage: {usage} (suites: {', '.join(suite_names())})", file=sys.stderr)
+        return 2
+    target = f"geoeval.suites.{args[0]}.{module_name}"
+    try:
+        module = importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (target, f"geoeval.suites.{args[0]}"):
+            raise  # a dependency of an existing command is missing: show it as it is
+        print(f"geoeval: error: suite '{args[0]}' has no `{module_name}` command "
+              f"(suites: {', '.join(suite_names())})", file=sys.stderr)
+        return 2
+    return int(module.main(args[1:]) or 0)
+
+
+def _env(args: list[str]) -> int:
+    if not args or args[0] != "build":
+        print("usage: geoeval env build <suite> [options]", file=sys.stderr)
+        return 2
+    return _suite_command("env_cli", args[1:], "geoeval env build <suite> [options]")
+
+
+def _score(args: list[str]) -> int:
+    return _suite_command("score_cli", args, "geoeval score <suite> <results file> [options]")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

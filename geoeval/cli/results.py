@@ -1,0 +1,311 @@
+"""`geoeval results`: a leaderboard of the runs in the results warehouse, or raw SQL over it.
+
+    geoeval results                               # every run: mean of each metric, n samples
+    geoeval results --suite maptab --metric ema --metric ds --by level
+    geoeval results --sql "SELECT level, avg(value) FROM scores GROUP BY level"
+    geoeval results --format csv > leaderboard.csv
+
+Without `--by` the leaderboard has one row per run: its hash (first 12 characters), model,
+suite, the labels found in its config (`LABEL_KEYS`, e.g. resolution or setting), the mean of each
+metric (DS, and any metric a run's config lists in `metrics.sum_metrics`, summed) and n, the
+number of (sample, epoch) results; runs are sorted by their value of the first metric, best first.
+Metrics lead with the suites' headline metrics (MapTab EMA, PMA; LifePlanner PR, SC, RP; ...).
+
+`--by DIMS` groups instead: one row per combination of DIMS over every listed run's samples, with
+`runs`, the number of runs pooled into the row. DIMS may name run-level keys (`run`, `model`,
+`suite`, and the label keys `label`, `setting`, `resolution`: a sample's own dimension wins, its
+run's label fills in where the sample has none) and sample dimensions (`level`, `setting`, `task`,
+`task_family`, `capabilities`, or a suite's extra keys such as `query_level`). So
+`--by model,setting` gives one row per model and setting, and `--by run,level` splits each run by
+level. Rows are sorted by their DIMS values, except that a grouping by run-level keys only is
+sorted best first.
+
+The database is opened read-only: this command never changes it (an `--sql` that writes fails).
+Mistakes (a missing file, bad SQL, an unknown metric) print one line to stderr and return 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.analysis.reports import fraction_label, markdown_table
+from geoeval.core.warehouse.store import Warehouse
+
+#: Where the results live unless --db or GEOEVAL_DB says otherwise (relative to the current dir).
+DEFAULT_DB = Path("results") / "geoeval.duckdb"
+
+#: Config keys shown as leaderboard columns when a run's config has them (as a scalar, at any
+#: depth; the shallowest wins): what tells apart two runs of one model on one suite.
+LABEL_KEYS: tuple[str, ...] = ("label", "setting", "resolution")
+
+# `--by` names whose value is the run's own, not a sample's
+_RUN_KEYS = ("run", "model", "suite", *LABEL_KEYS)
+
+
+def default_db_path() -> Path:
+    """`$GEOEVAL_DB` if set, else results/geoeval.duckdb under the current directory."""
+    env = os.environ.get("GEOEVAL_DB")
+    return Path(env) if env else Path.cwd() / DEFAULT_DB
+
+
+def run_labels(config: dict[str, Any]) -> dict[str, str]:
+    """The `LABEL_KEYS` found in a run's config, searched breadth-first (the shallowest scalar
+    wins), as text; numbers are written like sweep values (0.5 -> "1/2")."""
+    labels: dict[str, str] = {}
+    level: list[Any] = [config]
+    while level:
+        below: list[Any] = []
+        for node in level:
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for key, value in items:
+                if isinstance(value, (dict, list)):
+                    below.append(value)
+                elif key in LABEL_KEYS and key not in labels and value is not None:
+                    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                    labels[key] = fraction_label(float(value)) if is_number else str(value)
+        level = below
+    return labels
+
+
+def configured_sum_metrics(config: dict[str, Any]) -> frozenset[str]:
+    """The metrics a run's config declares as totals (`metrics.sum_metrics`), if any."""
+    metrics = config.get("metrics")
+    listed = metrics.get("sum_metrics") if isinstance(metrics, dict) else None
+    return frozenset(str(m) for m in listed) if isinstance(listed, list) else frozenset()
+
+
+def _split_list(values: Sequence[str] | None) -> list[str]:
+    """Repeated and comma-separated option values, in order, without blanks or repeats."""
+    items = [part.strip() for value in values or [] for part in value.split(",")]
+    return list(dict.fromkeys(item for item in items if item))
+
+
+def ordered_metrics(available: Sequence[str], suites: Sequence[str]) -> list[str]:
+    """`available` with the listed suites' headline metrics first (in their declared order), then
+    the rest sorted; a suite that is not registered (a plugin not installed here) declares none."""
+    from geoeval.core.registry import get_suite
+
+    headline: list[str] = []
+    for name in suites:
+        try:
+            headline += [m for m in getattr(get_suite(name), "headline_metrics", ()) if m in available]
+        except GeoevalError:
+            continue
+    headline = list(dict.fromkeys(headline))
+    return headline + sorted(m for m in available if m not in headline)
+
+
+def _with_run_keys(result: SampleResult, run: dict[str, Any], labels: dict[str, str]) -> SampleResult:
+    """`result` with its run's keys (`run`, and the labels the sample lacks) as extra dimensions,
+    so that `group_table` can group on them like on any other dimension."""
+    extra = {"run": run["run_hash"][:12], **result.dims.extra}
+    update: dict[str, Any] = {}
+    for key, value in labels.items():
+        if key in Dimensions.model_fields:
+            if not getattr(result.dims, key):
+                update[key] = value
+        else:
+            extra.setdefault(key, value)
+    dims = result.dims.model_copy(update={**update, "extra": extra})
+    return result.model_copy(update={"dims": dims, "model": result.model or run["model"]})
+
+
+def leaderboard(
+    warehouse: Warehouse,
+    *,
+    suite: str | None = None,
+    metrics: Sequence[str] | None = None,
+    by: Sequence[str] | None = None,
+    sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The leaderboard's (columns, rows); see the module docstring. Metrics in `sum_metrics`, and
+    those any listed run's config declares as totals (`metrics.sum_metrics`), are summed; the
+    others averaged. A `suite` with no runs, or a metric no run has, is a `GeoevalError` naming
+    what there is."""
+    runs = warehouse.runs(suite)
+    if suite is not None and not runs:
+        suites = sorted({run["suite"] for run in warehouse.runs() if run["suite"]})
+        raise GeoevalError(
+            f"no runs of suite {suite!r} in {warehouse.path}: choose one of "
+            f"{', '.join(suites) if suites else '(none: the database has no runs yet)'}"
+        )
+    labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
+    results = [_with_run_keys(result, run, labels[run["run_hash"]])
+               for run in runs for result in warehouse.results(run["run_hash"])]
+    sum_metrics = frozenset(sum_metrics).union(
+        *(configured_sum_metrics(run["config"]) for run in runs)
+    )
+    available = sorted({metric for result in results for metric in result.scores})
+    if metrics:
+        unknown = [metric for metric in metrics if metric not in available]
+        if unknown:
+            raise GeoevalError(
+                f"no scores for metric {', '.join(map(repr, unknown))}: choose from "
+                f"{', '.join(available) if available else '(none: no scores stored yet)'}"
+            )
+        metrics = list(metrics)
+    else:
+        metrics = ordered_metrics(available, list(dict.fromkeys(run["suite"] for run in runs)))
+    if by:
+        return _grouped(results, list(by), metrics, sum_metrics)
+    label_columns = [key for key in LABEL_KEYS if any(key in found for found in labels.values())]
+    overall = {row["run"]: row for row in group_table(results, ["run"], metrics, sum_metrics=sum_metrics)}
+
+    def best_first(run: dict[str, Any]) -> tuple[bool, float]:
+        value = overall.get(run["run_hash"][:12], {}).get(metrics[0]) if metrics else None
+        missing = value is None or math.isnan(value)
+        return (missing, 0.0 if missing else -value)
+
+    # runs best first by their overall first metric (stable: ties keep the oldest first)
+    rows: list[dict[str, Any]] = []
+    for run in sorted(runs, key=best_first):
+        row = {"run": run["run_hash"][:12], "model": run["model"], "suite": run["suite"]}
+        row.update({key: labels[run["run_hash"]].get(key, "") for key in label_columns})
+        # a registered run with nothing stored yet still gets its row, with n = 0
+        found = overall.get(run["run_hash"][:12], {"n": 0})
+        row.update({m: found.get(m) for m in metrics})
+        row["n"] = found["n"]
+        if "n_errors" in found:
+            row["n_errors"] = found["n_errors"]
+        rows.append(row)
+    extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
+    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra], rows
+
+
+def _grouped(results: list[SampleResult], by: list[str], metrics: list[str],
+             sum_metrics: frozenset[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """One row per combination of `by` over `results` (see the module docstring)."""
+    by = list(dict.fromkeys("run" if name == "run_hash" else name for name in by))
+    rows = group_table(results, by, metrics, sum_metrics=sum_metrics) if results else []
+    runs_per_group: dict[tuple, set[str]] = {}
+    for result in results:
+        for key in group_keys(result, by):
+            runs_per_group.setdefault(key, set()).add(result.run_hash)
+    for row in rows:
+        row["runs"] = len(runs_per_group.get(tuple(row[name] for name in by), ()))
+    if metrics and all(name in _RUN_KEYS for name in by):
+        rows.sort(key=lambda row: (row[metrics[0]] is None, -(row[metrics[0]] or 0.0)))
+    extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
+    return [*by, *metrics, "n", *extra, "runs"], rows
+
+
+def _unique_columns(columns: Sequence[str]) -> list[str]:
+    """SQL may name two columns alike (`SELECT 1 AS a, 2 AS a`); rows are dicts, so number them."""
+    seen: dict[str, int] = {}
+    unique = []
+    for column in columns:
+        seen[column] = seen.get(column, 0) + 1
+        unique.append(column if seen[column] == 1 else f"{column}_{seen[column]}")
+    return unique
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    return value
+
+
+def render(columns: Sequence[str], rows: Sequence[dict[str, Any]], fmt: str) -> str:
+    """The rows as a Markdown table, CSV, or a JSON list of objects."""
+    if fmt == "markdown":
+        return markdown_table(rows, columns)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
+        return buffer.getvalue().rstrip("\n")
+    if fmt == "json":
+        records = [{c: _json_value(row.get(c)) for c in columns} for row in rows]
+        return json.dumps(records, indent=2, default=str)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="geoeval results",
+        description="Show the runs stored in the results database as a leaderboard, or run SQL "
+        "over it (tables: runs, samples, scores).",
+    )
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        help="the results database (default: $GEOEVAL_DB, else results/geoeval.duckdb)",
+    )
+    parser.add_argument("--suite", help="only the runs of this suite")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        help="a metric to show (repeat, or separate with commas; default: every metric stored)",
+    )
+    parser.add_argument(
+        "--by",
+        action="append",
+        help="group by these dimensions across runs, e.g. model,setting or run,level "
+        "(default: one row per run)",
+    )
+    parser.add_argument("--sql", help='run this SQL instead, e.g. "SELECT * FROM runs"')
+    parser.add_argument(
+        "--format", choices=("markdown", "csv", "json"), default="markdown", help="output format"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `geoeval results`; returns the exit status (0 ok, 2 a user mistake)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse has printed its usage line; report, don't exit
+        return exit_.code if isinstance(exit_.code, int) else 2
+    db = args.db if args.db is not None else default_db_path()
+    try:
+        with Warehouse(db, read_only=True) as warehouse:
+            if args.sql is not None:
+                columns, tuples = warehouse.query(args.sql)
+                columns = _unique_columns(columns)
+                rows = [dict(zip(columns, values)) for values in tuples]
+            else:
+                if not warehouse.runs() and args.suite is None:
+                    print(f"no runs in {db} yet", file=sys.stderr)
+                    return 0
+                columns, rows = leaderboard(
+                    warehouse,
+                    suite=args.suite,
+                    metrics=_split_list(args.metric) or None,
+                    by=_split_list(args.by) or None,
+                )
+    except GeoevalError as error:
+        print(f"geoeval results: error: {error}", file=sys.stderr)
+        return 2
+    except duckdb.Error as error:  # a damaged or foreign file, read by DuckDB
+        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        print(f"geoeval results: error: reading {db} failed: {message}", file=sys.stderr)
+        return 2
+    if columns:
+        print(render(columns, rows, args.format))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Reports written after a job and after a sweep: the files a person looks at, which are also
+logged to MLflow (summary table, per-sample Parquet, plots)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from geoeval.core.analysis.aggregate import group_table
+from geoeval.core.analysis.provenance import provenance
+from geoeval.core.registry import get_suite
+from geoeval.core.analysis.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
+
+
+def plots_wanted(spec: Any) -> bool:
+    """Whether a job draws its plots (`job_plots`; a sweep's jobs get `never` for `auto`)."""
+    return getattr(spec, "job_plots", "auto") != "never"
+
+
+def write_job_reports(outcome: Any) -> list[Path]:
+    out = Path(outcome.out_dir)
+    metrics = list(outcome.spec.metrics.metrics)
+    title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
+    summary = out / "summary.md"
+    suite = get_suite(outcome.spec.suite.name)
+    text = summary_markdown(outcome.results, metrics, title=title,
+                            sum_metrics=frozenset(outcome.spec.metrics.sum_metrics),
+                            report_dimensions=tuple(getattr(suite, "report_dimensions", ())))
+    note = provenance(outcome.spec, suite)["note"]
+    summary.write_text(text + (f"\n> {note}\n" if note else ""))
+    parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
+    artifacts = [summary, Path(parquet)]
+    mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
+    if outcome.results and mean_metrics and plots_wanted(outcome.spec):
+        for dim in ("setting", "level"):
+            rows = group_table(outcome.results, by=[dim], metrics=mean_metrics,
+                               sum_metrics=frozenset(outcome.spec.metrics.sum_metrics))
+            if len(rows) > 1:  # one group of bars would only repeat the summary's overall row
+                artifacts.append(plot_bars(rows, dim, mean_metrics, out / f"metrics_by_{dim}.png",
+                                           title=f"{', '.join(mean_metrics)} by {dim} — {outcome.spec.model.name}"))
+    return [*artifacts, *outcome.artifacts]
+
+
+def print_outcome(outcome: Any) -> None:
+    print((Path(outcome.out_dir) / "summary.md").read_text())
+    counts = outcome.counts
+    print(f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
+          f"{outcome.seconds:.1f} s)")
+    print(f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
+          f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}")
+    if counts.get("n_errors"):
+        errored = [r for r in outcome.results if r.status == "error"]
+        first = errored[0].error if errored else ""
+        print(f"WARNING: {int(counts['n_errors'])} sample(s) errored and have no scores; the means are over the "
+              f"{int(counts.get('n_scored', 0))} scored. A rerun of the same command retries them. "
+              f"First error: {first[:300]}", file=sys.stderr)
+    if outcome.mlflow_run_id:
+        print(f"MLflow run: {outcome.mlflow_run_id}")
+    for p in outcome.log_paths_all:
+        print(f"Inspect log: {p}")
+    print(f"outputs: {outcome.out_dir}")
+    sys.stdout.flush()
+
+
+def _short(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def write_sweep_reports(points: list[dict], sweep_dir: Path, *, headline_metrics: tuple[str, ...] = (),
+                        log2_axes: tuple[str, ...] = ()) -> tuple[list[Path], str]:
+    """The sweep table and plot: x is the first numeric swept key (e.g. suite.resolution),
+    lines are split by the other swept keys (e.g. suite.setting). The suite declares which
+    metrics lead (`headline_metrics`) and which swept keys read on a log2 axis (`log2_axes`);
+    without a declaration the first three overall metrics are shown."""
+    points = sorted(points, key=lambda p: p["job"])
+    keys = sorted({k for p in points for k in p["overrides"]})
+    swept = [k for k in keys if len({p["overrides"].get(k) for p in points}) > 1]
+
+    def numeric(k: str) -> bool:
+        try:
+            [float(p["overrides"][k]) for p in points if k in p["overrides"]]
+            return True
+        except ValueError:
+            return False
+
+    x_key = next((k for k in swept if numeric(k)), swept[0] if swept else None)
+    by_keys = [k for k in swept if k != x_key]
+    by_name = ",".join(_short(k) for k in by_keys) or "group"
+    metric_names = [m for m in headline_metrics if all(m in p["metrics"] for p in points)]
+    if not metric_names:
+        counts = {"n_samples", "n_scored", "n_errors", "http_retries"}
+        metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m and m not in counts})[:3]
+    rows = []
+    for p in points:
+        row: dict[str, Any] = {}
+        if x_key:
+            v = p["overrides"].get(x_key)
+            row[_short(x_key)] = float(v) if x_key and numeric(x_key) else v
+        if by_keys:
+            row[by_name] = ",".join(str(p["overrides"].get(k)) for k in by_keys)
+        for m in metric_names:
+            row[m] = p["metrics"].get(m)
+        row["n"] = p.get("n")
+        rows.append(row)
+    x_name = _short(x_key) if x_key else "job"
+    if not x_key:
+        for r, p in zip(rows, points):
+            r["job"] = p["job"]
+    table = sweep_table(rows, x=x_name, metrics=metric_names, by=by_name if by_keys else None)
+    md = sweep_dir / "sweep_table.md"
+    md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
+    artifacts = [md]
+    if x_key and numeric(x_key):
+        png = plot_sweep(rows, x=x_name, metrics=metric_names, path=sweep_dir / "sweep_plot.png",
+                         by=by_name if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
+                         log2_x=x_key in log2_axes)
+        artifacts.append(Path(png))
+    return artifacts, md.read_text()

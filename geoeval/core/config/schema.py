@@ -1,0 +1,363 @@
+"""Typed schemas for every config group, and validation of a composed Hydra config.
+
+Hydra composes YAML; these pydantic models say what each group may contain. `validate_config`
+runs before any work starts: an unknown key, a wrong type or an out-of-range value stops the run
+with a `GeoevalError` that names the key (`suite.resolution`, `runner.num_workers`, ...) and says
+what is allowed. Suite-specific groups (`env`, `suite`) are validated by the schemas their suite
+registers, so a plugin suite brings its own schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from omegaconf import DictConfig, OmegaConf
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from geoeval.core.errors import GeoevalError
+
+
+class Strict(BaseModel):
+    """Base for every schema: unknown keys are errors, values are not silently coerced."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class GenerateSettings(Strict):
+    """Inspect `GenerateConfig` fields a researcher sets per model (None = provider default)."""
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    seed: int | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    reasoning_tokens: int | None = Field(default=None, gt=0)
+    max_connections: int | None = Field(default=None, gt=0)
+    timeout: int | None = Field(default=None, gt=0, description="seconds for a whole request, retries included")
+    attempt_timeout: int | None = Field(default=None, gt=0, description="seconds for one attempt, then retried")
+    max_retries: int | None = Field(default=None, ge=0, description="retries of a failed request (429, 5xx, timeout)")
+
+
+#: `model.serve` keys that say how a local server runs, not what it answers.
+SERVE_EXECUTION_KEYS = frozenset({"base_url", "log_path", "startup_timeout_s", "interrupt_on_crash", "n_threads",
+                                  "n_threads_batch"})
+
+#: GenerateSettings that change how a request is sent, not what the model answers: they are left
+#: out of the run identity (a rerun with more connections or a longer timeout resumes the run).
+EXECUTION_SETTINGS = frozenset({"max_connections", "timeout", "attempt_timeout", "max_retries"})
+
+
+class ModelSpec(Strict):
+    """`model=`: any Inspect model string, e.g. `geoeval/oracle`, `openai/gpt-4o`,
+    `openai-api/local/qwen2.5`, `vllm/...`, `ollama/llama3.1`, `mockllm/model`."""
+
+    name: str
+    base_url: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)  # provider model_args
+    config: GenerateSettings = Field(default_factory=GenerateSettings)
+    # a local server geoeval starts for the run and stops after it (`model=local_llm`); its URL
+    # becomes `base_url`. None: the model is served elsewhere (or needs no server).
+    serve: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _has_provider(cls, v: str) -> str:
+        if "/" not in v:
+            raise ValueError("must be '<provider>/<model>', e.g. 'geoeval/oracle' or 'openai/gpt-4o'")
+        return v
+
+    @property
+    def provider(self) -> str:
+        return self.name.split("/", 1)[0]
+
+
+class JudgeSpec(Strict):
+    """`judge=`: an ensemble of judges whose scores are averaged. `rules` is the deterministic
+    offline judge of each suite; any other entry is an Inspect model string run at
+    `temperature` (0 by default, as the papers require)."""
+
+    models: list[str] = Field(default_factory=lambda: ["rules"], min_length=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    votes: int = Field(default=1, ge=1, description="runs per judge; the majority/mean is taken")
+
+
+class MetricsSpec(Strict):
+    """`metrics=`: which metrics (by registered name) to compute, and which are totals."""
+
+    name: str
+    metrics: list[str] = Field(min_length=1)
+    sum_metrics: list[str] = Field(default_factory=list)
+
+
+class RunnerSpec(Strict):
+    """`runner=`: `local` runs in-process; `ray` shards samples over Ray workers."""
+
+    name: Literal["local", "ray"] = "local"
+    num_workers: int = Field(default=2, ge=1)
+    num_cpus: int | None = Field(default=None, ge=1, description="CPUs for a local Ray")
+    address: str | None = Field(default=None, description="None: start a local Ray; 'auto' or 'ray://host:port'")
+    max_retries: int = Field(default=2, ge=0)
+    connect_timeout_s: float = Field(default=30.0, gt=0)
+    max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
+    log_realtime: bool | Literal["auto"] = Field(
+        default="auto", description="Inspect's live sample buffer, for `inspect view` of running samples (a "
+        "SQLite write per event, ~3 ms a sample); auto: on for real models, off for geoeval's offline agents")
+    env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
+                                "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
+    ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
+    max_concurrent_jobs: int = Field(default=1, ge=1, description="jobs of a sweep (-m) run at once; 1: one "
+                                     "after another in the sweep's process, more: a process each (docs/cluster.md)")
+
+
+class TrackingSpec(Strict):
+    """`tracking=`: MLflow. `tracking_uri` None means the local store under `mlruns/`."""
+
+    enabled: bool = True
+    tracking_uri: str | None = None
+    artifact_location: str | None = None
+    experiment_name: str | None = None
+    traces: Literal["all", "errors", "none"] = Field(
+        default="all", description="samples logged as MLflow traces: all, only errored ones, or none")
+    max_traces: int = Field(default=500, ge=0, description="traces logged per job at most (the rest are counted)")
+
+
+class RunSpec(Strict):
+    """The whole validated run: one job of a (multi)run."""
+
+    seed: int = 0
+    experiment_name: str = "default"
+    results_db: str = "results/geoeval.duckdb"
+    log_dir: str = "logs"
+    work_dir: str = "results/work"
+    limit: int | None = Field(default=None, ge=1)
+    epochs: int = Field(default=1, ge=1)
+    # Inspect's convention: true = fail on any error, false = never, 0 < x < 1 = a fraction of the
+    # samples, an integer >= 1 = a count. A run past it ends FAILED and exits non-zero; below it,
+    # errors are still counted and shown loudly.
+    fail_on_error: bool | int | float = 0.1
+    retry_on_error: int = Field(default=1, ge=0, description="Inspect's in-run retries of an errored sample")
+    retry_errors_on_resume: bool = True
+    # one small request to each configured model endpoint before any work: a dead or refusing
+    # endpoint stops the run in seconds, naming the role, the endpoint and the status
+    preflight: bool = True
+    # per-job plots (metrics by setting/level, a suite's paper figures): `auto` draws them for a
+    # single run and skips them for a sweep's jobs, whose curves the sweep draws once (the
+    # per-job tables and per-sample Parquet are always written)
+    job_plots: Literal["auto", "always", "never"] = "auto"
+    env: BaseModel
+    suite: BaseModel
+    model: ModelSpec
+    judge: JudgeSpec
+    metrics: MetricsSpec
+    runner: RunnerSpec
+    tracking: TrackingSpec
+    # set by the job from the suite's `env_fingerprint(spec)`: the content of external inputs
+    # (e.g. the authors' files), so that changed inputs never resume stale scores
+    env_fingerprint: str = ""
+
+    @field_validator("fail_on_error")
+    @classmethod
+    def _threshold(cls, v: bool | int | float) -> bool | int | float:
+        if not isinstance(v, bool) and v <= 0:
+            raise ValueError("must be true, false, a fraction in (0, 1) or a count >= 1")
+        if isinstance(v, float) and v >= 1 and not v.is_integer():
+            raise ValueError("a fraction must be below 1; a count must be a whole number")
+        return v
+
+    def identity(self) -> dict[str, Any]:
+        """What a sample's result depends on, and nothing else: the run identity.
+
+        In: the code (geoeval's version and the suite's `scoring_version`, bumped when its
+        references or metrics change), seed, epochs, env, suite, model, judges, metrics, and the
+        content of external inputs. Out: where and how the run executes (runner, `limit`, the
+        model's base URL, connection, timeout and retry settings, tracking, paths), secrets (a rotated key
+        is the same experiment), and what a suite declares irrelevant (MapTab's `resolution` when
+        no image is shown), through the suite config's optional `identity_dict()`."""
+        import geoeval
+        from geoeval.core import registry
+        from geoeval.core.config.secrets import strip_secrets
+
+        suite = registry.get_suite(self.suite.name)
+        identity_dict = getattr(self.suite, "identity_dict", None)
+        # where the model is served is not what it is (a local server gets a new port each run);
+        # a served model's own settings (its weights, context, chat format) are
+        model = self.model.model_dump(mode="json", exclude={"serve", "base_url"})
+        if self.model.serve:
+            model["serve"] = {k: v for k, v in self.model.serve.items() if k not in SERVE_EXECUTION_KEYS}
+        model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
+        extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
+        provider, _, agent = self.model.name.partition("/")
+        agent_version = getattr(suite, "agent_versions", {}).get(agent) if provider == "geoeval" else None
+        if agent_version is not None:  # a changed offline agent answers differently: a new run
+            model["agent_version"] = agent_version
+        return strip_secrets({
+            **extra,
+            "geoeval_version": geoeval.__version__,
+            "scoring_version": str(getattr(suite, "scoring_version", "1")),
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "env": self.env.model_dump(mode="json"),
+            "suite": identity_dict() if identity_dict else self.suite.model_dump(mode="json"),
+            "model": model,
+            "judge": self.judge.model_dump(mode="json"),
+            "metrics": self.metrics.model_dump(mode="json"),
+        })
+
+    def config_hash(self) -> str:
+        """Keys the warehouse: the run identity's hash (see `identity`)."""
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole validated config (every key, for MLflow params and the warehouse); secrets
+        are redacted by the callers that store it."""
+        extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
+        d: dict[str, Any] = {
+            **extra,
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "limit": self.limit,
+            "fail_on_error": self.fail_on_error,
+            "retry_on_error": self.retry_on_error,
+            "retry_errors_on_resume": self.retry_errors_on_resume,
+            "preflight": self.preflight,
+            "job_plots": self.job_plots,
+            "env": self.env.model_dump(mode="json"),
+            "suite": self.suite.model_dump(mode="json"),
+            "model": self.model.model_dump(mode="json"),
+            "judge": self.judge.model_dump(mode="json"),
+            "metrics": self.metrics.model_dump(mode="json"),
+        }
+        d.update(
+            experiment_name=self.experiment_name,
+            results_db=self.results_db,
+            log_dir=self.log_dir,
+            work_dir=self.work_dir,
+            runner=self.runner.model_dump(mode="json"),
+            tracking=self.tracking.model_dump(mode="json"),
+        )
+        return d
+
+
+_TOP_LEVEL = {
+    "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
+    "fail_on_error", "retry_on_error", "retry_errors_on_resume", "preflight", "job_plots",
+    "env", "suite", "model", "judge", "metrics", "runner", "tracking",
+}
+
+
+def format_errors(group: str, err: ValidationError, model: type[BaseModel]) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join([group, *(str(p) for p in e["loc"])]) if group else ".".join(str(p) for p in e["loc"])
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(model.model_fields))
+            msg = f"unknown key (allowed keys: {allowed})"
+        elif "input" in e and not isinstance(e["input"], (dict, list)):
+            msg = f"{msg} (got {e['input']!r})"
+        lines.append(f"  {key}: {msg}")
+    return "\n".join(lines)
+
+
+def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
+    if not isinstance(data, dict):
+        raise GeoevalError(f"Invalid config: `{group}` must be a mapping, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise GeoevalError("Invalid config:\n" + format_errors(group, err, model)) from None
+
+
+def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
+    if isinstance(cfg, DictConfig):
+        try:
+            # Hydra's own node is not ours to validate, and holds values only set per job
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+        except Exception as exc:  # omegaconf raises several types; all mean a bad value
+            raise GeoevalError(f"Invalid config: {exc}") from None
+    else:
+        data = dict(cfg)
+    data.pop("hydra", None)
+    return data  # type: ignore[return-value]
+
+
+def _env_schema(suite: Any, env_data: Any) -> type[BaseModel]:
+    """A suite's `env_schema` is one pydantic model, or {env name: model} when the suite offers
+    several environments (chosen by `env.name`)."""
+    schemas = suite.env_schema
+    if not isinstance(schemas, dict):
+        return schemas
+    name = env_data.get("name") if isinstance(env_data, dict) else None
+    if name not in schemas:
+        raise GeoevalError(
+            f"Invalid config: env.name: unknown environment {name!r} for suite '{suite.name}' "
+            f"(available: {', '.join(sorted(schemas))})"
+        )
+    return schemas[name]
+
+
+def validate_config(cfg: DictConfig | dict) -> RunSpec:
+    """Validate a composed config into a RunSpec, or raise GeoevalError naming every bad key."""
+    from geoeval.core import registry
+
+    data = to_container(cfg)
+    unknown = sorted(set(data) - _TOP_LEVEL)
+    if unknown:
+        raise GeoevalError(
+            f"Invalid config: unknown top-level key(s) {', '.join(unknown)} "
+            f"(allowed: {', '.join(sorted(_TOP_LEVEL))})"
+        )
+    for group in ("env", "suite", "model", "judge", "metrics", "runner", "tracking"):
+        if group not in data or data[group] is None:
+            raise GeoevalError(f"Invalid config: missing config group `{group}` (choose one with {group}=<option>)")
+
+    suite_data = data["suite"]
+    if not isinstance(suite_data, dict) or "name" not in suite_data:
+        raise GeoevalError("Invalid config: suite.name is required")
+    suite = registry.get_suite(str(suite_data["name"]))
+
+    parts: dict[str, Any] = {
+        "suite": _validate_group("suite", suite.config_schema, suite_data),
+        "env": _validate_group("env", _env_schema(suite, data["env"]), data["env"]),
+        "model": _validate_group("model", ModelSpec, data["model"]),
+        "judge": _validate_group("judge", JudgeSpec, data["judge"]),
+        "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
+        "runner": _validate_group("runner", RunnerSpec, data["runner"]),
+        "tracking": _validate_group("tracking", TrackingSpec, data["tracking"]),
+    }
+    scalars = {k: v for k, v in data.items() if k not in parts}
+    try:
+        spec = RunSpec.model_validate({**scalars, **parts})
+    except ValidationError as err:
+        raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
+
+    from geoeval.core.config.secrets import is_secret_key
+
+    leaked = sorted(k for k in spec.model.args if k != "api_key" and is_secret_key(k))
+    if leaked:
+        # Inspect writes model_args into every log; only `api_key` travels apart from them
+        raise GeoevalError(f"Invalid config: model.args.{leaked[0]}: a secret here would be written to the "
+                           "Inspect logs; pass the key as model.args.api_key or, better, through the "
+                           "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)")
+    registry.check_provider(spec.model.name, key="model.name")
+    for j in spec.judge.models:
+        if j != "rules":
+            registry.check_provider(j, key="judge.models")
+    known = registry.metric_names(suite.name)
+    bad = [m for m in spec.metrics.metrics if m not in known]
+    if bad:
+        raise GeoevalError(
+            f"Invalid config: metrics.metrics: unknown metric(s) {', '.join(bad)} for suite "
+            f"'{suite.name}' (available: {', '.join(sorted(known))})"
+        )
+    bad_tools = [t for t in getattr(spec.suite, "tools", []) if t not in registry.tool_names()]
+    if bad_tools:
+        raise GeoevalError(
+            f"Invalid config: suite.tools: unknown tool(s) {', '.join(bad_tools)} "
+            f"(available: {', '.join(sorted(registry.tool_names())) or 'none'})"
+        )
+    return spec

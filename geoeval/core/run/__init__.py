@@ -1,0 +1,1 @@
+"""One job from RunSpec to stored results (`job`), where its shards run (`runner`, `cluster`), one shard through Inspect (`inspect_bridge`), the model endpoint check (`preflight`) and servers a run starts (`serving`)."""

@@ -1,0 +1,293 @@
+"""Running one shard of samples through Inspect AI, and streaming each finished sample out.
+
+A shard is an Inspect `eval()` of the suite's Task restricted to some samples. As each sample
+finishes, an Inspect hook converts it into a `SampleResult` and hands it to the current sink: the
+warehouse (local runner) or a Ray queue drained by the driver (Ray runner). Streaming per sample,
+instead of reading the log at the end, is what lets a killed run resume without losing or redoing
+finished samples.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.hooks import Hooks, SampleEnd, hooks
+from inspect_ai.log import EvalSample
+from inspect_ai.model import GenerateConfig, Model, get_model
+
+from geoeval.core.run.preflight import sample_http_retries
+from geoeval.core.private_api import install_offline_token_estimate
+from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.text import clean_text, clean_value
+
+# Inspect estimates tokens with an encoding tiktoken downloads: offline, estimate instead
+install_offline_token_estimate()
+
+Sink = Callable[[SampleResult], None]
+
+
+class _SinkState:
+    """The sink of the eval running in this process. Inspect runs one eval at a time per process
+    here (each worker runs its shard sequentially), so a process-wide slot guarded by a lock is
+    enough; a context var would not reach Inspect's own task group reliably."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sink: Sink | None = None
+        self.on_sample: Callable[[EvalSample], None] | None = None  # e.g. a trace stream
+        self.run_hash: str = ""
+        self.model: str = ""
+        self.metric_names: list[str] = []
+
+
+_STATE = _SinkState()
+_current_shard: contextvars.ContextVar[int] = contextvars.ContextVar("geoeval_shard", default=0)
+
+
+def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_names: list[str]) -> SampleResult:
+    """Convert an Inspect EvalSample into the shared result shape.
+
+    The line between `scored` and `error`: a sample is *scored* whenever the model answered and
+    the scorer ran, however malformed the answer (a bad answer scores 0 on the metrics it fails).
+    It is an *error* when Inspect recorded a sample error (the provider failed after its retries,
+    a timeout, a crashed tool or solver), when no score was produced, or when the scorer flagged
+    it (`Score.metadata["error"]`, e.g. every judge failed). An error keeps its dimensions, tokens
+    and message; its metrics are NaN (see `SampleResult`)."""
+    meta = sample.metadata or {}
+    dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
+    score = (sample.scores or {}).get("geoeval")
+    error = clean_text(sample.error.message, max_chars=4000) if sample.error is not None else None
+    details: dict[str, Any] = {}
+    if score is not None and isinstance(score.value, dict):
+        scores = {k: float(v) for k, v in score.value.items()}
+        answer = score.answer or ""
+        explanation = score.explanation or ""
+        score_meta = score.metadata or {}
+        details = dict(score_meta.get("details") or {})
+        if error is None and score_meta.get("error"):
+            error = str(score_meta["error"])
+    else:
+        scores = {m: 0.0 for m in metric_names}
+        answer = ""
+        explanation = ""
+        if error is None:
+            error = "sample produced no score"
+    retries = sample_http_retries(sample)
+    if retries:  # shown in the progress line, and kept with the sample
+        details["http_retries"] = retries
+    usage = sample.model_usage or {}
+    in_tok = sum(u.input_tokens for u in usage.values())
+    out_tok = sum(u.output_tokens for u in usage.values())
+    return SampleResult(
+        run_hash=run_hash,
+        sample_id=str(sample.id),
+        epoch=int(sample.epoch),
+        model=model,
+        answer=clean_text(answer),
+        explanation=clean_text(explanation),
+        scores=scores,
+        dims=dims,
+        input_tokens=int(in_tok),
+        output_tokens=int(out_tok),
+        error=error,
+        details=clean_value(details),
+    )
+
+
+@hooks(name="geoeval_results", description="Streams each finished sample to geoeval's result sink.")
+class ResultStreamHook(Hooks):
+    async def on_sample_end(self, data: SampleEnd) -> None:
+        sink, on_sample = _STATE.sink, _STATE.on_sample
+        if sink is None:
+            return
+        sink(sample_to_result(data.sample, run_hash=_STATE.run_hash, model=_STATE.model, metric_names=_STATE.metric_names))
+        if on_sample is not None:
+            on_sample(data.sample)
+
+
+@contextmanager
+def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[str],
+                 on_sample: Callable[[EvalSample], None] | None = None):
+    with _STATE.lock:
+        _STATE.sink, _STATE.run_hash, _STATE.model, _STATE.metric_names = sink, run_hash, model, list(metric_names)
+        _STATE.on_sample = on_sample
+    try:
+        yield
+    finally:
+        with _STATE.lock:
+            _STATE.sink = _STATE.on_sample = None
+
+
+def clean_model_output(output: Any) -> Any:
+    """A provider's `ModelOutput` (or `(ModelOutput, ModelCall)`) made safe for Inspect's own
+    logging, in place: lone surrogates and control characters in the text, the tool calls'
+    names and arguments and the raw call record become U+FFFD, and over-deep argument nesting is
+    cut. Without it one `"\\ud800"` in a reply fails Inspect's sample log and with it the whole eval."""
+    from geoeval.core.text import nesting_depth
+
+    result, call = (output if isinstance(output, tuple) else (output, None))
+    for choice in getattr(result, "choices", None) or []:
+        message = choice.message
+        if isinstance(message.content, str):
+            message.content = clean_text(message.content)
+        else:
+            for part in message.content or []:
+                for attr in ("text", "reasoning", "refusal"):
+                    if isinstance(getattr(part, attr, None), str):
+                        setattr(part, attr, clean_text(getattr(part, attr)))
+        for tool_call in message.tool_calls or []:
+            tool_call.function = clean_text(tool_call.function)
+            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments, 64) > 64:
+                tool_call.arguments = clean_value(tool_call.arguments, max_depth=64)
+            if tool_call.parse_error:
+                tool_call.parse_error = clean_text(tool_call.parse_error)
+    if call is not None:
+        call.request = clean_value(call.request)
+        call.response = clean_value(call.response) if call.response is not None else None
+    return output
+
+
+def is_clean_value(value: Any) -> bool:
+    return clean_value(value) == value
+
+
+def _with_clean_output(api: Any) -> None:
+    """Wrap one provider instance's `generate` with `clean_model_output` (the seam between the
+    provider and Inspect's Model, which records the reply as soon as `generate` returns)."""
+    generate = api.generate
+
+    async def clean_generate(*args: Any, **kwargs: Any) -> Any:
+        return clean_model_output(await generate(*args, **kwargs))
+
+    api.generate = clean_generate
+
+
+def build_model(spec: Any) -> Model:
+    """The evaluated model from `model=`: any Inspect model string with its generate settings.
+
+    A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
+    writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
+    from geoeval.core.run.preflight import bounded_generate_settings
+
+    # retries are bounded whatever the config says: a failing endpoint ends in counted errors
+    settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
+    args = dict(spec.model.args)
+    api_key = args.pop("api_key", None)
+    model = get_model(
+        spec.model.name,
+        config=GenerateConfig(**settings),
+        base_url=spec.model.base_url,
+        api_key=api_key,
+        memoize=False,
+        **args,
+    )
+    _with_clean_output(model.api)
+    return model
+
+
+def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, metric_names: list[str],
+                      reason: str) -> SampleResult:
+    """The error result of a sample that Inspect never delivered (its eval failed as a whole, or
+    was cancelled): it keeps its dimensions, so it is counted where it belongs."""
+    meta = getattr(sample, "metadata", None) or {}
+    dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
+    return SampleResult(run_hash=run_hash, sample_id=str(sample.id), epoch=epoch, model=model,
+                        scores={m: 0.0 for m in metric_names}, dims=dims, error=clean_text(reason, max_chars=4000))
+
+
+def live_sample_buffer(spec: Any) -> bool:
+    """Whether Inspect keeps its live sample buffer (`runner.log_realtime`), which serves `inspect
+    view` while an eval runs at the cost of a SQLite write per transcript event (~3 ms a sample:
+    0.8 s of a 256-sample eval of an offline agent, a quarter of it). `auto`: on for real models,
+    whose samples take seconds and are worth watching; off for geoeval's offline agents, whose
+    samples finish in milliseconds."""
+    from geoeval.core.analysis.provenance import offline_model
+
+    wanted = spec.runner.log_realtime
+    return not offline_model(spec) if wanted == "auto" else bool(wanted)
+
+
+def warm_up() -> None:
+    """Pay Inspect's one-time set-up in this process now: a one-sample eval of Inspect's mock
+    model, logged to a throwaway folder. A process's first `eval()` costs ~1.4 s more than the
+    next ones (measured in a Ray worker); a worker that does this while the driver prepares the
+    job starts its first shard at full speed. Never raises: it is only an optimisation."""
+    import tempfile
+
+    try:
+        from inspect_ai import Task
+        from inspect_ai.dataset import Sample
+        from inspect_ai.scorer import match
+        from inspect_ai.solver import generate
+
+        with tempfile.TemporaryDirectory(prefix="geoeval-warm-up-") as folder:
+            inspect_eval(Task(dataset=[Sample(input="ok", target="ok")], solver=[generate()], scorer=match()),
+                         model="mockllm/model", log_dir=folder, log_format="eval", display="none",
+                         log_realtime=False, score_display=False)
+    except Exception:  # a worker that could not warm up still runs its shards
+        pass
+
+
+def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path,
+              on_sample: Callable[[EvalSample], None] | None = None) -> list[str]:
+    """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
+
+    Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
+    an errored sample `retry_on_error` times in the run; and when the eval fails as a whole (an
+    error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
+    carrying the eval's message, so nothing vanishes and a rerun retries them."""
+    from geoeval.core import registry
+
+    suite = registry.get_suite(spec.suite.name)
+    task = suite.build_task(spec, env, samples)
+    model = build_model(spec)
+    Path(log_dir).mkdir(parents=True, exist_ok=True)
+    run_hash = spec.config_hash()
+    delivered: set[tuple[str, int]] = set()
+
+    def tracking_sink(result: SampleResult) -> None:
+        delivered.add((result.sample_id, result.epoch))
+        sink(result)
+
+    reason = ""
+    logs = []
+    with streaming_to(tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics,
+                      on_sample=on_sample):
+        try:
+            logs = inspect_eval(
+                task,
+                model=model,
+                log_dir=str(log_dir),
+                log_format="eval",
+                # geoeval shows its own progress; measured on 2 cores, "none" costs what "log"
+                # costs at 32 samples and ~80 ms less at 256 (the 30-job sweep: the same)
+                display="none",
+                log_realtime=live_sample_buffer(spec),
+                epochs=spec.epochs,
+                max_samples=spec.runner.max_samples,
+                # geoeval applies `fail_on_error` itself, over the whole run and after retries
+                fail_on_error=False,
+                retry_on_error=spec.retry_on_error or None,
+                score_display=False,
+                tags=[f"geoeval:{run_hash}", f"shard:{shard}"],
+                metadata={"geoeval_run_hash": run_hash, "shard": shard},
+            )
+        except Exception as exc:  # Inspect raised instead of logging the failure
+            reason = f"eval failed: {type(exc).__name__}: {exc}"
+    for log in logs:
+        if getattr(log, "status", "") in ("error", "cancelled") and not reason:
+            err = getattr(log, "error", None)
+            reason = f"eval {log.status}: {getattr(err, 'message', '') or 'no message'}"
+    for sample in samples:
+        for epoch in range(1, spec.epochs + 1):
+            if (str(sample.id), epoch) not in delivered:
+                sink(undelivered_error(sample, epoch=epoch, run_hash=run_hash, model=spec.model.name,
+                                       metric_names=spec.metrics.metrics,
+                                       reason=reason or "Inspect did not deliver this sample"))
+    return [str(log.location) for log in logs]

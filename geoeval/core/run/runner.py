@@ -1,0 +1,487 @@
+"""Runners: where the shards of a job execute.
+
+- `local`: one shard, in this process.
+- `ray`: samples are split into `runner.num_workers` balanced shards (see `shard_samples`); each shard is a Ray task
+  that runs Inspect on its samples and streams every finished sample into a Ray queue; the driver
+  drains the queue into the warehouse as results arrive. A failed shard is resubmitted (only its
+  unfinished samples) up to `runner.max_retries` times.
+
+Both runners hand results to the same sink, and aggregation sorts them by sample id, so the merged
+metrics of a Ray run equal those of a local run of the same config exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import SampleResult
+from geoeval.core.config.secrets import is_secret_key
+from geoeval.core.timing import stage
+
+Sink = Callable[[SampleResult], None]
+
+
+def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
+    """Split samples into at most n non-empty shards.
+
+    Samples that share `metadata["shard_key"]` (MapTab: the map, whose image an OCR agent reads
+    once per process) stay in one shard; groups go to the least-loaded shard, largest first, so
+    shards stay balanced. Samples without a key are dealt one by one. Order within a shard keeps
+    the dataset's order. Deterministic for a given sample list.
+    """
+    n = max(1, n)
+    groups: dict[str, list[Any]] = {}
+    for i, s in enumerate(samples):
+        key = (getattr(s, "metadata", None) or {}).get("shard_key")
+        groups.setdefault(str(key) if key is not None else f"__sample{i}", []).append(s)
+    shards: list[list[Any]] = [[] for _ in range(n)]
+    for key in sorted(groups, key=lambda k: (-len(groups[k]), k)):
+        target = min(range(n), key=lambda j: (len(shards[j]), j))
+        shards[target].extend(groups[key])
+    position = {id(s): i for i, s in enumerate(samples)}
+    return [sorted(sh, key=lambda s: position[id(s)]) for sh in shards if sh]
+
+
+def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
+              on_sample: Callable[[Any], None] | None = None) -> list[str]:
+    from geoeval.core.run.inspect_bridge import run_shard
+
+    if not samples:
+        return []
+    with stage("inspect_eval"):
+        return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample)
+
+
+# ---------------------------------------------------------------- Ray
+
+
+#: Ray appends ~70 characters (`session_<date>_<time>_<micros>_<pid>/sockets/plasma_store`) to
+#: its temp dir, and a unix socket path must fit in 107 bytes.
+RAY_TEMP_DIR_MAX = 36
+
+
+def _ray_temp_dir(spec: Any) -> str:
+    """Ray's temp dir: under the work dir when its path is short enough for Ray's sockets, else a
+    short folder under /tmp (wherever geoeval runs from, however deep)."""
+    preferred = Path(spec.work_dir).resolve() / "ray"
+    if len(str(preferred)) <= RAY_TEMP_DIR_MAX:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return str(preferred)
+    short = Path("/tmp") / f"geoeval-ray-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return str(short)
+
+
+_CONNECTED: dict[str, Any] = {}  # the address this process's Ray is connected to ("local" for its own)
+
+
+def shutdown_ray() -> None:
+    """Stop this process's Ray as Ray's own exit handler does, ~1.5 s sooner (a 30-job sweep
+    takes ~30 s on 2 cores). That handler sleeps 0.5 s so that worker output reaches the console
+    (geoeval's workers write to Ray's log files, `log_to_driver=False`, so there is nothing to
+    wait for), and stopping a local Ray waits 1 s for its autoscaler monitor, which ignores
+    SIGTERM, before it kills it; a local Ray of geoeval's never autoscales, so the monitor is
+    killed at once. A connection to a cluster is only closed: the cluster goes on."""
+    if "ray" not in sys.modules:  # nothing started Ray in this process
+        return
+    import ray
+
+    if not ray.is_initialized():
+        return
+    if _CONNECTED.get("address") == "local":
+        from geoeval.core.private_api import ray_local_node_processes
+
+        for process in ray_local_node_processes().get("monitor", []):
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=5)
+    ray.shutdown()
+    _CONNECTED.clear()
+
+
+def ensure_ray(spec: Any) -> None:
+    """Start a local Ray, or connect to `runner.address`. A job whose address differs from the
+    one this process is connected to (a sweep over clusters) reconnects: each job honours its own
+    `runner.address`. An unreachable cluster gives one clear error after
+    `runner.connect_timeout_s` instead of retrying forever."""
+    import ray
+
+    address = spec.runner.address
+    wanted = address or "local"
+    if ray.is_initialized():
+        if _CONNECTED.get("address", wanted) == wanted:
+            return
+        ray.shutdown()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    runtime_env = worker_runtime_env(spec)
+    if address is None:
+        # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
+        os.environ.pop("RAY_ADDRESS", None)
+        ray.init(
+            num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            _temp_dir=_ray_temp_dir(spec),
+            runtime_env=runtime_env,
+            configure_logging=False,
+        )
+        _CONNECTED["address"] = wanted
+        return
+    _warn_about_loopback_endpoints(spec)
+    if spec.runner.ship_code:
+        from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
+
+        runtime_env = dict(runtime_env or {})
+        runtime_env["py_modules"] = shipped_modules()
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **shipped_env_vars()}
+
+    failure: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+        except BaseException as exc:  # reported below with the address
+            failure.append(exc)
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(spec.runner.connect_timeout_s)
+    if t.is_alive() or failure:
+        why = f"{type(failure[0]).__name__}: {failure[0]}" if failure else f"no answer within {spec.runner.connect_timeout_s:g} s"
+        raise GeoevalError(
+            f"Cannot reach the Ray cluster at runner.address={address!r} ({why}). "
+            "Start the cluster, fix the address, or use runner.address=null for a local Ray."
+        )
+    _CONNECTED["address"] = wanted
+
+
+def _warn_about_loopback_endpoints(spec: Any) -> None:
+    """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
+    from urllib.parse import urlsplit
+
+    urls = [("model.base_url", spec.model.base_url)] + [(k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")]
+    for key, url in urls:
+        host = (urlsplit(url).hostname or "") if url else ""
+        if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
+            print(f"[geoeval] warning: {key}={url} is a loopback address: on a cluster each worker reaches "
+                  "its own machine there, not the driver's; use an address the workers can reach", file=sys.stderr)
+
+
+_WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
+
+
+def worker_env(spec: Any = None) -> dict[str, str]:
+    """The driver's environment variables that the shards need: geoeval's, Inspect's and the
+    providers' (keys and base URLs: `OPENAI_*`, `ANTHROPIC_*`, and `<SERVICE>_API_KEY` /
+    `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models), plus `runner.env_vars` (names, or
+    prefixes ending in `*`)."""
+    extra = list(getattr(getattr(spec, "runner", None), "env_vars", None) or [])
+    names = {e for e in extra if not e.endswith("*")}
+    prefixes = tuple(e[:-1] for e in extra if e.endswith("*"))
+    return {k: v for k, v in os.environ.items()
+            if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))
+            or k in names or (prefixes and k.startswith(prefixes))}
+
+
+def worker_runtime_env(spec: Any = None) -> dict[str, Any] | None:
+    """The runtime env given to Ray. Ray keeps it in its control store, readable through the
+    dashboard and the state API, so only non-secret variables travel there; secrets go with each
+    task call (`worker_secrets`)."""
+    env_vars = {k: v for k, v in worker_env(spec).items() if not is_secret_key(k)}
+    return {"env_vars": env_vars} if env_vars else None
+
+
+def worker_secrets(spec: Any = None) -> dict[str, str]:
+    """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
+    worker's environment for that shard only, and never put in Ray's runtime env."""
+    return {k: v for k, v in worker_env(spec).items() if is_secret_key(k)}
+
+
+class ResultOutbox:
+    """A shard's finished samples on their way to the driver's results queue.
+
+    A `Queue.put` is a round trip to the queue actor; on a busy 2-core machine it took ~28 ms,
+    and Inspect waits for it (the sink runs in its sample-end hook), so a shard spent a third of
+    its time waiting to hand results over. Results go into this outbox instead, and a thread sends
+    what has gathered every `interval` seconds in one `put_nowait_batch`: the driver still sees
+    samples as they finish (progress, resume), and `close` sends the rest before the shard returns.
+    A worker that dies loses at most the last interval's results, which the shard's retry reruns
+    (the driver retries whatever it has not received)."""
+
+    def __init__(self, queue: Any, interval: float = 0.1) -> None:
+        self._queue = queue
+        self._interval = interval
+        self._items: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="geoeval-outbox", daemon=True)
+        self._thread.start()
+
+    def put(self, result: SampleResult) -> None:
+        item = result.model_dump(mode="json")
+        with self._lock:
+            self._items.append(item)
+
+    def _send(self) -> None:
+        with self._lock:
+            items, self._items = self._items, []
+        if items:
+            self._queue.put_nowait_batch(items)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._interval):
+            try:
+                self._send()
+            except BaseException as exc:  # raised again by close(), on the shard's thread
+                self._error = exc
+                return
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Stop the thread and send what is left; a failed send fails the shard (it is retried),
+        unless `quiet` (the shard is failing already: its own error is the one to report)."""
+        self.stop()
+        try:
+            if self._error is not None:
+                raise self._error
+            self._send()
+        except BaseException:
+            if not quiet:
+                raise
+
+
+def _remote_shard_fn():
+    import ray
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str,
+                         secrets: dict[str, str] | None = None, job: dict[str, Any] | None = None) -> list[Any]:
+        # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        from geoeval.core.run import cluster
+
+        job = job or {}
+        if job.get("code"):
+            cluster.check_code(job["code"])
+        env = cluster.localize_env(env, job.get("env_pack"))
+        before = {k: os.environ.get(k) for k in secrets or {}}
+        os.environ.update(secrets or {})
+        from geoeval.core.run.inspect_bridge import run_shard
+
+        outbox = ResultOutbox(queue)
+        try:
+            try:
+                with stage("inspect_eval"):
+                    paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir)
+            except BaseException:
+                outbox.close(quiet=True)  # what finished still reaches the driver; the retry runs the rest
+                raise
+            outbox.close()  # every result is in the queue before the shard returns
+            return cluster.logs_for_driver(paths, job.get("driver_marker"))
+        finally:  # the worker's own environment, as it was
+            for key, value in before.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    return run_shard_remote
+
+
+def _job_context(spec: Any, env: Any, log_dir: Path) -> dict[str, Any]:
+    """What every shard of this job gets besides its samples: a file only the driver's filesystem
+    has (a shard that cannot see it sends its logs back as bytes), and for a cluster the driver's
+    code digest and the environment's files in the object store, fetched only by a node that
+    lacks them (`cluster.localize_env`)."""
+    import ray
+
+    from geoeval.core.run import cluster
+
+    context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir)}
+    if spec.runner.address is not None:  # a local Ray imports the driver's own files
+        context["code"] = cluster.code_digest()
+        packed = cluster.pack_env(env)
+        context["env_pack"] = [ray.put(packed)] if packed is not None else None
+    return context
+
+
+def _ray_session() -> str:
+    """This process's Ray connection: its job on its node (a new `ray.init` is a new one)."""
+    import ray
+
+    context = ray.get_runtime_context()
+    return f"{context.get_job_id()}:{context.get_node_id()}"
+
+
+#: The Ray session whose workers `start_early` has warmed (its tasks run whether or not anyone
+#: keeps their references).
+_WARMED: set[str] = set()
+
+
+def start_early(spec: Any) -> None:
+    """Start the local Ray of a `runner=ray` job or sweep now, and have as many workers as the job
+    uses import what a shard needs (Inspect, the suite, the plugins) while the driver prepares the
+    job (the sweep's checks and MLflow run, the environment, the samples). The first shards then
+    start on warm workers instead of paying that start-up in the job. Does nothing for
+    `runner=local` or a cluster (`runner.address`), whose workers are not this machine's spare
+    cores; idempotent."""
+    if spec.runner.name != "ray" or spec.runner.address is not None:
+        return
+    import ray
+
+    with stage("ray_start"):
+        ensure_ray(spec)
+    session = _ray_session()
+    if session in _WARMED:
+        return
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def import_shard_code(suite_name: str) -> int:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # as a shard sets it
+        from geoeval.core import registry
+        from geoeval.core.run import inspect_bridge
+
+        registry.load_plugins()
+        registry.get_suite(suite_name)
+        inspect_bridge.warm_up()
+        return os.getpid()
+
+    for _ in range(spec.runner.num_workers):
+        import_shard_code.remote(spec.suite.name)
+    _WARMED.clear()
+    _WARMED.add(session)
+
+
+#: The results queue of this process's Ray session, kept from job to job: the queue is an actor,
+#: and each actor is a process of its own (a new one per job cost a Python start-up in every job
+#: of a sweep, while the shards were running).
+_RESULT_QUEUES: dict[str, Any] = {}
+
+
+def _results_queue() -> Any:
+    """The queue shards send finished samples to. It lives on the driver's node and takes no
+    CPU: losing another node must not lose the queue, and a busy cluster must not keep it from
+    being scheduled. Items carry their run hash, so a job ignores what an interrupted earlier
+    job of this process left in it."""
+    import ray
+    from ray.util.queue import Queue
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    key = _ray_session()
+    queue = _RESULT_QUEUES.get(key)
+    if queue is None:
+        _RESULT_QUEUES.clear()
+        queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
+            node_id=ray.get_runtime_context().get_node_id(), soft=False)})
+        _RESULT_QUEUES[key] = queue
+    return queue
+
+
+def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+    import ray
+    from ray.util.queue import Empty
+
+    from geoeval.core.run.cluster import receive_logs
+
+    if not samples:
+        return []
+    with stage("ray_start"):
+        ensure_ray(spec)
+    remote = _remote_shard_fn()
+    with stage("ray_queue"):
+        queue = _results_queue()
+    run_hash = spec.config_hash()
+    shards = shard_samples(samples, spec.runner.num_workers)
+    received: set[tuple[str, int]] = set()
+    attempts = {i: 0 for i in range(len(shards))}
+    with stage("ray_submit"):
+        secrets = worker_secrets(spec)
+        job = _job_context(spec, env, log_dir)
+        pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i
+                   for i, shard in enumerate(shards)}
+    log_paths: list[str] = []
+
+    def drain() -> None:
+        # two queue-actor calls per drain, however many results wait (not one per result)
+        try:
+            size = queue.qsize()
+            if not size:
+                return
+            items = queue.get_nowait_batch(size)
+        except Empty:
+            return
+        except ray.exceptions.RayError as exc:
+            _RESULT_QUEUES.clear()  # the next job starts a new queue
+            raise GeoevalError(f"the results queue on the driver's node failed ({_last_line(exc)}); finished samples "
+                               "are stored, the rest can be resumed by rerunning") from exc
+        for item in items:
+            if item.get("run_hash") != run_hash:  # left by an earlier job of this process that was interrupted
+                continue
+            result = SampleResult.model_validate(item)
+            received.add((result.sample_id, result.epoch))
+            sink(result)
+
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.2)
+        drain()
+        for ref in ready:
+            i = pending.pop(ref)
+            try:
+                log_paths.extend(receive_logs(ray.get(ref), log_dir))
+            except Exception as exc:
+                drain()
+                attempts[i] += 1
+                left = [s for s in shards[i] if any((str(s.id), e) not in received for e in range(1, spec.epochs + 1))]
+                # the worker's traceback, on the driver (Ray's error text carries it)
+                print(f"[geoeval] shard {i} failed:\n{_indent(str(exc))}", file=sys.stderr)
+                if attempts[i] > spec.runner.max_retries:
+                    raise GeoevalError(
+                        f"Shard {i} failed {attempts[i]} time(s) (runner.max_retries={spec.runner.max_retries}); "
+                        f"{len(left)} sample(s) unfinished and can be resumed by rerunning. Last error: "
+                        f"{_last_line(exc)}"
+                    ) from exc
+                print(f"[geoeval] shard {i}: retry {attempts[i]}/{spec.runner.max_retries} "
+                      f"with {len(left)} unfinished sample(s)", file=sys.stderr)
+                if left:
+                    shards[i] = left
+                    pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets, job)] = i
+    # a shard sends its last results before it returns (`ResultOutbox.close`): one drain takes
+    # them; a shard that died sent what it could, and the wait below is only a safety margin
+    expected = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
+    deadline = time.time() + 2.0
+    drain()
+    while not expected <= received and time.time() < deadline:
+        time.sleep(0.05)
+        drain()
+    return log_paths
+
+
+def _indent(text: str, limit: int = 6000) -> str:
+    text = text if len(text) <= limit else "…" + text[-limit:]
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(exc).__name__
+
+
+def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
+                on_sample: Callable[[Any], None] | None = None) -> list[str]:
+    """Run the samples; `on_sample` also sees each finished Inspect sample where it finishes in
+    this process (the local runner; Ray's shards finish in workers)."""
+    if spec.runner.name == "ray":
+        return run_ray(spec, env, samples, sink, log_dir)
+    return run_local(spec, env, samples, sink, log_dir, on_sample)

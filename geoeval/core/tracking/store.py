@@ -1,0 +1,224 @@
+"""The MLflow tracking store: where it is (`tracking_uri_for`; by default a SQLite database under
+`mlruns/`), a client on it with its schema created or migrated (`client_for`), the experiment
+(`ensure_experiment`), and the cross-process lock that serialises store creation, experiment
+creation and claiming a run (`store_lock`; see `geoeval.core.tracking.runs`, "Concurrency").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+LOCK_FILE = ".geoeval.lock"
+
+
+def default_tracking_uri() -> str:
+    return f"sqlite:///{(Path.cwd() / 'mlruns' / 'mlflow.db').resolve()}"
+
+
+def default_artifact_location() -> str:
+    return (Path.cwd() / "mlruns" / "artifacts").resolve().as_uri()
+
+
+def tracking_uri_for(tracking: Any) -> str:
+    return getattr(tracking, "tracking_uri", None) or default_tracking_uri()
+
+
+#: MLflow's own first experiment (id 0), which every store has; geoeval's `experiment_name:
+#: default` is that experiment, so that a store never holds both "Default" and "default"
+MLFLOW_DEFAULT_EXPERIMENT = "Default"
+
+
+def experiment_name_for(tracking: Any, experiment_name: str) -> str:
+    name = getattr(tracking, "experiment_name", None) or experiment_name
+    return MLFLOW_DEFAULT_EXPERIMENT if name.lower() == "default" else name
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a `sqlite:///` URI (None for any other store)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+
+
+def _artifact_location(tracking: Any, uri: str) -> str | None:
+    if getattr(tracking, "artifact_location", None):
+        return tracking.artifact_location
+    db = sqlite_path(uri)
+    # next to the database, so that a store moved or named elsewhere keeps its artifacts
+    return (db.parent.resolve() / "artifacts").as_uri() if db is not None else None
+
+
+def _mlflow():
+    os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+    # geoeval runs offline by default; MLflow 3 otherwise posts usage telemetry
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # alembic and the SQLite migrations chat on INFO at the first use of a store
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", module="mlflow")
+    import mlflow
+
+    return mlflow
+
+
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """Exclusive across processes for a SQLite store (flock on `<store dir>/.geoeval.lock`);
+    re-entrant within a thread; a no-op for other stores or where `fcntl` is missing."""
+    db = sqlite_path(uri)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; MLflow's own behaviour applies
+        fcntl = None
+    if db is None or fcntl is None:
+        yield
+        return
+    lock_path = str(db.parent.resolve() / LOCK_FILE)
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    if lock_path in held:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        held.add(lock_path)
+        try:
+            yield
+        finally:
+            held.discard(lock_path)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _create_sqlite_in_wal_mode(uri: str, *, existing: bool = False) -> None:
+    """A new SQLite store starts in WAL mode: readers (the UI, a second job) never block the
+    writer, and a commit appends to the log instead of rewriting a journal, which makes the
+    per-trace commits of `traces` cheaper where the disk is busy (about 25 -> 10 ms measured on
+    a shared machine). A store that exists is left in the mode it has (`existing`: the file was
+    just copied from the schema template, and is new)."""
+    db = sqlite_path(uri)
+    if db is None or db.name == ":memory:" or "mode=memory" in uri or (db.exists() and not existing):
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+
+
+def _schema_template() -> bytes | None:
+    """An empty SQLite store with every MLflow table migrated to the installed MLflow's head, and
+    no experiment in it: the bytes of the file. Building it runs MLflow's ~50 alembic migrations
+    (about a second); it is built once per MLflow version and kept in geoeval's disk cache, so a run
+    from a fresh directory copies it instead. None when it cannot be built (the store is then built
+    in place, as MLflow would)."""
+    import tempfile
+
+    from geoeval.core.cache.disk import DiskCache, installed_versions
+
+    cache = DiskCache("mlflow-store-schema", "-".join(installed_versions("mlflow-skinny", "sqlalchemy", "alembic")) or "unknown")
+    template = cache.get("sqlite")
+    if template is not None:
+        return template
+    try:
+        import sqlalchemy
+        from mlflow.store.db.utils import _initialize_tables  # what SqlAlchemyStore runs on an empty db
+
+        with tempfile.TemporaryDirectory(prefix="geoeval-mlflow-schema-") as tmp:
+            path = Path(tmp) / "mlflow.db"
+            engine = sqlalchemy.create_engine(f"sqlite:///{path}")
+            try:
+                _initialize_tables(engine)
+            finally:
+                engine.dispose()
+            template = path.read_bytes()
+    except Exception:  # noqa: BLE001 -- an optimisation only: MLflow builds the store itself
+        return None
+    cache.put("sqlite", template)
+    return template
+
+
+def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
+    """Build a new SQLite store with geoeval's artifact root, so that MLflow's own "Default"
+    experiment (geoeval's `experiment_name: default`) keeps its artifacts beside the store too: a
+    store MlflowClient creates puts them under `./mlruns/0` of whatever directory the first process
+    ran in. The tables come from `_schema_template()` when it is there (MLflow then finds them all
+    and only adds its Default experiment, as on any store it did not create)."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    db = sqlite_path(uri)
+    template = _schema_template() if db is not None else None
+    if template is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        db.write_bytes(template)
+    _create_sqlite_in_wal_mode(uri, existing=True)
+    SqlAlchemyStore(uri, artifact_root or "./mlruns")
+
+
+#: Stores this process has opened (built or migrated) under the lock: later clients skip the lock and
+#: the schema check, which MLflow does once per process and store anyway.
+_READY: set[str] = set()
+
+
+def client_for(tracking: Any) -> Any:
+    """An `MlflowClient` on the configured store, its schema created or migrated under the
+    store lock (MLflow caches the store per URI, so only the first call per process migrates)."""
+    _mlflow()
+    from mlflow import MlflowClient
+
+    uri = tracking_uri_for(tracking)
+    db = sqlite_path(uri)
+    if uri in _READY and db is not None and db.exists():  # this process built or migrated it already
+        return MlflowClient(tracking_uri=uri)
+    with store_lock(uri):
+        new_store = db is not None and not db.exists()
+        if new_store:
+            _create_sqlite_store(uri, _artifact_location(tracking, uri))
+        else:
+            _create_sqlite_in_wal_mode(uri)
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
+    _READY.add(uri)
+    return client
+
+
+def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:
+    """The id of the experiment, created if missing (safe against a concurrent creator)."""
+    from mlflow.exceptions import MlflowException
+
+    name = experiment_name_for(tracking, experiment_name)
+    uri = tracking_uri_for(tracking)
+    with store_lock(uri):
+        exp = client.get_experiment_by_name(name)
+        if exp is not None:
+            if exp.lifecycle_stage == "deleted":  # a run cannot be created in a deleted experiment
+                client.restore_experiment(exp.experiment_id)
+                print(f"[geoeval] MLflow experiment {name!r} was deleted: restored", file=sys.stderr)
+            return exp.experiment_id
+        try:
+            return client.create_experiment(name, artifact_location=_artifact_location(tracking, uri))
+        except MlflowException:  # created meanwhile by a process that does not take our lock
+            exp = client.get_experiment_by_name(name)
+            if exp is None:
+                raise
+            return exp.experiment_id
+
+
+def setup(tracking: Any, experiment_name: str) -> Any:
+    """Point MLflow's global state at the configured store and experiment; returns the mlflow
+    module (for callers that use the fluent API; geoeval's own runs do not)."""
+    mlflow = _mlflow()
+    client = client_for(tracking)
+    experiment_id = ensure_experiment(client, tracking, experiment_name)
+    mlflow.set_tracking_uri(tracking_uri_for(tracking))
+    mlflow.set_experiment(experiment_id=experiment_id)
+    return mlflow

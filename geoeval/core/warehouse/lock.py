@@ -1,0 +1,83 @@
+"""Opening a warehouse file: the cross-process lock beside it and what to say when DuckDB cannot
+open it.
+
+A `Warehouse` holds its file only for one operation at a time, under `<file>.lock`
+(`fcntl.flock`: shared for readers, exclusive for writers), so several geoeval processes can
+share one file (see `geoeval.core.warehouse.store`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from geoeval.core.errors import GeoevalError
+
+
+def first_line(error: BaseException) -> str:
+    """DuckDB's messages run over several lines (a caret under the SQL); the first one says what
+    failed."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
+    """What to do when DuckDB cannot open `path`, by its reason. `key` is how the user names the
+    file: `--db` (the results command) or `results_db=` (a run)."""
+    message = first_line(error)
+    if "lock" in message.lower():
+        return (
+            f"cannot open {path}: another program holds it open ({message}). geoeval runs share "
+            f"a warehouse, but another DuckDB client keeps it locked: close that client, or point "
+            f"{key} at another file"
+        )
+    if "different configuration" in message:
+        return (
+            f"cannot open {path} read-only: this process already has it open for writing; "
+            "use that Warehouse instead"
+        )
+    return (
+        f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval "
+        "results file"
+    )
+
+
+@contextmanager
+def file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterator[None]:
+    """Hold `<path>.lock` (shared for readers, exclusive for writers) across processes, waiting at
+    most `timeout_s` for it."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        # a read-only folder (e.g. a shared results file): readers go without the lock
+        if shared:
+            yield
+            return
+        raise GeoevalError(f"cannot create {lock_path}: point {key} at a writable place") from None
+    try:
+        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
+        deadline = time.monotonic() + timeout_s
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, mode)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise GeoevalError(
+                        f"{path} stayed busy for {timeout_s:g} s (another geoeval process holds its lock): "
+                        f"wait for it, or point {key} at another file") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+

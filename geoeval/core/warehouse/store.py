@@ -1,0 +1,453 @@
+"""The results warehouse: every run, sample and score of a project in one DuckDB file.
+
+Three tables, one row shape for every suite:
+
+- `runs`: one row per run (keyed by the config hash `run_hash`), with its config and status;
+- `samples`: one row per evaluated (sample, epoch) of a run, with its answer and dimensions;
+- `scores`: one row per (sample, epoch, metric), with the sample's dimensions repeated so that
+  any split is a plain `GROUP BY` without a join.
+
+plus `schema_version`, which records the schema the file was written with so that a later geoeval
+can migrate it (see `MIGRATIONS` in `geoeval.core.warehouse.schema`).
+
+Resume: the runner asks `finished_keys(run_hash)` before it starts and skips what is stored.
+`write_results` writes a batch of samples and all their scores in one transaction, so a run that is
+killed midway never leaves a sample without its scores: what is stored is finished.
+
+Rewrites replace: writing a (run_hash, sample_id, epoch) that is already stored replaces the sample
+row and its whole score set (a metric missing from the new write does not linger from the old one).
+Writing the same result twice therefore leaves the file as one write would.
+
+Concurrency: DuckDB lets one process hold a file open for writing, and no reader in while it
+does. So a `Warehouse` on a file holds it only for each operation: it opens a connection, runs
+one statement or one transaction (a whole commit batch of samples), and closes it, under a lock
+file beside the database (`<file>.lock`, `fcntl.flock`: exclusive for writes, shared for reads).
+Several geoeval runs can therefore write one warehouse at once (their batches interleave), and
+`geoeval results` reads it while they do; each waits at most `lock_timeout_s` for its turn. The
+cost is one open per batch (~10-20 ms), which the runs' group commit (one batch per ~50 ms of
+finished samples) keeps small, and `held()` shares one open among a job's bookkeeping steps.
+The other designs considered: per-run Parquet parts attached at
+read time (no lock, but every query unions many files and resume must read them all), and a
+single writer service (one more process to run and find). Only the driver writes (Ray workers
+return results to it).
+
+Every value reaches DuckDB as a bound parameter, never interpolated into SQL text.
+"""
+
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import SampleResult
+from geoeval.core.warehouse.lock import file_lock, first_line, open_failure
+from geoeval.core.warehouse.rows import batch_tables, rebuild_results
+from geoeval.core.warehouse.schema import (
+    MIGRATIONS,
+    REGISTERED,
+    SAMPLE_TABLE_COLUMNS,
+    SCHEMA_DDL,
+    SCHEMA_VERSION,
+    SCORE_TABLE_COLUMNS,
+    SCORES_SELECT,
+)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Warehouse:
+    """One DuckDB results file.
+
+    `Warehouse(path)` creates the file (and its parent folders) and the tables if missing;
+    `Warehouse(":memory:")` keeps everything in memory. `Warehouse(path, read_only=True)` reads
+    an existing file (the `geoeval results` CLI does this): a missing file is a `GeoevalError`.
+    Use it as a context manager, or call `close()`. One object is safe to share between threads
+    of one process (calls are serialised), and several processes may use one file at once (see
+    the module doc: each operation holds the file only while it runs). `config_key` is how
+    messages name the file (`--db` for the CLI, `results_db=` for a run).
+    """
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, config_key: str = "--db",
+                 lock_timeout_s: float = 120.0) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self.config_key = config_key
+        self.lock_timeout_s = lock_timeout_s
+        self._lock = threading.RLock()
+        self._closed = False
+        self._memory: duckdb.DuckDBPyConnection | None = None
+        self._active: duckdb.DuckDBPyConnection | None = None
+        in_memory = str(path) == ":memory:"
+        if read_only and not in_memory and not self.path.is_file():
+            raise GeoevalError(
+                f"no results database at {self.path}: run an evaluation first, or point --db "
+                "(or GEOEVAL_DB) at an existing .duckdb file"
+            )
+        if in_memory:
+            self._memory = duckdb.connect(":memory:")
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise GeoevalError(f"cannot create the folder of {self.path} ({error.strerror}): "
+                                   f"point {config_key} at a writable place") from None
+            if not read_only and self.path.exists() and not os.access(self.path, os.W_OK):
+                raise GeoevalError(f"{self.path} is read-only: point {config_key} at a writable file")
+        with self._session() as con:
+            self._prepare_schema(con)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the warehouse (idempotent). Later calls raise."""
+        with self._lock:
+            self._closed = True
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    def __enter__(self) -> Warehouse:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"Warehouse({str(self.path)!r}, {mode})"
+
+    @contextmanager
+    def _session(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection for one operation: the in-memory one, or a fresh connection to the file
+        under the cross-process lock, closed afterwards (so other processes get their turn)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self!r} is closed")
+            if self._memory is not None:
+                yield self._memory
+                return
+            if self._active is not None:  # a nested call of this thread shares the open session
+                yield self._active
+                return
+            with file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s,
+                            key=self.config_key):
+                try:
+                    con = duckdb.connect(str(self.path), read_only=self.read_only)
+                except duckdb.Error as error:
+                    raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
+                self._active = con
+                try:
+                    yield con
+                finally:
+                    self._active = None
+                    con.close()
+
+    @contextmanager
+    def held(self) -> Iterator[Warehouse]:
+        """Hold the file for a short run of operations: they share one connection and one turn of
+        the lock instead of opening the file each (an open costs ~10-20 ms, a job makes a dozen).
+        Other processes, and this object's other threads, wait until the block ends, so keep it to
+        bookkeeping: never an evaluation."""
+        with self._session():
+            yield self
+
+    def _prepare_schema(self, con: duckdb.DuckDBPyConnection) -> None:
+        tables = {
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()
+        }
+        if self.read_only:
+            if "schema_version" not in tables:
+                raise GeoevalError(
+                    f"{self.path} is not a geoeval results database (it has no schema_version "
+                    "table): point --db at the file a geoeval run wrote"
+                )
+        else:
+            for statement in SCHEMA_DDL:
+                con.execute(statement)
+        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+        version = row[0] if row else None
+        if version is None:
+            if self.read_only:
+                raise GeoevalError(f"{self.path} has no schema version: it was not fully created")
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
+            return
+        if version > SCHEMA_VERSION:
+            raise GeoevalError(
+                f"{self.path} has schema version {version}, newer than this geoeval understands "
+                f"({SCHEMA_VERSION}): upgrade geoeval, or use another --db path"
+            )
+        if version < SCHEMA_VERSION:
+            if self.read_only:
+                raise GeoevalError(
+                    f"{self.path} has schema version {version}; this geoeval needs "
+                    f"{SCHEMA_VERSION}: open it once for writing (any geoeval run) to migrate it"
+                )
+            self._migrate(con, version)
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection, version: int) -> None:
+        con.begin()
+        try:
+            while version < SCHEMA_VERSION:
+                for statement in MIGRATIONS[version]:
+                    con.execute(statement)
+                version += 1
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def register_run(
+        self,
+        run_hash: str,
+        *,
+        suite: str,
+        model: str,
+        config: dict[str, Any],
+        experiment: str | None = None,
+    ) -> None:
+        """Insert the run, or update it if it exists (a resume): suite, model, config and
+        `updated_at` are overwritten; `created_at`, `status` and `mlflow_run_id` are kept, and so
+        is `experiment` when the new one is None. `config` must be JSON-serialisable (values that
+        are not, such as paths, are stored as their `str`)."""
+        config_json = json.dumps(config, sort_keys=True, default=str)
+        now = _now()
+        with self._session() as con:
+            con.execute(
+                """
+                INSERT INTO runs (run_hash, suite, model, experiment, config_json, created_at,
+                                  updated_at, status, mlflow_run_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
+                ON CONFLICT (run_hash) DO UPDATE SET
+                    suite = excluded.suite,
+                    model = excluded.model,
+                    experiment = COALESCE(excluded.experiment, runs.experiment),
+                    config_json = excluded.config_json,
+                    updated_at = excluded.updated_at
+                """,
+                [run_hash, suite, model, experiment, config_json, now, now, REGISTERED],
+            )
+
+    def set_run_status(self, run_hash: str, status: str, mlflow_run_id: str | None = None) -> None:
+        """Set the run's status (e.g. "running", "finished", "failed"); `mlflow_run_id` is kept
+        when None. The run must be registered (a `LookupError` otherwise: that is a bug)."""
+        with self._session() as con:
+            row = con.execute(
+                """
+                UPDATE runs SET status = ?, mlflow_run_id = COALESCE(?, mlflow_run_id),
+                                updated_at = ?
+                WHERE run_hash = ?
+                RETURNING run_hash
+                """,
+                [status, mlflow_run_id, _now(), run_hash],
+            ).fetchall()
+        if not row:
+            raise LookupError(f"run {run_hash!r} is not registered: call register_run first")
+
+    def runs(self, suite: str | None = None) -> list[dict[str, Any]]:
+        """Every run that is registered or has samples, oldest first (then by hash), as dicts:
+        run_hash, suite, model, experiment, config (dict), created_at, updated_at, status,
+        mlflow_run_id, n_samples. A run with samples but no `runs` row takes its suite and model
+        from its samples and has status None. `suite` keeps only that suite's runs."""
+        sql = """
+            WITH s AS (
+                SELECT run_hash, min(suite) AS suite, min(model) AS model, count(*) AS n_samples
+                FROM samples GROUP BY run_hash
+            ),
+            h AS (SELECT run_hash FROM runs UNION SELECT run_hash FROM s)
+            SELECT h.run_hash,
+                   COALESCE(r.suite, s.suite) AS suite,
+                   COALESCE(NULLIF(r.model, ''), s.model, '') AS model,
+                   r.experiment, CAST(r.config_json AS VARCHAR), r.created_at, r.updated_at,
+                   r.status, r.mlflow_run_id, COALESCE(s.n_samples, 0)
+            FROM h LEFT JOIN runs r USING (run_hash) LEFT JOIN s USING (run_hash)
+            WHERE ? IS NULL OR COALESCE(r.suite, s.suite) = ?
+            ORDER BY r.created_at NULLS LAST, h.run_hash
+        """
+        with self._session() as con:
+            rows = con.execute(sql, [suite, suite]).fetchall()
+        keys = (
+            "run_hash",
+            "suite",
+            "model",
+            "experiment",
+            "config",
+            "created_at",
+            "updated_at",
+            "status",
+            "mlflow_run_id",
+            "n_samples",
+        )
+        runs = []
+        for row in rows:
+            run = dict(zip(keys, row))
+            run["config"] = json.loads(run["config"]) if run["config"] is not None else {}
+            runs.append(run)
+        return runs
+
+    def add_run_logs(self, run_hash: str, paths: Sequence[str]) -> None:
+        """Record Inspect log files written for `run_hash` (idempotent)."""
+        now = _now()
+        with self._session() as con:
+            for path in paths:
+                con.execute("INSERT INTO run_logs VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [run_hash, str(path), now])
+
+    def run_logs(self, run_hash: str) -> list[str]:
+        """The Inspect logs recorded for `run_hash`, oldest first."""
+        with self._session() as con:
+            rows = con.execute("SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path",
+                                    [run_hash]).fetchall()
+        return [row[0] for row in rows]
+
+    # -- samples and scores ------------------------------------------------------------------
+
+    def finished_keys(self, run_hash: str, *, include_errors: bool = True) -> set[tuple[str, int]]:
+        """The (sample_id, epoch) pairs of `run_hash` already stored; the runner skips them on
+        resume. With `include_errors=False`, samples stored with an error are left out, so a
+        resume retries them (their new result then replaces the stored one)."""
+        sql = "SELECT sample_id, epoch FROM samples WHERE run_hash = ?"
+        if not include_errors:
+            sql += " AND error IS NULL"
+        with self._session() as con:
+            rows = con.execute(sql, [run_hash]).fetchall()
+        return {(sample_id, int(epoch)) for sample_id, epoch in rows}
+
+    def write_results(self, results: Sequence[SampleResult]) -> None:
+        """Store a batch of results in ONE transaction: every sample row with all its score rows,
+        or (on any error) nothing. A result whose (run_hash, sample_id, epoch) is already stored
+        replaces it, score set included; within one batch the last of duplicates wins."""
+        latest: dict[tuple[str, str, int], SampleResult] = {}
+        for result in results:
+            latest[(result.run_hash, result.sample_id, result.epoch)] = result
+        if not latest:
+            return
+        samples, scores = batch_tables(list(latest.values()), completed_at=_now())
+        with self._session() as con:
+            # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
+            con.register("_geoeval_new_samples", samples)
+            con.register("_geoeval_new_scores", scores)
+            try:
+                con.begin()
+                try:
+                    # Delete first, then insert: a rewrite replaces the whole score set.
+                    for table in ("scores", "samples"):
+                        con.execute(
+                            f"""
+                            DELETE FROM {table} USING _geoeval_new_samples AS n
+                            WHERE {table}.run_hash = n.run_hash
+                              AND {table}.sample_id = n.sample_id
+                              AND {table}.epoch = n.epoch
+                            """
+                        )
+                    con.execute(
+                        f"INSERT INTO samples ({', '.join(SAMPLE_TABLE_COLUMNS)}) "
+                        f"SELECT {', '.join(SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
+                    )
+                    self._insert_scores(con)
+                    con.commit()
+                except BaseException:
+                    con.rollback()
+                    raise
+            finally:
+                con.unregister("_geoeval_new_samples")
+                con.unregister("_geoeval_new_scores")
+
+    def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
+        """The second half of `write_results`' transaction (a seam the tests break on purpose)."""
+        con.execute(
+            f"INSERT INTO scores ({', '.join(SCORE_TABLE_COLUMNS)}) "
+            f"SELECT {', '.join(SCORE_TABLE_COLUMNS)} FROM _geoeval_new_scores"
+        )
+
+    def results(self, run_hash: str) -> list[SampleResult]:
+        """The stored results of `run_hash`, rebuilt as `SampleResult`s, ordered by
+        (sample_id, epoch) (string order of sample_id). Scores keep their metric order sorted."""
+        with self._session() as con:
+            samples = con.execute(
+                """
+                SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
+                       output_tokens, suite, task_family, task, level, setting, capabilities,
+                       CAST(extra AS VARCHAR), status, CAST(details AS VARCHAR)
+                FROM samples WHERE run_hash = ? ORDER BY sample_id, epoch
+                """,
+                [run_hash],
+            ).fetchall()
+            score_rows = con.execute(
+                "SELECT sample_id, epoch, metric, value FROM scores WHERE run_hash = ? "
+                "ORDER BY sample_id, epoch, metric",
+                [run_hash],
+            ).fetchall()
+        return rebuild_results(run_hash, samples, score_rows)
+
+    def scores_frame(self, run_hash: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per stored score, with the columns `SCORE_COLUMNS` (dimensions, the run's
+        model, the sample's error), ordered by run_hash, sample_id, epoch, metric. `run_hash`
+        selects one run, a list of runs, or (None) all of them."""
+        sql = SCORES_SELECT
+        params: list[Any] = []
+        if run_hash is not None:
+            hashes = [run_hash] if isinstance(run_hash, str) else list(run_hash)
+            sql += " WHERE list_contains(?, s.run_hash)"
+            params.append(hashes)
+        sql += " ORDER BY s.run_hash, s.sample_id, s.epoch, s.metric"
+        with self._session() as con:
+            cursor = con.execute(sql, params)
+            columns = [d[0] for d in cursor.description]
+            rows = cursor.fetchall()
+        frame = pd.DataFrame.from_records(rows, columns=columns)
+        if frame.empty:
+            frame = frame.astype({"epoch": "int64", "value": "float64"})
+        return frame
+
+    def export_parquet(self, run_hash: str, path: str | Path) -> Path:
+        """Write the run's per-sample scores (one row per (sample, epoch, metric), columns
+        `SCORE_COLUMNS`) to a Parquet file; parent folders are created. Returns the path."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # COPY takes the target as text, so the path is the one non-parameter: it is ours (not
+        # data from a sample) and quoted by doubling single quotes.
+        target = str(out).replace("'", "''")
+        with self._session() as con:
+            con.execute(
+                f"COPY ({SCORES_SELECT} WHERE s.run_hash = ? "
+                "ORDER BY s.sample_id, s.epoch, s.metric) "
+                f"TO '{target}' (FORMAT parquet)",
+                [run_hash],
+            )
+        return out
+
+    # -- raw SQL -----------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple]]:
+        """Run one SQL statement (the `geoeval results --sql` escape hatch) and return
+        (column names, rows). A statement that returns nothing gives ([], []). Bad SQL is a
+        `GeoevalError` carrying DuckDB's first message line."""
+        with self._session() as con:
+            try:
+                cursor = con.execute(sql, list(params) if params is not None else None)
+                if cursor.description is None:
+                    return [], []
+                columns = [d[0] for d in cursor.description]
+                return columns, cursor.fetchall()
+            except duckdb.Error as error:
+                raise GeoevalError(f"SQL failed: {first_line(error)}") from None
+
+
