@@ -40,7 +40,7 @@ def _warm_worker_fn():
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import geoeval.core.run.inspect_bridge  # noqa: F401
         import geoeval.suites  # noqa: F401
-        from geoeval.suites.maptab.perception_ocr import get_ocr_engine
+        from geoeval.suites.maptab.perception.ocr import get_ocr_engine
 
         get_ocr_engine()
         time.sleep(1.0)  # hold this worker so the other warm-up lands on another process

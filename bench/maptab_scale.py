@@ -65,7 +65,7 @@ def main() -> None:
     ap.add_argument("--no-serial-check", action="store_true", help="skip the one-core rebuild of the RP part")
     args = ap.parse_args()
 
-    from geoeval.suites.maptab.difficulty import (
+    from geoeval.suites.maptab.generator.difficulty import (
         PAPER_TOTALS,
         allocate_queries,
         map_difficulty_score,
@@ -73,17 +73,17 @@ def main() -> None:
         to_graph,
         train_test_split,
     )
-    from geoeval.suites.maptab.generator import generate_metro_map
-    from geoeval.suites.maptab.parallel_gen import (
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
+    from geoeval.suites.maptab.generator.parallel import (
         MapJob,
         RPJob,
         available_cores,
         build_rp_queries_parallel,
         generate_maps,
     )
-    from geoeval.suites.maptab.qa import QA_TYPES, build_qa_queries
-    from geoeval.suites.maptab.queries import CATEGORIES, build_rp_queries
-    from geoeval.suites.maptab.render import render_map
+    from geoeval.suites.maptab.qa.questions import QA_TYPES, build_qa_queries
+    from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
+    from geoeval.suites.maptab.render.image import render_map
 
     workers = args.workers or available_cores()
 

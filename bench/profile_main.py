@@ -42,10 +42,10 @@ SWEEP_OVERRIDES = ["model=perception_baseline", "env.n_maps=3", "suite.scenario=
 
 def calibration() -> float:
     """Seconds for the perception baseline to read one full-size map once (engine warm)."""
-    from geoeval.suites.maptab.generator import generate_metro_map
-    from geoeval.suites.maptab.perception_ocr import get_ocr_engine
-    from geoeval.suites.maptab.perception import read_map_image
-    from geoeval.suites.maptab.render import render_map
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
+    from geoeval.suites.maptab.perception.ocr import get_ocr_engine
+    from geoeval.suites.maptab.perception.reader import read_map_image
+    from geoeval.suites.maptab.render.image import render_map
 
     img = render_map(generate_metro_map(0, n_lines=3))
     get_ocr_engine()

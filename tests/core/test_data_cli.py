@@ -344,7 +344,7 @@ def test_resolve_root_uses_the_configured_folder_else_the_cache_and_prints_the_c
 
 
 def test_the_fetched_sample_loads_as_the_authors_environment(server: PeersServer) -> None:
-    from geoeval.suites.maptab.authors_env import load_authors_items
+    from geoeval.suites.maptab.authors.env import load_authors_items
 
     summary = fetch("maptab-sample", url_base=f"{server.url}/maptab/")
     items = load_authors_items(summary.folder, ["metromap", "travelmap"], None)

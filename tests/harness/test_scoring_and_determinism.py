@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_module
 from geoeval.core.config.schema import validate_config
 from geoeval.core.registry import get_suite, register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
-from geoeval.suites.maptab.environment import station_neighbors
+from geoeval.suites.maptab.env.environment import station_neighbors
 from geoeval.suites.maptab.scorers import extract_answer
 
 

@@ -7,10 +7,11 @@ from PIL import Image
 from geoeval.core.errors import GeoevalError
 from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
-from geoeval.suites.maptab import language, render
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_travel import generate_travel_map
-from geoeval.suites.maptab.queries import prompt_tables
+from geoeval.suites.maptab.generator import language
+from geoeval.suites.maptab.render import image as render
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import generate_travel_map
+from geoeval.suites.maptab.rp.queries import prompt_tables
 from geoeval.suites.maptab.tokens import estimate_tokens
 from tests.conftest import compose_spec as spec_for
 

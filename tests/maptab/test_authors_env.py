@@ -14,11 +14,11 @@ from PIL import Image
 from geoeval.core.errors import GeoevalError
 from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
-from geoeval.suites.maptab.authors_env import quality_report
-from geoeval.suites.maptab.authors_format import load_test_set, rp_test_set_path
-from geoeval.suites.maptab.queries import CATEGORIES
-from geoeval.suites.maptab.rp_prompts import SUM_OBJECTIVE_NOTE
-from geoeval.suites.maptab.tables import parse_table
+from geoeval.suites.maptab.authors.env import quality_report
+from geoeval.suites.maptab.authors.format import load_test_set, rp_test_set_path
+from geoeval.suites.maptab.rp.queries import CATEGORIES
+from geoeval.suites.maptab.rp.prompts import SUM_OBJECTIVE_NOTE
+from geoeval.suites.maptab.env.tables import parse_table
 from tests.conftest import compose_spec as spec_for
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"

@@ -6,8 +6,8 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab import routing
-from geoeval.suites.maptab.authors_format import (
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.authors.format import (
     CATEGORY_SUFFIX,
     category_of_test_set,
     load_authors_map,
@@ -16,10 +16,10 @@ from geoeval.suites.maptab.authors_format import (
     rp_test_set_path,
     write_authors_layout,
 )
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_checks import run_quality_checks
-from geoeval.suites.maptab.queries import CATEGORIES, build_rp_queries
-from geoeval.suites.maptab.tables import mix_map, mix_table, parse_table
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.checks import run_quality_checks
+from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
+from geoeval.suites.maptab.env.tables import mix_map, mix_table, parse_table
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 

@@ -3,7 +3,7 @@
 import networkx as nx
 import pytest
 
-from geoeval.suites.maptab.difficulty import (
+from geoeval.suites.maptab.generator.difficulty import (
     gs,
     map_difficulty_score,
     mc,
@@ -13,7 +13,7 @@ from geoeval.suites.maptab.difficulty import (
     tercile_levels,
     wasp,
 )
-from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator.metro import generate_metro_map
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_tercile_levels():
 # ---------------------------------------------------------------- Algorithm 1 (appendix B.4)
 
 from geoeval.core.errors import GeoevalError  # noqa: E402
-from geoeval.suites.maptab.difficulty import allocate_queries, train_test_split  # noqa: E402
+from geoeval.suites.maptab.generator.difficulty import allocate_queries, train_test_split  # noqa: E402
 
 
 def test_allocation_by_hand():

@@ -9,9 +9,9 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator_travel import TRAVEL_HUB_PRICES, generate_travel_map, travel_range_violations
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_checks import layout_violations, range_violations, run_quality_checks
+from geoeval.suites.maptab.generator.travel import TRAVEL_HUB_PRICES, generate_travel_map, travel_range_violations
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.checks import layout_violations, range_violations, run_quality_checks
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
 SEEDS = range(25)

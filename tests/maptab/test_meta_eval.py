@@ -12,7 +12,7 @@ from geoeval.core.analysis.meta_eval import ordering_report
 from geoeval.core.registry import get_suite
 from geoeval.suites.maptab import meta_eval as me
 from geoeval.suites.maptab.metrics import split_route
-from geoeval.suites.maptab.routing_transfers import TRANSFER_MARK, parse_route
+from geoeval.suites.maptab.routing.transfers import TRANSFER_MARK, parse_route
 from tests.conftest import compose_spec
 
 ALL_CATEGORIES = "suite.categories=[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"
@@ -65,8 +65,8 @@ def test_the_reference_scores_full_marks_and_worthless_answers_nothing(rp_run):
 
 def test_defects_are_what_their_names_say(rp_run):
     """Structure of each defect against its sample's references and map."""
-    from geoeval.suites.maptab.difficulty import to_graph
-    from geoeval.suites.maptab.environment import load_maps
+    from geoeval.suites.maptab.generator.difficulty import to_graph
+    from geoeval.suites.maptab.env.environment import load_maps
 
     _suite, _spec, env, samples, answers = rp_run
     maps = {m.name: m for m in load_maps(env.db_path)}

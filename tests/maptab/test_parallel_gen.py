@@ -6,10 +6,10 @@ import dataclasses
 import hashlib
 import json
 
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_travel import generate_travel_map
-from geoeval.suites.maptab.generator_checks import run_quality_checks
-from geoeval.suites.maptab.parallel_gen import (
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import generate_travel_map
+from geoeval.suites.maptab.generator.checks import run_quality_checks
+from geoeval.suites.maptab.generator.parallel import (
     MapJob,
     RPJob,
     build_rp_queries_parallel,
@@ -17,7 +17,7 @@ from geoeval.suites.maptab.parallel_gen import (
     map_in_processes,
     synthetic_rp_queries,
 )
-from geoeval.suites.maptab.queries import CATEGORIES, build_rp_queries
+from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
 
 
 def _digest(per_map) -> str:

@@ -11,12 +11,12 @@ from geoeval.core.config.schema import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
-from geoeval.suites.maptab import qa
-from geoeval.suites.maptab import qa_answers
-from geoeval.suites.maptab import qa_wording
+from geoeval.suites.maptab.qa import questions as qa
+from geoeval.suites.maptab.qa import answers as qa_answers
+from geoeval.suites.maptab.qa import wording as qa_wording
 from geoeval.suites.maptab.baselines.table_reader import answer_from_tables
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_travel import generate_travel_map
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 from tests.conftest import compose_spec as spec_for
 

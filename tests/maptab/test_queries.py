@@ -7,19 +7,19 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab import routing
-from geoeval.suites.maptab import routing_cost
-from geoeval.suites.maptab import routing_search
-from geoeval.suites.maptab import routing_transfers
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.routing import search as routing_search
+from geoeval.suites.maptab.routing import transfers as routing_transfers
 from geoeval.suites.maptab.agents import solve_from_tables
 from geoeval.suites.maptab.baselines.prompt_reading import (
     parse_free_question,
     parse_prompt,
 )
 from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_travel import generate_travel_map
-from geoeval.suites.maptab.queries import (
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import generate_travel_map
+from geoeval.suites.maptab.rp.queries import (
     CATEGORIES,
     CRITERIA,
     SETTINGS,
@@ -30,12 +30,12 @@ from geoeval.suites.maptab.queries import (
     row_seed,
     table_columns,
 )
-from geoeval.suites.maptab.rp_prompts import (
+from geoeval.suites.maptab.rp.prompts import (
     SUM_OBJECTIVE_NOTE,
     system_prompt,
     user_prompt,
 )
-from geoeval.suites.maptab.tables import edge_table, mix_map, parse_table
+from geoeval.suites.maptab.env.tables import edge_table, mix_map, parse_table
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +335,7 @@ def test_suite_samples_shuffle_rows_unless_fixed(tmp_path):
 def test_one_travelmap_objective_for_synthetic_and_authors_data():
     """Travelmap references are optimal under the additive objective everywhere (the authors'
     prompts and labels; routing.SCENARIO_OBJECTIVE), Metromap under the paper's mean."""
-    from geoeval.suites.maptab.authors_env import AUTHORS_OBJECTIVE
+    from geoeval.suites.maptab.authors.env import AUTHORS_OBJECTIVE
 
     assert routing_cost.SCENARIO_OBJECTIVE == AUTHORS_OBJECTIVE == {"metromap": "mean", "travelmap": "sum"}
     m = generate_travel_map(8)

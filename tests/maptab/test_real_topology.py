@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator_checks import layout_violations, range_violations, run_quality_checks
-from geoeval.suites.maptab.gtfs import RealLine, load_gtfs_lines
-from geoeval.suites.maptab.real_env import similar_name_pairs
-from geoeval.suites.maptab.real_topology import (
+from geoeval.suites.maptab.generator.checks import layout_violations, range_violations, run_quality_checks
+from geoeval.suites.maptab.env.gtfs import RealLine, load_gtfs_lines
+from geoeval.suites.maptab.env.real import similar_name_pairs
+from geoeval.suites.maptab.env.real_topology import (
     build_real_map, fold_name, normalise_lines, reassign_attributes, tokyo_lines)
 
 # A tiny feed: route R1 (Red) runs Alder-Birch-Central-Dogwood, once each way, plus one short-turn

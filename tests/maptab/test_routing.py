@@ -10,20 +10,20 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.authors_format import (
+from geoeval.suites.maptab.authors.format import (
     category_of_test_set,
     load_authors_map,
     load_table_file,
     load_test_set,
 )
-from geoeval.suites.maptab.generator import generate_metro_map
-from geoeval.suites.maptab.generator_travel import generate_travel_map
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
-from geoeval.suites.maptab.routing_transfers import annotate, annotated_names, format_route, parse_route, transfer_sets
-from geoeval.suites.maptab.routing import fewest_station_routes, reference_routes
-from geoeval.suites.maptab.routing_search import optimal_routes, relevant_stations
-from geoeval.suites.maptab.routing_cost import route_cost, route_totals
-from geoeval.suites.maptab.tables import map_from_rows, mix_map
+from geoeval.suites.maptab.routing.transfers import annotate, annotated_names, format_route, parse_route, transfer_sets
+from geoeval.suites.maptab.routing.reference import fewest_station_routes, reference_routes
+from geoeval.suites.maptab.routing.search import optimal_routes, relevant_stations
+from geoeval.suites.maptab.routing.cost import route_cost, route_totals
+from geoeval.suites.maptab.env.tables import map_from_rows, mix_map
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 

@@ -3,9 +3,9 @@
 
 import pytest
 
-from geoeval.suites.maptab import routing_cost
+from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.rp_analysis import RPAnalysis, difficulty_matrix, repeat_class, repetition_table, understanding
+from geoeval.suites.maptab.rp.analysis import RPAnalysis, difficulty_matrix, repeat_class, repetition_table, understanding
 
 
 def small_map() -> MetroMap:
@@ -146,7 +146,7 @@ def test_understanding_keeps_the_reference_transfer_placement():
 
 
 def test_error_types_are_read_from_the_graph():
-    from geoeval.suites.maptab.rp_analysis import error_types
+    from geoeval.suites.maptab.rp.analysis import error_types
 
     m = small_map()  # L1: A-B-C-E, L2: A-D-C
 

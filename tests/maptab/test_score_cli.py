@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from geoeval.cli.main import main as geoeval_main
-from geoeval.suites.maptab.authors_format import load_test_set
-from geoeval.suites.maptab.score_cli import main
+from geoeval.suites.maptab.authors.format import load_test_set
+from geoeval.suites.maptab.cli import main
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 
@@ -241,7 +241,7 @@ def test_hostile_file_is_one_error_line_and_exit_2(tmp_path, capsys, kind):
 
 
 def test_a_directory_and_a_file_over_the_size_bound_are_errors(tmp_path, capsys, monkeypatch):
-    from geoeval.suites.maptab import score_cli
+    from geoeval.suites.maptab import cli as score_cli
 
     out = tmp_path / "scored.json"
     assert main([str(tmp_path), "--output", str(out)]) == 2
@@ -383,7 +383,7 @@ def test_sample_files_scored_as_given_with_a_response_added(tmp_path, capsys):
 def test_a_tag_bomb_in_raw_response_is_scored_in_linear_time(raw):
     import time
 
-    from geoeval.suites.maptab.score_cli import _tagged_route
+    from geoeval.suites.maptab.cli import _tagged_route
 
     started = time.monotonic()
     _tagged_route(raw)
@@ -391,7 +391,7 @@ def test_a_tag_bomb_in_raw_response_is_scored_in_linear_time(raw):
 
 
 def test_tagged_route_reads_the_authors_formats():
-    from geoeval.suites.maptab.score_cli import _tagged_route
+    from geoeval.suites.maptab.cli import _tagged_route
 
     assert _tagged_route(" <ROUTE_BEGIN> A-B <route_end> ") == "A-B"
     assert _tagged_route("<response_begin>C-D<response_end>") == "C-D"

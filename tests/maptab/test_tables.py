@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator import generate_metro_map
+from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
-from geoeval.suites.maptab.tables import (
+from geoeval.suites.maptab.env.tables import (
     edge_table,
     format_table,
     map_from_rows,

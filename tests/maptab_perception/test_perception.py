@@ -1,4 +1,4 @@
-"""Tests for the pixel-only map reader (`geoeval.suites.maptab.perception`).
+"""Tests for the pixel-only map reader (`geoeval.suites.maptab.perception.reader`).
 
 The accuracy tests render maps with `render.py`, read them back with OCR and compare the
 answered routes with the true fewest-station routes, at full size and at resolutions
@@ -15,11 +15,11 @@ import time
 import pytest
 
 from geoeval.suites.maptab.graph import MetroMap
-from geoeval.suites.maptab.perception import PerceivedMap, PerceivedStation, read_map_image
-from geoeval.suites.maptab.perception_ocr import get_ocr_engine
-from geoeval.suites.maptab.perception_answers import match_station_name, route_on_perceived
-from geoeval.suites.maptab.render import compute_layout, render_map
-from geoeval.suites.maptab.routing import fewest_station_routes
+from geoeval.suites.maptab.perception.reader import PerceivedMap, PerceivedStation, read_map_image
+from geoeval.suites.maptab.perception.ocr import get_ocr_engine
+from geoeval.suites.maptab.perception.answers import match_station_name, route_on_perceived
+from geoeval.suites.maptab.render.image import compute_layout, render_map
+from geoeval.suites.maptab.routing.reference import fewest_station_routes
 
 from .test_render import build_map
 
@@ -59,7 +59,7 @@ def hand_built_map() -> MetroMap:
 
 
 def generated_map(seed: int) -> MetroMap:
-    from geoeval.suites.maptab.generator import generate_metro_map
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
 
     return generate_metro_map(seed, n_lines=4)
 

@@ -9,8 +9,9 @@ import pytest
 
 from geoeval.core.cache import disk as diskcache
 from geoeval.core.run.job import run_job
-from geoeval.suites.maptab import agents, perception
-from geoeval.suites.maptab.render import RENDER_NAMESPACE
+from geoeval.suites.maptab import agents
+from geoeval.suites.maptab.perception import reader as perception
+from geoeval.suites.maptab.render.image import RENDER_NAMESPACE
 from tests.conftest import compose_spec
 
 TINY = ("model=perception_baseline", "runner=local", "env.n_maps=1", "suite.scenario=metromap",
@@ -67,8 +68,8 @@ def test_warm_cache_rerun_gives_identical_scores_without_reading_again(tmp_path,
 
 def test_a_changed_perception_version_reads_again(tmp_path, cache_dir, monkeypatch):
     calls = _counting_reader(monkeypatch)
-    from geoeval.suites.maptab.generator import generate_metro_map
-    from geoeval.suites.maptab.render import image_to_png_bytes, render_map
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
+    from geoeval.suites.maptab.render.image import image_to_png_bytes, render_map
 
     png = image_to_png_bytes(render_map(generate_metro_map(2, n_lines=3), scale=0.25))
     real_version = perception.perception_version()
@@ -86,8 +87,8 @@ def test_a_changed_perception_version_reads_again(tmp_path, cache_dir, monkeypat
 def test_cache_off_reads_every_time(tmp_path, cache_dir, monkeypatch):
     calls = _counting_reader(monkeypatch)
     monkeypatch.setenv(diskcache.NO_CACHE_ENV, "1")
-    from geoeval.suites.maptab.generator import generate_metro_map
-    from geoeval.suites.maptab.render import image_to_png_bytes, render_map
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
+    from geoeval.suites.maptab.render.image import image_to_png_bytes, render_map
 
     png = image_to_png_bytes(render_map(generate_metro_map(3, n_lines=3), scale=0.25))
     agents.perceive(png)
@@ -108,7 +109,7 @@ def test_the_perception_version_is_part_of_the_baselines_run_identity(tmp_path):
     """A new reader is a new run: a rerun never resumes from, or is compared as, the old
     reader's answers. Other agents' run identities do not carry it."""
     from geoeval.core.registry import get_suite
-    from geoeval.suites.maptab.perception import PERCEPTION_VERSION
+    from geoeval.suites.maptab.perception.reader import PERCEPTION_VERSION
     from tests.conftest import compose_spec
 
     assert get_suite("maptab").agent_versions["perception_baseline"] == f"perception-{PERCEPTION_VERSION}"

@@ -1,4 +1,4 @@
-"""Tests for the metro-map renderer (`geoeval.suites.maptab.render`)."""
+"""Tests for the metro-map renderer (`geoeval.suites.maptab.render.image`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.render_style import INTERCHANGE_RADIUS, LINE_WIDTH, ORDINARY_RADIUS
-from geoeval.suites.maptab.render import compute_layout, image_to_png_bytes, render_map
+from geoeval.suites.maptab.render.style import INTERCHANGE_RADIUS, LINE_WIDTH, ORDINARY_RADIUS
+from geoeval.suites.maptab.render.image import compute_layout, image_to_png_bytes, render_map
 
 RED, BLUE, GREEN = "#e32017", "#0072ce", "#00a651"
 
@@ -225,7 +225,7 @@ def test_each_label_is_clearly_nearest_its_own_marker(m, which):
     """A reader attaches a label to the nearest marker, so the renderer must make that the
     right one."""
     if which == "generated":
-        from geoeval.suites.maptab.generator import generate_metro_map
+        from geoeval.suites.maptab.generator.metro import generate_metro_map
 
         m = generate_metro_map(1, n_lines=4)
     layout = compute_layout(m)
@@ -279,8 +279,8 @@ def test_a_map_drawn_again_is_the_same_image_whatever_the_caller_did():
     # scale); how fast that is, is bench/profile_main.py's business, never a unit test's
     from PIL import ImageDraw
 
-    from geoeval.suites.maptab.generator import generate_metro_map
-    from geoeval.suites.maptab.render import image_to_png_bytes
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
+    from geoeval.suites.maptab.render.image import image_to_png_bytes
 
     gm = generate_metro_map(3, n_lines=4)
     assert 25 <= len(gm.stations) <= 35
@@ -294,7 +294,7 @@ def test_a_map_drawn_again_is_the_same_image_whatever_the_caller_did():
 
 
 def test_generated_map_layout_has_no_label_collisions():
-    from geoeval.suites.maptab.generator import generate_metro_map
+    from geoeval.suites.maptab.generator.metro import generate_metro_map
 
     gm = generate_metro_map(1, n_lines=4)
     layout = compute_layout(gm)
@@ -305,7 +305,7 @@ def test_generated_map_layout_has_no_label_collisions():
 
 
 def test_map_png_is_drawn_once_per_machine_and_follows_the_map_and_scale(m, tmp_path, monkeypatch):
-    from geoeval.suites.maptab import render
+    from geoeval.suites.maptab.render import image as render
 
     monkeypatch.setenv("GEOEVAL_CACHE_DIR", str(tmp_path / "cache"))
     drawn: list[float] = []

@@ -68,9 +68,9 @@ def _image_bytes(ref: str) -> bytes:
 def solve_from_tables(parsed: Any) -> str | None:
     """The route a table reader computes, or None when the tables do not carry the network."""
     from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
-    from geoeval.suites.maptab.routing_transfers import annotate, format_route
-    from geoeval.suites.maptab.routing import fewest_station_routes
-    from geoeval.suites.maptab.routing_search import optimal_routes
+    from geoeval.suites.maptab.routing.transfers import annotate, format_route
+    from geoeval.suites.maptab.routing.reference import fewest_station_routes
+    from geoeval.suites.maptab.routing.search import optimal_routes
 
     edges = parsed.tables.get("Edge Table")
     if not edges:
@@ -92,7 +92,7 @@ def _solve_on_graph(g, parsed, annotate, fewest_station_routes, format_route, op
 
 
 def tagged(answer: str) -> str:
-    from geoeval.suites.maptab.qa import ANSWER_BEGIN, ANSWER_END
+    from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN, ANSWER_END
 
     return f"{ANSWER_BEGIN}{answer}{ANSWER_END}"
 
@@ -138,7 +138,7 @@ def perceive(data: bytes, img: Any = None) -> Any:
     without it the bytes are decoded then."""
     from geoeval.core.cache.disk import DiskCache
     from geoeval.core.timing import stage
-    from geoeval.suites.maptab.perception import perception_version, read_map_image
+    from geoeval.suites.maptab.perception.reader import perception_version, read_map_image
 
     key = hashlib.sha256(data).hexdigest()
     if key in _PERCEIVED:
@@ -192,10 +192,10 @@ def _restrict_to_perceived(g: Any, pm: Any) -> Any:
 
 def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     from geoeval.suites.maptab.baselines.prompt_reading import is_qa_system_prompt, parse_prompt
-    from geoeval.suites.maptab.perception_answers import route_on_perceived
-    from geoeval.suites.maptab.routing_transfers import annotate, format_route
-    from geoeval.suites.maptab.routing import fewest_station_routes
-    from geoeval.suites.maptab.routing_search import optimal_routes
+    from geoeval.suites.maptab.perception.answers import route_on_perceived
+    from geoeval.suites.maptab.routing.transfers import annotate, format_route
+    from geoeval.suites.maptab.routing.reference import fewest_station_routes
+    from geoeval.suites.maptab.routing.search import optimal_routes
 
     system, user, image_ref = _texts_and_image(messages)
     if is_qa_system_prompt(system):
@@ -227,9 +227,9 @@ def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
     (as the table baseline), the map types from what it reads off the image
     (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
     from geoeval.suites.maptab.baselines.prompt_reading import question_from_prompt, tables_from_prompt
-    from geoeval.suites.maptab.perception_answers import answer_from_image
-    from geoeval.suites.maptab.qa_wording import parse_question
-    from geoeval.suites.maptab.qa import setting_of
+    from geoeval.suites.maptab.perception.answers import answer_from_image
+    from geoeval.suites.maptab.qa.wording import parse_question
+    from geoeval.suites.maptab.qa.questions import setting_of
 
     try:
         scenario = "travelmap" if "Scenic Area" in system else "metromap"

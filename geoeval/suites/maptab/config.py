@@ -12,8 +12,8 @@ from pydantic import Field, field_validator
 
 from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.qa import QA_TYPES
-from geoeval.suites.maptab.queries import SETTINGS
+from geoeval.suites.maptab.qa.questions import QA_TYPES
+from geoeval.suites.maptab.rp.queries import SETTINGS
 
 Category = Literal["map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix"]
 Setting = Literal["map", "edge_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"]
@@ -126,7 +126,7 @@ class MapTabSuiteConfig(Strict):
         return data
 
     def shows_image(self) -> bool:
-        from geoeval.suites.maptab.qa import setting_of
+        from geoeval.suites.maptab.qa.questions import setting_of
 
         try:
             settings = ({setting_of(t) for t in self.selected_qa_types()} if self.task_family == "qa"
@@ -142,7 +142,7 @@ class MapTabSuiteConfig(Strict):
         return None if self.style == "all" else int(self.style)
 
     def selected_qa_types(self) -> list[str]:
-        from geoeval.suites.maptab.qa import setting_of
+        from geoeval.suites.maptab.qa.questions import setting_of
 
         types = [t for t in self.qa_types if self.setting == "all" or setting_of(t) == self.setting]
         if not types:

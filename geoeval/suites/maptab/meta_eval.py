@@ -49,8 +49,8 @@ import networkx as nx
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.analysis.meta_eval import ScoredAnswer, Tier
-from geoeval.suites.maptab import routing_transfers
-from geoeval.suites.maptab.difficulty import to_graph
+from geoeval.suites.maptab.routing import transfers as routing_transfers
+from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
 
@@ -83,7 +83,7 @@ MAX_LONGER_PATHS = 200  # simple paths looked at (in length order) for a longer 
 
 def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
     """The constructed answers of every sample, scored (module docstring)."""
-    from geoeval.suites.maptab.environment import load_maps
+    from geoeval.suites.maptab.env.environment import load_maps
 
     names = [n for n in spec.metrics.metrics if n in ANSWER_METRICS]
     if not names:
@@ -107,7 +107,7 @@ def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[Score
 
 def _localized(m: MetroMap, spec: Any) -> MetroMap:
     """The map in the run's label language (the references name its stations)."""
-    from geoeval.suites.maptab.language import localize_map
+    from geoeval.suites.maptab.generator.language import localize_map
 
     return localize_map(m, spec.suite.language)
 
@@ -257,7 +257,7 @@ def invented_answer(n: int, m: MetroMap, rng: random.Random) -> str:
 
 
 def qa_answers(sample: Any, rng: random.Random) -> list[tuple[Tier, str]]:
-    from geoeval.suites.maptab.qa import ANSWER_BEGIN, ANSWER_END
+    from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN, ANSWER_END
 
     meta = sample.metadata
     tag = f"{ANSWER_BEGIN}{{}}{ANSWER_END}"

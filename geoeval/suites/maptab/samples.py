@@ -24,8 +24,8 @@ def rp_sample(
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
-    from geoeval.suites.maptab.rp_prompts import system_prompt, user_prompt
-    from geoeval.suites.maptab.routing_cost import objective_for
+    from geoeval.suites.maptab.rp.prompts import system_prompt, user_prompt
+    from geoeval.suites.maptab.routing.cost import objective_for
 
     objective = objective or objective_for(q.scenario)
     setting = SETTING_OF[q.category]
@@ -70,7 +70,7 @@ def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: 
     """The Inspect sample of one QA question (`qa.QAQuery`): the type's system prompt, the question
     with the type's tables, and the map image when its setting shows one. The target is the answer
     text; metadata carries its kind and exact value for `acc`."""
-    from geoeval.suites.maptab import qa
+    from geoeval.suites.maptab.qa import questions as qa
 
     system = qa.system_prompt(q.scenario, q.qa_type)
     user = qa.user_prompt(q, tables, suite_cfg.table_format)

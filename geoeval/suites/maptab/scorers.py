@@ -48,14 +48,14 @@ def ds_metric(inp: MetricInput) -> float:
 def extract_qa_answer(raw: str) -> tuple[str, str]:
     """The text between `<answer_begin>` and `<answer_end>` (appendix B.3); a problem note when
     the tags are missing (the sample then scores 0 with that reason)."""
-    from geoeval.suites.maptab.qa import extract_answer as extract
+    from geoeval.suites.maptab.qa.questions import extract_answer as extract
 
     return extract(raw)
 
 
 @register_metric("acc", suites=["maptab"], description="QA accuracy (appendix B.3): 1 when the tagged answer is right")
 def acc_metric(inp: MetricInput) -> float:
-    from geoeval.suites.maptab.qa import is_correct
+    from geoeval.suites.maptab.qa.questions import is_correct
 
     kind = inp.metadata.get("answer_kind")
     if kind is None:

@@ -42,7 +42,7 @@ from geoeval.suites.maptab.config import (
     QA_METRICS, RP_METRICS, SETTING_OF, MapTabAuthorsEnvConfig, MapTabEnvConfig,
     MapTabRealEnvConfig, MapTabSuiteConfig)
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
-from geoeval.suites.maptab.synthetic_env import generate_env_maps, maps_difficulty
+from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficulty
 
 
 def _env_seed(spec: Any) -> int:
@@ -75,17 +75,17 @@ class MapTabSuite:
             if spec.suite.task_family == "qa":
                 raise GeoevalError("Invalid config: suite.task_family=qa: QA is generated on synthetic maps; "
                                    "use env=maptab_synthetic (the authors' sample ships no QA items)")
-            from geoeval.suites.maptab.authors_env import build_authors_env
+            from geoeval.suites.maptab.authors.env import build_authors_env
 
             return build_authors_env(spec.env, Path(spec.work_dir))
         if spec.env.name == "maptab_real":
             if spec.suite.scenarios() != ("metromap",):
                 raise GeoevalError(f"Invalid config: env=maptab_real builds Metromaps only; "
                                    f"suite.scenario={spec.suite.scenario} (use suite.scenario=metromap)")
-            from geoeval.suites.maptab.real_env import build_real_env
+            from geoeval.suites.maptab.env.real import build_real_env
 
             return build_real_env(spec.env, _env_seed(spec), Path(spec.work_dir))
-        from geoeval.suites.maptab.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
+        from geoeval.suites.maptab.env.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
 
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
@@ -109,15 +109,15 @@ class MapTabSuite:
     # ------------------------------------------------------------ samples
     def build_samples(self, spec: Any, env: Any) -> list[Sample]:
         if env.source == "authors":
-            from geoeval.suites.maptab.authors_env import authors_samples
+            from geoeval.suites.maptab.authors.env import authors_samples
 
             return authors_samples(spec.suite, env, spec.seed)
-        from geoeval.suites.maptab.environment import image_data_uri, map_image
+        from geoeval.suites.maptab.env.environment import image_data_uri, map_image
 
         suite_cfg: MapTabSuiteConfig = spec.suite
         samples: list[Sample] = []
         if suite_cfg.task_family == "qa":
-            from geoeval.suites.maptab.qa import qa_tables
+            from geoeval.suites.maptab.qa.questions import qa_tables
 
             for m, queries in self.synthetic_qa_queries(spec, env):
                 image_uri = None
@@ -126,7 +126,7 @@ class MapTabSuite:
                         image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
                     samples.append(qa_sample(q, qa_tables(m, q, suite_cfg.table_format), image_uri, suite_cfg))
             return samples
-        from geoeval.suites.maptab.queries import prompt_tables, row_seed
+        from geoeval.suites.maptab.rp.queries import prompt_tables, row_seed
 
         for m, queries in self.synthetic_queries(spec, env):
             image_uri = None
@@ -141,8 +141,8 @@ class MapTabSuite:
 
     def _maps(self, spec: Any, env: Any) -> list[Any]:
         """The environment's maps of `suite.scenario`, in `suite.language`."""
-        from geoeval.suites.maptab.environment import load_maps
-        from geoeval.suites.maptab.language import localize_map
+        from geoeval.suites.maptab.env.environment import load_maps
+        from geoeval.suites.maptab.generator.language import localize_map
 
         _need_generated_maps(env)
         wanted = spec.suite.scenarios()
@@ -152,7 +152,7 @@ class MapTabSuite:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
         from geoeval.core.cache.memo import file_key
-        from geoeval.suites.maptab.parallel_gen import synthetic_rp_queries
+        from geoeval.suites.maptab.generator.parallel import synthetic_rp_queries
 
         _need_generated_maps(env)
         suite_cfg: MapTabSuiteConfig = spec.suite
@@ -168,7 +168,7 @@ class MapTabSuite:
     def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
         type of `suite.qa_types` per map, styles cycled over maps and types (B.3)."""
-        from geoeval.suites.maptab.qa import build_qa_queries
+        from geoeval.suites.maptab.qa.questions import build_qa_queries
 
         suite_cfg: MapTabSuiteConfig = spec.suite
         types = suite_cfg.selected_qa_types()
@@ -184,7 +184,7 @@ class MapTabSuite:
         """Write a synthetic environment's maps (full-size images, tables) and the queries of
         `spec.suite` in the authors' release layout under `root`; `env=maptab_authors` with that
         root loads them back as the same samples."""
-        from geoeval.suites.maptab.authors_format import write_authors_layout
+        from geoeval.suites.maptab.authors.format import write_authors_layout
 
         written: list[Path] = []
         for m, queries in self.synthetic_queries(spec, env):
@@ -215,13 +215,13 @@ class MapTabSuite:
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp_analysis.py`, `rp_report.py`)."""
         from geoeval.core.analysis.job_reports import plots_wanted
-        from geoeval.suites.maptab.report import write_qa_report
+        from geoeval.suites.maptab.reports import write_qa_report
 
         plots = plots_wanted(spec)
         files = write_qa_report(results, Path(out_dir), plots=plots)
         if env is not None and any(r.dims.task_family == "rp" for r in results):
-            from geoeval.suites.maptab.rp_analysis import analyse
-            from geoeval.suites.maptab.rp_report import write_rp_report
+            from geoeval.suites.maptab.rp.analysis import analyse
+            from geoeval.suites.maptab.rp.report import write_rp_report
 
             queries = self.rp_queries(spec, env)
             models = sorted({r.model for r in results if r.model})
@@ -233,8 +233,8 @@ class MapTabSuite:
         if env.source == "authors":
             import json
 
-            from geoeval.suites.maptab.authors_env import authors_query
-            from geoeval.suites.maptab.environment import load_maps
+            from geoeval.suites.maptab.authors.env import authors_query
+            from geoeval.suites.maptab.env.environment import load_maps
 
             maps = {m.name: m for m in load_maps(env.db_path)}
             counters: dict[tuple[str, str], int] = {}

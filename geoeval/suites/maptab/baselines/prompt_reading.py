@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab import routing_cost
+from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.graph import Scenario
-from geoeval.suites.maptab.qa import ANSWER_BEGIN
-from geoeval.suites.maptab.queries import CRITERIA, CRITERIA_NAMES, parse_question
-from geoeval.suites.maptab.rp_prompts import SUM_OBJECTIVE_NOTE, WEIGHTS_LINE
-from geoeval.suites.maptab.tables import parse_table
+from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN
+from geoeval.suites.maptab.rp.queries import CRITERIA, CRITERIA_NAMES, parse_question
+from geoeval.suites.maptab.rp.prompts import SUM_OBJECTIVE_NOTE, WEIGHTS_LINE
+from geoeval.suites.maptab.env.tables import parse_table
 
 
 @dataclass

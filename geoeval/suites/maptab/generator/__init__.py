@@ -1,0 +1,1 @@
+"""Synthetic MapTab maps (appendices B.5, B.6, E.1): the Metromap (`metro`) and Travelmap (`travel`) generators, their layout, names and quality checks, difficulty levels (C.2), label language (G.4) and generation on every core (`parallel`)."""

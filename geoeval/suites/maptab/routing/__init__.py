@@ -1,0 +1,1 @@
+"""Exact reference routes of route planning (appendices B.2, E.2): the criteria search (`search`), route cost and totals (`cost`), route strings and transfer marks (`transfers`), and the entry point (`reference`)."""
