@@ -40,12 +40,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geoeval.suites.lifeplanner import city_handle
-    from geoeval.suites.lifeplanner import nearby_tools
-    from geoeval.suites.lifeplanner import note_tools
-    from geoeval.suites.lifeplanner import place_tools
-    from geoeval.suites.lifeplanner import routing_tools
-    from geoeval.suites.lifeplanner.environment import build_synthetic_city
+    from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+    from geoeval.suites.lifeplanner.tools import notes as note_tools
+    from geoeval.suites.lifeplanner.tools import places as place_tools
+    from geoeval.suites.lifeplanner.tools import routing as routing_tools
+    from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--places", type=int, default=3600)

@@ -8,4 +8,4 @@ the parsed arguments); `__main__` dispatches on the suite name. Shared by every 
 
 from __future__ import annotations
 
-SUITES = {"lifeplanner": "geoeval.suites.lifeplanner.mcp_server"}
+SUITES = {"lifeplanner": "geoeval.suites.lifeplanner.tools.mcp_server"}

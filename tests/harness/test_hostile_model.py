@@ -432,7 +432,7 @@ def test_maptab_answer_extraction_is_linear_on_a_tag_bomb(text):
 
 
 def test_lifeplanner_deep_json_answer_is_scored_as_a_schema_failure():
-    from geoeval.suites.lifeplanner.answers import AnswerSchemaError, load_answer, parse_answer
+    from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, load_answer, parse_answer
 
     beyond_the_parser = "[" * 5000 + "]" * 5000  # json.loads raises RecursionError on this
     assert load_answer(beyond_the_parser) == beyond_the_parser  # kept as text, as any non-JSON

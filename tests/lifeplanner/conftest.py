@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from geoeval.suites.lifeplanner.environment import build_synthetic_city
+from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
 SEED = 11
 N_PLACES = 200
@@ -21,7 +21,7 @@ def city_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def city(city_path):
-    from geoeval.suites.lifeplanner.city_handle import open_city
+    from geoeval.suites.lifeplanner.city.handle import open_city
 
     return open_city(city_path)
 

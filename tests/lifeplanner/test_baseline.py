@@ -8,13 +8,13 @@ import inspect
 
 import pytest
 
-from geoeval.suites.lifeplanner import baseline
-from geoeval.suites.lifeplanner.baseline import heuristic_baseline
+from geoeval.suites.lifeplanner.baseline import agent as baseline
+from geoeval.suites.lifeplanner.baseline.agent import heuristic_baseline
 from geoeval.suites.lifeplanner.paraphrase import paraphrase, paraphrase_cases
 from geoeval.suites.lifeplanner.phrasing import accept_rewrite
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
-from geoeval.suites.lifeplanner.trajectory import trajectory_from_messages
+from geoeval.suites.lifeplanner.scoring.trajectory import trajectory_from_messages
 
 from .helpers import run_policy
 from .test_scoring import rules_only

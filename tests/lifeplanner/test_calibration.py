@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geoeval.suites.lifeplanner.calibration import (
+from geoeval.suites.lifeplanner.scoring.calibration import (
     calibration_table,
     ensemble_scores,
     hardest_cases,

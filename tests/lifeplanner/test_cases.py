@@ -14,15 +14,15 @@ import pytest
 from geoeval.suites.lifeplanner.cases import case
 from geoeval.suites.lifeplanner.cases import check
 from geoeval.suites.lifeplanner.cases import engine as engine_module
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import toolsets
-from geoeval.suites.lifeplanner.answers import TABLE6_FIELDS, instance_fields, parse_answer
-from geoeval.suites.lifeplanner.city_vocabulary import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB
-from geoeval.suites.lifeplanner.opening_hours import is_open
-from geoeval.suites.lifeplanner.judging import constraint_results
-from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import toolsets
+from geoeval.suites.lifeplanner.scoring.answers import TABLE6_FIELDS, instance_fields, parse_answer
+from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.city.opening_hours import is_open
+from geoeval.suites.lifeplanner.scoring.judging import constraint_results
+from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 
 from .conftest import N_CASES
@@ -420,7 +420,7 @@ def test_paper_l2_phrasing_states_no_type_radius_or_candidate_list(cases):
     """Figure 8 / Figure 1: an L2 query implies the need; Nearby L2 names no place type and no
     radius, Routing L2 no buffer, Trip L2 no radius per stop, Place L2 names the type but lists no
     candidates (the default)."""
-    from geoeval.suites.lifeplanner.lexicon import TYPE_NOUNS
+    from geoeval.suites.lifeplanner.cases.lexicon import TYPE_NOUNS
 
     nouns = {n.lower() for pair in TYPE_NOUNS.values() for n in pair}
     l2 = [c for c in cases if (c.task, c.level) in _L2]

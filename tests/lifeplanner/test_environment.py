@@ -11,10 +11,10 @@ import duckdb
 import networkx as nx
 import pytest
 
-from geoeval.suites.lifeplanner import city_layout
-from geoeval.suites.lifeplanner.city_schema import MEMORY_FIELDS, agent_visible_columns, data_engine_visible_columns
-from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, closing_minute, is_open, parse_opening_hours
-from geoeval.suites.lifeplanner.environment import build_synthetic_city, read_city_info
+from geoeval.suites.lifeplanner.city import layout as city_layout
+from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS, agent_visible_columns, data_engine_visible_columns
+from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, closing_minute, is_open, parse_opening_hours
+from geoeval.suites.lifeplanner.city.environment import build_synthetic_city, read_city_info
 
 from .conftest import N_NOTES, N_PLACES, SEED
 from .helpers import rows

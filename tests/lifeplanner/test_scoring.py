@@ -18,11 +18,11 @@ from geoeval.core import registry
 from geoeval.core.config.schema import JudgeSpec
 from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner import metrics as M
-from geoeval.suites.lifeplanner.answers import AnswerSchemaError, parse_answer
-from geoeval.suites.lifeplanner.judging import rules_judge
+from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, parse_answer
+from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
-from geoeval.suites.lifeplanner.trajectory import trajectory_from_messages
+from geoeval.suites.lifeplanner.scoring.trajectory import trajectory_from_messages
 
 from .helpers import run_policy
 

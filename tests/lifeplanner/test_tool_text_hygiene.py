@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner import toolsets as toolsets_module
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import toolsets as toolsets_module
 
 DE = "data_engine"
 CALL_SECONDS = 10.0  # far above any call's real cost (< 0.5 s): longer would be a hang

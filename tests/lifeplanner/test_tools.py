@@ -13,15 +13,15 @@ import re
 import networkx as nx
 import pytest
 
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner import toolsets
-from geoeval.suites.lifeplanner.city_schema import ACCESS_SPEED, MEMORY_FIELDS
-from geoeval.suites.lifeplanner.keyword_logic import (
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import toolsets
+from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, MEMORY_FIELDS
+from geoeval.suites.lifeplanner.tools.keyword_logic import (
     And,
     KeywordSyntaxError,
     Not,

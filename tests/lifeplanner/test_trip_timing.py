@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from geoeval.suites.lifeplanner.opening_hours import parse_opening_hours
-from geoeval.suites.lifeplanner.trip_timing import (
+from geoeval.suites.lifeplanner.city.opening_hours import parse_opening_hours
+from geoeval.suites.lifeplanner.tools.trip_timing import (
     NEVER_OPEN,
     arrival_check,
     arrival_minutes,

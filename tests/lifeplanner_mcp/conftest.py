@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from geoeval.suites.lifeplanner.environment import build_synthetic_city
+from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
 SEED = 5
 N_PLACES = 150

@@ -13,7 +13,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from geoeval.suites.lifeplanner.mcp_server import _repo_env, server_command
+from geoeval.suites.lifeplanner.tools.mcp_server import _repo_env, server_command
 
 PROTOCOL = "2025-06-18"
 REPLY_SECONDS = 30.0

@@ -14,12 +14,12 @@ import json
 import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner.mcp_server import http_server
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools.mcp_server import http_server
 from tests.lifeplanner.test_tool_text_hygiene import ECHO_PROBES, HOSTILE
 
 from .raw_client import RawHTTPClient, RawStdioClient, reply_text
@@ -199,8 +199,8 @@ def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mc
     cleaned before Inspect logs the sample, which is the model boundary's work, not the tools'.)"""
     from inspect_ai.model import ModelOutput, ModelUsage
 
-    from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
-    from geoeval.suites.lifeplanner.toolsets import agent_tools
+    from geoeval.suites.lifeplanner.tools.mcp_server import mcp_agent_tools
+    from geoeval.suites.lifeplanner.tools.toolsets import agent_tools
 
     from .test_inspect_transport import MODEL, run_eval, transcript
 
@@ -236,8 +236,8 @@ def test_the_mcp_client_cleans_a_lone_surrogate_before_sending(city_path):
 
     from inspect_ai.tool import ToolDef
 
-    from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
-    from geoeval.suites.lifeplanner.toolsets import agent_tools
+    from geoeval.suites.lifeplanner.tools.mcp_server import mcp_agent_tools
+    from geoeval.suites.lifeplanner.tools.toolsets import agent_tools
 
     async def both():
         source = mcp_agent_tools(city_path, "stdio")[0]

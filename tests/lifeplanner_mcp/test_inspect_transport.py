@@ -11,9 +11,9 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.solver import generate, solver, use_tools
 from inspect_ai.tool import mcp_connection
 
-from geoeval.suites.lifeplanner.mcp_server import http_server, mcp_agent_tools
-from geoeval.suites.lifeplanner.tool_arguments import TOOL_LOG_KEY
-from geoeval.suites.lifeplanner.toolsets import agent_tools, data_engine_tools
+from geoeval.suites.lifeplanner.tools.mcp_server import http_server, mcp_agent_tools
+from geoeval.suites.lifeplanner.tools.arguments import TOOL_LOG_KEY
+from geoeval.suites.lifeplanner.tools.toolsets import agent_tools, data_engine_tools
 
 MODEL = "mockllm/model"
 

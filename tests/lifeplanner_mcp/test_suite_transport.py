@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 from inspect_ai.log import read_eval_log
 
-from geoeval.suites.lifeplanner.tool_arguments import TOOL_LOG_KEY
+from geoeval.suites.lifeplanner.tools.arguments import TOOL_LOG_KEY
 from tests.conftest import REPO, geoeval_cmd
 
 # the heuristic baseline (the experiment's default) makes failing, empty and truncated calls too

@@ -170,7 +170,7 @@ def test_synthetic_city_is_seeded():
 
 @pytest.mark.skipif(not lifeplanner_available(), reason="the LifePlanner suite is not present")
 def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
-    from geoeval.suites.lifeplanner.environment import build_synthetic_city
+    from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
     from geoeval.suites.mapsatisfy.poi_city import city_from_lifeplanner
 

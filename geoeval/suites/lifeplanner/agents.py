@@ -14,7 +14,7 @@ from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
-from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 
 def calls_made(messages: list[ChatMessage]) -> list[Any]:
@@ -41,4 +41,4 @@ def lifeplanner_oracle(messages: list[ChatMessage], tools: list[ToolInfo], args:
 
 register_policy("oracle", "lifeplanner", lifeplanner_oracle)
 
-from geoeval.suites.lifeplanner import baseline as _baseline  # noqa: E402,F401  registers heuristic_baseline
+from geoeval.suites.lifeplanner.baseline import agent as _baseline  # noqa: E402,F401  registers heuristic_baseline

@@ -43,11 +43,11 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner.judging import straight_distance
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
-from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC.
@@ -320,7 +320,7 @@ def answers_for_case(city: city_handle.City, case: dict[str, Any], db_path: str,
 def meta_eval_answers(spec: Any, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`)."""
     from geoeval.judges.ensemble import JudgeEnsemble
-    from geoeval.suites.lifeplanner.judging import rules_judge
+    from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
     ensemble = JudgeEnsemble(spec.judge, rules=rules_judge)
     city = city_handle.open_city(env.db_path)

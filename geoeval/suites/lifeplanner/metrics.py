@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from geoeval.suites.lifeplanner.opening_hours import is_open
+from geoeval.suites.lifeplanner.city.opening_hours import is_open
 
 OUTCOME_METRICS = ("a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr")
 PROCESS_METRICS = ("ig", "te", "rp")

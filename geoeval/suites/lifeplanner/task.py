@@ -20,7 +20,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolCallError, ToolDef
 
 from geoeval.suites.lifeplanner.prompts import SUBMIT_DESCRIPTION, SUBMIT_PARAMETER
-from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 ANSWER_KEY = "lifeplanner_answer"
 # turns the model may still take after its budget is spent, to submit
@@ -55,11 +55,11 @@ def lifeplanner_agent(db_path: str, tool_budget: int = 30, transport: str = "inp
         from inspect_ai.tool import mcp_connection
 
         if transport == "mcp":
-            from geoeval.suites.lifeplanner.mcp_server import mcp_agent_tools
+            from geoeval.suites.lifeplanner.tools.mcp_server import mcp_agent_tools
 
             sources = mcp_agent_tools(db_path, "stdio")
         elif transport == "inproc":
-            from geoeval.suites.lifeplanner.toolsets import agent_tools
+            from geoeval.suites.lifeplanner.tools.toolsets import agent_tools
 
             sources = agent_tools(db_path)
         else:
@@ -154,7 +154,7 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
     model calls, which the core scorer's synchronous metric functions cannot make."""
     from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
     from geoeval.judges.ensemble import JudgeEnsemble
-    from geoeval.suites.lifeplanner.judging import rules_judge
+    from geoeval.suites.lifeplanner.scoring.judging import rules_judge
     from geoeval.suites.lifeplanner.scorers import RECORD_KEY, evaluate_sample
 
     ensemble = JudgeEnsemble(judge, rules=rules_judge)

@@ -109,10 +109,10 @@ def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市"
     second level of `place_type` ("Top|Sub"); opening hours are read with LifePlanner's own
     parser as the first and last open hour of a Monday (a place it cannot read is 08-22)."""
     if not lifeplanner_available():
-        raise RuntimeError("the LifePlanner suite (geoeval/suites/lifeplanner/environment.py) is not present")
+        raise RuntimeError("the LifePlanner suite (geoeval/suites/lifeplanner/city/environment.py) is not present")
     import duckdb
 
-    from geoeval.suites.lifeplanner.opening_hours import is_open
+    from geoeval.suites.lifeplanner.city.opening_hours import is_open
 
     con = duckdb.connect(str(db_path), read_only=True)
     try:

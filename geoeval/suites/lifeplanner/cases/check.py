@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner.answers import parse_answer
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.cases.case import Case
 from geoeval.suites.lifeplanner.cases.reference_path import replay
-from geoeval.suites.lifeplanner.judging import attribute_accuracy_of, constraint_results, purity_checks
-from geoeval.suites.lifeplanner.trajectory import Trajectory, observed_items, route_legs
+from geoeval.suites.lifeplanner.scoring.judging import attribute_accuracy_of, constraint_results, purity_checks
+from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, observed_items, route_legs
 
 
 def trajectory_of(tau: list[dict[str, Any]], results: list[tool_arguments.ToolResult]) -> Trajectory:
     """The trajectory an agent that walks τ* would have (for checking the reference)."""
-    from geoeval.suites.lifeplanner.trajectory import ToolCallRecord
+    from geoeval.suites.lifeplanner.scoring.trajectory import ToolCallRecord
 
     traj = Trajectory()
     for step, res in zip(tau, results):

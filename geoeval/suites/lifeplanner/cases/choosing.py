@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner import city_handle
+from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
-from geoeval.suites.lifeplanner.lexicon import PERSONAS, Preference
-from geoeval.suites.lifeplanner.trip_timing import boundary_margin, open_at_minute
+from geoeval.suites.lifeplanner.cases.lexicon import PERSONAS, Preference
+from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, open_at_minute
 
 if TYPE_CHECKING:  # the draft's module builds on these steps
     from geoeval.suites.lifeplanner.cases.reference_path import Draft

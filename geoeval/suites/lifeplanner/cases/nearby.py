@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner.answers import ref_block
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words
-from geoeval.suites.lifeplanner.opening_hours import DAYS, OpeningHours
-from geoeval.suites.lifeplanner.lexicon import PREFERENCES, TYPE_NOUNS, Preference
-from geoeval.suites.lifeplanner.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
+from geoeval.suites.lifeplanner.city.opening_hours import DAYS, OpeningHours
+from geoeval.suites.lifeplanner.cases.lexicon import PREFERENCES, TYPE_NOUNS, Preference
+from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
 
 
 class NearbyCases(RouteSteps):

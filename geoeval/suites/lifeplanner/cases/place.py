@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.answers import ref_block
+from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words, or_words
-from geoeval.suites.lifeplanner.city_vocabulary import CATEGORIES, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
-from geoeval.suites.lifeplanner.opening_hours import DAYS
-from geoeval.suites.lifeplanner.lexicon import DISLIKES, PREFERENCES, TYPE_NOUNS
-from geoeval.suites.lifeplanner.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
+from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.city.opening_hours import DAYS
+from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCES, TYPE_NOUNS
+from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
 
 
 class PlaceCases(RouteSteps):

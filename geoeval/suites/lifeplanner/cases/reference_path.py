@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import city_handle
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
-from geoeval.suites.lifeplanner import tool_arguments
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
-from geoeval.suites.lifeplanner.lexicon import Preference
-from geoeval.suites.lifeplanner.trajectory import route_item
+from geoeval.suites.lifeplanner.cases.lexicon import Preference
+from geoeval.suites.lifeplanner.scoring.trajectory import route_item
 
 
 class Draft:

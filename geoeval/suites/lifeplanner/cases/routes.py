@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.answers import optimal_order, place_stop
+from geoeval.suites.lifeplanner.scoring.answers import optimal_order, place_stop
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.reference_path import ReferencePathSteps

@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import tool_arguments
-from geoeval.suites.lifeplanner.answers import ref_block
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.choosing import AREA_FLOOR_M, RADIUS_BAND_M
 from geoeval.suites.lifeplanner.cases.city_index import Place, norm_name
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
-from geoeval.suites.lifeplanner.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
+from geoeval.suites.lifeplanner.cases.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
 
 
 class RoutingCases(RouteSteps):

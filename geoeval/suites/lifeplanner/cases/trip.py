@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.answers import ref_block
+from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words
-from geoeval.suites.lifeplanner.opening_hours import DAYS
-from geoeval.suites.lifeplanner.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
-from geoeval.suites.lifeplanner.trip_timing import arrival_check, arrival_minutes, minute_to_hhmm
+from geoeval.suites.lifeplanner.city.opening_hours import DAYS
+from geoeval.suites.lifeplanner.cases.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
+from geoeval.suites.lifeplanner.tools.trip_timing import arrival_check, arrival_minutes, minute_to_hhmm
 
 _MARGIN_MIN = 5       # arrivals this far from an opening/closing boundary (time-window cases)
 

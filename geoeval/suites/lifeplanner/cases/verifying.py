@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner import nearby_tools
-from geoeval.suites.lifeplanner import note_tools
-from geoeval.suites.lifeplanner import place_tools
-from geoeval.suites.lifeplanner import routing_tools
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.choosing import ChoosingSteps
 from geoeval.suites.lifeplanner.cases.city_index import Place, norm_name
-from geoeval.suites.lifeplanner.judging import parse_fact_groups
-from geoeval.suites.lifeplanner.lexicon import TYPES_MEANING, Preference
+from geoeval.suites.lifeplanner.scoring.judging import parse_fact_groups
+from geoeval.suites.lifeplanner.cases.lexicon import TYPES_MEANING, Preference
 
 
 class VerifyingSteps(ChoosingSteps):

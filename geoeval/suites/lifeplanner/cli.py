@@ -50,12 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         if args.source == "synthetic":
-            from geoeval.suites.lifeplanner.environment import build_synthetic_city
+            from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
             info = build_synthetic_city(out, seed=args.seed, n_places=places, n_notes=notes,
                                         area_km2=args.area_km2)
         else:
-            from geoeval.suites.lifeplanner.osm import build_osm_city
+            from geoeval.suites.lifeplanner.city.osm.build import build_osm_city
 
             info = build_osm_city(out, args.pbf, seed=args.seed, notes_per_place=args.notes_per_place)
     except (ImportError, ValueError, FileNotFoundError) as exc:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city_layout import _typo
-from geoeval.suites.lifeplanner.city_vocabulary import (
+from geoeval.suites.lifeplanner.city.layout import _typo
+from geoeval.suites.lifeplanner.city.vocabulary import (
     _COMMENT_FACT,
     _COMMENT_NOISE,
     _FILLER,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from geoeval.suites.lifeplanner.opening_hours import WEEK_MINUTES, OpeningHours, parse_opening_hours
+from geoeval.suites.lifeplanner.city.opening_hours import WEEK_MINUTES, OpeningHours, parse_opening_hours
 
 # hours that are never open: what an unreadable opentime_week counts as for an agent
 NEVER_OPEN = OpeningHours(text="", known=False, intervals=())

@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from geoeval.suites.lifeplanner import environment as env
-from geoeval.suites.lifeplanner import city_layout
-from geoeval.suites.lifeplanner import city_notes
-from geoeval.suites.lifeplanner import city_vocabulary
-from geoeval.suites.lifeplanner.osm_hours import convert_opening_hours
-from geoeval.suites.lifeplanner.osm_places import (
+from geoeval.suites.lifeplanner.city import environment as env
+from geoeval.suites.lifeplanner.city import layout as city_layout
+from geoeval.suites.lifeplanner.city import notes as city_notes
+from geoeval.suites.lifeplanner.city import vocabulary as city_vocabulary
+from geoeval.suites.lifeplanner.city.osm.hours import convert_opening_hours
+from geoeval.suites.lifeplanner.city.osm.places import (
     _POI_KEYS,
     _extra_tags,
     _osm_tag_groups,

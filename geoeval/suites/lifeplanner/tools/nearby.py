@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from geoeval.core.text import clean_value, nesting_depth
-from geoeval.suites.lifeplanner.city_handle import (
+from geoeval.suites.lifeplanner.city.handle import (
     PLACE_FULL,
     PLACE_LIGHT,
     City,
@@ -18,10 +18,10 @@ from geoeval.suites.lifeplanner.city_handle import (
     _Route,
     _select,
 )
-from geoeval.suites.lifeplanner.city_schema import VEHICLES
-from geoeval.suites.lifeplanner.place_tools import _place_filters, _where
-from geoeval.suites.lifeplanner.routing_tools import _half_up, _route
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.city.schema import VEHICLES
+from geoeval.suites.lifeplanner.tools.places import _place_filters, _where
+from geoeval.suites.lifeplanner.tools.routing import _half_up, _route
+from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_ARGUMENT_DEPTH,
     MAX_CENTER_CHARS,

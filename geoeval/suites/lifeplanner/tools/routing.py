@@ -8,9 +8,9 @@ import itertools
 import math
 from typing import Any
 
-from geoeval.suites.lifeplanner.city_handle import City, _place, _Route
-from geoeval.suites.lifeplanner.city_schema import ACCESS_SPEED, VEHICLES
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.city.handle import City, _place, _Route
+from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, VEHICLES
+from geoeval.suites.lifeplanner.tools.arguments import (
     MAX_AVOID,
     MAX_PERMUTATIONS,
     MAX_STOPS,

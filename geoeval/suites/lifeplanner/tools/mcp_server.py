@@ -46,9 +46,9 @@ from typing import Any, Literal
 
 from geoeval.core.text import clean_text, clean_value
 from geoeval.mcp.security import TOKEN_ENV
-from geoeval.suites.lifeplanner.tool_arguments import ToolResult
-from geoeval.suites.lifeplanner.toolsets import record_call
-from geoeval.suites.lifeplanner.toolsets import TOOLSETS, toolset_tools
+from geoeval.suites.lifeplanner.tools.arguments import ToolResult
+from geoeval.suites.lifeplanner.tools.toolsets import record_call
+from geoeval.suites.lifeplanner.tools.toolsets import TOOLSETS, toolset_tools
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "geoeval-lifeplanner"

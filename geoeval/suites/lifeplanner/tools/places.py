@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city_handle import (
+from geoeval.suites.lifeplanner.city.handle import (
     PLACE_DETAIL,
     PLACE_FULL,
     PLACE_LIGHT,
@@ -18,7 +18,7 @@ from geoeval.suites.lifeplanner.city_handle import (
     _record,
     _select,
 )
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_SAMPLES,
     STANDARD_LIMITS,

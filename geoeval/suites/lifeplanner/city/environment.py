@@ -40,21 +40,21 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from geoeval.suites.lifeplanner.city_layout import (
+from geoeval.suites.lifeplanner.city.layout import (
     _M_PER_DEG_LAT,
     _build_places,
     _build_roads,
     _m_per_deg_lon,
 )
-from geoeval.suites.lifeplanner.city_notes import (
+from geoeval.suites.lifeplanner.city.notes import (
     _build_notes,
 )
-from geoeval.suites.lifeplanner.city_schema import (
+from geoeval.suites.lifeplanner.city.schema import (
     GENERATOR_VERSION,
     SCHEMA,
     CityInfo,
 )
-from geoeval.suites.lifeplanner.city_vocabulary import (
+from geoeval.suites.lifeplanner.city.vocabulary import (
     DISTRICT_NAMES,
 )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage
 
-from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 BUDGET = 30  # the scaffold's default; the plan keeps one turn for submit_answer
 

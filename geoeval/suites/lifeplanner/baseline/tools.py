@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.suites.lifeplanner.baseline_reading import (
+from geoeval.suites.lifeplanner.baseline.reading import (
     _cap_starts,
     _content_words,
     _or_expr,
@@ -17,8 +17,8 @@ from geoeval.suites.lifeplanner.baseline_reading import (
     _stem,
     _words,
 )
-from geoeval.suites.lifeplanner.baseline_session import Session
-from geoeval.suites.lifeplanner.opening_hours import is_open
+from geoeval.suites.lifeplanner.baseline.session import Session
+from geoeval.suites.lifeplanner.city.opening_hours import is_open
 
 DEFAULT_RADIUS_M = 500.0  # "near" without a number
 MAX_TYPE_PROBES = 8  # content words tried as place_types filters

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city_schema import ROAD_SPEEDS
-from geoeval.suites.lifeplanner.city_vocabulary import (
+from geoeval.suites.lifeplanner.city.schema import ROAD_SPEEDS
+from geoeval.suites.lifeplanner.city.vocabulary import (
     _FOOTWAY_NAMES,
     CATEGORIES,
     LONG_MEM_VOCAB,

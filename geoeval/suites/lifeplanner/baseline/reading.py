@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from geoeval.suites.lifeplanner.opening_hours import DAYS
+from geoeval.suites.lifeplanner.city.opening_hours import DAYS
 
 # General English, not the engine's vocabulary.
 _DAY_RE = re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b")

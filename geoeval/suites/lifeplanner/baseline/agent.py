@@ -36,21 +36,21 @@ from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
-from geoeval.suites.lifeplanner.baseline_reading import (
+from geoeval.suites.lifeplanner.baseline.reading import (
     _STOP,
     _day_time,
     _distance,
     _need_words,
     _stem,
 )
-from geoeval.suites.lifeplanner.baseline_route import plan_route
-from geoeval.suites.lifeplanner.baseline_session import (
+from geoeval.suites.lifeplanner.baseline.route import plan_route
+from geoeval.suites.lifeplanner.baseline.session import (
     BUDGET,
     Session,
     _NeedCall,
     _OutOfBudget,
 )
-from geoeval.suites.lifeplanner.baseline_tools import (
+from geoeval.suites.lifeplanner.baseline.tools import (
     DEFAULT_RADIUS_M,
     Found,
     _ref,
@@ -61,7 +61,7 @@ from geoeval.suites.lifeplanner.baseline_tools import (
     probe_type,
     rank_by_keywords,
 )
-from geoeval.suites.lifeplanner.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 # --------------------------------------------------------------------------------------------
 # Plans per task family

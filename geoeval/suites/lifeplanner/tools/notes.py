@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.city_handle import (
+from geoeval.suites.lifeplanner.city.handle import (
     COMMENT_FIELDS,
     NOTE_FULL,
     NOTE_LIGHT,
@@ -12,12 +12,12 @@ from geoeval.suites.lifeplanner.city_handle import (
     _list_payload,
     _record,
 )
-from geoeval.suites.lifeplanner.keyword_logic import (
+from geoeval.suites.lifeplanner.tools.keyword_logic import (
     KeywordSyntaxError,
     keyword_sql,
     parse_keyword_logic,
 )
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_COMMENTS,
     STANDARD_LIMITS,

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core.text import clean_text
-from geoeval.suites.lifeplanner.city_handle import City, open_city
-from geoeval.suites.lifeplanner.nearby_tools import nearby_search
-from geoeval.suites.lifeplanner.note_tools import note_detail, search_notes
-from geoeval.suites.lifeplanner.place_tools import (
+from geoeval.suites.lifeplanner.city.handle import City, open_city
+from geoeval.suites.lifeplanner.tools.nearby import nearby_search
+from geoeval.suites.lifeplanner.tools.notes import note_detail, search_notes
+from geoeval.suites.lifeplanner.tools.places import (
     place_detail,
     place_search,
     sample_place,
 )
-from geoeval.suites.lifeplanner.routing_tools import multi_stop_routing, routing
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.tools.routing import multi_stop_routing, routing
+from geoeval.suites.lifeplanner.tools.arguments import (
     MAX_LOGGED_TEXT,
     TOOL_LOG_KEY,
     ToolResult,

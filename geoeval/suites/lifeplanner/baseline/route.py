@@ -8,7 +8,7 @@ import itertools
 import re
 from typing import Any
 
-from geoeval.suites.lifeplanner.baseline_reading import (
+from geoeval.suites.lifeplanner.baseline.reading import (
     _clauses,
     _day_time,
     _distance,
@@ -16,8 +16,8 @@ from geoeval.suites.lifeplanner.baseline_reading import (
     _need_words,
     _vehicle,
 )
-from geoeval.suites.lifeplanner.baseline_session import Session
-from geoeval.suites.lifeplanner.baseline_tools import (
+from geoeval.suites.lifeplanner.baseline.session import Session
+from geoeval.suites.lifeplanner.baseline.tools import (
     DEFAULT_RADIUS_M,
     Found,
     detail,
@@ -25,8 +25,8 @@ from geoeval.suites.lifeplanner.baseline_tools import (
     probe_type,
     rank_by_keywords,
 )
-from geoeval.suites.lifeplanner.opening_hours import DAYS
-from geoeval.suites.lifeplanner.trip_timing import open_on_arrival, readable_hours
+from geoeval.suites.lifeplanner.city.opening_hours import DAYS
+from geoeval.suites.lifeplanner.tools.trip_timing import open_on_arrival, readable_hours
 
 
 def legs_for(s: Session, ids: list[str], vehicle: str, mode: str, skip: tuple[str, str] | None = None) \

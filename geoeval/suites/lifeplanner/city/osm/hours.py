@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from geoeval.suites.lifeplanner.opening_hours import OpeningHoursError, parse_opening_hours
+from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 
 _OSM_DAYS = {"Mo": "Monday", "Tu": "Tuesday", "We": "Wednesday", "Th": "Thursday", "Fr": "Friday",
              "Sa": "Saturday", "Su": "Sunday"}

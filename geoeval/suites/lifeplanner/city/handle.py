@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from geoeval.suites.lifeplanner.city_schema import VEHICLES
-from geoeval.suites.lifeplanner.tool_arguments import (
+from geoeval.suites.lifeplanner.city.schema import VEHICLES
+from geoeval.suites.lifeplanner.tools.arguments import (
     ToolParameterError,
     ToolResult,
     _quote,

@@ -1,0 +1,1 @@
+"""The LifePlanner tools (appendix A.2): pure functions over a city handle (`places`, `nearby`, `routing`, `notes`, `keyword_logic`, `trip_timing`), argument checks and results (`arguments`), the one table the Inspect and MCP tools are built from (`toolsets`), and the MCP server."""
