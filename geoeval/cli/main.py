@@ -7,9 +7,9 @@
 - `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
 - `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
-  `env_cli.main(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
+  `cli.env_build(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
-  suite's `score_cli.main(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
+  suite's `cli.score(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int | None:
     return 0
 
 
-def _suite_command(module_name: str, args: list[str], usage: str) -> int:
-    """Run `geoeval.suites.<suite>.<module_name>.main(rest)` for `args = [suite, *rest]`."""
+def _suite_command(module_name: str, command: str, args: list[str], usage: str) -> int:
+    """Run `geoeval.suites.<suite>.<module_name>.<command>(rest)` for `args = [suite, *rest]`."""
     import importlib
 
     from geoeval.core.registry import suite_names
@@ -74,21 +74,26 @@ def _suite_command(module_name: str, args: list[str], usage: str) -> int:
     except ModuleNotFoundError as exc:
         if exc.name not in (target, f"geoeval.suites.{args[0]}"):
             raise  # a dependency of an existing command is missing: show it as it is
-        print(f"geoeval: error: suite '{args[0]}' has no `{module_name}` command "
+        print(f"geoeval: error: suite '{args[0]}' has no `{command}` command "
               f"(suites: {', '.join(suite_names())})", file=sys.stderr)
         return 2
-    return int(module.main(args[1:]) or 0)
+    run = getattr(module, command, None)
+    if run is None:
+        print(f"geoeval: error: suite '{args[0]}' has no `{command}` command "
+              f"(suites: {', '.join(suite_names())})", file=sys.stderr)
+        return 2
+    return int(run(args[1:]) or 0)
 
 
 def _env(args: list[str]) -> int:
     if not args or args[0] != "build":
         print("usage: geoeval env build <suite> [options]", file=sys.stderr)
         return 2
-    return _suite_command("env_cli", args[1:], "geoeval env build <suite> [options]")
+    return _suite_command("cli", "env_build", args[1:], "geoeval env build <suite> [options]")
 
 
 def _score(args: list[str]) -> int:
-    return _suite_command("score_cli", args, "geoeval score <suite> <results file> [options]")
+    return _suite_command("cli", "score", args, "geoeval score <suite> <results file> [options]")
 
 
 if __name__ == "__main__":

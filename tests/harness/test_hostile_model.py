@@ -448,7 +448,7 @@ def test_lifeplanner_deep_json_answer_is_scored_as_a_schema_failure():
 
 
 def test_mapsatisfy_llm_user_reply_is_clean_text():
-    from geoeval.suites.mapsatisfy.user_sim import FINISH, LLMUser
+    from geoeval.suites.mapsatisfy.user.simulator import FINISH, LLMUser
 
     user = LLMUser(scripted_mockllm("fine \ud800 thanks\x00", "   "), "system prompt")
     assert asyncio.run(user.reply([("user", "q"), ("assistant", "a")])) == "fine \ufffd thanks\ufffd"
@@ -471,7 +471,7 @@ def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_pat
 
 
 def test_mapsatisfy_model_judge_keeps_a_clean_capped_raw_reply():
-    from geoeval.suites.mapsatisfy.model_judge import RAW_REPLY_CHARS, model_item_verdict
+    from geoeval.suites.mapsatisfy.judging.model_judge import RAW_REPLY_CHARS, model_item_verdict
 
     reply = "\ud800" + "x" * 50_000 + " VERDICT: YES"
     verdict, replies = asyncio.run(model_item_verdict(scripted_mockllm(reply), "prompt", votes=1))

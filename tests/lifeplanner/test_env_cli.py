@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from geoeval.suites.lifeplanner.cli import main
+from geoeval.suites.lifeplanner.cli import env_build as main
 
 
 def test_builds_a_synthetic_city_with_the_requested_size(tmp_path, capsys):

@@ -45,7 +45,7 @@ def test_the_oracle_passes_every_helsinki_case(tmp_path):
 
 
 def test_env_build_osm_from_the_command_line(tmp_path, capsys):
-    from geoeval.suites.lifeplanner.cli import main
+    from geoeval.suites.lifeplanner.cli import env_build as main
 
     out = tmp_path / "helsinki.duckdb"
     assert main(["--source", "osm", "--out", str(out), "--seed", "1", "--notes-per-place", "1"]) == 0

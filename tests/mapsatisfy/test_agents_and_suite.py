@@ -108,7 +108,7 @@ def test_sample_dimensions_carry_the_metadata():
 def test_metric_values_from_a_recorded_dialogue():
     from geoeval.core.registry import get_metric
     from geoeval.core.scoring import MetricInput
-    from geoeval.suites.mapsatisfy.verdicts import Verdicts
+    from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
     from geoeval.suites.mapsatisfy.metrics import FactCheck
 
     inst = record()

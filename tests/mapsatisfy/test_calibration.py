@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from geoeval.suites.mapsatisfy.calibration import (calibration, calibration_markdown, ensemble_scores,
+from geoeval.suites.mapsatisfy.judging.calibration import (calibration, calibration_markdown, ensemble_scores,
                                                    mean_absolute_error, within_tolerance_accuracy)
 
 REF = [1.0, 0.5, 0.8, 0.0]

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from geoeval.suites.mapsatisfy import weights as W
-from geoeval.suites.mapsatisfy.coverage_tables import coverage, print_coverage
-from geoeval.suites.mapsatisfy.poi_city import distance_m, lifeplanner_available, monday_span, synthetic_city
-from geoeval.suites.mapsatisfy.generator import generate, write_generated
+from geoeval.suites.mapsatisfy.judging import weights as W
+from geoeval.suites.mapsatisfy.generate.coverage_tables import coverage, print_coverage
+from geoeval.suites.mapsatisfy.generate.poi_city import distance_m, lifeplanner_available, monday_span, synthetic_city
+from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
 from geoeval.suites.mapsatisfy.schema import DOMAINS, IMPLICIT_FACTOR_SOURCES, load_instances
 from geoeval.suites.mapsatisfy.suite import oracle_plan
 
@@ -172,7 +172,7 @@ def test_synthetic_city_is_seeded():
 def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
     from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
-    from geoeval.suites.mapsatisfy.poi_city import city_from_lifeplanner
+    from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner
 
     db = tmp_path / "city.duckdb"
     build_synthetic_city(db, seed=1, n_places=80, n_notes=5, area_km2=2.0)
@@ -188,9 +188,9 @@ def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
 def test_generator_weights_hand_computed():
     from datetime import datetime
 
-    from geoeval.suites.mapsatisfy.poi_city import POI
-    from geoeval.suites.mapsatisfy.behaviour_chain import Candidate, Factor, _weight
-    from geoeval.suites.mapsatisfy.user_model import UserModel
+    from geoeval.suites.mapsatisfy.generate.poi_city import POI
+    from geoeval.suites.mapsatisfy.generate.behaviour_chain import Candidate, Factor, _weight
+    from geoeval.suites.mapsatisfy.user.model import UserModel
 
     user = UserModel(uid="u", home_city="x", has_car=True, behaviour={
         "price_level": {"实惠": (6, 6), "中等": (2, 1), "高端": (1, 0)},  # S 12/16, routine (6 >= 6), M 1.0

@@ -7,13 +7,13 @@ import asyncio
 import json
 from types import SimpleNamespace
 
-from geoeval.suites.mapsatisfy.answer_facts import claims_of, evidence_of
-from geoeval.suites.mapsatisfy.judges import combine, judge_dialogue
+from geoeval.suites.mapsatisfy.judging.answer_facts import claims_of, evidence_of
+from geoeval.suites.mapsatisfy.judging.ensemble import combine, judge_dialogue
 from geoeval.suites.mapsatisfy.metrics import FactCheck, ifs, tool_selection
-from geoeval.suites.mapsatisfy.model_judge import evidence_text, majority, parse_verdict
-from geoeval.suites.mapsatisfy.rules_judge import rules_verdicts
+from geoeval.suites.mapsatisfy.judging.model_judge import evidence_text, majority, parse_verdict
+from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
 from geoeval.suites.mapsatisfy.schema import parse_instance
-from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from tests.mapsatisfy.factories import record
 
 NAV = "驾车路线;预计的到达时间22:40;路线的耗时18分钟;路线的长度3.5公里"
@@ -232,7 +232,7 @@ def test_rules_judge_needs_no_model():
 
 def test_a_case_whose_judges_all_failed_is_flagged_not_valued():
     from geoeval.suites.mapsatisfy.metrics import FactCheck
-    from geoeval.suites.mapsatisfy.verdicts import Verdicts
+    from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
 
     assert Verdicts([None, None], [None], [None]).all_failed()
     assert not Verdicts([None, 1.0], [None], [None]).all_failed()  # one verdict: partly judged

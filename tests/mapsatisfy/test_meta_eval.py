@@ -10,10 +10,10 @@ import pytest
 
 from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.core.registry import get_suite
-from geoeval.suites.mapsatisfy.judges import judge_dialogue
+from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
 from geoeval.suites.mapsatisfy.meta_eval import TIERS, given_of, replay, sample_answers
 from geoeval.suites.mapsatisfy.scorers import scores_from_record
-from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from tests.conftest import compose_spec
 
 DEMO_CASE = "d3238e6b28bf53f6e7bc30cb1536e2a8"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from geoeval.suites.mapsatisfy.user_sim import (
+from geoeval.suites.mapsatisfy.user.simulator import (
     FINISH,
     LLMUser,
     RuleBasedUser,

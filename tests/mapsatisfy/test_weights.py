@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geoeval.suites.mapsatisfy import weights as W
+from geoeval.suites.mapsatisfy.judging import weights as W
 
 
 def test_behaviour_strength_is_the_supporting_share():

@@ -8,7 +8,7 @@ import pytest
 
 from geoeval.cli.main import main as geoeval_main
 from geoeval.suites.maptab.authors.format import load_test_set
-from geoeval.suites.maptab.cli import main
+from geoeval.suites.maptab.cli import score as main
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 

@@ -2,7 +2,7 @@
 (`--notes-per-place F` for osm):
 build one LifePlanner city database outside a run (to inspect it, serve it over MCP, or ship it).
 
-`main(argv) -> int` takes the arguments after `geoeval env build lifeplanner`. Exit status 0 on
+`env_build(argv) -> int` takes the arguments after `geoeval env build lifeplanner`. Exit status 0 on
 success (a one-line summary on stdout), 2 on a usage error or a failed build (message on stderr).
 """
 
@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def env_build(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -67,4 +67,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(env_build())

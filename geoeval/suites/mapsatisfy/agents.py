@@ -23,7 +23,7 @@ from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
 from geoeval.agents.providers import message_text
-from geoeval.suites.mapsatisfy.user_sim import SLOT_WORDS, is_request
+from geoeval.suites.mapsatisfy.user.simulator import SLOT_WORDS, is_request
 
 _SNIPPET_SPLIT = re.compile(r"[;；\"\[\]{}\n,，|]")
 _TRUNCATED = re.compile(r"<START_TOOL_OUTPUT>(.*?)(?:<END_TOOL_OUTPUT>|$)", re.DOTALL)
@@ -116,7 +116,7 @@ def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
     from geoeval.core.private_api import sample_state
 
-    from geoeval.suites.mapsatisfy.reference import reference_answer
+    from geoeval.suites.mapsatisfy.generate.reference import reference_answer
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
     state = sample_state()

@@ -33,10 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
-from geoeval.suites.mapsatisfy.answer_facts import _number_grounded, evidence_of, norm
+from geoeval.suites.mapsatisfy.judging.answer_facts import _number_grounded, evidence_of, norm
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
-from geoeval.suites.mapsatisfy.reference import Segment, compose, implicit_segments, render
-from geoeval.suites.mapsatisfy.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
+from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
+from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
 
 TOKENS_PER_TURN = 1000
 _COMPOSITE = frozenset({"ar", "ses", "cei"})
@@ -152,7 +152,7 @@ def _fake_number(sources: list[str], unit: str, start: float) -> str:
 
 
 def _place_word(instance: Any) -> str:
-    from geoeval.suites.mapsatisfy.answer_facts import PLACE_WORDS
+    from geoeval.suites.mapsatisfy.judging.answer_facts import PLACE_WORDS
 
     text = instance.query + "".join(instance.ground_truth.explicit_intent)
     return next((w for w in PLACE_WORDS if len(w) > 1 and w in text), "店")
@@ -192,7 +192,7 @@ def _dialogue(answer: str, calls: list[dict[str, Any]], given: list[str], turns:
 
 def constructed(instance: Any, calls: list[dict[str, Any]], given: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """(tier key, dialogue record without verdicts) for every tier this sample can have."""
-    from geoeval.suites.mapsatisfy.user_sim import RuleBasedUser
+    from geoeval.suites.mapsatisfy.user.simulator import RuleBasedUser
 
     segments = compose(instance, calls)
     reference = render(segments)
@@ -228,7 +228,7 @@ def _not_applicable(scores: dict[str, float], record: dict[str, Any], reference:
 
 
 async def _judge_all(instance: Any, records: list[dict[str, Any]], judge: Callable[..., Any]) -> None:
-    from geoeval.suites.mapsatisfy.verdicts import Trajectory
+    from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
     for record in records:
         record["verdicts"] = (await judge(instance, Trajectory.from_record(record))).to_record()
@@ -253,7 +253,7 @@ def sample_answers(instance: Any, calls: list[dict[str, Any]], given: list[str],
 
 def meta_eval_answers(spec: Any, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """The tiers of every sample, scored with the run's judges (`suite.judge_settings`)."""
-    from geoeval.suites.mapsatisfy.judges import judge_dialogue
+    from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
     from geoeval.suites.mapsatisfy.schema import parse_instance
     from geoeval.suites.mapsatisfy.suite import judge_settings
 

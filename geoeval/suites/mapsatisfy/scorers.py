@@ -44,7 +44,7 @@ def scores_of(metadata: dict[str, Any]) -> dict[str, float | None]:
 
 def scores_from_record(instance: Any, record: dict[str, Any]) -> dict[str, float | None]:
     """The eight metrics of one dialogue record (the solver's, or a meta-evaluation answer's)."""
-    from geoeval.suites.mapsatisfy.verdicts import Verdicts
+    from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
 
     verdicts = Verdicts.from_record(record["verdicts"])
     calls = [(c["name"], c.get("arguments") or {}) for c in record["tool_calls"]]

@@ -24,7 +24,7 @@ from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, ge
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from geoeval.agents.providers import message_text
-from geoeval.suites.mapsatisfy.user_sim import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
+from geoeval.suites.mapsatisfy.user.simulator import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
 
 
 def make_user(instance: Any, user_model: Any | None) -> Any:
@@ -51,10 +51,10 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
-        from geoeval.suites.mapsatisfy.judges import judge_dialogue
+        from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
         from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
-        from geoeval.suites.mapsatisfy.verdicts import Trajectory
+        from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
         instance = parse_instance(state.metadata["instance"])
         sandbox = env.sandbox()

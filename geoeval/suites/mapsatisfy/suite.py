@@ -294,8 +294,8 @@ class MapSatisfySuite:
                              fingerprint=_fingerprint([bench, mock]))
 
     def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
-        from geoeval.suites.mapsatisfy.poi_city import city_from_lifeplanner, synthetic_city
-        from geoeval.suites.mapsatisfy.generator import generate, write_generated
+        from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
+        from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
 
         e = spec.env
         if e.city == "lifeplanner":

@@ -168,7 +168,7 @@ def server_command(db_path: str | Path, *, transport: str = "stdio", toolset: st
 def _repo_env(token: str | None = None) -> dict[str, str]:
     """Environment for a server subprocess: geoeval importable even when run from elsewhere; the
     token (if any) in `GEOEVAL_MCP_TOKEN`, never on the command line, and none inherited."""
-    root = str(Path(__file__).resolve().parents[3])
+    root = str(Path(__file__).resolve().parents[4])
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     if token:

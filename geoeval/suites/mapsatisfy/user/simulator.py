@@ -27,7 +27,7 @@ from typing import Any
 from geoeval.core.text import clean_text
 
 FINISH = "[Finish Conversation]"
-PROMPTS = Path(__file__).parent / "prompts"
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 
 # Slots a clarification question may ask about, with the words that signal each (Chinese, as the
 # demo is, and English). A question asks a slot when it contains one of its words; a full-intent

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.mapsatisfy.poi_city import City
+from geoeval.suites.mapsatisfy.generate.poi_city import City
 
 # decision dimension -> options; counts per option in an earlier and a recent 30-day window
 BEHAVIOUR_DIMENSIONS = {

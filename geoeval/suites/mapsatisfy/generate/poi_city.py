@@ -100,7 +100,7 @@ def synthetic_city(seed: int = 0, n_pois: int = 360, name: str = "浙江省/杭�
 
 
 def lifeplanner_available() -> bool:
-    return (Path(__file__).resolve().parents[1] / "lifeplanner" / "environment.py").is_file()
+    return (Path(__file__).resolve().parents[2] / "lifeplanner" / "city" / "environment.py").is_file()
 
 
 def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市", adcode: str = "420100",

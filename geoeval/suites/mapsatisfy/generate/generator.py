@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.mapsatisfy.behaviour_chain import (
+from geoeval.suites.mapsatisfy.generate.behaviour_chain import (
     Candidate,
     Factor,
     _filter,
@@ -51,21 +51,21 @@ from geoeval.suites.mapsatisfy.behaviour_chain import (
     _restore,
     time_slot,
 )
-from geoeval.suites.mapsatisfy.coverage_tables import (
+from geoeval.suites.mapsatisfy.generate.coverage_tables import (
     coverage_markdown,
 )
-from geoeval.suites.mapsatisfy.expected_calls import (
+from geoeval.suites.mapsatisfy.generate.expected_calls import (
     _CASE_REQUIRED,
     _PARAM_RULES,
     _calls,
     _respond,
 )
-from geoeval.suites.mapsatisfy.poi_city import (
+from geoeval.suites.mapsatisfy.generate.poi_city import (
     City,
     synthetic_city,
 )
 from geoeval.suites.mapsatisfy.schema import DOMAINS, MapSatisfyInstance, parse_instance
-from geoeval.suites.mapsatisfy.user_model import (
+from geoeval.suites.mapsatisfy.user.model import (
     _make_user,
 )
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from geoeval.suites.mapsatisfy.poi_city import City, distance_m
-from geoeval.suites.mapsatisfy.user_model import _MODE_API
+from geoeval.suites.mapsatisfy.generate.poi_city import City, distance_m
+from geoeval.suites.mapsatisfy.user.model import _MODE_API
 
 if TYPE_CHECKING:  # behaviour_chain imports SEARCH_PAGE from here
-    from geoeval.suites.mapsatisfy.behaviour_chain import Candidate
+    from geoeval.suites.mapsatisfy.generate.behaviour_chain import Candidate
 
 def _calls(c: Candidate, city: City, needs_profile: bool) -> list[tuple[str, dict[str, Any]]]:
     o, t = c.origin, c.target

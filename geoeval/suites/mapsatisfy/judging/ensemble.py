@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
-from geoeval.suites.mapsatisfy.model_judge import EVIDENCE_CHARS, model_verdicts
-from geoeval.suites.mapsatisfy.rules_judge import rules_verdicts
-from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.judging.model_judge import EVIDENCE_CHARS, model_verdicts
+from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -38,7 +38,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from geoeval.suites.mapsatisfy.answer_facts import (
+from geoeval.suites.mapsatisfy.judging.answer_facts import (
     DISTANCE_UNITS,
     DURATION_UNITS,
     PRICE_UNITS,
@@ -50,7 +50,7 @@ from geoeval.suites.mapsatisfy.answer_facts import (
     read_answer,
 )
 from geoeval.suites.mapsatisfy.metrics import FactCheck
-from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "route": ("路线", "导航", "规划", "怎么走", "路程", "route", "navigation"),

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from geoeval.suites.mapsatisfy.answer_facts import ROUTING_TOOLS, Record, evidence_of, norm, parse_json, served
-from geoeval.suites.mapsatisfy.rules_judge import MODES, constraint_checks, distinctive_terms, hours_of, price_of
+from geoeval.suites.mapsatisfy.judging.answer_facts import ROUTING_TOOLS, Record, evidence_of, norm, parse_json, served
+from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, distinctive_terms, hours_of, price_of
 
 MODE_WORDS = {"driving": "驾车", "驾车": "驾车", "transit": "公交地铁", "公交": "公交", "taxi": "打车",
               "walking": "步行", "步行": "步行", "riding": "骑行", "骑行": "骑行"}

@@ -21,7 +21,7 @@ from typing import Any
 
 from geoeval.core.text import clean_text
 from geoeval.suites.mapsatisfy.metrics import FactCheck
-from geoeval.suites.mapsatisfy.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 
 EVIDENCE_CHARS = 200_000  # tool-output characters per judge prompt (the longest demo response is 40,189)
 

@@ -1,0 +1,1 @@
+"""Judging a dialogue: the ensemble (`ensemble`), the offline rules judge and its reading of the answer (`rules_judge`, `answer_facts`), the model judges, verdicts, evidence weights and calibration."""
