@@ -68,8 +68,12 @@ def main() -> None:
     ap.add_argument("--maps", type=int, default=4)
     ap.add_argument("--per-category", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--cold-workers", dest="warm_workers", action="store_false",
-                    help="time the Ray variants with worker start-up (imports, OCR models) included")
+    ap.add_argument(
+        "--cold-workers",
+        dest="warm_workers",
+        action="store_false",
+        help="time the Ray variants with worker start-up (imports, OCR models) included",
+    )
     ap.add_argument("--ocr-maps", type=int, default=16, help="maps for the Ray scaling part (one OCR read each)")
     ap.add_argument("--no-ray", dest="ray", action="store_false", help="only the overhead part")
     args = ap.parse_args()
@@ -77,9 +81,9 @@ def main() -> None:
 
     from inspect_ai import eval as inspect_eval
 
+    from geoeval.core.registry import get_suite
     from geoeval.core.run.inspect_bridge import build_model
     from geoeval.core.run.job import run_job
-    from geoeval.core.registry import get_suite
 
     work = Path(tempfile.mkdtemp(prefix="geoeval-bench-"))
     common = [f"env.n_maps={args.maps}", f"suite.n_per_category={args.per_category}", "model=table_baseline"]
@@ -98,8 +102,15 @@ def main() -> None:
         # what `inspect eval geoeval/maptab` does: build the dataset and task, then eval()
         bare_env = suite.build_env(spec)
         task = suite.build_task(spec, bare_env, suite.build_samples(spec, bare_env))
-        inspect_eval(task, model=build_model(spec), display="none", log_dir=str(work / f"bare{r}-{len(settings)}"),
-                     max_samples=spec.runner.max_samples, score_display=False, **settings)
+        inspect_eval(
+            task,
+            model=build_model(spec),
+            display="none",
+            log_dir=str(work / f"bare{r}-{len(settings)}"),
+            max_samples=spec.runner.max_samples,
+            score_display=False,
+            **settings,
+        )
 
     # like for like: bare Inspect with the live sample buffer as geoeval's run has it (off for an
     # offline agent, `runner.log_realtime=auto`); and Inspect's own defaults (buffer on), which is
@@ -111,10 +122,23 @@ def main() -> None:
         bare_defaults.append(timed(lambda: bare_inspect(r)))
         s = spec_for(work, *common, f"results_db={work}/local{r}.duckdb", f"log_dir={work}/llogs{r}")
         local.append(timed(lambda: run_job(s, progress=False)))
-    cli = timed(lambda: subprocess.run(
-        [sys.executable, "-m", "geoeval", "tracking=none", *common, f"work_dir={work}/work",
-         f"results_db={work}/cli.duckdb", f"log_dir={work}/clogs", f"hydra.run.dir={work}/out"],
-        check=True, capture_output=True))
+    cli = timed(
+        lambda: subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "geoeval",
+                "tracking=none",
+                *common,
+                f"work_dir={work}/work",
+                f"results_db={work}/cli.duckdb",
+                f"log_dir={work}/clogs",
+                f"hydra.run.dir={work}/out",
+            ],
+            check=True,
+            capture_output=True,
+        )
+    )
     # a run's reports (the summary, per-sample parquet and charts of every job, and the suite's
     # paper-style tables and figures) are a fixed cost per run, not per sample, and are products
     # bare Inspect does not make; shown apart so the harness's own overhead is visible too
@@ -136,16 +160,22 @@ def main() -> None:
     print(f"geoeval run_job local              : {lo / n * 1000:8.2f} ms/sample")
     # issue 12 measured bare Inspect as a user runs it (its defaults): geoeval's run, reports
     # included, against that
-    print(f"  vs bare Inspect, its defaults (issue 12's measure): best-of ratio {lo / bd:.3f}, medians "
-          f"{med(local) / med(bare_defaults):.3f}  (target <= 1.10: {verdict(lo / bd)})")
+    print(
+        f"  vs bare Inspect, its defaults (issue 12's measure): best-of ratio {lo / bd:.3f}, medians "
+        f"{med(local) / med(bare_defaults):.3f}  (target <= 1.10: {verdict(lo / bd)})"
+    )
     # like for like: bare Inspect given geoeval's Inspect settings, so only the harness differs
-    print(f"  vs bare Inspect, geoeval's settings (like for like): best-of ratio {lo / b:.3f}, medians "
-          f"{med(local) / med(bare):.3f}  (<= 1.10: {verdict(lo / b)})")
+    print(
+        f"  vs bare Inspect, geoeval's settings (like for like): best-of ratio {lo / b:.3f}, medians "
+        f"{med(local) / med(bare):.3f}  (<= 1.10: {verdict(lo / b)})"
+    )
     # the runs of one variant spread by ~10 % on a quiet 2-core machine: the medians say how much
     # of a best-of ratio is luck
-    print(f"  of which the run's reports       : {reports * 1000:8.1f} ms per run (summary, parquet, charts, the suite's "
-          f"tables and figures); like for like without them: best-of {(lo - reports) / b:.3f}, "
-          f"medians {(med(local) - reports) / med(bare):.3f}")
+    print(
+        f"  of which the run's reports       : {reports * 1000:8.1f} ms per run (summary, parquet, charts, the suite's "
+        f"tables and figures); like for like without them: best-of {(lo - reports) / b:.3f}, "
+        f"medians {(med(local) - reports) / med(bare):.3f}"
+    )
     print(f"python -m geoeval (process): {cli / n * 1000:8.2f} ms/sample   (includes interpreter start and imports)")
     if not args.ray:
         return
@@ -157,15 +187,27 @@ def main() -> None:
     global _warm_worker
     _warm_worker = _warm_worker_fn()
 
-    ocr = ["model=perception_baseline", "suite.setting=map", "suite.categories=[map_only]",
-           f"env.n_maps={args.ocr_maps}", f"suite.n_per_category={args.per_category}"]
+    ocr = [
+        "model=perception_baseline",
+        "suite.setting=map",
+        "suite.categories=[map_only]",
+        f"env.n_maps={args.ocr_maps}",
+        f"suite.n_per_category={args.per_category}",
+    ]
     times = {}
     for workers in (1, 2):
         # an empty perception cache per variant: each reads its images itself (the disk cache
         # would otherwise hand the second variant the first one's readings)
         os.environ["GEOEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="geoeval-bench-cache-")
-        s = spec_for(work, *ocr, "runner=ray", f"runner.num_workers={workers}", "runner.num_cpus=2",
-                     f"results_db={work}/ray{workers}.duckdb", f"log_dir={work}/rlogs{workers}")
+        s = spec_for(
+            work,
+            *ocr,
+            "runner=ray",
+            f"runner.num_workers={workers}",
+            "runner.num_cpus=2",
+            f"results_db={work}/ray{workers}.duckdb",
+            f"log_dir={work}/rlogs{workers}",
+        )
         suite.build_samples(s, suite.build_env(s))  # images rendered before timing
         ensure_ray(s)  # Ray's own start-up is not the runner's work
         if args.warm_workers:
@@ -176,7 +218,9 @@ def main() -> None:
         ray.shutdown()  # fresh workers for each variant: no OCR cache carried over
     m = args.ocr_maps * args.per_category
     print(f"ray, 1 worker (OCR agent)  : {times[1] / m * 1000:8.2f} ms/sample")
-    print(f"ray, 2 workers (OCR agent) : {times[2] / m * 1000:8.2f} ms/sample   speed-up = {times[1] / times[2]:.2f}x  (target >= 1.8)")
+    print(
+        f"ray, 2 workers (OCR agent) : {times[2] / m * 1000:8.2f} ms/sample   speed-up = {times[1] / times[2]:.2f}x  (target >= 1.8)"
+    )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,12 @@ class LatencyServer:
     for the GIL. It stops when this process closes its stdin (or dies)."""
 
     def __init__(self, latency_ms: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--latency-ms", str(latency_ms)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "latency_server.py"), "--latency-ms", str(latency_ms)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         if not line.startswith("port "):
             self.proc.kill()
@@ -102,11 +106,19 @@ def overrides_for(args: argparse.Namespace, base_url: str, work: Path, name: str
     """The config of one variant's run: its own warehouse and logs, the shared environment."""
     n_maps = math.ceil(args.samples / PER_MAP)
     return [
-        f"work_dir={work}/work", f"env.n_maps={n_maps}", f"suite.n_per_category={PER_MAP}",
-        "suite.categories=[edge_only]", f"limit={args.samples}",
-        "model=openai_api", "model.name=openai-api/local/x", f"model.base_url={base_url}/v1",
-        f"model.config.max_connections={args.max_connections}", f"runner.max_samples={args.max_connections}",
-        f"results_db={work}/{name}.duckdb", f"log_dir={work}/logs-{name}", *extra,
+        f"work_dir={work}/work",
+        f"env.n_maps={n_maps}",
+        f"suite.n_per_category={PER_MAP}",
+        "suite.categories=[edge_only]",
+        f"limit={args.samples}",
+        "model=openai_api",
+        "model.name=openai-api/local/x",
+        f"model.base_url={base_url}/v1",
+        f"model.config.max_connections={args.max_connections}",
+        f"runner.max_samples={args.max_connections}",
+        f"results_db={work}/{name}.duckdb",
+        f"log_dir={work}/logs-{name}",
+        *extra,
     ]
 
 
@@ -122,8 +134,13 @@ def spec_for(overrides: list[str]):
 
 def tracking_overrides(uri: str, mode: str, n: int, experiment: str) -> list[str]:
     # `++`: set whether or not the tracking config lists the key
-    return ["tracking=mlflow", f"tracking.tracking_uri={uri}", f"++tracking.traces={mode}",
-            f"++tracking.max_traces={n}", f"experiment_name={experiment}"]
+    return [
+        "tracking=mlflow",
+        f"tracking.tracking_uri={uri}",
+        f"++tracking.traces={mode}",
+        f"++tracking.max_traces={n}",
+        f"experiment_name={experiment}",
+    ]
 
 
 def bare_model(spec):
@@ -189,8 +206,9 @@ def count_traces(tracking_uri: str, experiment_name: str) -> int | str:
             return "no experiment"
         count, token = 0, None
         while True:
-            page = client.search_traces(locations=[exp.experiment_id], max_results=500, include_spans=False,
-                                        page_token=token)
+            page = client.search_traces(
+                locations=[exp.experiment_id], max_results=500, include_spans=False, page_token=token
+            )
             count += len(page)
             token = page.token
             if not token:
@@ -235,11 +253,11 @@ def phase_breakdown(runs: dict[str, object], suite) -> str:
     """Where one run of each variant spends its wall time (and this process's CPU time, per
     thread that ran the phase): the eval itself (Inspect's `eval()`) against everything geoeval
     does around and beside it."""
+    from geoeval.core.analysis import job_reports as reports_job
     from geoeval.core.run import inspect_bridge as bridge
     from geoeval.core.run import job
-    from geoeval.core.analysis import job_reports as reports_job
-    from geoeval.core.tracking.traces import writer as traces
     from geoeval.core.tracking import runs as tracking
+    from geoeval.core.tracking.traces import writer as traces
     from geoeval.core.warehouse.store import Warehouse
 
     def clocked(run) -> tuple[float, PhaseClock]:
@@ -248,8 +266,16 @@ def phase_breakdown(runs: dict[str, object], suite) -> str:
         clock.wrap(type(suite), "build_samples", "suite.build_samples")
         clock.wrap(bridge, "inspect_eval", "Inspect eval()")
         clock.wrap(bridge, "sample_to_result", "sample_to_result (hook)")
-        for name in ("__init__", "register_run", "finished_keys", "set_run_status", "add_run_logs", "run_logs",
-                     "results", "write_results"):
+        for name in (
+            "__init__",
+            "register_run",
+            "finished_keys",
+            "set_run_status",
+            "add_run_logs",
+            "run_logs",
+            "results",
+            "write_results",
+        ):
             clock.wrap(Warehouse, name, f"warehouse.{name}")
         clock.wrap(job, "aggregate", "aggregate")
         clock.wrap(type(suite), "after_run", "suite.after_run (reports)")
@@ -273,10 +299,12 @@ def phase_breakdown(runs: dict[str, object], suite) -> str:
 
     clocks = {name: clocked(run) for name, run in runs.items()}
     on_threads = {"warehouse.write_results", "MLflow JobRun.progress"}
-    lines = ["wall and CPU time by phase, one run each (s): "
-             + ", ".join(f"{name} {total:.2f}" for name, (total, _) in clocks.items()),
-             f"  {'phase':<32}" + "".join(f"{name[:19]:>20}" for name in clocks) + "   calls",
-             f"  {'':<32}" + "".join(f"{'wall    cpu':>20}" for _ in clocks)]
+    lines = [
+        "wall and CPU time by phase, one run each (s): "
+        + ", ".join(f"{name} {total:.2f}" for name, (total, _) in clocks.items()),
+        f"  {'phase':<32}" + "".join(f"{name[:19]:>20}" for name in clocks) + "   calls",
+        f"  {'':<32}" + "".join(f"{'wall    cpu':>20}" for _ in clocks),
+    ]
     labels = dict.fromkeys(label for _, clock in clocks.values() for label in clock.seconds)
     for label in labels:
         cells, calls = "", 0
@@ -316,18 +344,22 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="Ray workers for (c)")
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--skip-traces", action="store_true")
-    ap.add_argument("--profile", action="store_true",
-                    help="time one run of (a), (b) and (d) by phase, and cProfile one (b) run")
-    ap.add_argument("--keep-work-dir", action="store_true",
-                    help="keep the temporary folder (warehouses, Inspect logs, MLflow store)")
+    ap.add_argument(
+        "--profile", action="store_true", help="time one run of (a), (b) and (d) by phase, and cProfile one (b) run"
+    )
+    ap.add_argument(
+        "--keep-work-dir",
+        action="store_true",
+        help="keep the temporary folder (warehouses, Inspect logs, MLflow store)",
+    )
     args = ap.parse_args()
     os.environ.setdefault("LOCAL_API_KEY", "x")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
+    from geoeval.core.registry import get_suite
     from geoeval.core.run import inspect_bridge as bridge
     from geoeval.core.run.job import run_job
-    from geoeval.core.registry import get_suite
 
     n, c, lat = args.samples, args.max_connections, args.latency_ms
     work = Path(tempfile.mkdtemp(prefix="geoeval-lb-"))
@@ -345,8 +377,13 @@ def main() -> None:
             samples = suite.build_samples(spec, env)[:n]
             # `bridge.inspect_eval` is `inspect_ai.eval` itself, looked up at the call so that
             # `--profile`'s phase clock can time it
-            logs = bridge.inspect_eval(suite.build_task(spec, env, samples), model=bare_model(spec), display="none",
-                                       log_dir=str(work / f"bare-{tag}"), score_display=False)
+            logs = bridge.inspect_eval(
+                suite.build_task(spec, env, samples),
+                model=bare_model(spec),
+                display="none",
+                log_dir=str(work / f"bare-{tag}"),
+                score_display=False,
+            )
             done = logs[0].results.completed_samples if logs[0].results else 0
             if logs[0].status != "success" or done != n:
                 raise RuntimeError(f"bare Inspect eval: status {logs[0].status}, {done}/{n} samples")
@@ -370,16 +407,23 @@ def main() -> None:
 
         # untimed: the environment on disk, the imports, and every answer in the server's cache
         bare_inspect("warm")
-        print(f"[bench] warm-up done ({server.stats()['requests']} requests) in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        print(
+            f"[bench] warm-up done ({server.stats()['requests']} requests) in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
 
         bare = Variant("(a) bare Inspect eval()")
         local = Variant(f"(b) geoeval runner=local, tracking=none (max_samples={c})")
         # (variant, prepare): prepare(tag) composes what the run needs and returns the timed call
         runs = [(bare, lambda tag: partial(bare_inspect, tag)), (local, lambda tag: geoeval_job(f"local-{tag}"))]
         per_worker = max(1, c // args.workers)
-        ray_extra = ["runner=ray", f"runner.num_workers={args.workers}", f"runner.num_cpus={args.workers}",
-                     f"model.config.max_connections={per_worker}", f"runner.max_samples={per_worker}"]
+        ray_extra = [
+            "runner=ray",
+            f"runner.num_workers={args.workers}",
+            f"runner.num_cpus={args.workers}",
+            f"model.config.max_connections={per_worker}",
+            f"runner.max_samples={per_worker}",
+        ]
         ray_v = None
         if not args.skip_ray:
             import ray
@@ -404,15 +448,20 @@ def main() -> None:
         for r in range(args.repeats):
             for variant, prepare in runs:
                 measure(server, variant, prepare(str(r)))
-            print(f"[bench] repeat {r + 1}/{args.repeats} done at {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            print(
+                f"[bench] repeat {r + 1}/{args.repeats} done at {time.perf_counter() - started:.0f} s", file=sys.stderr
+            )
 
         profile_text = ""
         if args.profile:
             phases = {"bare Inspect": partial(bare_inspect, "phases"), "geoeval local": geoeval_job("phases-local")}
             if not args.skip_traces:
                 phases["geoeval traces=all"] = traced_job("all", "phases")
-            profile_text = (phase_breakdown(phases, suite) + "\n\n"
-                            + profile_run(geoeval_job("profiled"), "one geoeval runner=local run_job"))
+            profile_text = (
+                phase_breakdown(phases, suite)
+                + "\n\n"
+                + profile_run(geoeval_job("profiled"), "one geoeval runner=local run_job")
+            )
         traced = {mode: [count_traces(uri, e) for e in names] for mode, names in experiments.items()}
     finally:
         if "ray" in sys.modules and sys.modules["ray"].is_initialized():
@@ -422,20 +471,26 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
     floor = math.ceil(n / c) * lat / 1000.0
-    print(f"MapTab edge_only, {n} samples, model latency {lat:g} ms, max_connections {c}, "
-          f"{args.repeats} repeat(s), {os.cpu_count()} CPU(s), all in this process")
+    print(
+        f"MapTab edge_only, {n} samples, model latency {lat:g} ms, max_connections {c}, "
+        f"{args.repeats} repeat(s), {os.cpu_count()} CPU(s), all in this process"
+    )
     print(f"latency floor: ceil({n}/{c}) x {lat:g} ms = {floor:.2f} s = {n / floor:.1f} samples/s")
     # CPU time is the steadier measure on a shared machine: other processes' load stretches
     # wall times, not this process's CPU seconds
     print(f"{'variant':<58} {'best':>7} {'median':>7} samples/s   CPU s (median)   peak in flight   requests")
     for v in variants:
-        print(f"{v.label:<58} {v.rate(n, min):7.1f} {v.rate(n, statistics.median):7.1f}"
-              f"             {statistics.median(v.cpu):6.2f}           {max(v.peak):>6}   {max(v.requests):>8}")
+        print(
+            f"{v.label:<58} {v.rate(n, min):7.1f} {v.rate(n, statistics.median):7.1f}"
+            f"             {statistics.median(v.cpu):6.2f}           {max(v.peak):>6}   {max(v.requests):>8}"
+        )
 
     def ratio(a: Variant, b: Variant) -> str:
         """b's samples/s over a's: median (best-of)."""
-        return (f"{statistics.median(a.seconds) / statistics.median(b.seconds):.3f} "
-                f"(best-of {min(a.seconds) / min(b.seconds):.3f})")
+        return (
+            f"{statistics.median(a.seconds) / statistics.median(b.seconds):.3f} "
+            f"(best-of {min(a.seconds) / min(b.seconds):.3f})"
+        )
 
     print(f"geoeval local / bare Inspect, samples/s     : {ratio(bare, local)}   target >= 0.95")
     if ray_v is not None:
@@ -445,11 +500,15 @@ def main() -> None:
         # a wall-time ratio is the inverse of the samples/s ratio
         print(f"traces=all / traces=none, wall time         : {ratio(all_, none)}   target <= 1.05")
         extra = (statistics.median(all_.seconds) - statistics.median(none.seconds)) / n * 1000
-        print(f"  trace logging adds {extra:+.2f} ms/sample (medians); traces found per run: "
-              f"traces=all {traced['all']}, traces=none {traced['none']}")
+        print(
+            f"  trace logging adds {extra:+.2f} ms/sample (medians); traces found per run: "
+            f"traces=all {traced['all']}, traces=none {traced['none']}"
+        )
         if not any(isinstance(t, int) and t > 0 for t in traced["all"]):
-            print("  NOTE: no traces were logged at traces=all: this geoeval does not log traces (yet), "
-                  "so the ratio above measures nothing but noise")
+            print(
+                "  NOTE: no traces were logged at traces=all: this geoeval does not log traces (yet), "
+                "so the ratio above measures nothing but noise"
+            )
         print(f"MLflow run (traces=none) / tracking=none, wall time: {ratio(none, local)}")
     if profile_text:
         print()

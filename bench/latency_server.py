@@ -50,13 +50,19 @@ def to_inspect(messages: list[dict]) -> list:
         elif role == "user":
             out.append(ChatMessageUser(content=content))
         elif role == "assistant":
-            calls = [ToolCall(id=c["id"], function=c["function"]["name"],
-                              arguments=json.loads(c["function"].get("arguments") or "{}"))
-                     for c in m.get("tool_calls") or []]
+            calls = [
+                ToolCall(
+                    id=c["id"],
+                    function=c["function"]["name"],
+                    arguments=json.loads(c["function"].get("arguments") or "{}"),
+                )
+                for c in m.get("tool_calls") or []
+            ]
             out.append(ChatMessageAssistant(content=content, tool_calls=calls or None))
         elif role == "tool":
-            out.append(ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"),
-                                       function=m.get("name") or "submit"))
+            out.append(
+                ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"), function=m.get("name") or "submit")
+            )
     return out
 
 
@@ -64,20 +70,28 @@ def baseline_message(body: dict) -> dict:
     """The assistant message the table baseline sends for this request."""
     from geoeval.suites.maptab.agents import table_baseline
 
-    tools = [ToolInfo(name=t["function"]["name"], description=t["function"].get("description", ""))
-             for t in body.get("tools") or []]
+    tools = [
+        ToolInfo(name=t["function"]["name"], description=t["function"].get("description", ""))
+        for t in body.get("tools") or []
+    ]
     reply = table_baseline(to_inspect(body.get("messages") or []), tools, {})
     message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool:
-        message["tool_calls"] = [{"id": "call_0", "type": "function",
-                                  "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)}}]
+        message["tool_calls"] = [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
+            }
+        ]
     return message
 
 
 def request_key(body: dict) -> str:
     """What the answer depends on: the messages and the offered tools."""
-    blob = json.dumps([body.get("messages"), [t.get("function", {}).get("name") for t in body.get("tools") or []]],
-                      sort_keys=True)
+    blob = json.dumps(
+        [body.get("messages"), [t.get("function", {}).get("name") for t in body.get("tools") or []]], sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -91,8 +105,12 @@ class Stats:
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
-            return {"requests": self.requests, "max_in_flight": self.max_in_flight,
-                    "cache_hits": self.cache_hits, "failed_answers": self.failed_answers}
+            return {
+                "requests": self.requests,
+                "max_in_flight": self.max_in_flight,
+                "cache_hits": self.cache_hits,
+                "failed_answers": self.failed_answers,
+            }
 
 
 def make_handler(latency_s: float, stats: Stats, cache: dict[str, dict]) -> type[BaseHTTPRequestHandler]:
@@ -147,13 +165,23 @@ def make_handler(latency_s: float, stats: Stats, cache: dict[str, dict]) -> type
                     with stats.lock:
                         stats.cache_hits += 1
                 time.sleep(max(0.0, latency_s - (time.monotonic() - arrived)))
-                self._send(200, {
-                    "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "x"),
-                    "choices": [{"index": 0, "message": message,
-                                 "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{n}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "x"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": message,
+                                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    },
+                )
             finally:
                 with stats.lock:
                     stats.in_flight -= 1

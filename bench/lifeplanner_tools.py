@@ -41,11 +41,11 @@ def pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
     from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
     from geoeval.suites.lifeplanner.tools import notes as note_tools
     from geoeval.suites.lifeplanner.tools import places as place_tools
     from geoeval.suites.lifeplanner.tools import routing as routing_tools
-    from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--places", type=int, default=3600)
@@ -81,32 +81,40 @@ def main(argv: list[str] | None = None) -> int:
 
     baselines = {
         "raw point lookup": timed(lambda i: con.execute("SELECT * FROM places WHERE id = ?", [pid[i]]).fetchall(), n),
-        "raw notes scan": timed(lambda i: con.execute(
-            "SELECT count(*) FROM notes WHERE contains(search_text, ?)", [word[i]]).fetchall(), n),
+        "raw notes scan": timed(
+            lambda i: con.execute("SELECT count(*) FROM notes WHERE contains(search_text, ?)", [word[i]]).fetchall(), n
+        ),
     }
     cases: dict[str, Callable[[int], object]] = {
         "place_search": lambda i: place_tools.place_search(city, word[i]),
         "place_detail": lambda i: place_tools.place_detail(city, pid[i]),
         "nearby_search (place, 500 m)": lambda i: nearby_tools.nearby_search(city, pid[i], 500),
         "nearby_search (route buffer)": lambda i: nearby_tools.nearby_search(
-            city, {"start": pid[i], "end": pid2[i], "vehicle": "walking"}, 100),
+            city, {"start": pid[i], "end": pid2[i], "vehicle": "walking"}, 100
+        ),
         "routing": lambda i: routing_tools.routing(city, pid[i], pid2[i]),
         "search_notes": lambda i: note_tools.search_notes(city, word[i]),
         "search_notes (AND/NOT)": lambda i: note_tools.search_notes(city, f"{word[i]} AND NOT {word[-i - 1]}"),
         "note_detail": lambda i: note_tools.note_detail(city, nid[i]),
-        "place_search (data engine)": lambda i: place_tools.place_search(city, "", social_mem=["quiet"], toolset="data_engine"),
+        "place_search (data engine)": lambda i: place_tools.place_search(
+            city, "", social_mem=["quiet"], toolset="data_engine"
+        ),
         "search_notes (data engine)": lambda i: note_tools.search_notes(city, word[i], toolset="data_engine"),
     }
     results = {name: timed(fn, n) for name, fn in cases.items()}
     results["multi_stop_routing (6 stops)"] = timed(
-        lambda i: routing_tools.multi_stop_routing(city, stops[i], start_id=stops[i][0], end_id=stops[i][-1]), len(stops))
+        lambda i: routing_tools.multi_stop_routing(city, stops[i], start_id=stops[i][0], end_id=stops[i][-1]),
+        len(stops),
+    )
 
     base = {k: statistics.median(v) for k, v in baselines.items()}
     print(f"\n{'call':34} {'p50 ms':>8} {'p95 ms':>8} {'x lookup':>9} {'x scan':>8}")
     for name, xs in [*baselines.items(), *results.items()]:
         p50 = statistics.median(xs)
-        print(f"{name:34} {p50:8.2f} {pct(xs, 95):8.2f} {p50 / base['raw point lookup']:9.1f} "
-              f"{p50 / base['raw notes scan']:8.2f}")
+        print(
+            f"{name:34} {p50:8.2f} {pct(xs, 95):8.2f} {p50 / base['raw point lookup']:9.1f} "
+            f"{p50 / base['raw notes scan']:8.2f}"
+        )
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"\npeak RSS: {rss_kb / 1024:.0f} MiB")
     tmp.cleanup()

@@ -30,22 +30,106 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, anchor_signature, open_text  # noqa: E402
-from geoeval.suites.mapsatisfy.replay.embedders import E5Embedder, HashingEmbedder  # noqa: E402
-from geoeval.suites.mapsatisfy.replay.store import RecordStore  # noqa: E402
-from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox  # noqa: E402
 from geoeval.suites.mapsatisfy.replay.arguments import normalize_arguments  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.embedders import E5Embedder, HashingEmbedder  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, anchor_signature, open_text  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox  # noqa: E402
+from geoeval.suites.mapsatisfy.replay.store import RecordStore  # noqa: E402
 
-CATEGORIES = ("火锅", "咖啡馆", "川菜", "充电站", "加油站", "停车场", "商场", "公园", "博物馆", "药店", "健身房", "洗车",
-              "电影院", "烧烤", "面馆", "书店", "酒店", "超市", "医院", "银行", "理发店", "宠物店", "花店", "奶茶",
-              "日料", "西餐", "亲子餐厅", "网吧", "KTV", "按摩", "便利店", "菜市场", "体育馆", "游泳馆", "图书馆", "景点",
-              "地铁站", "公交站", "汽车站", "火车站")
-MODIFIERS = ("", "24小时", "附近的", "便宜的", "好评", "适合聚餐的", "安静的", "亲子", "可停车的", "连锁", "老字号",
-             "新开的", "网红", "深夜", "早餐", "平价", "高端", "宠物友好", "有包间的", "露天", "带充电桩的", "无障碍",
-             "可预约的", "团购", "外卖", "自助", "特色", "本地人推荐的", "环境好的", "性价比高的", "排队少的",
-             "营业到很晚的", "离地铁近的", "适合约会的", "适合拍照的", "适合学习的", "免费停车", "大型", "小众",
-             "评分4.5以上的", "人均50以内", "人均100左右", "周末营业的", "节假日开放", "可刷卡", "有WiFi的", "可带娃",
-             "有儿童区的", "有吸烟区的", "有Wi-Fi的")
+CATEGORIES = (
+    "火锅",
+    "咖啡馆",
+    "川菜",
+    "充电站",
+    "加油站",
+    "停车场",
+    "商场",
+    "公园",
+    "博物馆",
+    "药店",
+    "健身房",
+    "洗车",
+    "电影院",
+    "烧烤",
+    "面馆",
+    "书店",
+    "酒店",
+    "超市",
+    "医院",
+    "银行",
+    "理发店",
+    "宠物店",
+    "花店",
+    "奶茶",
+    "日料",
+    "西餐",
+    "亲子餐厅",
+    "网吧",
+    "KTV",
+    "按摩",
+    "便利店",
+    "菜市场",
+    "体育馆",
+    "游泳馆",
+    "图书馆",
+    "景点",
+    "地铁站",
+    "公交站",
+    "汽车站",
+    "火车站",
+)
+MODIFIERS = (
+    "",
+    "24小时",
+    "附近的",
+    "便宜的",
+    "好评",
+    "适合聚餐的",
+    "安静的",
+    "亲子",
+    "可停车的",
+    "连锁",
+    "老字号",
+    "新开的",
+    "网红",
+    "深夜",
+    "早餐",
+    "平价",
+    "高端",
+    "宠物友好",
+    "有包间的",
+    "露天",
+    "带充电桩的",
+    "无障碍",
+    "可预约的",
+    "团购",
+    "外卖",
+    "自助",
+    "特色",
+    "本地人推荐的",
+    "环境好的",
+    "性价比高的",
+    "排队少的",
+    "营业到很晚的",
+    "离地铁近的",
+    "适合约会的",
+    "适合拍照的",
+    "适合学习的",
+    "免费停车",
+    "大型",
+    "小众",
+    "评分4.5以上的",
+    "人均50以内",
+    "人均100左右",
+    "周末营业的",
+    "节假日开放",
+    "可刷卡",
+    "有WiFi的",
+    "可带娃",
+    "有儿童区的",
+    "有吸烟区的",
+    "有Wi-Fi的",
+)
 
 
 def synthesise(n: int, seed: int = 0) -> tuple[RecordStore, list[tuple[str, dict]]]:
@@ -56,13 +140,21 @@ def synthesise(n: int, seed: int = 0) -> tuple[RecordStore, list[tuple[str, dict
         lon, lat = 120.0 + float(rng.uniform(0, 0.5)), 30.0 + float(rng.uniform(0, 0.5))
         if i % 2 == 0:
             tool = "search_around_poi"
-            args = {"query": keywords[int(rng.integers(len(keywords)))], "x": round(lon, 6), "y": round(lat, 6),
-                    "range": 3000}
+            args = {
+                "query": keywords[int(rng.integers(len(keywords)))],
+                "x": round(lon, 6),
+                "y": round(lat, 6),
+                "range": 3000,
+            }
         else:
             tool = "get_navigation"
-            args = {"start_lon": round(lon, 6), "start_lat": round(lat, 6),
-                    "end_lon": round(lon + float(rng.uniform(-0.05, 0.05)), 6),
-                    "end_lat": round(lat + float(rng.uniform(-0.05, 0.05)), 6), "mode": "driving"}
+            args = {
+                "start_lon": round(lon, 6),
+                "start_lat": round(lat, 6),
+                "end_lon": round(lon + float(rng.uniform(-0.05, 0.05)), 6),
+                "end_lat": round(lat + float(rng.uniform(-0.05, 0.05)), 6),
+                "mode": "driving",
+            }
         store.add(tool, args, json.dumps({"i": i}), trace_id=f"t{i}")
         calls.append((tool, args))
     return store, calls
@@ -103,7 +195,10 @@ def brute_vector(records: list, matrix: np.ndarray, embedder, tool: str, args: d
     best, best_sim = None, -1.0
     for row, record in enumerate(records):
         r_shape, r_numbers = anchor_signature(tool, normalize_arguments(tool, record.arguments))
-        if r_shape != shape or max((abs(a - b) for a, b in zip(r_numbers, numbers)), default=0.0) > COORDINATE_TOLERANCE:
+        if (
+            r_shape != shape
+            or max((abs(a - b) for a, b in zip(r_numbers, numbers)), default=0.0) > COORDINATE_TOLERANCE
+        ):
             continue
         sim = float(matrix[row] @ q) if q is not None else 1.0
         if sim > best_sim:
@@ -117,8 +212,12 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=400)
     ap.add_argument("--baseline-lookups", type=int, default=40, help="the brute-force vector scan is slow")
     ap.add_argument("--embedder", choices=("e5", "hashing"), default="e5")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="e5 engine threads (default 1, as the sandbox's default embedder; 0: the engine's own choice)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="e5 engine threads (default 1, as the sandbox's default embedder; 0: the engine's own choice)",
+    )
     a = ap.parse_args()
 
     embedder = E5Embedder(num_threads=a.threads or None) if a.embedder == "e5" else HashingEmbedder()
@@ -164,14 +263,22 @@ def main() -> None:
     brute_t, _ = timed(lambda t, x: brute_vector(*mats[t], embedder, t, x), vec_items[: a.baseline_lookups])
 
     print(f"\n{'stage':<34} {'lookups':>7} {'p50 ms':>9} {'p95 ms':>9}  match types")
-    rows = [("exact (sandbox)", exact_t, exact_kinds), ("exact baseline: linear key scan", scan_t, {}),
-            ("vector (sandbox)", vec_t, vec_kinds), ("vector baseline: brute-force scan", brute_t, {})]
+    rows = [
+        ("exact (sandbox)", exact_t, exact_kinds),
+        ("exact baseline: linear key scan", scan_t, {}),
+        ("vector (sandbox)", vec_t, vec_kinds),
+        ("vector baseline: brute-force scan", brute_t, {}),
+    ]
     for name, ts, kinds in rows:
         print(f"{name:<34} {len(ts):>7} {pct(ts, 50):>9.3f} {pct(ts, 95):>9.3f}  {kinds or ''}")
-    print(f"\nratio baseline / sandbox (p50): exact {statistics.median(scan_t) / statistics.median(exact_t):.0f}x, "
-          f"vector {statistics.median(brute_t) / statistics.median(vec_t):.0f}x")
-    print(f"targets (issue 5): exact p95 {pct(exact_t, 95):.3f} ms <= 5 ms: {pct(exact_t, 95) <= 5}; "
-          f"vector p95 {pct(vec_t, 95):.3f} ms <= 50 ms: {pct(vec_t, 95) <= 50}")
+    print(
+        f"\nratio baseline / sandbox (p50): exact {statistics.median(scan_t) / statistics.median(exact_t):.0f}x, "
+        f"vector {statistics.median(brute_t) / statistics.median(vec_t):.0f}x"
+    )
+    print(
+        f"targets (issue 5): exact p95 {pct(exact_t, 95):.3f} ms <= 5 ms: {pct(exact_t, 95) <= 5}; "
+        f"vector p95 {pct(vec_t, 95):.3f} ms <= 50 ms: {pct(vec_t, 95) <= 50}"
+    )
 
 
 if __name__ == "__main__":

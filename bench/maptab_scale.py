@@ -82,20 +82,23 @@ def main() -> None:
         generate_maps,
     )
     from geoeval.suites.maptab.qa.questions import QA_TYPES, build_qa_queries
-    from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
     from geoeval.suites.maptab.render.image import render_map
+    from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
 
     workers = args.workers or available_cores()
 
     def make_maps():
         # paper Metromaps are larger than the suite's 3-line default
         metro = {"n_lines": 4, "stations_per_line": (6, 10), "width": 2400, "height": 2000}
-        jobs = [MapJob("metromap", args.seed * 10000 + i, tuple({**metro, "name": f"metro{i:03d}"}.items()))
-                for i in range(args.metro)]
-        jobs += [MapJob("travelmap", args.seed * 10000 + 5000 + i, (("name", f"travel{i:03d}"),))
-                 for i in range(args.travel)]
+        jobs = [
+            MapJob("metromap", args.seed * 10000 + i, tuple({**metro, "name": f"metro{i:03d}"}.items()))
+            for i in range(args.metro)
+        ]
+        jobs += [
+            MapJob("travelmap", args.seed * 10000 + 5000 + i, (("name", f"travel{i:03d}"),)) for i in range(args.travel)
+        ]
         built = generate_maps(jobs, workers)
-        maps = {"metromap": [m for m, _ in built[: args.metro]], "travelmap": [m for m, _ in built[args.metro:]]}
+        maps = {"metromap": [m for m, _ in built[: args.metro]], "travelmap": [m for m, _ in built[args.metro :]]}
         bad = [(m.name, p) for m, problems in built for p in problems]
         if bad:
             raise SystemExit(f"quality check failures: {bad[:5]}")
@@ -141,29 +144,37 @@ def main() -> None:
     del per_map
     serial = None
     if not args.no_serial_check:
-        serial_out, t_serial = timed(lambda: [build_rp_queries(j.map, CATEGORIES, j.n_per_category, seed=j.seed,
-                                                               map_difficulty=j.map_difficulty) for j in rp_jobs],
-                                      "rp_serial")
+        serial_out, t_serial = timed(
+            lambda: [
+                build_rp_queries(j.map, CATEGORIES, j.n_per_category, seed=j.seed, map_difficulty=j.map_difficulty)
+                for j in rp_jobs
+            ],
+            "rp_serial",
+        )
         serial = (t_serial, digest(serial_out))
         del serial_out
     full_rp = total_pairs * len(CATEGORIES)
     t_rp_full = t_rp * full_rp / max(1, n_rp)
 
     def qa():
-        return sum(len(build_qa_queries(m, QA_TYPES, 1, seed=i, map_difficulty=levels[m.name]))
-                   for i, m in enumerate(all_maps))
+        return sum(
+            len(build_qa_queries(m, QA_TYPES, 1, seed=i, map_difficulty=levels[m.name])) for i, m in enumerate(all_maps)
+        )
 
     n_qa, t_qa = timed(qa)
 
-    big = generate_metro_map(args.seed + 99, n_lines=8, stations_per_line=(10, 16), width=4140, height=3744,
-                             name="paper_size")
+    big = generate_metro_map(
+        args.seed + 99, n_lines=8, stations_per_line=(10, 16), width=4140, height=3744, name="paper_size"
+    )
     _, t_render = timed(lambda: render_map(big))
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
     total = t_maps + t_diff + t_rp_full + t_qa
-    print(f"maps: {len(maps['metromap'])} metro + {len(maps['travelmap'])} travel; pairs allocated {total_pairs} "
-          f"-> {full_rp} RP queries; QA queries {n_qa}")
+    print(
+        f"maps: {len(maps['metromap'])} metro + {len(maps['travelmap'])} travel; pairs allocated {total_pairs} "
+        f"-> {full_rp} RP queries; QA queries {n_qa}"
+    )
     print(f"workers: {workers} process(es)")
     print(f"baseline (networkx all-pairs BFS on every map): {t_base:.2f} s")
     rows = [
@@ -172,8 +183,11 @@ def main() -> None:
         (f"RP queries measured ({n_rp} on {len(chosen)} maps)", t_rp, ""),
         (f"RP queries, all {full_rp} (extrapolated by queries)", t_rp_full, "extrapolated" if step > 1 else ""),
         (f"QA queries ({n_qa})", t_qa, ""),
-        ("generation total (maps + difficulty + RP + QA)", total,
-         f"target <= 60 s (issue 12): {total / 60:.2f} x target"),
+        (
+            "generation total (maps + difficulty + RP + QA)",
+            total,
+            f"target <= 60 s (issue 12): {total / 60:.2f} x target",
+        ),
         (f"render one {big.width}x{big.height} Metromap", t_render, "target <= 2 s"),
     ]
     width = max(len(r[0]) for r in rows)
@@ -182,20 +196,30 @@ def main() -> None:
     # on a shared machine the wall time is capped by the cores other work leaves free: CPU seconds
     # / wall seconds is how many cores the RP part actually got, and CPU seconds / workers is its
     # wall time on that many idle cores
-    print(f"RP part: {CPU['rp']:.1f} CPU s in {t_rp:.1f} wall s = {CPU['rp'] / t_rp:.2f} cores obtained of {workers}; "
-          f"on {workers} idle cores: ~{CPU['rp'] / workers:.1f} s")
+    print(
+        f"RP part: {CPU['rp']:.1f} CPU s in {t_rp:.1f} wall s = {CPU['rp'] / t_rp:.2f} cores obtained of {workers}; "
+        f"on {workers} idle cores: ~{CPU['rp'] / workers:.1f} s"
+    )
     if serial is not None:
         t_serial, serial_digest = serial
-        print(f"RP on one core (same {len(chosen)} maps): {t_serial:.2f} s; parallel / one core = "
-              f"{t_rp / t_serial:.2f} (speedup {t_serial / t_rp:.2f} x on {workers} workers)")
-        print(f"  cores obtained (CPU s / wall s): parallel {CPU['rp'] / t_rp:.2f}, one core "
-              f"{CPU['rp_serial'] / t_serial:.2f}; CPU s parallel {CPU['rp']:.1f} vs one core {CPU['rp_serial']:.1f}")
-        print(f"RP output sha256 parallel {rp_digest[:16]} one-core {serial_digest[:16]}: "
-              + ("IDENTICAL" if rp_digest == serial_digest else "DIFFERENT"))
+        print(
+            f"RP on one core (same {len(chosen)} maps): {t_serial:.2f} s; parallel / one core = "
+            f"{t_rp / t_serial:.2f} (speedup {t_serial / t_rp:.2f} x on {workers} workers)"
+        )
+        print(
+            f"  cores obtained (CPU s / wall s): parallel {CPU['rp'] / t_rp:.2f}, one core "
+            f"{CPU['rp_serial'] / t_serial:.2f}; CPU s parallel {CPU['rp']:.1f} vs one core {CPU['rp_serial']:.1f}"
+        )
+        print(
+            f"RP output sha256 parallel {rp_digest[:16]} one-core {serial_digest[:16]}: "
+            + ("IDENTICAL" if rp_digest == serial_digest else "DIFFERENT")
+        )
     # a worker's pages are mostly the parent's (fork), so parent + workers x largest child bounds it
     bound = rss_mb + workers * child_mb
-    print(f"peak RSS: main {rss_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound main + {workers} workers "
-          f"{bound:.0f} MB (target <= 2048 MB: {bound / 2048:.2f} x target)")
+    print(
+        f"peak RSS: main {rss_mb:.0f} MB, largest worker {child_mb:.0f} MB, bound main + {workers} workers "
+        f"{bound:.0f} MB (target <= 2048 MB: {bound / 2048:.2f} x target)"
+    )
     if serial is not None and serial[1] != rp_digest:
         raise SystemExit("parallel RP output differs from the one-core output")
 

@@ -36,8 +36,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MAIN = [sys.executable, "-m", "geoeval", "+experiment=maptab_resolution_sweep"]
-SWEEP_OVERRIDES = ["model=perception_baseline", "env.n_maps=3", "suite.scenario=both",
-                   "suite.categories=[map_only,edge_only,map_edge,T,mix]", "suite.n_per_category=4"]
+SWEEP_OVERRIDES = [
+    "model=perception_baseline",
+    "env.n_maps=3",
+    "suite.scenario=both",
+    "suite.categories=[map_only,edge_only,map_edge,T,mix]",
+    "suite.n_per_category=4",
+]
 
 
 def calibration() -> float:
@@ -62,8 +67,8 @@ def profile_job(args: argparse.Namespace) -> None:
     from harness_overhead import spec_for
 
     from geoeval.core import timing
-    from geoeval.core.run.job import run_job
     from geoeval.core.registry import load_plugins
+    from geoeval.core.run.job import run_job
     from geoeval.suites.maptab import agents
 
     load_plugins()
@@ -74,8 +79,15 @@ def profile_job(args: argparse.Namespace) -> None:
     os.environ[timing.PROFILE_DIR_ENV] = str(profile_dir)
     for label in ("cold cache", "warm cache"):
         work = Path(tempfile.mkdtemp(prefix="geoeval-job-"))
-        spec = spec_for(work, *SWEEP_OVERRIDES, f"runner={args.runner}", f"suite.setting={args.setting}",
-                        f"suite.resolution={args.resolution}", f"results_db={work}/r.duckdb", f"log_dir={work}/logs")
+        spec = spec_for(
+            work,
+            *SWEEP_OVERRIDES,
+            f"runner={args.runner}",
+            f"suite.setting={args.setting}",
+            f"suite.resolution={args.resolution}",
+            f"results_db={work}/r.duckdb",
+            f"log_dir={work}/logs",
+        )
         timing.reset()
         agents._PERCEIVED.clear()  # as in a new process: the warm run reads the disk cache, not the memo
         t, since = time.perf_counter(), time.time()
@@ -90,8 +102,14 @@ def profile_job(args: argparse.Namespace) -> None:
             runner._CONNECTED.clear()
         events = [e for e in timing.read_stage_events(profile_dir) if e["t"] >= since]
         seconds, counts = timing.summarize(events)
-        print(timing.format_table(seconds, counts, total=wall,
-                                  title=f"one job ({label}, runner={args.runner}, {len(outcome.results)} samples)"))
+        print(
+            timing.format_table(
+                seconds,
+                counts,
+                total=wall,
+                title=f"one job ({label}, runner={args.runner}, {len(outcome.results)} samples)",
+            )
+        )
     os.environ.pop(timing.PROFILE_DIR_ENV, None)
 
 
@@ -103,8 +121,13 @@ def _run_main(label: str, cache: Path, extra_env: dict[str, str] | None = None) 
 
     cwd = Path(tempfile.mkdtemp(prefix=f"geoeval-main-{label}-"))
     profile_dir = cwd / "profile"
-    env = {**os.environ, "GEOEVAL_CACHE_DIR": str(cache), timing.PROFILE_DIR_ENV: str(profile_dir),
-           "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {})}
+    env = {
+        **os.environ,
+        "GEOEVAL_CACHE_DIR": str(cache),
+        timing.PROFILE_DIR_ENV: str(profile_dir),
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(extra_env or {}),
+    }
     env.pop("RAY_ADDRESS", None)
     t, t_epoch = time.perf_counter(), time.time()
     proc = subprocess.run(MAIN, cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -113,8 +136,14 @@ def _run_main(label: str, cache: Path, extra_env: dict[str, str] | None = None) 
         print(proc.stdout[-3000:], proc.stderr[-6000:], sep="\n")
         raise SystemExit(f"{label}: the main command failed (exit {proc.returncode})")
     seconds, counts = timing.summarize(timing.read_stage_events(profile_dir))
-    return {"label": label, "wall": wall, "cwd": cwd, "seconds": seconds, "counts": counts,
-            "first_stage_end": _first_stage_end(profile_dir, t_epoch)}
+    return {
+        "label": label,
+        "wall": wall,
+        "cwd": cwd,
+        "seconds": seconds,
+        "counts": counts,
+        "first_stage_end": _first_stage_end(profile_dir, t_epoch),
+    }
 
 
 def _first_stage_end(profile_dir: Path, started: float) -> float | None:
@@ -133,8 +162,16 @@ def score_digest(results_db: Path) -> tuple[str, int]:
     with Warehouse(results_db, read_only=True) as wh:
         for run in wh.runs():
             for r in wh.results(run["run_hash"]):
-                rows.append([run["run_hash"], r.sample_id, r.epoch, r.status, r.answer,
-                             sorted((k, repr(v)) for k, v in r.scores.items())])
+                rows.append(
+                    [
+                        run["run_hash"],
+                        r.sample_id,
+                        r.epoch,
+                        r.status,
+                        r.answer,
+                        sorted((k, repr(v)) for k, v in r.scores.items()),
+                    ]
+                )
     rows.sort()
     return hashlib.sha256(json.dumps(rows).encode()).hexdigest(), len(rows)
 
@@ -155,15 +192,20 @@ def profile_main(args: argparse.Namespace) -> None:
     rss = _peak_child_rss_mb()
     runs.append(_run_main("warm", cache))
     for r in runs:
-        print(timing.format_table(r["seconds"], r["counts"], total=r["wall"],
-                                  title=f"main command, {r['label']} ({r['cwd']})"))
+        print(
+            timing.format_table(
+                r["seconds"], r["counts"], total=r["wall"], title=f"main command, {r['label']} ({r['cwd']})"
+            )
+        )
         if r["first_stage_end"] is not None:
             print(f"  start-up: first stage ended {r['first_stage_end']:.1f} s after launch")
     digests = {r["label"]: score_digest(r["cwd"] / "results" / "geoeval.duckdb") for r in runs}
     by = {r["label"]: r for r in runs}
     print(f"\ncalibration (one full-size map perceived, engine warm): {calib:.2f} s")
-    rows = [("main command, fresh dir, cold cache", by["cold"]["wall"], 60.0),
-            ("main command, fresh dir, warm cache", by["warm"]["wall"], 30.0)]
+    rows = [
+        ("main command, fresh dir, cold cache", by["cold"]["wall"], 60.0),
+        ("main command, fresh dir, warm cache", by["warm"]["wall"], 30.0),
+    ]
     if "nocache" in by:
         rows.insert(0, ("main command, cache off (baseline)", by["nocache"]["wall"], None))
     for name, wall, target in rows:

@@ -42,12 +42,28 @@ def run_sweep(root: Path, concurrency: int, args: argparse.Namespace) -> tuple[f
     """(wall seconds, CPU seconds, per-job metrics) of the whole sweep as a user runs it."""
     cwd = root / f"concurrency{concurrency}"
     cwd.mkdir(parents=True)
-    cmd = [sys.executable, "-m", "geoeval", "-m", "model=perception_baseline", "suite.setting=map",
-           "suite.categories=[map_only]", f"env.n_maps={args.maps}", f"suite.n_per_category={args.per_category}",
-           "runner=local", "tracking=none", f"runner.max_concurrent_jobs={concurrency}",
-           "seed=" + ",".join(str(s) for s in range(args.jobs))]
-    env = {**os.environ, "GEOEVAL_OCR_THREADS": "1", "OMP_NUM_THREADS": "1", "INSPECT_DISPLAY": "none",
-           "GEOEVAL_NO_CACHE": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "geoeval",
+        "-m",
+        "model=perception_baseline",
+        "suite.setting=map",
+        "suite.categories=[map_only]",
+        f"env.n_maps={args.maps}",
+        f"suite.n_per_category={args.per_category}",
+        "runner=local",
+        "tracking=none",
+        f"runner.max_concurrent_jobs={concurrency}",
+        "seed=" + ",".join(str(s) for s in range(args.jobs)),
+    ]
+    env = {
+        **os.environ,
+        "GEOEVAL_OCR_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "INSPECT_DISPLAY": "none",
+        "GEOEVAL_NO_CACHE": "1",
+    }
     cpu, started = _children_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
@@ -62,12 +78,18 @@ def sweep_fanout(root: Path, args: argparse.Namespace) -> None:
     one = run_sweep(root, 1, args)
     two = run_sweep(root, 2, args)
     same = one[2] == two[2] and len(one[2]) == args.jobs
-    print(f"sweep of {args.jobs} jobs (OCR agent, {args.maps} map(s) x {args.per_category} per job), one at a time : "
-          f"{one[0]:7.1f} s wall, {one[1]:7.1f} s CPU")
-    print(f"sweep of {args.jobs} jobs, runner.max_concurrent_jobs=2              : "
-          f"{two[0]:7.1f} s wall, {two[1]:7.1f} s CPU   speed-up = {one[0] / two[0]:.2f}x  (target >= 1.8)")
-    print(f"  per-job metrics identical: {'yes' if same else 'NO'}; CPU of 2-at-a-time / one-at-a-time = "
-          f"{two[1] / one[1]:.2f} (the worker processes' own start-up and imports)")
+    print(
+        f"sweep of {args.jobs} jobs (OCR agent, {args.maps} map(s) x {args.per_category} per job), one at a time : "
+        f"{one[0]:7.1f} s wall, {one[1]:7.1f} s CPU"
+    )
+    print(
+        f"sweep of {args.jobs} jobs, runner.max_concurrent_jobs=2              : "
+        f"{two[0]:7.1f} s wall, {two[1]:7.1f} s CPU   speed-up = {one[0] / two[0]:.2f}x  (target >= 1.8)"
+    )
+    print(
+        f"  per-job metrics identical: {'yes' if same else 'NO'}; CPU of 2-at-a-time / one-at-a-time = "
+        f"{two[1] / one[1]:.2f} (the worker processes' own start-up and imports)"
+    )
     if not same:
         raise SystemExit("the two sweeps disagree")
 
@@ -78,26 +100,40 @@ def ray_scaling(root: Path, args: argparse.Namespace) -> None:
     import harness_overhead as ho
     import ray
 
-    from geoeval.core.run.job import run_job
     from geoeval.core.registry import get_suite
+    from geoeval.core.run.job import run_job
     from geoeval.core.run.runner import ensure_ray
 
     ho._warm_worker = ho._warm_worker_fn()  # a module global, as harness_overhead keeps it
     suite = get_suite("maptab")
-    ocr = ["model=perception_baseline", "suite.setting=map", "suite.categories=[map_only]",
-           f"env.n_maps={args.ray_maps}", f"suite.n_per_category={args.per_category}"]
+    ocr = [
+        "model=perception_baseline",
+        "suite.setting=map",
+        "suite.categories=[map_only]",
+        f"env.n_maps={args.ray_maps}",
+        f"suite.n_per_category={args.per_category}",
+    ]
     times = {}
     for workers in (1, 2):
-        spec = ho.spec_for(root, *ocr, "runner=ray", f"runner.num_workers={workers}", "runner.num_cpus=2",
-                           f"results_db={root}/ray{workers}.duckdb", f"log_dir={root}/rlogs{workers}")
+        spec = ho.spec_for(
+            root,
+            *ocr,
+            "runner=ray",
+            f"runner.num_workers={workers}",
+            "runner.num_cpus=2",
+            f"results_db={root}/ray{workers}.duckdb",
+            f"log_dir={root}/rlogs{workers}",
+        )
         suite.build_samples(spec, suite.build_env(spec))  # images rendered before timing
         ensure_ray(spec)  # Ray's own start-up is not the runner's work
         ray.get([ho._warm_worker.remote() for _ in range(workers)])
         times[workers] = ho.timed(lambda spec=spec: run_job(spec, progress=False))
         ray.shutdown()  # fresh workers for each variant: no OCR cache carried over
     print(f"one job, ray 1 worker  (OCR agent, {args.ray_maps} maps)       : {times[1]:7.1f} s")
-    print(f"one job, ray 2 workers                                : {times[2]:7.1f} s   "
-          f"speed-up = {times[1] / times[2]:.2f}x  (target >= 1.8)")
+    print(
+        f"one job, ray 2 workers                                : {times[2]:7.1f} s   "
+        f"speed-up = {times[1] / times[2]:.2f}x  (target >= 1.8)"
+    )
 
 
 def main() -> None:

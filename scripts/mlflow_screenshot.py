@@ -44,7 +44,7 @@ def wait_for(url: str, timeout_s: float = 90.0) -> None:
 
 
 def find_chromium(given: str | None) -> str:
-    for name in ([given] if given else CHROMIUM_NAMES):
+    for name in [given] if given else CHROMIUM_NAMES:
         path = shutil.which(name) if name else None
         if path:
             return path
@@ -60,19 +60,37 @@ def newest_sweep(store_uri: str, experiment: str | None) -> tuple[str, str, list
     if not experiments:
         raise SystemExit(f"no experiment {experiment!r} in {store_uri}")
     ids = [e.experiment_id for e in experiments]
-    parents = client.search_runs(ids, filter_string="tags.`geoeval.kind` = 'sweep'", order_by=["start_time DESC"], max_results=1)
+    parents = client.search_runs(
+        ids, filter_string="tags.`geoeval.kind` = 'sweep'", order_by=["start_time DESC"], max_results=1
+    )
     if not parents:
-        raise SystemExit(f"no sweep parent run in {store_uri} (run a sweep first, e.g. +experiment=maptab_resolution_sweep)")
+        raise SystemExit(
+            f"no sweep parent run in {store_uri} (run a sweep first, e.g. +experiment=maptab_resolution_sweep)"
+        )
     parent = parents[0]
-    children = client.search_runs([parent.info.experiment_id],
-                                  filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=1)
+    children = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=1
+    )
     return parent.info.experiment_id, parent.info.run_id, [c.info.run_id for c in children]
 
 
 def screenshot(chromium: str, url: str, out: Path, size: str) -> None:
-    subprocess.run([chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--window-size={size}", "--virtual-time-budget=20000", f"--screenshot={out}", url],
-                   check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            chromium,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={size}",
+            "--virtual-time-budget=20000",
+            f"--screenshot={out}",
+            url,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     print(f"wrote {out}")
 
 
@@ -90,17 +108,39 @@ def main(argv: list[str] | None = None) -> int:
     chromium = find_chromium(args.chromium)
     experiment_id, parent_id, children = newest_sweep(store_uri, args.experiment)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store_uri,
-                               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            store_uri,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/health")
         args.out.mkdir(parents=True, exist_ok=True)
         screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs", args.out / "runs_table.png", args.size)
-        screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs/{parent_id}", args.out / "sweep_parent.png", args.size)
+        screenshot(
+            chromium, f"{base}/#/experiments/{experiment_id}/runs/{parent_id}", args.out / "sweep_parent.png", args.size
+        )
         if children:
-            screenshot(chromium, f"{base}/#/experiments/{experiment_id}/runs/{children[0]}", args.out / "child_run.png", args.size)
+            screenshot(
+                chromium,
+                f"{base}/#/experiments/{experiment_id}/runs/{children[0]}",
+                args.out / "child_run.png",
+                args.size,
+            )
     finally:
         server.terminate()
         server.wait(timeout=30)

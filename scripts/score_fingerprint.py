@@ -28,8 +28,17 @@ from profile_main import score_digest  # noqa: E402  (the main command's bench d
 
 #: name -> (command arguments after `python -m geoeval`, whether it needs ../shared/peers)
 RUNS: dict[str, tuple[list[str], bool]] = {
-    "maptab_perception": (["model=perception_baseline", "env.n_maps=2", "suite.scenario=both",
-                           "suite.setting=map_edge_tab", "suite.resolution=0.5", "runner=local"], False),
+    "maptab_perception": (
+        [
+            "model=perception_baseline",
+            "env.n_maps=2",
+            "suite.scenario=both",
+            "suite.setting=map_edge_tab",
+            "suite.resolution=0.5",
+            "runner=local",
+        ],
+        False,
+    ),
     "maptab_table": (["model=table_baseline", "suite.scenario=both", "suite.setting=edge_tab", "runner=local"], False),
     "maptab_oracle": (["model=oracle", "suite.scenario=both", "runner=local"], False),
     "maptab_qa": (["+experiment=maptab_qa"], False),
@@ -40,8 +49,12 @@ RUNS: dict[str, tuple[list[str], bool]] = {
     "mapsatisfy_clarify": (["+experiment=mapsatisfy_generated", "model=clarify_baseline"], False),
     "mapsatisfy_demo": (["+experiment=mapsatisfy_demo"], True),
 }
-META_EVAL = {"meta_maptab": ["maptab"], "meta_maptab_qa": ["maptab_qa"],
-             "meta_lifeplanner": ["lifeplanner"], "meta_mapsatisfy": ["mapsatisfy"]}
+META_EVAL = {
+    "meta_maptab": ["maptab"],
+    "meta_maptab_qa": ["maptab_qa"],
+    "meta_lifeplanner": ["lifeplanner"],
+    "meta_mapsatisfy": ["mapsatisfy"],
+}
 
 
 def _env(work: Path) -> dict[str, str]:
@@ -55,8 +68,16 @@ def run_experiment(args: list[str]) -> dict:
     cwd = work / "w"
     cwd.mkdir()
     db = cwd / "results.duckdb"
-    cmd = [sys.executable, "-m", "geoeval", *args, f"results_db={db}", f"log_dir={cwd}/logs",
-           f"work_dir={cwd}/work", "tracking=none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "geoeval",
+        *args,
+        f"results_db={db}",
+        f"log_dir={cwd}/logs",
+        f"work_dir={cwd}/work",
+        "tracking=none",
+    ]
     # run from the repository: relative paths in experiments (../shared/peers) resolve from there
     t = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, env=_env(work), capture_output=True, text=True)
@@ -69,8 +90,13 @@ def run_experiment(args: list[str]) -> dict:
 def run_meta_eval(args: list[str]) -> dict:
     work = Path(tempfile.mkdtemp(prefix="geoeval-fpm-"))
     out = work / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "geoeval", "meta-eval", *args, "--output", str(out)],
-                          cwd=REPO, env=_env(work), capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "geoeval", "meta-eval", *args, "--output", str(out)],
+        cwd=REPO,
+        env=_env(work),
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0 and not out.exists():
         return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
     report = json.loads(out.read_text())
@@ -99,8 +125,9 @@ def main() -> None:
             continue
         result[name] = run_meta_eval(args)
         print(name, result[name], flush=True)
-    text = json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "seconds"} for k, v in result.items()},
-                      indent=1, sort_keys=True)
+    text = json.dumps(
+        {k: {kk: vv for kk, vv in v.items() if kk != "seconds"} for k, v in result.items()}, indent=1, sort_keys=True
+    )
     if a.out:
         a.out.write_text(text + "\n")
     print(text)

@@ -45,9 +45,16 @@ def compose_spec(tmp_path: Path, *overrides: str):
 
     load_plugins()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "tracking=none", f"results_db={tmp_path / 'results.duckdb'}", f"work_dir={tmp_path / 'work'}",
-            f"log_dir={tmp_path / 'logs'}", *overrides])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "tracking=none",
+                f"results_db={tmp_path / 'results.duckdb'}",
+                f"work_dir={tmp_path / 'work'}",
+                f"log_dir={tmp_path / 'logs'}",
+                *overrides,
+            ],
+        )
     return validate_config(cfg)
 
 

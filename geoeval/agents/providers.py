@@ -19,9 +19,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, modelapi
-from inspect_ai.model import ChatCompletionChoice
-from inspect_ai.model import ChatMessageAssistant
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    ModelUsage,
+    modelapi,
+)
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, get_policy, register_policy
@@ -53,9 +60,15 @@ register_policy("oracle", "*", _oracle)
 
 
 class GeoevalAgentAPI(ModelAPI):
-    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), **model_args: Any) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         self.model_args = model_args
         import geoeval.suites  # noqa: F401  suites register their policies on import
         from geoeval.agents.policies import agents
@@ -81,8 +94,9 @@ class GeoevalAgentAPI(ModelAPI):
             Path(marker).write_text(str(os.getpid()))
             os._exit(1)  # a hard worker death, as a killed node would look to Ray
 
-    async def generate(self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice,
-                       config: GenerateConfig) -> ModelOutput:
+    async def generate(
+        self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
+    ) -> ModelOutput:
         from geoeval.core.private_api import sample_state
 
         self._crash_once()
@@ -99,7 +113,9 @@ class GeoevalAgentAPI(ModelAPI):
         in_tokens = sum(approx_tokens(message_text(m)) for m in input)
         if reply.tool:
             call = ToolCall(id=f"call_{len(input)}", function=reply.tool, arguments=reply.arguments)
-            message = ChatMessageAssistant(content=reply.content, tool_calls=[call], model=self.model_name, source="generate")
+            message = ChatMessageAssistant(
+                content=reply.content, tool_calls=[call], model=self.model_name, source="generate"
+            )
             stop = "tool_calls"
             out_tokens = approx_tokens(reply.content + str(reply.arguments))
         else:

@@ -22,15 +22,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from geoeval.core.config.schema import validate_config
-from geoeval.core.errors import GeoevalError
 from geoeval.core.config.search_path import register as _register_experiments_path
-from geoeval.core.sweep.points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
+from geoeval.core.errors import GeoevalError
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
+from geoeval.core.sweep.points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
 
 _register_experiments_path()
 _register_launcher()
-
 
 
 def _fail(exc: GeoevalError) -> None:
@@ -75,9 +74,6 @@ def _report_preflight(results: list) -> None:
 
 
 def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
-    from geoeval.core.tracking import runs as tracking
-    from geoeval.core.run.job import run_job
-    from geoeval.core.run.preflight import endpoint_checks, preflight
     from geoeval.core.analysis.job_reports import print_outcome
     from geoeval.core.config.secrets import (
         collect_secret_values,
@@ -85,7 +81,10 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         redact,
         scrub_text,
     )
+    from geoeval.core.run.job import run_job
+    from geoeval.core.run.preflight import endpoint_checks, preflight
     from geoeval.core.run.serving import served_model
+    from geoeval.core.tracking import runs as tracking
 
     try:
         spec = validate_config(cfg)
@@ -99,14 +98,17 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     secrets = collect_secret_values(resolved) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets)
-    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(
-        resolved))))
+    (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))))
     try:
         with served_model(spec) as spec:
             if spec.preflight and sweep is None:  # a sweep checks once, before job 0
                 _report_preflight(preflight(endpoint_checks(spec)))
-            outcome = run_job(spec, out_dir=out_dir, run_name=scrub_text(_job_label(hc, sweep), secrets),
-                              parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV))
+            outcome = run_job(
+                spec,
+                out_dir=out_dir,
+                run_name=scrub_text(_job_label(hc, sweep), secrets),
+                parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV),
+            )
     except GeoevalError as exc:
         _fail(exc)
     if sweep is not None:
@@ -142,8 +144,10 @@ def _sweep_combinations(config: DictConfig) -> list[list[str]]:
     overrides = list(config.hydra.overrides.task)
     sweeper = str(config.hydra.sweeper.get("_target_", ""))
     if sweeper and not sweeper.endswith(".BasicSweeper"):
-        print(f"[geoeval] sweeper {sweeper}: checking the base config now; each job is checked as it starts",
-              file=sys.stderr)
+        print(
+            f"[geoeval] sweeper {sweeper}: checking the base config now; each job is checked as it starts",
+            file=sys.stderr,
+        )
         parsed = OverridesParser.create().parse_overrides(overrides)
         return [[o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]]
     params = config.hydra.sweeper.get("params") or {}
@@ -190,14 +194,17 @@ class SweepCallback(Callback):
         hydra_overrides = list(config.hydra.overrides.hydra)
         try:
             for combo in _sweep_combinations(config):
-                cfg = loader.load_configuration(config_name=config.hydra.job.config_name,
-                                                overrides=hydra_overrides + list(combo), run_mode=RunMode.RUN)
+                cfg = loader.load_configuration(
+                    config_name=config.hydra.job.config_name,
+                    overrides=hydra_overrides + list(combo),
+                    run_mode=RunMode.RUN,
+                )
                 specs.append(validate_config(cfg))
         except GeoevalError as exc:
             _fail(exc)
         except Exception as exc:  # Hydra's own errors (unknown group option, bad override)
             print(f"geoeval: error: {exc}", file=sys.stderr)
-            raise SystemExit(2)
+            raise SystemExit(2) from None
         spec = specs[0]
         print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
         from geoeval.core.run.runner import start_early
@@ -216,12 +223,15 @@ class SweepCallback(Callback):
             from geoeval.core.config.secrets import collect_secret_values, scrub_text
 
             secrets = set().union(*(collect_secret_values(s.to_dict()) for s in specs))
-            params = {"sweep.jobs": str(len(specs)),
-                      "sweep.overrides": scrub_text(" ".join(config.hydra.overrides.task), secrets)}
+            params = {
+                "sweep.jobs": str(len(specs)),
+                "sweep.overrides": scrub_text(" ".join(config.hydra.overrides.task), secrets),
+            }
             # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
             sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
-            run_id = tracking.start_parent_run(spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}",
-                                               params, sweep_hash=sweep_hash)
+            run_id = tracking.start_parent_run(
+                spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}", params, sweep_hash=sweep_hash
+            )
             os.environ[tracking.PARENT_RUN_ENV] = run_id
             self._tracking = spec.tracking
             self._experiment = spec.experiment_name
@@ -229,9 +239,9 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if in_sweep_worker():  # the sweep's own process writes the reports
             return
-        from geoeval.core.tracking import runs as tracking
-        from geoeval.core.registry import get_suite
         from geoeval.core.analysis.job_reports import write_sweep_reports
+        from geoeval.core.registry import get_suite
+        from geoeval.core.tracking import runs as tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
         points = read_points(sweep_dir / SWEEP_POINTS)  # by job number, whatever order they ended in
@@ -241,14 +251,23 @@ class SweepCallback(Callback):
         artifacts, summary = [], "(no job of the sweep finished)"
         if ran:
             suite = get_suite(str(config.suite.name))
-            artifacts, summary = write_sweep_reports(ran, sweep_dir,
-                                                     headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
-                                                     log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())))
+            artifacts, summary = write_sweep_reports(
+                ran,
+                sweep_dir,
+                headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
+                log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())),
+            )
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         failed = [p for p in points if p.get("failed")]
         if run_id and getattr(self, "_tracking", None) is not None:
-            tracking.end_parent_run(self._tracking, self._experiment, run_id, metrics=sweep_metrics(points),
-                                    artifacts=artifacts, status="FAILED" if failed else "FINISHED")
+            tracking.end_parent_run(
+                self._tracking,
+                self._experiment,
+                run_id,
+                metrics=sweep_metrics(points),
+                artifacts=artifacts,
+                status="FAILED" if failed else "FINISHED",
+            )
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
         if failed:

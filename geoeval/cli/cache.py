@@ -21,10 +21,15 @@ from geoeval.core.cache import disk as diskcache
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="geoeval cache", description="The computation cache of offline agents.")
     sub = ap.add_subparsers(dest="command", required=True)
-    for name, text in (("path", "print the cache folder"), ("info", "entries and size per namespace and version"),
-                       ("clear", "remove every entry (or one namespace's)")):
+    for name, text in (
+        ("path", "print the cache folder"),
+        ("info", "entries and size per namespace and version"),
+        ("clear", "remove every entry (or one namespace's)"),
+    ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("--dir", default=None, help="the cache folder (default: $GEOEVAL_CACHE_DIR, else ~/.cache/geoeval/cache)")
+        p.add_argument(
+            "--dir", default=None, help="the cache folder (default: $GEOEVAL_CACHE_DIR, else ~/.cache/geoeval/cache)"
+        )
         if name == "clear":
             p.add_argument("--namespace", default=None, help="only this namespace (e.g. maptab-perception)")
     return ap

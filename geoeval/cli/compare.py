@@ -29,11 +29,9 @@ from typing import Any
 
 import duckdb
 
-from geoeval.core.analysis.aggregate import CAPABILITY_NAMES, LEVEL_ORDER, known_dimensions
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import SampleResult
-from geoeval.core.analysis.reports import markdown_table
 from geoeval.cli.results import default_db_path
+from geoeval.core.analysis.aggregate import CAPABILITY_NAMES, LEVEL_ORDER, group_keys, known_dimensions
+from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.analysis.stats import (
     DEFAULT_N_BOOT,
     FEW_CLUSTERS,
@@ -42,7 +40,8 @@ from geoeval.core.analysis.stats import (
     cluster_of,
     paired_comparison,
 )
-from geoeval.core.analysis.aggregate import group_keys
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import SampleResult
 from geoeval.core.warehouse.store import Warehouse
 
 #: How many characters of a run hash the output shows.
@@ -169,18 +168,38 @@ def compare_results(
         for metric in metrics:
             values_a = [a.scores.get(metric, math.nan) for a, _ in members]
             values_b = [b.scores.get(metric, math.nan) for _, b in members]
-            comparison = paired_comparison(values_a, values_b, clusters, confidence=confidence,
-                                           n_boot=n_boot, seed=seed)
+            comparison = paired_comparison(
+                values_a, values_b, clusters, confidence=confidence, n_boot=n_boot, seed=seed
+            )
             row: dict[str, Any] = dict(zip(by, key))
             row["metric"] = metric
             found = comparison.as_dict()
-            row.update({"n": found["n"], "n_clusters": found["n_clusters"], "mean_a": found["mean_a"],
-                        "mean_b": found["mean_b"], "difference": found["difference"],
-                        "ci_low": found["low"], "ci_high": found["high"], "test": found["test"],
-                        "p_value": found["p_value"], "only_a": found["only_a"], "only_b": found["only_b"]})
+            row.update(
+                {
+                    "n": found["n"],
+                    "n_clusters": found["n_clusters"],
+                    "mean_a": found["mean_a"],
+                    "mean_b": found["mean_b"],
+                    "difference": found["difference"],
+                    "ci_low": found["low"],
+                    "ci_high": found["high"],
+                    "test": found["test"],
+                    "p_value": found["p_value"],
+                    "only_a": found["only_a"],
+                    "only_b": found["only_b"],
+                }
+            )
             rows.append(row)
-    return {"pairing": counts, "metrics": metrics, "by": by, "confidence": confidence,
-            "n_boot": n_boot, "seed": seed, "cluster": cluster_key or "default", "rows": rows}
+    return {
+        "pairing": counts,
+        "metrics": metrics,
+        "by": by,
+        "confidence": confidence,
+        "n_boot": n_boot,
+        "seed": seed,
+        "cluster": cluster_key or "default",
+        "rows": rows,
+    }
 
 
 def _interval_text(low: float, high: float) -> str:
@@ -214,11 +233,15 @@ def render_text(report: dict[str, Any], run_a: dict[str, Any], run_b: dict[str, 
     header = [
         f"A = {_run_label(run_a)}",
         f"B = {_run_label(run_b)}",
-        (f"paired on {counts['pairs']} common scored samples; left out: {counts['only_a']} only in A, "
-        f"{counts['only_b']} only in B, {counts['errored_a']} errored in A, {counts['errored_b']} errored in B"),
-        (f"B - A with a {percent}% paired bootstrap interval ({report['n_boot']} resamples, clusters: "
-        f"{_cluster_text(cluster)}); test: McNemar exact (0/1 metrics, independent samples), else "
-        "sign-flip permutation"),
+        (
+            f"paired on {counts['pairs']} common scored samples; left out: {counts['only_a']} only in A, "
+            f"{counts['only_b']} only in B, {counts['errored_a']} errored in A, {counts['errored_b']} errored in B"
+        ),
+        (
+            f"B - A with a {percent}% paired bootstrap interval ({report['n_boot']} resamples, clusters: "
+            f"{_cluster_text(cluster)}); test: McNemar exact (0/1 metrics, independent samples), else "
+            "sign-flip permutation"
+        ),
     ]
     few = sorted({row["n_clusters"] for row in report["rows"] if 0 < row["n_clusters"] < FEW_CLUSTERS})
     if few:
@@ -230,10 +253,19 @@ def render_text(report: dict[str, Any], run_a: dict[str, Any], run_b: dict[str, 
     table_rows = []
     for row in report["rows"]:
         shown = {name: row[name] for name in report["by"]}
-        shown.update({"metric": row["metric"], "n": row["n"], "clusters": row["n_clusters"],
-                      "mean A": row["mean_a"], "mean B": row["mean_b"],
-                      "B - A": row["difference"], ci_column: _interval_text(row["ci_low"], row["ci_high"]),
-                      "test": row["test"], "p": _p_text(row["p_value"])})
+        shown.update(
+            {
+                "metric": row["metric"],
+                "n": row["n"],
+                "clusters": row["n_clusters"],
+                "mean A": row["mean_a"],
+                "mean B": row["mean_b"],
+                "B - A": row["difference"],
+                ci_column: _interval_text(row["ci_low"], row["ci_high"]),
+                "test": row["test"],
+                "p": _p_text(row["p_value"]),
+            }
+        )
         table_rows.append(shown)
     columns = [*report["by"], "metric", "n", "clusters", "mean A", "mean B", "B - A", ci_column, "test", "p"]
     return "\n".join(header) + "\n\n" + markdown_table(table_rows, columns)
@@ -266,19 +298,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_a", metavar="A", help="a run hash, or a unique prefix of one")
     parser.add_argument("run_b", metavar="B", help="a run hash, or a unique prefix of one")
-    parser.add_argument("--db", type=Path, default=None,
-                        help="the results database (default: $GEOEVAL_DB, else results/geoeval.duckdb)")
-    parser.add_argument("--metrics", action="append",
-                        help="metrics to compare, comma-separated (default: every metric both runs have)")
-    parser.add_argument("--by", action="append",
-                        help="also split by these dimensions, e.g. level or level,setting")
-    parser.add_argument("--cluster", default=None,
-                        help="resample by this dimension (e.g. map), or 'sample' for independent "
-                        "samples (default: the suite's rule, see docs/statistics.md)")
+    parser.add_argument(
+        "--db", type=Path, default=None, help="the results database (default: $GEOEVAL_DB, else results/geoeval.duckdb)"
+    )
+    parser.add_argument(
+        "--metrics", action="append", help="metrics to compare, comma-separated (default: every metric both runs have)"
+    )
+    parser.add_argument("--by", action="append", help="also split by these dimensions, e.g. level or level,setting")
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        help="resample by this dimension (e.g. map), or 'sample' for independent "
+        "samples (default: the suite's rule, see docs/statistics.md)",
+    )
     parser.add_argument("--n-boot", type=int, default=DEFAULT_N_BOOT, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutations")
-    parser.add_argument("--json", type=Path, default=None, metavar="FILE",
-                        help="also write the comparison as JSON to FILE")
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="FILE", help="also write the comparison as JSON to FILE"
+    )
     return parser
 
 
@@ -299,9 +336,15 @@ def main(argv: list[str] | None = None) -> int:
             run_b = resolve_run(runs, args.run_b, db)
             results_a = warehouse.results(run_a["run_hash"])
             results_b = warehouse.results(run_b["run_hash"])
-        report = compare_results(results_a, results_b, metrics=_split_list(args.metrics) or None,
-                                 by=_split_list(args.by), cluster_key=args.cluster, n_boot=args.n_boot,
-                                 seed=args.seed)
+        report = compare_results(
+            results_a,
+            results_b,
+            metrics=_split_list(args.metrics) or None,
+            by=_split_list(args.by),
+            cluster_key=args.cluster,
+            n_boot=args.n_boot,
+            seed=args.seed,
+        )
         if args.json is not None:
             payload = {"a": _run_summary(run_a), "b": _run_summary(run_b), **report}
             try:

@@ -16,27 +16,38 @@ import argparse
 import sys
 from pathlib import Path
 
+from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.data.catalogue import DATASETS, get_dataset
 from geoeval.core.data.fetch import FetchError, cache_state, dataset_dir, fetch, format_size
 from geoeval.core.errors import GeoevalError
-from geoeval.core.analysis.reports import markdown_table
 
 
 def _add_cache(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
-                        help="the folder holding every dataset (default: $GEOEVAL_DATA_DIR, else ~/.cache/geoeval/data)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the folder holding every dataset (default: $GEOEVAL_DATA_DIR, else ~/.cache/geoeval/data)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="geoeval data", description="Fetch the benchmark authors' public data into a verified local cache.")
+    parser = argparse.ArgumentParser(
+        prog="geoeval data", description="Fetch the benchmark authors' public data into a verified local cache."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,fetch,path}")
     listing = commands.add_parser("list", help="the datasets, their sizes, and whether they are cached")
     _add_cache(listing)
     getting = commands.add_parser("fetch", help="download a dataset and verify every file")
     getting.add_argument("name", help=f"one of {', '.join(DATASETS)}")
     _add_cache(getting)
-    getting.add_argument("--url-base", default=None, metavar="URL",
-                         help="fetch every file from URL/<path in the cache> (a mirror); for maptab-full a Hub endpoint")
+    getting.add_argument(
+        "--url-base",
+        default=None,
+        metavar="URL",
+        help="fetch every file from URL/<path in the cache> (a mirror); for maptab-full a Hub endpoint",
+    )
     where = commands.add_parser("path", help="print the dataset's folder in the cache")
     where.add_argument("name", help=f"one of {', '.join(DATASETS)}")
     _add_cache(where)
@@ -49,19 +60,30 @@ def list_rows(cache: Path | None) -> list[dict[str, str]]:
         state = cache_state(dataset.name, cache)
         size = dataset.size if dataset.size is not None else state.size
         files = len(dataset.files) if dataset.hub is None else state.total
-        rows.append({"name": dataset.name, "files": "?" if files is None else str(files),
-                     "size": format_size(size), "state": state.label, "used by": dataset.env,
-                     "source": dataset.source})
+        rows.append(
+            {
+                "name": dataset.name,
+                "files": "?" if files is None else str(files),
+                "size": format_size(size),
+                "state": state.label,
+                "used by": dataset.env,
+                "source": dataset.source,
+            }
+        )
     return rows
 
 
 def _fetch(args: argparse.Namespace) -> int:
     dataset = get_dataset(args.name)
-    print(f"fetching {dataset.name} from {args.url_base or dataset.source} into {dataset_dir(dataset.name, args.cache)}",
-          file=sys.stderr)
+    print(
+        f"fetching {dataset.name} from {args.url_base or dataset.source} into {dataset_dir(dataset.name, args.cache)}",
+        file=sys.stderr,
+    )
     summary = fetch(dataset.name, args.cache, args.url_base, progress=lambda line: print(f"  {line}", file=sys.stderr))
-    print(f"{summary.name}: {len(summary.downloaded)} downloaded, {summary.already} already verified, "
-          f"{format_size(summary.total_bytes)} in {summary.folder}")
+    print(
+        f"{summary.name}: {len(summary.downloaded)} downloaded, {summary.already} already verified, "
+        f"{format_size(summary.total_bytes)} in {summary.folder}"
+    )
     return 0
 
 

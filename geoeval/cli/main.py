@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int | None:
         return _env(args[1:])
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
-    from geoeval.core.errors import GeoevalError
     from geoeval.core.config.precheck import precheck
+    from geoeval.core.errors import GeoevalError
 
     try:
         precheck(args)  # a bad config fails here, naming the key, before Hydra creates outputs/
@@ -74,13 +74,17 @@ def _suite_command(module_name: str, command: str, args: list[str], usage: str) 
     except ModuleNotFoundError as exc:
         if exc.name not in (target, f"geoeval.suites.{args[0]}"):
             raise  # a dependency of an existing command is missing: show it as it is
-        print(f"geoeval: error: suite '{args[0]}' has no `{command}` command "
-              f"(suites: {', '.join(suite_names())})", file=sys.stderr)
+        print(
+            f"geoeval: error: suite '{args[0]}' has no `{command}` command (suites: {', '.join(suite_names())})",
+            file=sys.stderr,
+        )
         return 2
     run = getattr(module, command, None)
     if run is None:
-        print(f"geoeval: error: suite '{args[0]}' has no `{command}` command "
-              f"(suites: {', '.join(suite_names())})", file=sys.stderr)
+        print(
+            f"geoeval: error: suite '{args[0]}' has no `{command}` command (suites: {', '.join(suite_names())})",
+            file=sys.stderr,
+        )
         return 2
     return int(run(args[1:]) or 0)
 

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
 from geoeval.core.analysis.meta_eval import run_meta_eval, tier_means
 from geoeval.core.analysis.reports import markdown_table
+from geoeval.core.errors import GeoevalError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,8 +44,11 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
     register()
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     # the suite's own metric set where one is named after it (maptab_qa, lifeplanner, ...)
-    metrics = [f"metrics={suite}"] if "metrics" not in given and (Path(conf.__file__).parent / "metrics" /
-                                                                 f"{suite}.yaml").exists() else []
+    metrics = (
+        [f"metrics={suite}"]
+        if "metrics" not in given and (Path(conf.__file__).parent / "metrics" / f"{suite}.yaml").exists()
+        else []
+    )
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         try:
             env: list[str] = []
@@ -53,7 +56,9 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
                 base = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none"])
                 chosen = generated_env(str(base.suite.name), str(base.env.name))
                 env = [f"env={chosen}"] if chosen != str(base.env.name) else []
-            cfg = compose(config_name="config", overrides=[f"suite={suite}", *metrics, *env, "tracking=none", *overrides])
+            cfg = compose(
+                config_name="config", overrides=[f"suite={suite}", *metrics, *env, "tracking=none", *overrides]
+            )
         except GeoevalError:
             raise
         except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override
@@ -78,8 +83,17 @@ def _fmt(x: float) -> str:
 
 
 def summary_table(report: dict[str, Any]) -> str:
-    rows = [{"metric": m, "pairs": r["pairs"], "violations": r["violations"], "ordering accuracy": _fmt(r["accuracy"]),
-             "target": f"{r['target']:.2f}", "met": "yes" if r["met"] else "NO"} for m, r in report.items()]
+    rows = [
+        {
+            "metric": m,
+            "pairs": r["pairs"],
+            "violations": r["violations"],
+            "ordering accuracy": _fmt(r["accuracy"]),
+            "target": f"{r['target']:.2f}",
+            "met": "yes" if r["met"] else "NO",
+        }
+        for m, r in report.items()
+    ]
     return markdown_table(rows, ["metric", "pairs", "violations", "ordering accuracy", "target", "met"])
 
 
@@ -111,14 +125,27 @@ def main(argv: list[str] | None = None) -> int:
     missed = [m for m, r in report.items() if not r["met"]]
     for m in missed:
         for ex in report[m]["examples"][:2]:
-            print(f"  {m}: {ex['sample']}: {ex['better']}={_fmt(ex['better_score'])} vs "
-                  f"{ex['worse']}={_fmt(ex['worse_score'])}", file=sys.stderr)
+            print(
+                f"  {m}: {ex['sample']}: {ex['better']}={_fmt(ex['better_score'])} vs "
+                f"{ex['worse']}={_fmt(ex['worse_score'])}",
+                file=sys.stderr,
+            )
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps({
-            "suite": spec.suite.name, "run_hash": spec.config_hash(), "n_samples": n_samples, "tiers": tiers,
-            "tier_means": tier_means(answers), "metrics": report,
-        }, indent=2, default=str))
+        args.output.write_text(
+            json.dumps(
+                {
+                    "suite": spec.suite.name,
+                    "run_hash": spec.config_hash(),
+                    "n_samples": n_samples,
+                    "tiers": tiers,
+                    "tier_means": tier_means(answers),
+                    "metrics": report,
+                },
+                indent=2,
+                default=str,
+            )
+        )
         print(f"\n[geoeval] meta-eval report: {args.output}")
     if missed:
         print(f"geoeval: error: meta-eval: {len(missed)} metric(s) below target: {', '.join(missed)}", file=sys.stderr)

@@ -40,9 +40,9 @@ from typing import Any
 import duckdb
 
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
+from geoeval.core.analysis.reports import fraction_label, markdown_table
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.analysis.reports import fraction_label, markdown_table
 from geoeval.core.warehouse.store import Warehouse
 
 #: Where the results live unless --db or GEOEVAL_DB says otherwise (relative to the current dir).
@@ -144,11 +144,12 @@ def leaderboard(
             f"{', '.join(suites) if suites else '(none: the database has no runs yet)'}"
         )
     labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
-    results = [_with_run_keys(result, run, labels[run["run_hash"]])
-               for run in runs for result in warehouse.results(run["run_hash"])]
-    sum_metrics = frozenset(sum_metrics).union(
-        *(configured_sum_metrics(run["config"]) for run in runs)
-    )
+    results = [
+        _with_run_keys(result, run, labels[run["run_hash"]])
+        for run in runs
+        for result in warehouse.results(run["run_hash"])
+    ]
+    sum_metrics = frozenset(sum_metrics).union(*(configured_sum_metrics(run["config"]) for run in runs))
     available = sorted({metric for result in results for metric in result.scores})
     if metrics:
         unknown = [metric for metric in metrics if metric not in available]
@@ -186,8 +187,9 @@ def leaderboard(
     return ["run", "model", "suite", *label_columns, *metrics, "n", *extra], rows
 
 
-def _grouped(results: list[SampleResult], by: list[str], metrics: list[str],
-             sum_metrics: frozenset[str]) -> tuple[list[str], list[dict[str, Any]]]:
+def _grouped(
+    results: list[SampleResult], by: list[str], metrics: list[str], sum_metrics: frozenset[str]
+) -> tuple[list[str], list[dict[str, Any]]]:
     """One row per combination of `by` over `results` (see the module docstring)."""
     by = list(dict.fromkeys("run" if name == "run_hash" else name for name in by))
     rows = group_table(results, by, metrics, sum_metrics=sum_metrics) if results else []
@@ -261,13 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--by",
         action="append",
-        help="group by these dimensions across runs, e.g. model,setting or run,level "
-        "(default: one row per run)",
+        help="group by these dimensions across runs, e.g. model,setting or run,level (default: one row per run)",
     )
     parser.add_argument("--sql", help='run this SQL instead, e.g. "SELECT * FROM runs"')
-    parser.add_argument(
-        "--format", choices=("markdown", "csv", "json"), default="markdown", help="output format"
-    )
+    parser.add_argument("--format", choices=("markdown", "csv", "json"), default="markdown", help="output format")
     return parser
 
 

@@ -17,9 +17,11 @@ from geoeval.core.errors import GeoevalError
 def _moved(name: str, exc: Exception) -> GeoevalError:
     from importlib.metadata import version
 
-    return GeoevalError(f"{name} is not where geoeval expects it in this version of its dependency "
-                        f"(inspect-ai {version('inspect-ai')}, hydra-core {version('hydra-core')}, "
-                        f"ray {version('ray')}): {exc}; install the versions pinned in pyproject.toml")
+    return GeoevalError(
+        f"{name} is not where geoeval expects it in this version of its dependency "
+        f"(inspect-ai {version('inspect-ai')}, hydra-core {version('hydra-core')}, "
+        f"ray {version('ray')}): {exc}; install the versions pinned in pyproject.toml"
+    )
 
 
 def sample_state() -> Any:

@@ -71,7 +71,7 @@ class SampleResult(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _error_means_no_scores(self) -> "SampleResult":
+    def _error_means_no_scores(self) -> SampleResult:
         # one rule, wherever a result is built: an error is never scored
         if self.error is not None and self.status != "error":
             object.__setattr__(self, "status", "error")
@@ -82,7 +82,7 @@ class SampleResult(BaseModel):
         return self
 
 
-def error_counts(results: "list[SampleResult]") -> dict[str, float]:
+def error_counts(results: list[SampleResult]) -> dict[str, float]:
     """`n_samples`, `n_scored` and `n_errors` of a set of results (the MLflow metric names)."""
     n_errors = sum(1 for r in results if r.status == "error")
     return {"n_samples": float(len(results)), "n_scored": float(len(results) - n_errors), "n_errors": float(n_errors)}

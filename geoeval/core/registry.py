@@ -138,8 +138,10 @@ def load_plugins(extra: list[str] | None = None) -> None:
         if not any(name == "builtin_suites" for name, _, _ in found):
             shipped = [m for m in os.environ.get(SHIPPED_ENTRY_POINTS_ENV, "").split(",") if m]
             if not shipped:
-                raise GeoevalError("geoeval's built-in suites are not registered: install geoeval "
-                                   "(pip install -e .) so that its `geoeval.plugins` entry points exist")
+                raise GeoevalError(
+                    "geoeval's built-in suites are not registered: install geoeval "
+                    "(pip install -e .) so that its `geoeval.plugins` entry points exist"
+                )
             found = [(m, m, lambda m=m: importlib.import_module(m)) for m in shipped]
         for name, value, load in found:
             try:
@@ -199,7 +201,8 @@ def get_metric(name: str, suite: str | None = None) -> MetricSpec:
 def metric_names(suite: str | None = None) -> set[str]:
     load_plugins()
     return {
-        n for n, specs in _REG.metrics.items()
+        n
+        for n, specs in _REG.metrics.items()
         if any(suite is None or m.suites is None or suite in m.suites for m in specs)
     }
 

@@ -94,8 +94,11 @@ def geoeval_scorer(metric_names: list[str], extract_answer: Callable[[str], tupl
             value=values,
             answer=answer,
             explanation="; ".join(notes + errors),
-            metadata={"dims": metadata.get("dims", {}), "error": "; ".join(errors) or None,
-                      "details": metadata.get(DETAILS_KEY) or {}},
+            metadata={
+                "dims": metadata.get("dims", {}),
+                "error": "; ".join(errors) or None,
+                "details": metadata.get(DETAILS_KEY) or {},
+            },
         )
 
     return score

@@ -69,8 +69,10 @@ def stage(name: str) -> Iterator[None]:
         _depth -= 1
         record(name, time.perf_counter() - started)
         if _depth == 0 and os.environ.get(PROFILE_ENV) == "1":
-            print(format_table(dict(STAGE_TIMES), dict(STAGE_COUNTS), title=f"[geoeval] stage times (pid {os.getpid()})"),
-                  file=sys.stderr)
+            print(
+                format_table(dict(STAGE_TIMES), dict(STAGE_COUNTS), title=f"[geoeval] stage times (pid {os.getpid()})"),
+                file=sys.stderr,
+            )
 
 
 def reset() -> None:
@@ -100,8 +102,9 @@ def summarize(events: list[dict]) -> tuple[dict[str, float], dict[str, int]]:
     return seconds, counts
 
 
-def format_table(seconds: dict[str, float], counts: dict[str, int], *, total: float | None = None,
-                 title: str = "stage times") -> str:
+def format_table(
+    seconds: dict[str, float], counts: dict[str, int], *, total: float | None = None, title: str = "stage times"
+) -> str:
     """Stages, slowest first, as seconds and shares of `total` (default: the largest stage)."""
     if not seconds:
         return f"{title}: none recorded"
@@ -109,6 +112,7 @@ def format_table(seconds: dict[str, float], counts: dict[str, int], *, total: fl
     width = max(len(k) for k in seconds)
     lines = [f"{title} (shares of {total:.2f} s)"]
     for name in sorted(seconds, key=lambda k: -seconds[k]):
-        lines.append(f"  {name:<{width}}  {seconds[name]:9.2f} s  {100 * seconds[name] / total:6.1f} %  "
-                     f"x{counts.get(name, 0)}")
+        lines.append(
+            f"  {name:<{width}}  {seconds[name]:9.2f} s  {100 * seconds[name] / total:6.1f} %  x{counts.get(name, 0)}"
+        )
     return "\n".join(lines)

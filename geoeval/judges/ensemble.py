@@ -65,8 +65,14 @@ class JudgeVerdict:
 
     def record(self) -> dict[str, Any]:
         """The verdict as JSON-ready data, for the sample's stored details."""
-        return {"score": self.score, "per_judge": self.per_judge, "votes": self.votes, "raw": self.raw,
-                "errors": self.errors, "failed": self.failed}
+        return {
+            "score": self.score,
+            "per_judge": self.per_judge,
+            "votes": self.votes,
+            "raw": self.raw,
+            "errors": self.errors,
+            "failed": self.failed,
+        }
 
 
 class JudgesFailed(RuntimeError):
@@ -108,8 +114,13 @@ AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {"median": combine_vot
 
 
 class JudgeEnsemble:
-    def __init__(self, spec: Any, rules: Callable[[JudgeRequest], float] | None = None,
-                 model_factory: Callable[..., Any] | None = None, aggregation: str = "median") -> None:
+    def __init__(
+        self,
+        spec: Any,
+        rules: Callable[[JudgeRequest], float] | None = None,
+        model_factory: Callable[..., Any] | None = None,
+        aggregation: str = "median",
+    ) -> None:
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}, got {aggregation!r}")
         self.aggregate = AGGREGATIONS[aggregation]
@@ -142,8 +153,9 @@ class JudgeEnsemble:
                     verdict.errors[name] = [f"{type(exc).__name__}: {exc}"[:500]]
                     verdict.failed.append(name)
                 continue
-            prompt = JUDGE_PROMPT.format(rubric=request.rubric, reference=request.reference,
-                                         evidence=request.evidence, answer=request.answer)
+            prompt = JUDGE_PROMPT.format(
+                rubric=request.rubric, reference=request.reference, evidence=request.evidence, answer=request.answer
+            )
             model = self._model(name)
             replies: list[str] = []
             votes: list[float | None] = []

@@ -29,9 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--token", default=None,
-                   help=f"bearer token every HTTP request must carry (default: ${TOKEN_ENV}); required to bind "
-                        "beyond loopback")
+    p.add_argument(
+        "--token",
+        default=None,
+        help=f"bearer token every HTTP request must carry (default: ${TOKEN_ENV}); required to bind beyond loopback",
+    )
     p.add_argument("--toolset", choices=("standard", "data_engine"), default="standard")
     p.add_argument("--seed", type=int, default=0, help="seed of sample_place (data engine)")
     return p
@@ -56,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     module = importlib.import_module(SUITES[args.suite])
     try:
-        module.serve(args.db, transport=args.transport, toolset=args.toolset, host=args.host, port=args.port,
-                     seed=args.seed, token=token if args.transport == "http" else None)
+        module.serve(
+            args.db,
+            transport=args.transport,
+            toolset=args.toolset,
+            host=args.host,
+            port=args.port,
+            seed=args.seed,
+            token=token if args.transport == "http" else None,
+        )
     except KeyboardInterrupt:
         pass
     return 0

@@ -49,8 +49,9 @@ def error_reply(request_id: Any, code: int, message: str) -> Any:
         request_id = None
     elif isinstance(request_id, str):
         request_id = clean_text(request_id)  # an id of "\ud800" must not stop the reply from encoding
-    return types.JSONRPCError(jsonrpc="2.0", id=request_id,
-                              error=types.ErrorData(code=code, message=_one_line(message)))
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=_one_line(message))
+    )
 
 
 def request_id_in(text: str) -> int | str | None:
@@ -64,7 +65,7 @@ def request_id_in(text: str) -> int | str | None:
         if string_start >= 0:
             if char != '"' or _escaped(text, pos):
                 continue
-            key, string_start = text[string_start:pos + 1], -1
+            key, string_start = text[string_start : pos + 1], -1
             colon = _COLON.match(text, pos + 1) if depth == 1 and key == '"id"' else None
             if colon is not None:  # the key "id" of the message itself
                 try:
@@ -101,13 +102,17 @@ def clean_message(text: str) -> tuple[Any, Any]:
     try:
         raw = json.loads(text)
     except RecursionError:
-        return None, error_reply(request_id_in(text), INVALID_REQUEST,
-                                 f"Invalid request: JSON nested deeper than {MAX_MESSAGE_DEPTH} levels.")
+        return None, error_reply(
+            request_id_in(text),
+            INVALID_REQUEST,
+            f"Invalid request: JSON nested deeper than {MAX_MESSAGE_DEPTH} levels.",
+        )
     except ValueError as exc:
         return None, error_reply(None, PARSE_ERROR, f"Parse error: {str(exc).split(';')[0]}.")
     if nesting_depth(raw, MAX_MESSAGE_DEPTH) > MAX_MESSAGE_DEPTH:
-        return None, error_reply(_id_of(raw), INVALID_REQUEST,
-                                 f"Invalid request: JSON nested deeper than {MAX_MESSAGE_DEPTH} levels.")
+        return None, error_reply(
+            _id_of(raw), INVALID_REQUEST, f"Invalid request: JSON nested deeper than {MAX_MESSAGE_DEPTH} levels."
+        )
     return clean_value(raw), None
 
 
@@ -172,8 +177,9 @@ def _write_line(wire: BinaryIO, text: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def stdio_transport(wire_in: BinaryIO | None = None,
-                          wire_out: BinaryIO | None = None) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_transport(
+    wire_in: BinaryIO | None = None, wire_out: BinaryIO | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
     """(read stream, write stream) for `Server.run`, over stdin/stdout (or the given binary
     streams). One JSON-RPC message per line; each line is decoded by `decode_message`, and a line
     that does not decode is answered at once with its error reply."""
@@ -195,9 +201,15 @@ async def stdio_transport(wire_in: BinaryIO | None = None,
                         return
                     text = line.decode("utf-8", errors="replace")
                     if too_long:
-                        await replies.send(SessionMessage(error_reply(
-                            request_id_in(text), INVALID_REQUEST,
-                            f"Invalid request: message longer than {MAX_MESSAGE_BYTES} bytes.")))
+                        await replies.send(
+                            SessionMessage(
+                                error_reply(
+                                    request_id_in(text),
+                                    INVALID_REQUEST,
+                                    f"Invalid request: message longer than {MAX_MESSAGE_BYTES} bytes.",
+                                )
+                            )
+                        )
                         continue
                     if not text.strip():
                         continue
@@ -227,9 +239,17 @@ async def stdio_transport(wire_in: BinaryIO | None = None,
 async def send_json(send: Any, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     """Send one complete JSON response over ASGI."""
     data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": data})
 
 
@@ -254,8 +274,9 @@ class CleanJSONBodyMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_MESSAGE_BYTES:
-                reply = error_reply(None, INVALID_REQUEST,
-                                    f"Invalid request: body longer than {MAX_MESSAGE_BYTES} bytes.")
+                reply = error_reply(
+                    None, INVALID_REQUEST, f"Invalid request: body longer than {MAX_MESSAGE_BYTES} bytes."
+                )
                 await send_json(send, 413, reply.model_dump_json(by_alias=True, exclude_unset=True))
                 return
             chunks.append(chunk)

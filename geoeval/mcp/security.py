@@ -45,8 +45,10 @@ def bind_refusal(host: str, token: str | None) -> str | None:
     without a token."""
     if token or is_loopback(host):
         return None
-    return (f"refusing to serve on {host}, which is reachable from other machines, without a token: "
-            f"set {TOKEN_ENV} (or pass --token); clients then send 'Authorization: Bearer <token>'")
+    return (
+        f"refusing to serve on {host}, which is reachable from other machines, without a token: "
+        f"set {TOKEN_ENV} (or pass --token); clients then send 'Authorization: Bearer <token>'"
+    )
 
 
 def _digest(value: bytes) -> bytes:
@@ -83,5 +85,9 @@ class BearerTokenMiddleware:
         from geoeval.mcp.hygiene import send_json
 
         message = "missing Authorization header" if header is None else "wrong bearer token"
-        await send_json(send, 401, {"error": f"Unauthorized: {message}; send 'Authorization: Bearer <token>'."},
-                        headers=[(b"www-authenticate", b'Bearer realm="geoeval-mcp"')])
+        await send_json(
+            send,
+            401,
+            {"error": f"Unauthorized: {message}; send 'Authorization: Bearer <token>'."},
+            headers=[(b"www-authenticate", b'Bearer realm="geoeval-mcp"')],
+        )

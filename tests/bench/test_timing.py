@@ -37,8 +37,9 @@ def test_profile_dir_gets_one_line_per_stage_and_summarizes(tmp_path, monkeypatc
             pass
         with timing.stage("inner"):
             pass
-    (tmp_path / "stages-999999.jsonl").write_text(json.dumps({"stage": "inner", "seconds": 1.5, "pid": 999999,
-                                                               "t": time.time()}) + "\n{torn")
+    (tmp_path / "stages-999999.jsonl").write_text(
+        json.dumps({"stage": "inner", "seconds": 1.5, "pid": 999999, "t": time.time()}) + "\n{torn"
+    )
     events = timing.read_stage_events(tmp_path)
     assert [e["stage"] for e in events[:3]] == ["inner", "inner", "outer"]
     seconds, counts = timing.summarize(events)

@@ -57,8 +57,9 @@ def free_ports(n: int) -> list[int]:
 def node_process_env(**extra: str) -> dict[str, str]:
     """The environment of a `ray start`: this machine's, minus what belongs to the driver (its
     PYTHONPATH, geoeval's settings, a RAY_ADDRESS), as on a machine of its own."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RAY_ADDRESS", "PYTHONPATH") and not k.startswith("GEOEVAL_")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PYTHONPATH") and not k.startswith("GEOEVAL_")
+    }
     env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", **extra)
     return env
 
@@ -67,8 +68,14 @@ def node_ports_args(*, head: bool) -> list[str]:
     """The ports a node listens on, chosen free: two nodes on one machine must not share the
     defaults (the dashboard agent's 52365, the dashboard's 8265; the head's client server port,
     10001 by default, is set by the caller)."""
-    names = ["node-manager-port", "object-manager-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-             "runtime-env-agent-port", "metrics-export-port"]
+    names = [
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+    ]
     if head:
         names += ["dashboard-port"]
     return [f"--{name}={port}" for name, port in zip(names, free_ports(len(names)))]
@@ -100,7 +107,7 @@ def session_members(sid: int) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()  # state ppid pgrp session ...
+        fields = stat[stat.rfind(")") + 2 :].split()  # state ppid pgrp session ...
         # a zombie is dead already (the `ray start` itself stays one until Popen reaps it)
         if len(fields) > 3 and int(fields[3]) == sid and fields[0] != "Z":
             members.append(int(entry.name))
@@ -125,8 +132,8 @@ class TwoNodeCluster:
     a mount namespace of its own."""
 
     def __init__(self, root: Path, runs_dir: Path) -> None:
-        self.root = root            # /tmp/gec-<random>: the nodes' temp dirs, their logs, the second node's cache
-        self.runs_dir = runs_dir    # where the driver runs geoeval; hidden from the second node
+        self.root = root  # /tmp/gec-<random>: the nodes' temp dirs, their logs, the second node's cache
+        self.runs_dir = runs_dir  # where the driver runs geoeval; hidden from the second node
         # a folder of runs_dir hidden from the head as well: a driver there is outside the
         # cluster, as a laptop that connects with ray://
         self.outside_dir = runs_dir / "outside"
@@ -157,16 +164,34 @@ class TwoNodeCluster:
         script = " && ".join([*mounts, f"exec {shlex.join(ray_argv)}"])
         with open(self.root / f"{name}.log", "ab") as out:
             # its own session: what teardown (and `kill_node2`) kills, and nothing else
-            return subprocess.Popen(["unshare", "-m", "sh", "-c", script], cwd=cwd, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            return subprocess.Popen(
+                ["unshare", "-m", "sh", "-c", script],
+                cwd=cwd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
 
     def start_head(self) -> None:
-        argv = [str(RAY_CLI), "start", "--head", f"--port={self.port}", f"--ray-client-server-port={self.client_port}",
-                "--num-cpus=1", f"--temp-dir={self.root / 'head'}", "--disable-usage-stats",
-                "--include-dashboard=false", f"--object-store-memory={OBJECT_STORE_BYTES}",
-                *node_ports_args(head=True), "--block"]
-        self.head = self._spawn("head", [self.outside_dir], argv,
-                                node_process_env(GEOEVAL_NODE_CACHE=str(self.root / "head-cache")))
+        argv = [
+            str(RAY_CLI),
+            "start",
+            "--head",
+            f"--port={self.port}",
+            f"--ray-client-server-port={self.client_port}",
+            "--num-cpus=1",
+            f"--temp-dir={self.root / 'head'}",
+            "--disable-usage-stats",
+            "--include-dashboard=false",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            *node_ports_args(head=True),
+            "--block",
+        ]
+        self.head = self._spawn(
+            "head", [self.outside_dir], argv, node_process_env(GEOEVAL_NODE_CACHE=str(self.root / "head-cache"))
+        )
         self.wait_for_alive_nodes(1, why="the head did not come up")
 
     def start_node2(self, hide: list[Path] | None = None) -> None:
@@ -174,12 +199,24 @@ class TwoNodeCluster:
         empty. Each node's cache of environments is a folder of its own under `root`
         (`GEOEVAL_NODE_CACHE`), removed with it."""
         assert self.node2 is None or self.node2.poll() is not None, "the second node is already running"
-        argv = [str(RAY_CLI), "start", f"--address={self.address}", "--num-cpus=1",
-                f"--temp-dir={self.root / 'node2'}", "--disable-usage-stats",
-                f"--object-store-memory={OBJECT_STORE_BYTES}", *node_ports_args(head=False), "--block"]
+        argv = [
+            str(RAY_CLI),
+            "start",
+            f"--address={self.address}",
+            "--num-cpus=1",
+            f"--temp-dir={self.root / 'node2'}",
+            "--disable-usage-stats",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            *node_ports_args(head=False),
+            "--block",
+        ]
         expected = self.alive_nodes() + 1
-        self.node2 = self._spawn("node2", [self.runs_dir, *(hide or [])], argv,
-                                 node_process_env(GEOEVAL_NODE_CACHE=str(self.root / "node2-cache")))
+        self.node2 = self._spawn(
+            "node2",
+            [self.runs_dir, *(hide or [])],
+            argv,
+            node_process_env(GEOEVAL_NODE_CACHE=str(self.root / "node2-cache")),
+        )
         self.wait_for_alive_nodes(expected, why="the second node did not join")
 
     def sees(self, node: subprocess.Popen, path: Path) -> bool:
@@ -205,12 +242,16 @@ class TwoNodeCluster:
         while time.time() < deadline:
             for name, proc in (("head", self.head), ("node2", self.node2)):
                 if proc is not None and proc.poll() is not None and (name == "head" or n > 1):
-                    raise RuntimeError(f"{why}: `ray start` ({name}) exited with {proc.returncode}:\n{self.log_tail(name)}")
+                    raise RuntimeError(
+                        f"{why}: `ray start` ({name}) exited with {proc.returncode}:\n{self.log_tail(name)}"
+                    )
             if self.alive_nodes() >= n:
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"{why}: fewer than {n} alive node(s) after {timeout:.0f} s\n{self.log_tail('head')}"
-                           f"\n{self.log_tail('node2')}")
+        raise RuntimeError(
+            f"{why}: fewer than {n} alive node(s) after {timeout:.0f} s\n{self.log_tail('head')}"
+            f"\n{self.log_tail('node2')}"
+        )
 
     def wait_for_node_count(self, n: int, timeout: float = NODE_GONE_TIMEOUT_S) -> bool:
         deadline = time.time() + timeout
@@ -311,9 +352,14 @@ class HeadCpuTaken:
     def __init__(self, cluster: TwoNodeCluster) -> None:
         self.flag = cluster.root / f"head-busy-{time.time_ns()}"
         with open(cluster.root / "head-cpu-holder.log", "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-c", HEAD_CPU_HOLDER, cluster.address, str(self.flag)],
-                                         cwd=cluster.root, env=node_process_env(), stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", HEAD_CPU_HOLDER, cluster.address, str(self.flag)],
+                cwd=cluster.root,
+                env=node_process_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.time() + START_TIMEOUT_S
         while not self.flag.exists():
             if self.proc.poll() is not None or time.time() > deadline:
@@ -338,11 +384,18 @@ def _skip_unless_namespaces_work(scratch: Path) -> None:
         pytest.skip(f"Ray's CLI is not at {RAY_CLI}")
     probe = scratch / "mount-probe"
     probe.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs geoeval-probe {shlex.quote(str(probe))}"],
-                          check=False, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs geoeval-probe {shlex.quote(str(probe))}"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if proc.returncode != 0:
-        pytest.skip(f"cannot mount in a new mount namespace here (`unshare -m` + `mount -t tmpfs`): "
-                    f"{proc.stderr.strip() or proc.returncode}")
+        pytest.skip(
+            f"cannot mount in a new mount namespace here (`unshare -m` + `mount -t tmpfs`): "
+            f"{proc.stderr.strip() or proc.returncode}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -369,4 +422,5 @@ def cluster(tmp_path_factory) -> Iterator[TwoNodeCluster]:
         left = c.stop()
         shutil.rmtree(root, ignore_errors=True)
     assert not left, "processes of the test cluster outlived its sessions:\n" + "\n".join(
-        f"{pid} {cmd[:200]}" for pid, cmd in left)
+        f"{pid} {cmd[:200]}" for pid, cmd in left
+    )

@@ -33,11 +33,23 @@ pytestmark = pytest.mark.slow
 PLUGIN_PATH = Path(__file__).resolve().parent / "plugins"  # geoeval_probe_plugin: on the driver's path only
 RUN_TIMEOUT_S = 300
 
-LIFEPLANNER = ("+experiment=lifeplanner_offline", "model=oracle", "env.n_places=300", "env.n_notes=2000",
-               "suite.n_cases=6")
+LIFEPLANNER = (
+    "+experiment=lifeplanner_offline",
+    "model=oracle",
+    "env.n_places=300",
+    "env.n_notes=2000",
+    "suite.n_cases=6",
+)
 # two maps: MapTab keeps a map's samples in one shard, so two maps make two shards
-MAPTAB_TOOLS = ("model=oracle", "model.name=geoeval/tool_prober", "suite.solver=react", "suite.tools=[station_neighbors]",
-                "env.n_maps=2", "suite.categories=[edge_only,T]", "suite.n_per_category=4")
+MAPTAB_TOOLS = (
+    "model=oracle",
+    "model.name=geoeval/tool_prober",
+    "suite.solver=react",
+    "suite.tools=[station_neighbors]",
+    "env.n_maps=2",
+    "suite.categories=[edge_only,T]",
+    "suite.n_per_category=4",
+)
 MAPSATISFY = ("+experiment=mapsatisfy_generated", "model=oracle", "env.n=8", "env.seed=4", "env.embedder=hashing")
 
 # the repo's sources, hidden from the second node when checking that the driver's code is shipped
@@ -109,7 +121,9 @@ def geoeval_env() -> dict[str, str]:
         PYTHONPATH=os.pathsep.join([str(REPO), str(PLUGIN_PATH)]),
         GEOEVAL_PLUGINS="geoeval_probe_plugin",
         GEOEVAL_EXPERIMENTS_DIR=str(REPO / "experiments"),
-        INSPECT_DISPLAY="none", RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0",
+        INSPECT_DISPLAY="none",
+        RAY_AUTH_MODE="disabled",
+        RAY_USAGE_STATS_ENABLED="0",
     )
     return env
 
@@ -121,8 +135,15 @@ def geoeval_argv(*overrides: str) -> list[str]:
 def run_geoeval(folder: Path, *overrides: str) -> Run:
     folder.mkdir(parents=True, exist_ok=False)
     start = time.time()
-    proc = subprocess.run(geoeval_argv(*overrides), check=False, cwd=folder, capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env=geoeval_env())
+    proc = subprocess.run(
+        geoeval_argv(*overrides),
+        check=False,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=geoeval_env(),
+    )
     return Run(folder, proc.returncode, proc.stdout, proc.stderr, time.time() - start)
 
 
@@ -142,8 +163,11 @@ def log_sample_ids(paths: list[Path]) -> list[str]:
 
 def score_differences(got: dict, expected: dict, limit: int = 12) -> str:
     keys = sorted(set(got) | set(expected))
-    diffs = [f"{k}: cluster={got.get(k, '<missing>')!r} local={expected.get(k, '<missing>')!r}"
-             for k in keys if got.get(k, "<missing>") != expected.get(k, "<missing>")]
+    diffs = [
+        f"{k}: cluster={got.get(k, '<missing>')!r} local={expected.get(k, '<missing>')!r}"
+        for k in keys
+        if got.get(k, "<missing>") != expected.get(k, "<missing>")
+    ]
     return f"{len(diffs)} difference(s):\n" + "\n".join(diffs[:limit])
 
 
@@ -162,8 +186,12 @@ def assert_cluster_run_equals_local(remote: Run, local: Run, *, n_samples: int, 
     assert f"n_samples={n_samples} n_scored={n_samples} n_errors=0" in remote.stdout, remote.output()
     # every shard's Inspect log: listed in the console, on the driver, and in MLflow
     listed = remote.listed_logs()
-    assert len(listed) == n_shards, f"{len(listed)} Inspect log(s) listed, not one per shard ({n_shards})\n" + remote.output()
-    assert all(p.is_file() for p in listed), f"listed logs missing on the driver: {[str(p) for p in listed if not p.is_file()]}"
+    assert len(listed) == n_shards, (
+        f"{len(listed)} Inspect log(s) listed, not one per shard ({n_shards})\n" + remote.output()
+    )
+    assert all(p.is_file() for p in listed), (
+        f"listed logs missing on the driver: {[str(p) for p in listed if not p.is_file()]}"
+    )
     assert remote.mlflow_inspect_logs() == sorted(p.name for p in listed)
     assert sorted(log_sample_ids(listed)) == sorted(statuses), "each sample in exactly one shard's log"
 
@@ -214,12 +242,14 @@ def test_lifeplanner_on_the_cluster_equals_local(cluster: TwoNodeCluster, runs_d
     assert node2_shards(cluster) > before, "no shard ran on the second node"
 
 
-def test_maptab_react_with_tools_on_the_cluster_equals_local(cluster: TwoNodeCluster, runs_dir: Path,
-                                                             maptab_local: Run):
+def test_maptab_react_with_tools_on_the_cluster_equals_local(
+    cluster: TwoNodeCluster, runs_dir: Path, maptab_local: Run
+):
     cluster.ensure_node2()
     trace = trace_dir(cluster, "maptab_cluster")
-    remote = run_geoeval(runs_dir / "maptab_cluster",
-                         *on_cluster(cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}"))
+    remote = run_geoeval(
+        runs_dir / "maptab_cluster", *on_cluster(cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}")
+    )
     assert_cluster_run_equals_local(remote, maptab_local, n_samples=16)
     assert {v for (_, m), v in maptab_local.scores().items() if m == "ema"} == {1.0}
     # the tool really ran, without error, in every sample of every shard
@@ -227,7 +257,9 @@ def test_maptab_react_with_tools_on_the_cluster_equals_local(cluster: TwoNodeClu
 
     for path in remote.listed_logs():
         for sample in read_eval_log(str(path)).samples or []:
-            calls = [e for e in sample.events if getattr(e, "event", "") == "tool" and e.function == "station_neighbors"]
+            calls = [
+                e for e in sample.events if getattr(e, "event", "") == "tool" and e.function == "station_neighbors"
+            ]
             assert calls and all(e.error is None for e in calls), (path.name, sample.id)
     # and the second node answered some of them
     answers = trace_events(trace, "answer")
@@ -256,23 +288,30 @@ def test_a_driver_outside_the_cluster_through_ray_client(cluster: TwoNodeCluster
     back."""
     cluster.ensure_node2()
     trace = trace_dir(cluster, "maptab_client")
-    remote = run_geoeval(cluster.outside_dir / "maptab_client",
-                         "runner=ray", f"runner.address={cluster.client_address}", "runner.num_workers=2",
-                         *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}")
+    remote = run_geoeval(
+        cluster.outside_dir / "maptab_client",
+        "runner=ray",
+        f"runner.address={cluster.client_address}",
+        "runner.num_workers=2",
+        *MAPTAB_TOOLS,
+        f"+model.args.trace_dir={trace}",
+    )
     assert_cluster_run_equals_local(remote, maptab_local, n_samples=16)
     assert cluster.node2_mount_namespace() in {e["ns"] for e in trace_events(trace, "answer")}
 
 
-def test_killing_the_second_node_mid_run_loses_and_redoes_nothing(cluster: TwoNodeCluster, runs_dir: Path,
-                                                                  maptab_local: Run):
+def test_killing_the_second_node_mid_run_loses_and_redoes_nothing(
+    cluster: TwoNodeCluster, runs_dir: Path, maptab_local: Run
+):
     cluster.ensure_node2()
     node2_ns = cluster.node2_mount_namespace()
     trace = trace_dir(cluster, "maptab_kill")
     folder = runs_dir / "maptab_kill"
     folder.mkdir()
     # one sample at a time per shard, 2 x 0.5 s per sample: each shard takes >= 8 s
-    overrides = on_cluster(cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}", "+model.args.delay_s=0.5",
-                           "runner.max_samples=1")
+    overrides = on_cluster(
+        cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}", "+model.args.delay_s=0.5", "runner.max_samples=1"
+    )
     out_path, err_path = runs_dir / "maptab_kill.stdout", runs_dir / "maptab_kill.stderr"
 
     def node2_answers() -> int:
@@ -291,8 +330,9 @@ def test_killing_the_second_node_mid_run_loses_and_redoes_nothing(cluster: TwoNo
     busy_head = cluster.take_head_cpu()
     start = time.time()
     with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(geoeval_argv(*overrides), cwd=folder, stdout=out, stderr=err, text=True,
-                                env=geoeval_env())
+        proc = subprocess.Popen(
+            geoeval_argv(*overrides), cwd=folder, stdout=out, stderr=err, text=True, env=geoeval_env()
+        )
     try:
         wait_until(lambda: node2_answers() >= 1, "the second node answered a sample")
         busy_head.release()  # the other shard can now run on the head
@@ -308,8 +348,10 @@ def test_killing_the_second_node_mid_run_loses_and_redoes_nothing(cluster: TwoNo
             proc.kill()
             proc.wait()
     run = Run(folder, proc.returncode, out_path.read_text(), err_path.read_text(), time.time() - start)
-    print(f"kill test: killed the second node {killed_at - start:.1f} s into the run; the run took {run.seconds:.1f} s; "
-          f"actors on the second node when it died: {actors_on_node2}")
+    print(
+        f"kill test: killed the second node {killed_at - start:.1f} s into the run; the run took {run.seconds:.1f} s; "
+        f"actors on the second node when it died: {actors_on_node2}"
+    )
     assert run.returncode == 0, f"actors on the second node when it died: {actors_on_node2}\n" + run.output()
     assert re.search(r"shard \d+ failed", run.stderr) and re.search(r"retry 1/\d+", run.stderr), run.output()
 
@@ -344,8 +386,9 @@ def test_killing_the_second_node_mid_run_loses_and_redoes_nothing(cluster: TwoNo
     assert cluster.wait_for_node_count(1), "the cluster still counts the killed node as alive"
 
 
-def test_driver_code_and_plugins_are_shipped_to_a_node_without_the_sources(cluster: TwoNodeCluster, runs_dir: Path,
-                                                                          maptab_local: Run):
+def test_driver_code_and_plugins_are_shipped_to_a_node_without_the_sources(
+    cluster: TwoNodeCluster, runs_dir: Path, maptab_local: Run
+):
     """The second node sees neither geoeval's sources nor the probe plugin (the repo's geoeval/,
     conf/ and tests/ are empty there): only what the driver ships can run."""
     if cluster.node2 is not None and cluster.node2.poll() is None:
@@ -354,7 +397,8 @@ def test_driver_code_and_plugins_are_shipped_to_a_node_without_the_sources(clust
     cluster.start_node2(hide=REPO_SOURCES)
     assert not cluster.sees(cluster.node2, REPO / "geoeval" / "__init__.py")
     trace = trace_dir(cluster, "maptab_shipped")
-    remote = run_geoeval(runs_dir / "maptab_shipped",
-                         *on_cluster(cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}"))
+    remote = run_geoeval(
+        runs_dir / "maptab_shipped", *on_cluster(cluster, *MAPTAB_TOOLS, f"+model.args.trace_dir={trace}")
+    )
     assert_cluster_run_equals_local(remote, maptab_local, n_samples=16)
     assert cluster.node2_mount_namespace() in {e["ns"] for e in trace_events(trace, "answer")}

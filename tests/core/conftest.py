@@ -14,7 +14,9 @@ from geoeval.core.tracking import store as tracking_store
 
 
 def spec_for(store: Path) -> SimpleNamespace:
-    return SimpleNamespace(tracking_uri=f"sqlite:///{store / 'mlflow.db'}", artifact_location=None, experiment_name=None)
+    return SimpleNamespace(
+        tracking_uri=f"sqlite:///{store / 'mlflow.db'}", artifact_location=None, experiment_name=None
+    )
 
 
 @pytest.fixture(scope="module")

@@ -111,9 +111,7 @@ def test_every_key_is_a_valid_mlflow_metric_name() -> None:
 
 def test_two_groups_that_sanitise_to_one_key_are_refused() -> None:
     with pytest.raises(ValueError, match="map_edge"):
-        aggregate(
-            [r("a", {"ema": 1.0}, setting="map+edge"), r("b", {"ema": 0.0}, setting="map_edge")]
-        )
+        aggregate([r("a", {"ema": 1.0}, setting="map+edge"), r("b", {"ema": 0.0}, setting="map_edge")])
 
 
 def test_empty_dimensions_make_no_keys_and_no_results_make_nothing() -> None:
@@ -194,21 +192,24 @@ def test_nan_scores_are_skipped_not_averaged():
     from geoeval.core.records import Dimensions, SampleResult
 
     def r(sid, eff, level):
-        return SampleResult(run_hash="h", sample_id=sid, scores={"eff": eff, "ar": 1.0},
-                            dims=Dimensions(suite="s", level=level))
+        return SampleResult(
+            run_hash="h", sample_id=sid, scores={"eff": eff, "ar": 1.0}, dims=Dimensions(suite="s", level=level)
+        )
 
     out = aggregate([r("a", 0.5, "l0"), r("b", float("nan"), "l0"), r("c", float("nan"), "l1")])
-    assert out["eff"] == 0.5          # mean over the applicable sample only
+    assert out["eff"] == 0.5  # mean over the applicable sample only
     assert out["eff/l0"] == 0.5
-    assert "eff/l1" not in out         # nothing applicable at l1
+    assert "eff/l1" not in out  # nothing applicable at l1
     assert out["ar"] == 1.0 and out["ar/l1"] == 1.0
 
 
 def test_declared_report_dimensions_split_every_metric() -> None:
-    results = [r("1", {"ema": 1.0, "ds": 2.0}, extra={"scenario": "metromap"}),
-               r("2", {"ema": 0.0, "ds": 0.0}, extra={"scenario": "metromap"}),
-               r("3", {"ema": 1.0, "ds": 3.0}, extra={"scenario": "travelmap"}),
-               r("4", {"ema": 1.0, "ds": 1.0})]  # no scenario: in no scenario split
+    results = [
+        r("1", {"ema": 1.0, "ds": 2.0}, extra={"scenario": "metromap"}),
+        r("2", {"ema": 0.0, "ds": 0.0}, extra={"scenario": "metromap"}),
+        r("3", {"ema": 1.0, "ds": 3.0}, extra={"scenario": "travelmap"}),
+        r("4", {"ema": 1.0, "ds": 1.0}),
+    ]  # no scenario: in no scenario split
     out = aggregate(results, sum_metrics=frozenset({"ds"}), report_dimensions=("scenario",))
     assert out["ema/scenario/metromap"] == 0.5 and out["ema/scenario/travelmap"] == 1.0
     assert out["ds/scenario/metromap"] == 2.0  # DS is a total

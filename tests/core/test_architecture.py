@@ -24,9 +24,12 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def test_the_core_imports_no_suite_agent_or_judge():
-    offending = [f"{path.name}:{line} imports {name}"
-                 for path in sorted(CORE.rglob("*.py")) for line, name in _imports(path)
-                 if name.startswith(FORBIDDEN)]
+    offending = [
+        f"{path.name}:{line} imports {name}"
+        for path in sorted(CORE.rglob("*.py"))
+        for line, name in _imports(path)
+        if name.startswith(FORBIDDEN)
+    ]
     assert offending == []
 
 
@@ -38,9 +41,12 @@ DATA_MODULES: dict[str, str] = {}
 
 
 def test_no_module_is_over_the_size_limit():
-    too_long = {str(path.relative_to(PACKAGE.parent)): n for path in sorted(PACKAGE.rglob("*.py"))
-                if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
-                and str(path.relative_to(PACKAGE.parent)) not in DATA_MODULES}
+    too_long = {
+        str(path.relative_to(PACKAGE.parent)): n
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+        and str(path.relative_to(PACKAGE.parent)) not in DATA_MODULES
+    }
     assert too_long == {}, f"split these by concern (or name them in DATA_MODULES if they are data): {too_long}"
 
 
@@ -77,10 +83,14 @@ def _private(name: str) -> bool:
 def test_private_inspect_and_hydra_apis_are_used_only_through_the_adapter():
     """`geoeval.core.private_api` is the one module that imports Inspect's or Hydra's private
     names; an upgrade that moves one breaks there, with a clear error."""
-    offending = [f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
-                 for root in (PACKAGE, PLUGINS) for path in sorted(root.rglob("*.py"))
-                 if path.name != "private_api.py"
-                 for line, name in _imports(path) if _private(name)]
+    offending = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for root in (PACKAGE, PLUGINS)
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "private_api.py"
+        for line, name in _imports(path)
+        if _private(name)
+    ]
     assert offending == []
 
 
@@ -88,8 +98,14 @@ def test_maptab_question_generation_does_not_import_the_baselines():
     """MapTab generates questions apart from answering them: the offline baselines' reading of
     prompts and tables (`maptab/baselines/`) lives with the agents, never in generation."""
     maptab = PACKAGE / "suites" / "maptab"
-    generation = [maptab / f"{name}.py" for name in ("qa", "qa_answers", "qa_wording", "queries", "rp_prompts",
-                                                     "generator", "tables", "routing")]
-    offending = [f"{path.name}:{line} imports {name}" for path in generation for line, name in _imports(path)
-                 if name.startswith("geoeval.suites.maptab.baselines")]
+    generation = [
+        maptab / f"{name}.py"
+        for name in ("qa", "qa_answers", "qa_wording", "queries", "rp_prompts", "generator", "tables", "routing")
+    ]
+    offending = [
+        f"{path.name}:{line} imports {name}"
+        for path in generation
+        for line, name in _imports(path)
+        if name.startswith("geoeval.suites.maptab.baselines")
+    ]
     assert offending == []

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.run import cluster
 from geoeval.core.errors import GeoevalError
+from geoeval.core.run import cluster
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +40,10 @@ def test_a_node_without_the_drivers_files_gets_its_own_copy(tmp_path, monkeypatc
 
 
 def test_logs_from_another_node_are_written_into_the_run_folder(tmp_path):
-    items = [{"path": str(tmp_path / "elsewhere" / "a.eval"), "data": b"zip"},
-             {"path": str(tmp_path / "here.eval"), "data": None}]
+    items = [
+        {"path": str(tmp_path / "elsewhere" / "a.eval"), "data": b"zip"},
+        {"path": str(tmp_path / "here.eval"), "data": None},
+    ]
     (tmp_path / "here.eval").write_bytes(b"local")
     paths = cluster.receive_logs(items, tmp_path / "logs")
     assert paths == [str(tmp_path / "logs" / "a.eval"), str(tmp_path / "here.eval")]
@@ -87,8 +89,7 @@ def test_the_node_cache_evicts_least_recently_used_entries_not_in_use(tmp_path):
 
 
 def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without_metadata(monkeypatch):
-    from geoeval.core import registry
-    from geoeval.core import errors
+    from geoeval.core import errors, registry
     from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
 
     modules = shipped_env_vars()[registry.SHIPPED_ENTRY_POINTS_ENV].split(",")

@@ -17,11 +17,17 @@ RUN_B2 = "bbbb3333bbbb3333"  # shares the prefix "bbbb" with RUN_B
 RUN_OTHER = "cccc4444cccc4444"  # other samples entirely
 
 
-def result(run: str, sample: str, ema: float, pma: float, level: str, map_name: str,
-           status: str = "scored") -> SampleResult:
-    return SampleResult(run_hash=run, sample_id=sample, model=run[:4], status=status,
-                        scores={"ema": ema, "pma": pma},
-                        dims=Dimensions(suite="maptab", level=level, extra={"map": map_name}))
+def result(
+    run: str, sample: str, ema: float, pma: float, level: str, map_name: str, status: str = "scored"
+) -> SampleResult:
+    return SampleResult(
+        run_hash=run,
+        sample_id=sample,
+        model=run[:4],
+        status=status,
+        scores={"ema": ema, "pma": pma},
+        dims=Dimensions(suite="maptab", level=level, extra={"map": map_name}),
+    )
 
 
 def paired_runs() -> tuple[list[SampleResult], list[SampleResult]]:
@@ -73,8 +79,9 @@ def test_compare_table_with_mcnemar_and_sign_flip(db: Path, capsys) -> None:
     code, out, err = run_cli(capsys, RUN_A, RUN_B, "--db", str(db))
     assert code == 0, err
     assert "A = aaaa1111aaaa (model weak, suite maptab, 15 samples)" in out
-    assert ("paired on 12 common scored samples; left out: 1 only in A, 1 only in B, 1 errored in A, "
-            "1 errored in B") in out
+    assert (
+        "paired on 12 common scored samples; left out: 1 only in A, 1 only in B, 1 errored in A, 1 errored in B"
+    ) in out
     ema = next(line for line in out.splitlines() if line.startswith("| ema"))
     cells = [cell.strip() for cell in ema.strip("|").split("|")]
     # n, mean A 10/12, mean B 4/12, B - A, CI, McNemar b=8 c=2 -> 0.109375
@@ -89,8 +96,9 @@ def test_compare_table_with_mcnemar_and_sign_flip(db: Path, capsys) -> None:
 
 def test_compare_by_level_and_json(db: Path, capsys, tmp_path: Path) -> None:
     out_file = tmp_path / "out" / "cmp.json"
-    code, out, err = run_cli(capsys, "aaaa", "bbbb2", "--db", str(db), "--metrics", "ema", "--by", "level",
-                             "--json", str(out_file))
+    code, out, err = run_cli(
+        capsys, "aaaa", "bbbb2", "--db", str(db), "--metrics", "ema", "--by", "level", "--json", str(out_file)
+    )
     assert code == 0, err
     report = json.loads(out_file.read_text())
     assert report["a"]["run_hash"] == RUN_A and report["b"]["model"] == "strong"
@@ -123,8 +131,13 @@ def test_clusters_change_the_test_and_the_interval() -> None:
     "argv, message",
     [
         (["zzzz", RUN_B], "geoeval: error: no run 'zzzz' in "),
-        ([RUN_A, "bbbb"], ("geoeval: error: run prefix 'bbbb' is ambiguous: it matches bbbb2222bbbb, "
-                           "bbbb3333bbbb; give more characters")),
+        (
+            [RUN_A, "bbbb"],
+            (
+                "geoeval: error: run prefix 'bbbb' is ambiguous: it matches bbbb2222bbbb, "
+                "bbbb3333bbbb; give more characters"
+            ),
+        ),
         ([RUN_A, "cccc"], "geoeval: error: the two runs have no common scored sample (0 in common"),
         ([RUN_A, RUN_B, "--metrics", "acc"], "geoeval: error: metric 'acc' is not in both runs: choose from ema, pma"),
         ([RUN_A, RUN_B, "--by", "colour"], "geoeval: error: unknown dimension 'colour': split by one of "),

@@ -8,16 +8,17 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
-from geoeval.core.sweep.compositions import share_compositions
 from geoeval.core.config.search_path import register
+from geoeval.core.sweep.compositions import share_compositions
 
 
 def test_one_composition_per_config_and_copies_for_each_caller():
     register()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
-        plain = OmegaConf.to_yaml(loader.load_configuration(config_name="config", overrides=["seed=3"],
-                                                            run_mode=RunMode.RUN))
+        plain = OmegaConf.to_yaml(
+            loader.load_configuration(config_name="config", overrides=["seed=3"], run_mode=RunMode.RUN)
+        )
         calls = []
         compose = loader.load_configuration
 

@@ -87,8 +87,13 @@ def test_every_key_of_every_group_option_is_in_its_schema():
     """Variants (runner/ray, model/openai, ...) may change values, never invent keys."""
     from geoeval.core.config.schema import MetricsSpec, ModelSpec
 
-    schemas = {"runner": RunnerSpec, "tracking": TrackingSpec, "judge": JudgeSpec, "model": ModelSpec,
-               "metrics": MetricsSpec}
+    schemas = {
+        "runner": RunnerSpec,
+        "tracking": TrackingSpec,
+        "judge": JudgeSpec,
+        "model": ModelSpec,
+        "metrics": MetricsSpec,
+    }
     unknown = []
     for group, schema in schemas.items():
         for path in sorted((CONF / group).glob("*.yaml")):
@@ -97,12 +102,15 @@ def test_every_key_of_every_group_option_is_in_its_schema():
     assert unknown == []
 
 
-@pytest.mark.parametrize(("overrides", "live"), [
-    (["model=table_baseline"], False),                     # an offline agent: samples take milliseconds
-    (["model=table_baseline", "runner.log_realtime=true"], True),
-    (["model=openai_api"], True),                    # a real model: worth watching in `inspect view`
-    (["model=openai_api", "runner.log_realtime=false"], False),
-])
+@pytest.mark.parametrize(
+    ("overrides", "live"),
+    [
+        (["model=table_baseline"], False),  # an offline agent: samples take milliseconds
+        (["model=table_baseline", "runner.log_realtime=true"], True),
+        (["model=openai_api"], True),  # a real model: worth watching in `inspect view`
+        (["model=openai_api", "runner.log_realtime=false"], False),
+    ],
+)
 def test_the_live_sample_buffer_is_on_for_real_models_and_off_for_offline_agents(tmp_path, overrides, live):
     from geoeval.core.run.inspect_bridge import live_sample_buffer
     from tests.conftest import compose_spec

@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from geoeval.core.data import fetch as datasets
 from geoeval.cli.data import main
+from geoeval.core.data import fetch as datasets
 from geoeval.core.data.catalogue import DATASETS
 from geoeval.core.data.fetch import FetchError, cache_state, fetch, resolve_root
 from geoeval.core.errors import GeoevalError
@@ -62,7 +62,7 @@ class PeersHandler(BaseHTTPRequestHandler):
         self.server.requests.append((path, self.headers.get("Range")))
         if path == HUB_TREE:
             return self._hub_tree(parts.query)
-        relative = "maptab/" + path[len(HUB_PREFIX):] if path.startswith(HUB_PREFIX) else path.lstrip("/")
+        relative = "maptab/" + path[len(HUB_PREFIX) :] if path.startswith(HUB_PREFIX) else path.lstrip("/")
         file = (self.server.root / relative).resolve()
         if not file.is_file() or self.server.root not in file.parents:
             self.send_error(404)
@@ -74,7 +74,7 @@ class PeersHandler(BaseHTTPRequestHandler):
         start = 0
         range_header = self.headers.get("Range")
         if range_header and range_header.startswith("bytes="):
-            start = int(range_header[len("bytes="):].split("-")[0])
+            start = int(range_header[len("bytes=") :].split("-")[0])
         body = data[start:]
         self.send_response(206 if start else 200)
         self.send_header("Content-Length", str(len(body)))
@@ -143,8 +143,11 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.name.startswith(".geoeval-")}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.name.startswith(".geoeval-")
+    }
 
 
 def _file_requests(server: PeersServer) -> list[str]:
@@ -170,10 +173,12 @@ def test_registry_points_at_the_authors_pinned_repositories() -> None:
     sample = {f.path: f.url for f in DATASETS["maptab-sample"].files}
     assert sample["metromap/images/america/cleveland.png"] == (
         "https://raw.githubusercontent.com/Ziqiao-Shang/MapTab/a0a1a83f36dcd6cbb85249608ce497a748235bba/"
-        "metromap/images/america/cleveland.png")
+        "metromap/images/america/cleveland.png"
+    )
     demo = {f.path: f.url for f in DATASETS["mapsatisfy-demo"].files}
-    assert demo["demo_bench.xlsx"].endswith("/wanzw404/MapSatisfyBench/7ec4455b0755b140d0f49071b33d7114aa1e7cc4/"
-                                            "data/inputs/demo_bench.xlsx")
+    assert demo["demo_bench.xlsx"].endswith(
+        "/wanzw404/MapSatisfyBench/7ec4455b0755b140d0f49071b33d7114aa1e7cc4/data/inputs/demo_bench.xlsx"
+    )
     assert demo["mock_data/get_navigation.csv"].endswith("/data/sandbox/mock_data/get_navigation.csv")
     assert DATASETS["maptab-full"].hub is not None and DATASETS["maptab-full"].hub.repo_id == "szq-nju/MapTab"
 
@@ -181,7 +186,9 @@ def test_registry_points_at_the_authors_pinned_repositories() -> None:
 # -- fetching -------------------------------------------------------------------------------
 
 
-def test_fetch_downloads_verifies_and_then_skips(server: PeersServer, peers: Path, capsys, _isolated_cache: Path) -> None:
+def test_fetch_downloads_verifies_and_then_skips(
+    server: PeersServer, peers: Path, capsys, _isolated_cache: Path
+) -> None:
     code, out, err = run_cli(capsys, "fetch", "maptab-sample", "--url-base", f"{server.url}/maptab/")
     assert code == 0, err
     folder = _isolated_cache / "maptab-sample"
@@ -202,7 +209,9 @@ def test_fetch_into_cache_option_and_list_and_path(server: PeersServer, peers: P
     assert code == 0
     row = next(line for line in out.splitlines() if "mapsatisfy-demo" in line)
     assert "not cached" in row and "7.2 MB" in row and "20" in row
-    code, _, err = run_cli(capsys, "fetch", "mapsatisfy_demo", "--cache", str(cache), "--url-base", f"{server.url}/mapsatisfy")
+    code, _, err = run_cli(
+        capsys, "fetch", "mapsatisfy_demo", "--cache", str(cache), "--url-base", f"{server.url}/mapsatisfy"
+    )
     assert code == 0, err
     expected = {k: v for k, v in _tree(peers / "mapsatisfy").items() if f"mapsatisfy/{k}" not in NOT_FETCHED}
     assert _tree(cache / "mapsatisfy-demo") == expected
@@ -214,7 +223,8 @@ def test_fetch_into_cache_option_and_list_and_path(server: PeersServer, peers: P
 
 
 def test_checksum_mismatch_names_the_file_deletes_it_and_a_rerun_resumes(
-        server: PeersServer, peers: Path, capsys, _isolated_cache: Path) -> None:
+    server: PeersServer, peers: Path, capsys, _isolated_cache: Path
+) -> None:
     bad = "maptab/metromap/tabulars/america/cleveland_edge.json"
     server.corrupt_once.add(bad)
     code, out, err = run_cli(capsys, "fetch", "maptab-sample", "--url-base", f"{server.url}/maptab/")
@@ -224,8 +234,11 @@ def test_checksum_mismatch_names_the_file_deletes_it_and_a_rerun_resumes(
     folder = _isolated_cache / "maptab-sample"
     target = folder / "metromap/tabulars/america/cleveland_edge.json"
     assert not target.exists() and not target.with_name(target.name + ".part").exists()
-    done_before = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-                   and not p.name.startswith(".geoeval-")}
+    done_before = {
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not p.name.startswith(".geoeval-")
+    }
     assert 0 < len(done_before) < 88
     assert cache_state("maptab-sample").label == f"partial ({len(done_before)}/88 files)"
 
@@ -238,8 +251,9 @@ def test_checksum_mismatch_names_the_file_deletes_it_and_a_rerun_resumes(
     assert _tree(folder) == _tree(peers / "maptab")
 
 
-def test_an_interrupted_download_resumes_with_a_range_request(server: PeersServer, peers: Path, capsys,
-                                                              _isolated_cache: Path) -> None:
+def test_an_interrupted_download_resumes_with_a_range_request(
+    server: PeersServer, peers: Path, capsys, _isolated_cache: Path
+) -> None:
     image = "maptab/metromap/images/america/cleveland.png"
     server.interrupt[image] = 1
     code, _, err = run_cli(capsys, "fetch", "maptab-sample", "--url-base", f"{server.url}/maptab/")
@@ -247,11 +261,14 @@ def test_an_interrupted_download_resumes_with_a_range_request(server: PeersServe
     size = (peers / image).stat().st_size
     asks = [rng for path, rng in server.requests if path == f"/{image}"]
     assert asks == [None, f"bytes={size // 2}-"]
-    assert (_isolated_cache / "maptab-sample" / image.removeprefix("maptab/")).read_bytes() == (peers / image).read_bytes()
+    assert (_isolated_cache / "maptab-sample" / image.removeprefix("maptab/")).read_bytes() == (
+        peers / image
+    ).read_bytes()
 
 
 def test_a_download_that_keeps_breaking_fails_keeps_the_part_and_a_rerun_finishes(
-        server: PeersServer, peers: Path, capsys, _isolated_cache: Path) -> None:
+    server: PeersServer, peers: Path, capsys, _isolated_cache: Path
+) -> None:
     image = "maptab/travelmap/images/cambodia/angkorWar.png"
     server.interrupt[image] = datasets.ATTEMPTS
     code, _, err = run_cli(capsys, "fetch", "maptab-sample", "--url-base", f"{server.url}/maptab/")
@@ -282,12 +299,15 @@ def test_a_missing_file_on_the_server_is_an_http_error_naming_it(server: PeersSe
 def test_unknown_dataset_is_a_one_line_usage_error(capsys) -> None:
     code, out, err = run_cli(capsys, "fetch", "maptab-everything")
     assert code == 2 and out == ""
-    assert err.strip() == ("geoeval: error: unknown dataset 'maptab-everything': choose one of maptab-sample, "
-                           "mapsatisfy-demo, maptab-full (see `geoeval data list`)")
+    assert err.strip() == (
+        "geoeval: error: unknown dataset 'maptab-everything': choose one of maptab-sample, "
+        "mapsatisfy-demo, maptab-full (see `geoeval data list`)"
+    )
 
 
 def test_maptab_full_is_listed_by_the_hub_api_and_verified_by_its_checksums(
-        server: PeersServer, peers: Path, capsys, _isolated_cache: Path) -> None:
+    server: PeersServer, peers: Path, capsys, _isolated_cache: Path
+) -> None:
     code, out, err = run_cli(capsys, "list")
     assert next(line for line in out.splitlines() if "maptab-full" in line).count("?") == 2  # files, size
     code, out, err = run_cli(capsys, "fetch", "maptab-full", "--url-base", server.url)
@@ -325,7 +345,8 @@ def test_next_link_reads_the_hub_pagination_header() -> None:
 
 
 def test_resolve_root_uses_the_configured_folder_else_the_cache_and_prints_the_command(
-        server: PeersServer, tmp_path: Path) -> None:
+    server: PeersServer, tmp_path: Path
+) -> None:
     existing = tmp_path / "my-maptab"
     existing.mkdir()
     assert resolve_root(existing, "maptab-sample") == existing
@@ -339,8 +360,9 @@ def test_resolve_root_uses_the_configured_folder_else_the_cache_and_prints_the_c
     # a root that is given but wrong is an error even when the cache holds the data
     with pytest.raises(GeoevalError) as wrong:
         resolve_root(tmp_path / "absent", "mapsatisfy_demo")
-    assert str(wrong.value).startswith(f"env.root: {tmp_path / 'absent'} is not a directory. Get the data with "
-                                       "`geoeval data fetch mapsatisfy-demo`")
+    assert str(wrong.value).startswith(
+        f"env.root: {tmp_path / 'absent'} is not a directory. Get the data with `geoeval data fetch mapsatisfy-demo`"
+    )
 
 
 def test_the_fetched_sample_loads_as_the_authors_environment(server: PeersServer) -> None:
@@ -360,8 +382,9 @@ def test_the_fetched_demo_loads_as_the_replay_store_and_bench(server: PeersServe
     fetched = load_mock_store(summary.folder / "mock_data")
     original = load_mock_store(peers / "mapsatisfy" / "mock_data")
     assert (len(fetched), fetched.tools) == (len(original), original.tools)
-    assert [i.task_id for i in load_demo_bench(summary.folder / "demo_bench.xlsx")] == \
-        [i.task_id for i in load_demo_bench(peers / "mapsatisfy" / "demo_bench.xlsx")]
+    assert [i.task_id for i in load_demo_bench(summary.folder / "demo_bench.xlsx")] == [
+        i.task_id for i in load_demo_bench(peers / "mapsatisfy" / "demo_bench.xlsx")
+    ]
 
 
 def test_an_unreachable_host_says_so(capsys) -> None:
@@ -372,4 +395,8 @@ def test_an_unreachable_host_says_so(capsys) -> None:
         port = probe.getsockname()[1]
     code, _, err = run_cli(capsys, "fetch", "mapsatisfy-demo", "--url-base", f"http://127.0.0.1:{port}/")
     assert code == 1
-    assert err.strip().splitlines()[-1].startswith(f"geoeval: error: LICENSE: cannot reach http://127.0.0.1:{port}/LICENSE (")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(f"geoeval: error: LICENSE: cannot reach http://127.0.0.1:{port}/LICENSE (")
+    )

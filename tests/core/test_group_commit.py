@@ -33,8 +33,9 @@ def test_the_rest_is_kept_for_the_callers_held_session(tmp_path: Path, window_s:
     written: list[str] = []
     with Warehouse(tmp_path / "r.duckdb") as wh:
         wh.register_run("run1", suite="maptab", model="m", config={})
-        writer = GroupCommitWriter(wh, lambda batch: written.extend(r.sample_id for r in batch),
-                                   min_window_s=window_s, max_window_s=window_s)
+        writer = GroupCommitWriter(
+            wh, lambda batch: written.extend(r.sample_id for r in batch), min_window_s=window_s, max_window_s=window_s
+        )
         for i in range(40):
             writer.put(result(f"s{i}"))
         done = threading.Event()

@@ -20,12 +20,17 @@ EMPTY = Tier("empty", WORTHLESS)
 
 
 def _answers(ref: dict, wrong: dict, empty: dict, sample: str = "s1") -> list[ScoredAnswer]:
-    return [ScoredAnswer(sample, REF, "A-B-C", ref), ScoredAnswer(sample, WRONG, "A-X-C", wrong),
-            ScoredAnswer(sample, EMPTY, "", empty)]
+    return [
+        ScoredAnswer(sample, REF, "A-B-C", ref),
+        ScoredAnswer(sample, WRONG, "A-X-C", wrong),
+        ScoredAnswer(sample, EMPTY, "", empty),
+    ]
 
 
 def test_perfect_ordering_counts_each_known_pair():
-    report = ordering_report(_answers({"ema": 1.0, "valid": 1.0}, {"ema": 0.0, "valid": 1.0}, {"ema": 0.0, "valid": 0.0}))
+    report = ordering_report(
+        _answers({"ema": 1.0, "valid": 1.0}, {"ema": 0.0, "valid": 1.0}, {"ema": 0.0, "valid": 0.0})
+    )
     # ema: ref>wrong (strict, affected), ref>empty (strict), wrong>=empty -> 3 pairs, all right
     assert report["ema"]["pairs"] == 3 and report["ema"]["correct"] == 3 and report["ema"]["met"]
     # valid is not affected by the wrong station: ref-vs-wrong is not a pair; ref>empty, wrong>=empty
@@ -60,5 +65,7 @@ def test_nan_scores_are_not_applicable_not_pairs_and_targets_are_per_metric():
 
 def test_tier_means_skip_nan():
     nan = float("nan")
-    means = tier_means(_answers({"ema": 1.0}, {"ema": 0.0}, {"ema": nan}) + _answers({"ema": 0.0}, {"ema": 0.0}, {"ema": 0.0}, "s2"))
+    means = tier_means(
+        _answers({"ema": 1.0}, {"ema": 0.0}, {"ema": nan}) + _answers({"ema": 0.0}, {"ema": 0.0}, {"ema": 0.0}, "s2")
+    )
     assert means["reference"]["ema"] == 0.5 and means["empty"]["ema"] == 0.0

@@ -30,7 +30,10 @@ from geoeval.core.run.preflight import (
 KEY = "sk-PREFLIGHTKEY123"
 FAST_S = 1.0  # probe timeout in these tests
 CHAT_COMPLETION = {
-    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "p"}, "finish_reason": "length"}],
     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
 }
@@ -113,18 +116,30 @@ def test_ok_sends_one_bearer_request_for_one_token(server):
     result, elapsed = _check(server, "ok")
     assert (result.ok, result.fatal, result.status) == (True, False, 200)
     assert result.endpoint == server.url("ok") and result.role == "evaluated model"
-    assert server.requests == [("/ok/v1/chat/completions", f"Bearer {KEY}",
-                                {"model": "m", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})]
+    assert server.requests == [
+        (
+            "/ok/v1/chat/completions",
+            f"Bearer {KEY}",
+            {"model": "m", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1},
+        )
+    ]
     assert elapsed < 5
 
 
-@pytest.mark.parametrize("mode, status, reason", [
-    ("401", 401, "Unauthorized"), ("404", 404, "Not Found"), ("501", 501, "Not Implemented"),
-])
+@pytest.mark.parametrize(
+    "mode, status, reason",
+    [
+        ("401", 401, "Unauthorized"),
+        ("404", 404, "Not Found"),
+        ("501", 501, "Not Implemented"),
+    ],
+)
 def test_fatal_statuses(server, mode, status, reason):
     result, elapsed = _check(server, mode)
     assert (result.ok, result.fatal, result.status) == (False, True, status)
-    assert result.message.startswith(f"model endpoint {server.url(mode)} (role: evaluated model) answered HTTP {status} {reason}: ")
+    assert result.message.startswith(
+        f"model endpoint {server.url(mode)} (role: evaluated model) answered HTTP {status} {reason}: "
+    )
     assert "\n" not in result.message
     assert elapsed < 5
 
@@ -140,7 +155,9 @@ def test_fatal_message_quotes_200_chars_of_the_body_on_one_line(server):
 def test_the_key_is_scrubbed_from_a_quoted_body(server):
     result, _ = _check(server, "401")
     assert KEY not in result.message
-    assert result.message.endswith('answered HTTP 401 Unauthorized: {"error": {"message": "Incorrect API key provided: ***"}}')
+    assert result.message.endswith(
+        'answered HTTP 401 Unauthorized: {"error": {"message": "Incorrect API key provided: ***"}}'
+    )
 
 
 @pytest.mark.parametrize("mode, status", [("429", 429), ("500", 500), ("503", 503)])
@@ -184,7 +201,9 @@ def test_an_unknown_host_is_unreachable(monkeypatch):
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_host)  # offline and deterministic
-    result = check_endpoint("judge", "openai-api/local/m", "http://no-such-host.invalid/v1", None, timeout_s=FAST_S, environ={})
+    result = check_endpoint(
+        "judge", "openai-api/local/m", "http://no-such-host.invalid/v1", None, timeout_s=FAST_S, environ={}
+    )
     assert result.fatal and result.message.endswith("(role: judge) is unreachable: unknown host")
 
 
@@ -225,12 +244,18 @@ def test_preflight_raises_one_line_per_failing_role_and_probes_each_endpoint_onc
     ]
     assert all(" answered HTTP 501 Not Implemented: <html>" in line for line in lines)
     assert sorted(path for path, _, _ in server.requests) == [
-        "/429/v1/chat/completions", "/501/v1/chat/completions", "/ok/v1/chat/completions"]
+        "/429/v1/chat/completions",
+        "/501/v1/chat/completions",
+        "/ok/v1/chat/completions",
+    ]
 
 
 def test_preflight_passes_and_returns_the_notes(server):
-    results = preflight([("evaluated model", "openai-api/local/m", server.url("429"), KEY),
-                         ("judge", "mockllm/model", None, None)], timeout_s=FAST_S, environ={})
+    results = preflight(
+        [("evaluated model", "openai-api/local/m", server.url("429"), KEY), ("judge", "mockllm/model", None, None)],
+        timeout_s=FAST_S,
+        environ={},
+    )
     assert [(r.role, r.ok, r.status) for r in results] == [("evaluated model", True, 429), ("judge", True, None)]
     assert results[1].message == "mockllm/model (role: judge): offline provider: nothing to probe"
 
@@ -239,30 +264,53 @@ def test_the_key_and_base_url_come_from_the_service_environment(server):
     env = {"MY_SVC_BASE_URL": server.url("ok"), "MY_SVC_API_KEY": "svc-key-1"}
     result = check_endpoint("judge", "openai-api/my-svc/org/model-7", None, None, timeout_s=FAST_S, environ=env)
     assert result.ok and result.status == 200
-    assert server.requests[0][1:] == ("Bearer svc-key-1", {"model": "org/model-7", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1})
+    assert server.requests[0][1:] == (
+        "Bearer svc-key-1",
+        {"model": "org/model-7", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1},
+    )
 
 
-@pytest.mark.parametrize("model_name, base_url, environ, expected", [
-    ("openai-api/local/m", "http://h/v1", {"LOCAL_API_KEY": "k1"}, Endpoint("http://h/v1", "m", "k1")),
-    ("openai-api/local/m", None, {"LOCAL_BASE_URL": "http://e/v1"}, Endpoint("http://e/v1", "m", None)),
-    ("openai-api/local/m", None, {"INSPECT_EVAL_MODEL_BASE_URL": "http://i/v1"}, Endpoint("http://i/v1", "m", None)),
-    ("openai/gpt-4o", "http://h/v1", {"OPENAI_API_KEY": "k2"}, Endpoint("http://h/v1", "gpt-4o", "k2")),
-    ("openai/gpt-4o", None, {"OPENAI_BASE_URL": "http://o/v1"}, Endpoint("http://o/v1", "gpt-4o", None)),
-    ("vllm/Qwen/Qwen2.5-VL-7B-Instruct", "http://v/v1", {}, Endpoint("http://v/v1", "Qwen/Qwen2.5-VL-7B-Instruct", "inspectai")),
-    ("vllm/q", None, {"VLLM_BASE_URL": "http://v/v1", "VLLM_API_KEY": "k3"}, Endpoint("http://v/v1", "q", "k3")),
-    ("ollama/llama3.2", None, {}, Endpoint(OLLAMA_DEFAULT_BASE_URL, "llama3.2", "ollama")),
-    ("ollama/llama3.2", None, {"OLLAMA_BASE_URL": "http://l/v1"}, Endpoint("http://l/v1", "llama3.2", "ollama")),
-])
+@pytest.mark.parametrize(
+    "model_name, base_url, environ, expected",
+    [
+        ("openai-api/local/m", "http://h/v1", {"LOCAL_API_KEY": "k1"}, Endpoint("http://h/v1", "m", "k1")),
+        ("openai-api/local/m", None, {"LOCAL_BASE_URL": "http://e/v1"}, Endpoint("http://e/v1", "m", None)),
+        (
+            "openai-api/local/m",
+            None,
+            {"INSPECT_EVAL_MODEL_BASE_URL": "http://i/v1"},
+            Endpoint("http://i/v1", "m", None),
+        ),
+        ("openai/gpt-4o", "http://h/v1", {"OPENAI_API_KEY": "k2"}, Endpoint("http://h/v1", "gpt-4o", "k2")),
+        ("openai/gpt-4o", None, {"OPENAI_BASE_URL": "http://o/v1"}, Endpoint("http://o/v1", "gpt-4o", None)),
+        (
+            "vllm/Qwen/Qwen2.5-VL-7B-Instruct",
+            "http://v/v1",
+            {},
+            Endpoint("http://v/v1", "Qwen/Qwen2.5-VL-7B-Instruct", "inspectai"),
+        ),
+        ("vllm/q", None, {"VLLM_BASE_URL": "http://v/v1", "VLLM_API_KEY": "k3"}, Endpoint("http://v/v1", "q", "k3")),
+        ("ollama/llama3.2", None, {}, Endpoint(OLLAMA_DEFAULT_BASE_URL, "llama3.2", "ollama")),
+        ("ollama/llama3.2", None, {"OLLAMA_BASE_URL": "http://l/v1"}, Endpoint("http://l/v1", "llama3.2", "ollama")),
+    ],
+)
 def test_resolve_endpoint(model_name, base_url, environ, expected):
     assert resolve_endpoint(model_name, base_url, None, environ) == expected
 
 
-@pytest.mark.parametrize("model_name, base_url, why", [
-    ("geoeval/oracle", None, "offline"), ("mockllm/model", None, "offline"), ("rules", None, "offline"),
-    ("openai-api/local/m", None, "LOCAL_BASE_URL"), ("openai/gpt-4o", None, "public OpenAI"),
-    ("openai/azure/gpt-4o", "http://h", "Azure"), ("vllm/q", None, "Inspect starts one"),
-    ("anthropic/claude-sonnet-4-5", None, "not OpenAI-compatible"),
-])
+@pytest.mark.parametrize(
+    "model_name, base_url, why",
+    [
+        ("geoeval/oracle", None, "offline"),
+        ("mockllm/model", None, "offline"),
+        ("rules", None, "offline"),
+        ("openai-api/local/m", None, "LOCAL_BASE_URL"),
+        ("openai/gpt-4o", None, "public OpenAI"),
+        ("openai/azure/gpt-4o", "http://h", "Azure"),
+        ("vllm/q", None, "Inspect starts one"),
+        ("anthropic/claude-sonnet-4-5", None, "not OpenAI-compatible"),
+    ],
+)
 def test_endpoints_that_are_not_probed(model_name, base_url, why):
     reason = resolve_endpoint(model_name, base_url, None, {})
     assert isinstance(reason, str) and why in reason
@@ -285,8 +333,11 @@ def test_endpoint_checks_names_every_model_role():
 
 def test_bounded_generate_settings_fill_only_unset_fields():
     assert bounded_generate_settings({"temperature": 0, "max_retries": 1, "timeout": None}) == {
-        "temperature": 0, "max_retries": 1, "timeout": RETRY_DEFAULTS["timeout"],
-        "attempt_timeout": RETRY_DEFAULTS["attempt_timeout"]}
+        "temperature": 0,
+        "max_retries": 1,
+        "timeout": RETRY_DEFAULTS["timeout"],
+        "attempt_timeout": RETRY_DEFAULTS["attempt_timeout"],
+    }
 
 
 class FlakyServer(BaseHTTPRequestHandler):
@@ -320,8 +371,13 @@ def test_inspect_retries_three_429s_and_the_counter_shows_them(monkeypatch):
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        model = get_model("openai-api/local/m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-                          api_key="k", config=GenerateConfig(**RETRY_DEFAULTS), memoize=False)
+        model = get_model(
+            "openai-api/local/m",
+            base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+            api_key="k",
+            config=GenerateConfig(**RETRY_DEFAULTS),
+            memoize=False,
+        )
         before = http_retry_count()
         started = time.monotonic()
         output = asyncio.run(model.generate("hello"))
@@ -339,17 +395,30 @@ def test_inspect_retries_three_429s_and_the_counter_shows_them(monkeypatch):
 def test_a_composed_run_spec_against_a_501_endpoint_fails_in_one_line(server, tmp_path):
     from tests.conftest import compose_spec
 
-    spec = compose_spec(tmp_path, "+experiment=mapsatisfy_demo", "model=openai_api", f"model.base_url={server.url('501')}",
-                        "+model.args.api_key=" + KEY, "suite.user_model=openai-api/sim/user",
-                        "judge.models=[rules,openai-api/judge/j]")
+    spec = compose_spec(
+        tmp_path,
+        "+experiment=mapsatisfy_demo",
+        "model=openai_api",
+        f"model.base_url={server.url('501')}",
+        "+model.args.api_key=" + KEY,
+        "suite.user_model=openai-api/sim/user",
+        "judge.models=[rules,openai-api/judge/j]",
+    )
     checks = endpoint_checks(spec)
     assert [role for role, *_ in checks] == ["evaluated model", "judge", "user simulator"]
-    env = {"SIM_BASE_URL": server.url("ok"), "JUDGE_BASE_URL": server.url("404"), "SIM_API_KEY": "x", "JUDGE_API_KEY": "x"}
+    env = {
+        "SIM_BASE_URL": server.url("ok"),
+        "JUDGE_BASE_URL": server.url("404"),
+        "SIM_API_KEY": "x",
+        "JUDGE_API_KEY": "x",
+    }
     with pytest.raises(GeoevalError) as raised:
         preflight(checks, timeout_s=FAST_S, environ=env)
     lines = str(raised.value).splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith(f"model endpoint {server.url('501')} (role: evaluated model) answered HTTP 501 Not Implemented: ")
+    assert lines[0].startswith(
+        f"model endpoint {server.url('501')} (role: evaluated model) answered HTTP 501 Not Implemented: "
+    )
     assert lines[1].startswith(f"model endpoint {server.url('404')} (role: judge) answered HTTP 404 Not Found: ")
     assert KEY not in str(raised.value)
 
@@ -368,11 +437,20 @@ def test_the_retries_of_an_eval_sample_are_read_from_its_transcript(monkeypatch,
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        model = get_model("openai-api/local/m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-                          api_key="k", config=GenerateConfig(**RETRY_DEFAULTS), memoize=False)
+        model = get_model(
+            "openai-api/local/m",
+            base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1",
+            api_key="k",
+            config=GenerateConfig(**RETRY_DEFAULTS),
+            memoize=False,
+        )
         before = http_retry_count()
-        [log] = inspect_eval(Task(dataset=[Sample(input="hello", target="p")], solver=generate()), model=model,
-                             display="none", log_dir=str(tmp_path / "logs"))
+        [log] = inspect_eval(
+            Task(dataset=[Sample(input="hello", target="p")], solver=generate()),
+            model=model,
+            display="none",
+            log_dir=str(tmp_path / "logs"),
+        )
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -386,8 +464,12 @@ def test_the_retries_of_an_eval_sample_are_read_from_its_transcript(monkeypatch,
 def test_a_missing_provider_key_is_one_line_before_any_network(monkeypatch):
     from geoeval.core.run.preflight import missing_keys
 
-    checks = [("evaluated model", "openai/gpt-4o", None, None), ("judge", "openai-api/local/judge", None, None),
-              ("evaluated model", "anthropic/claude", None, "sk-given-in-config"), ("judge", "geoeval/oracle", None, None)]
+    checks = [
+        ("evaluated model", "openai/gpt-4o", None, None),
+        ("judge", "openai-api/local/judge", None, None),
+        ("evaluated model", "anthropic/claude", None, "sk-given-in-config"),
+        ("judge", "geoeval/oracle", None, None),
+    ]
     lines = missing_keys(checks, environ={})
     assert lines == [
         "evaluated model openai/gpt-4o needs an API key: set the environment variable OPENAI_API_KEY "

@@ -27,7 +27,11 @@ def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():
 
     parsed = OverridesParser.create().parse_overrides(["a=1,2", "b=x,y", "c=3"])
     assert private_api.basic_sweeper_batches(parsed) == [
-        ["a=1", "b=x", "c=3"], ["a=1", "b=y", "c=3"], ["a=2", "b=x", "c=3"], ["a=2", "b=y", "c=3"]]
+        ["a=1", "b=x", "c=3"],
+        ["a=1", "b=y", "c=3"],
+        ["a=2", "b=x", "c=3"],
+        ["a=2", "b=y", "c=3"],
+    ]
 
 
 def test_a_moved_name_is_one_error_naming_it(monkeypatch):

@@ -7,8 +7,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.analysis.reports import (
     fraction_label,
     markdown_table,
@@ -17,6 +15,8 @@ from geoeval.core.analysis.reports import (
     sweep_table,
     write_per_sample_parquet,
 )
+from geoeval.core.errors import GeoevalError
+from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.warehouse.schema import SCORE_COLUMNS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -50,11 +50,7 @@ def test_markdown_table_exact_text() -> None:
 
 def test_markdown_table_columns_and_format() -> None:
     rows = [{"a": 1.23456, "b": "x", "c": [1, 2]}]
-    assert markdown_table(rows, ["c", "a"], floatfmt=".1f") == (
-        "| c    |   a |\n"
-        "| ---- | --: |\n"
-        "| 1, 2 | 1.2 |"
-    )
+    assert markdown_table(rows, ["c", "a"], floatfmt=".1f") == ("| c    |   a |\n| ---- | --: |\n| 1, 2 | 1.2 |")
     assert markdown_table([], ["a", "b"]) == "| a   | b   |\n| --- | --- |"
     assert markdown_table([]) == ""
 
@@ -119,19 +115,14 @@ def test_sweep_table_exact_text() -> None:
         "| edge_tab | 1/2        | 0.600 | 0.700 |"
     )
     assert sweep_table([{"resolution": 0.25, "ema": 0.5}], "resolution", ["ema", "pma"]) == (
-        "| resolution |   ema | pma |\n"
-        "| ---------- | ----: | --- |\n"
-        "| 1/4        | 0.500 |     |"
+        "| resolution |   ema | pma |\n| ---------- | ----: | --- |\n| 1/4        | 0.500 |     |"
     )
 
 
 def test_sweep_table_keeps_the_order_of_non_numeric_x() -> None:
     points = [{"job": "b-run", "ema": 0.5}, {"job": "a-run", "ema": 1.0}]
     assert sweep_table(points, "job", ["ema"]) == (
-        "| job   |   ema |\n"
-        "| ----- | ----: |\n"
-        "| b-run | 0.500 |\n"
-        "| a-run | 1.000 |"
+        "| job   |   ema |\n| ----- | ----: |\n| b-run | 0.500 |\n| a-run | 1.000 |"
     )
 
 
@@ -182,11 +173,18 @@ def test_not_applicable_values_show_as_a_dash():
 def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
     from geoeval.core.analysis.job_reports import write_sweep_reports
 
-    points = [{"job": i, "overrides": {"suite.resolution": str(res), "suite.setting": "map"},
-               "metrics": {"ema": 1.0 - i / 4, "pma": 0.5, "zeta": 0.1, "n_errors": 0.0}, "n": 4}
-              for i, res in enumerate([1, 0.5, 0.25])]
-    _, declared = write_sweep_reports(points, tmp_path, headline_metrics=("pma", "missing"),
-                                      log2_axes=("suite.resolution",))
+    points = [
+        {
+            "job": i,
+            "overrides": {"suite.resolution": str(res), "suite.setting": "map"},
+            "metrics": {"ema": 1.0 - i / 4, "pma": 0.5, "zeta": 0.1, "n_errors": 0.0},
+            "n": 4,
+        }
+        for i, res in enumerate([1, 0.5, 0.25])
+    ]
+    _, declared = write_sweep_reports(
+        points, tmp_path, headline_metrics=("pma", "missing"), log2_axes=("suite.resolution",)
+    )
     assert "pma" in declared and "ema" not in declared  # the declared headline, where every job has it
     assert (tmp_path / "sweep_plot.png").exists()
     _, undeclared = write_sweep_reports(points, tmp_path)  # a plugin suite that declares nothing
@@ -215,8 +213,10 @@ def test_a_job_charts_a_dimension_only_when_it_has_groups_to_compare(tmp_path):
     from tests.conftest import compose_spec
 
     spec = compose_spec(tmp_path, "model=table_baseline")
-    results = [r(f"s{i}", {"ema": 1.0, "pma": 0.5, "ds": 2.0}, level=level, setting="map")
-               for i, level in enumerate(["easy", "easy", "hard"])]
+    results = [
+        r(f"s{i}", {"ema": 1.0, "pma": 0.5, "ds": 2.0}, level=level, setting="map")
+        for i, level in enumerate(["easy", "easy", "hard"])
+    ]
     outcome = SimpleNamespace(out_dir=tmp_path / "out", spec=spec, run_hash="run1", results=results, artifacts=[])
     (tmp_path / "out").mkdir()
     names = {p.name for p in write_job_reports(outcome)}

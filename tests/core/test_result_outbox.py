@@ -26,8 +26,9 @@ class FakeQueue:
 
 
 def result(i: int) -> SampleResult:
-    return SampleResult(run_hash="h", sample_id=f"s{i}", epoch=1, model="m", scores={"ema": 1.0},
-                        dims=Dimensions(suite="maptab"))
+    return SampleResult(
+        run_hash="h", sample_id=f"s{i}", epoch=1, model="m", scores={"ema": 1.0}, dims=Dimensions(suite="maptab")
+    )
 
 
 def test_every_result_arrives_once_in_order_and_in_few_calls():

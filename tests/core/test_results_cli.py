@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.records import Dimensions, SampleResult
 from geoeval.cli.results import main, run_labels
+from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.warehouse.store import Warehouse
 
 
@@ -33,10 +33,16 @@ def db(tmp_path: Path) -> Path:
     path = tmp_path / "results" / "geoeval.duckdb"
     with Warehouse(path) as wh:
         wh.register_run(
-            WEAK, suite="maptab", model="weak", config={"suite": {"resolution": 0.5}, "seed": 1, "metrics": {"sum_metrics": ["ds"]}}
+            WEAK,
+            suite="maptab",
+            model="weak",
+            config={"suite": {"resolution": 0.5}, "seed": 1, "metrics": {"sum_metrics": ["ds"]}},
         )
         wh.register_run(
-            STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}, "metrics": {"sum_metrics": ["ds"]}}
+            STRONG,
+            suite="maptab",
+            model="strong",
+            config={"suite": {"resolution": 1}, "metrics": {"sum_metrics": ["ds"]}},
         )
         wh.register_run("lp1", suite="lifeplanner", model="weak", config={"label": "baseline"})
         wh.write_results(
@@ -116,12 +122,17 @@ def test_by_groups_across_runs_once_per_value(db: Path, capsys) -> None:
     assert code == 0 and list(rows[0]) == ["model", "ema", "n", "runs"]
     # strong 0.75 over 2 samples; weak (0.5 + 0 + 1.0) / 3 = 0.5 over 2 runs; best first
     assert [(row["model"], row["ema"], row["n"], row["runs"]) for row in rows] == [
-        ("strong", "0.75", "2", "1"), ("weak", "0.5", "3", "2")]
+        ("strong", "0.75", "2", "1"),
+        ("weak", "0.5", "3", "2"),
+    ]
     code, out, _ = run_cli(capsys, "--db", str(db), "--suite", "maptab", "--metric", "ema",
                            "--by", "model,resolution", "--format", "csv")  # fmt: skip
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(row["model"], row["resolution"], row["ema"], row["runs"]) for row in rows] == [
-        ("weak", "1", "1.0", "1"), ("strong", "1", "0.75", "1"), ("weak", "1/2", "0.25", "1")]  # best first
+        ("weak", "1", "1.0", "1"),
+        ("strong", "1", "0.75", "1"),
+        ("weak", "1/2", "0.25", "1"),
+    ]  # best first
     code, out, _ = run_cli(capsys, "--db", str(db), "--by", "model,level", "--metric", "ema")
     header = out.splitlines()[0]
     assert header.count("level") == 1 and header.count("model") == 1
@@ -135,10 +146,7 @@ def test_sql_prints_a_table(db: Path, capsys) -> None:
     )  # fmt: skip
     assert (code, err) == (0, "")
     assert out == (
-        "| level |   n | total |\n"
-        "| ----- | --: | ----: |\n"
-        "| easy  |   2 | 2.000 |\n"
-        "| hard  |   2 | 1.000 |\n"
+        "| level |   n | total |\n| ----- | --: | ----: |\n| easy  |   2 | 2.000 |\n| hard  |   2 | 1.000 |\n"
     )
     code, out, _ = run_cli(capsys, "--db", str(db), "--sql", "SELECT 1 AS a, 2 AS a",
                            "--format", "json")  # fmt: skip

@@ -24,24 +24,111 @@ from geoeval.core.config.secrets import (
 )
 
 SECRET_KEYS = [
-    "api_key", "API_KEY", "openai_key", "anthropic_key", "OPENAI_API_KEY", "LOCAL_API_KEY", "apiKey",
-    "x-api-key", "X-Api-Key", "apikey", "api_keys", "private_key", "signing_key", "secret_key",
-    "secret_access_key", "client_secret", "secrets", "password", "db_password", "passwd", "passphrase",
-    "Authorization", "proxy-authorization", "auth", "basic_auth", "auth_header", "credential", "credentials",
-    "GOOGLE_APPLICATION_CREDENTIALS", "creds", "cookie", "session_cookie", "token", "hf_token", "HF_TOKEN", "access_token", "accessToken", "refresh_token", "id_token",
-    "auth_token", "bearer_token", "mcp_token", "GITHUB_TOKEN",
+    "api_key",
+    "API_KEY",
+    "openai_key",
+    "anthropic_key",
+    "OPENAI_API_KEY",
+    "LOCAL_API_KEY",
+    "apiKey",
+    "x-api-key",
+    "X-Api-Key",
+    "apikey",
+    "api_keys",
+    "private_key",
+    "signing_key",
+    "secret_key",
+    "secret_access_key",
+    "client_secret",
+    "secrets",
+    "password",
+    "db_password",
+    "passwd",
+    "passphrase",
+    "Authorization",
+    "proxy-authorization",
+    "auth",
+    "basic_auth",
+    "auth_header",
+    "credential",
+    "credentials",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "creds",
+    "cookie",
+    "session_cookie",
+    "token",
+    "hf_token",
+    "HF_TOKEN",
+    "access_token",
+    "accessToken",
+    "refresh_token",
+    "id_token",
+    "auth_token",
+    "bearer_token",
+    "mcp_token",
+    "GITHUB_TOKEN",
 ]
 # names that exist in geoeval, its configs, Inspect's GenerateConfig/ModelUsage or common libraries
 NOT_SECRET_KEYS = [
-    "shard_key", "sort_key", "sort_keys", "primary_key", "style_key", "cache_key", "prompt_cache_key",
-    "attribute_key", "attribute_keys", "osm_key", "map_key", "env_key", "src_key", "dst_key", "x_key",
-    "station_key", "argument_key", "best_key", "cand_key", "public_key", "partition_key", "key", "keys",
-    "api_key_var", "metric_key_part", "max_tokens", "reasoning_tokens", "input_tokens", "output_tokens",
-    "total_tokens", "tokens", "prompt_tokens", "table_tokens", "max_completion_tokens",
-    "input_tokens_cache_read", "protected_tokens", "estimate_tokens", "token_limit", "token_count",
-    "token_usage", "token_id", "max_token", "tokenizer", "tokenizer_name", "authors", "authors_format",
-    "author", "RAY_AUTH_MODE", "SSH_AUTH_SOCK", "authorization_url", "credentials_file", "cookie_name",
-    "name", "base_url", "model", "temperature", "seed", "max_connections", "timeout",
+    "shard_key",
+    "sort_key",
+    "sort_keys",
+    "primary_key",
+    "style_key",
+    "cache_key",
+    "prompt_cache_key",
+    "attribute_key",
+    "attribute_keys",
+    "osm_key",
+    "map_key",
+    "env_key",
+    "src_key",
+    "dst_key",
+    "x_key",
+    "station_key",
+    "argument_key",
+    "best_key",
+    "cand_key",
+    "public_key",
+    "partition_key",
+    "key",
+    "keys",
+    "api_key_var",
+    "metric_key_part",
+    "max_tokens",
+    "reasoning_tokens",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "tokens",
+    "prompt_tokens",
+    "table_tokens",
+    "max_completion_tokens",
+    "input_tokens_cache_read",
+    "protected_tokens",
+    "estimate_tokens",
+    "token_limit",
+    "token_count",
+    "token_usage",
+    "token_id",
+    "max_token",
+    "tokenizer",
+    "tokenizer_name",
+    "authors",
+    "authors_format",
+    "author",
+    "RAY_AUTH_MODE",
+    "SSH_AUTH_SOCK",
+    "authorization_url",
+    "credentials_file",
+    "cookie_name",
+    "name",
+    "base_url",
+    "model",
+    "temperature",
+    "seed",
+    "max_connections",
+    "timeout",
 ]
 
 
@@ -60,21 +147,29 @@ def test_non_string_keys_are_not_secret():
 
 
 def test_key_words_split_every_spelling_alike():
-    assert key_words("OPENAI_API_KEY") == key_words("openaiApiKey") == key_words("openai-api-key") == ["openai", "api", "key"]
+    assert (
+        key_words("OPENAI_API_KEY")
+        == key_words("openaiApiKey")
+        == key_words("openai-api-key")
+        == ["openai", "api", "key"]
+    )
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://user:pass@host/v1", "https://***@host/v1"),
-    ("http://sk-TESTSECRET123@127.0.0.1:8000/v1", "http://***@127.0.0.1:8000/v1"),
-    ("postgresql://me:p%40ss@db.example:5432/x", "postgresql://***@db.example:5432/x"),
-    ("https://h/v1?api_key=abc123&model=m&token=t0k", "https://h/v1?api_key=***&model=m&token=***"),
-    ("https://h/?key=AIzaXYZ;sig=s1g", "https://h/?key=***;sig=***"),
-    ("https://h/cb#access_token=zz&state=1", "https://h/cb#access_token=***&state=1"),
-    ("https://h/v1?max_tokens=5&sort_key=a", "https://h/v1?max_tokens=5&sort_key=a"),
-    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
-    ("https://h/v1?api_key=", "https://h/v1?api_key="),
-    ("not a url", "not a url"),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://user:pass@host/v1", "https://***@host/v1"),
+        ("http://sk-TESTSECRET123@127.0.0.1:8000/v1", "http://***@127.0.0.1:8000/v1"),
+        ("postgresql://me:p%40ss@db.example:5432/x", "postgresql://***@db.example:5432/x"),
+        ("https://h/v1?api_key=abc123&model=m&token=t0k", "https://h/v1?api_key=***&model=m&token=***"),
+        ("https://h/?key=AIzaXYZ;sig=s1g", "https://h/?key=***;sig=***"),
+        ("https://h/cb#access_token=zz&state=1", "https://h/cb#access_token=***&state=1"),
+        ("https://h/v1?max_tokens=5&sort_key=a", "https://h/v1?max_tokens=5&sort_key=a"),
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+        ("https://h/v1?api_key=", "https://h/v1?api_key="),
+        ("not a url", "not a url"),
+    ],
+)
 def test_redact_url(url, expected):
     assert redact_url(url) == expected
 
@@ -93,7 +188,10 @@ CONFIG = {
     },
     "suite": {"sort_key": "score", "shard_key": "id", "style_key": "osm", "primary_key": "sample_id"},
     "judge": {"models": ["rules"], "token": None, "password": ""},
-    "env": {"credentials": {"user": "alice", "secret": "nested-secret"}, "notes": ["use key sk-proj-ABCDEFGH12345 later"]},
+    "env": {
+        "credentials": {"user": "alice", "secret": "nested-secret"},
+        "notes": ["use key sk-proj-ABCDEFGH12345 later"],
+    },
     "tracking": {"tracking_uri": "http://mlflow-user:mlflow-pass@mlflow:5000"},
 }
 
@@ -146,29 +244,54 @@ def test_a_rotated_key_keeps_the_identity_and_a_real_change_does_not():
 
 def test_collect_secret_values():
     found = collect_secret_values(CONFIG)
-    assert found == {"sk-TESTSECRET123", "hdr-secret-77", "pw-in-url-9", "qk-in-query", "alice", "nested-secret",
-                     "sk-proj-ABCDEFGH12345", "mlflow-pass"}
+    assert found == {
+        "sk-TESTSECRET123",
+        "hdr-secret-77",
+        "pw-in-url-9",
+        "qk-in-query",
+        "alice",
+        "nested-secret",
+        "sk-proj-ABCDEFGH12345",
+        "mlflow-pass",
+    }
 
 
 def test_collect_skips_short_values_and_placeholders():
-    cfg = {"api_key": "abc", "token": "ollama", "vllm": {"api_key": "inspectai"}, "password": 12345678,
-           "url": "http://tok@h/", "secret": "long-enough"}
+    cfg = {
+        "api_key": "abc",
+        "token": "ollama",
+        "vllm": {"api_key": "inspectai"},
+        "password": 12345678,
+        "url": "http://tok@h/",
+        "secret": "long-enough",
+    }
     assert collect_secret_values(cfg) == {"long-enough"}
 
 
 def test_env_secret_values():
-    env = {"OPENAI_API_KEY": "sk-env-123456", "HF_TOKEN": "hf-token-value", "PATH": "/usr/bin",
-           "MAX_TOKENS": "1024", "OLLAMA_API_KEY": "ollama", "LOCAL_API_KEY": "", "RAY_AUTH_MODE": "disabled",
-           "PIP_INDEX_URL": "https://me:index-pass@pypi.example/simple", "HOME": "/home/u"}
+    env = {
+        "OPENAI_API_KEY": "sk-env-123456",
+        "HF_TOKEN": "hf-token-value",
+        "PATH": "/usr/bin",
+        "MAX_TOKENS": "1024",
+        "OLLAMA_API_KEY": "ollama",
+        "LOCAL_API_KEY": "",
+        "RAY_AUTH_MODE": "disabled",
+        "PIP_INDEX_URL": "https://me:index-pass@pypi.example/simple",
+        "HOME": "/home/u",
+    }
     assert env_secret_values(env) == {"sk-env-123456", "hf-token-value", "index-pass"}
 
 
 def test_scrub_text_replaces_every_form_of_each_secret():
     secrets = {"sk-TESTSECRET123", "p@ss/word+1", "TESTSECRET"}
-    text = ("key=sk-TESTSECRET123 and again sk-TESTSECRET123; encoded p%40ss%2Fword%2B1, raw p@ss/word+1, "
-            "and TESTSECRET alone, url http://a:b@h/x")
+    text = (
+        "key=sk-TESTSECRET123 and again sk-TESTSECRET123; encoded p%40ss%2Fword%2B1, raw p@ss/word+1, "
+        "and TESTSECRET alone, url http://a:b@h/x"
+    )
     assert scrub_text(text, secrets) == (
-        "key=*** and again ***; encoded ***, raw ***, and *** alone, url http://***@h/x")
+        "key=*** and again ***; encoded ***, raw ***, and *** alone, url http://***@h/x"
+    )
 
 
 def test_scrub_text_without_secrets_still_redacts_urls_and_key_shapes():

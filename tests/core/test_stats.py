@@ -9,7 +9,6 @@ import pytest
 
 from geoeval.core.analysis import stats
 from geoeval.core.analysis.aggregate import group_table
-from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.analysis.stats import (
     cluster_of,
     cluster_standard_error,
@@ -21,6 +20,7 @@ from geoeval.core.analysis.stats import (
     summary_with_intervals,
     wilson_interval,
 )
+from geoeval.core.records import Dimensions, SampleResult
 
 NAN = math.nan
 
@@ -160,11 +160,23 @@ def test_paired_comparison_with_nothing_in_common() -> None:
 # -- clusters ----------------------------------------------------------------------------------
 
 
-def _result(sample_id: str, suite: str = "maptab", epoch: int = 1, level: str = "easy",
-            scores: dict[str, float] | None = None, status: str = "scored", **extra: str) -> SampleResult:
-    return SampleResult(run_hash="r", sample_id=sample_id, epoch=epoch, status=status,
-                        scores=scores if scores is not None else {"ema": 1.0},
-                        dims=Dimensions(suite=suite, level=level, extra=extra))
+def _result(
+    sample_id: str,
+    suite: str = "maptab",
+    epoch: int = 1,
+    level: str = "easy",
+    scores: dict[str, float] | None = None,
+    status: str = "scored",
+    **extra: str,
+) -> SampleResult:
+    return SampleResult(
+        run_hash="r",
+        sample_id=sample_id,
+        epoch=epoch,
+        status=status,
+        scores=scores if scores is not None else {"ema": 1.0},
+        dims=Dimensions(suite=suite, level=level, extra=extra),
+    )
 
 
 def test_cluster_rule() -> None:
@@ -221,13 +233,22 @@ def test_sign_flip_on_independent_binary_pairs_is_mcnemar() -> None:
 
 
 def test_interval_metrics_are_the_overall_rows_numbers_named_for_mlflow():
-    from geoeval.core.records import Dimensions, SampleResult
     from geoeval.core.analysis.stats import interval_metrics, summary_with_intervals
+    from geoeval.core.records import Dimensions, SampleResult
 
-    results = [SampleResult(run_hash="r", sample_id=str(i), scores={"ema": float(i % 2), "ds": float(i)},
-                            dims=Dimensions(suite="maptab")) for i in range(6)]
+    results = [
+        SampleResult(
+            run_hash="r",
+            sample_id=str(i),
+            scores={"ema": float(i % 2), "ds": float(i)},
+            dims=Dimensions(suite="maptab"),
+        )
+        for i in range(6)
+    ]
     out = interval_metrics(results, ["ema", "ds", "pma"], sum_metrics=frozenset({"ds"}))
     (row,) = summary_with_intervals(results, ["ema", "ds"], [], sum_metrics=frozenset({"ds"}))
-    assert out["ema/n"] == 6.0 and out["ema/ci95_low"] == row["ema_ci_low"] and out["ema/ci95_high"] == row["ema_ci_high"]
+    assert (
+        out["ema/n"] == 6.0 and out["ema/ci95_low"] == row["ema_ci_low"] and out["ema/ci95_high"] == row["ema_ci_high"]
+    )
     assert out["ds/ci95_high"] == row["ds_ci_high"] > 6  # a total's interval is n times the mean's
     assert not any(key.startswith("pma") for key in out)  # no value, no key

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import spec_for
-from geoeval.core.tracking.traces import writer as traces
 from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking.traces import content as trace_content
 from geoeval.core.tracking.traces import selection as trace_selection
+from geoeval.core.tracking.traces import writer as traces
+from tests.core.conftest import spec_for
 
 N_SAMPLES = 50
 ERRORED = "s1"  # its model call raises
@@ -58,14 +58,23 @@ def _eval_log(log_dir: Path) -> str:
         async def score(state, target):
             answer = state.output.completion
             length = math.nan if state.sample_id == NAN_LENGTH else float(len(answer))
-            return Score(value={"correct": float(target.text in answer), "length": length}, answer=answer,
-                         explanation="target found in the answer")
+            return Score(
+                value={"correct": float(target.text in answer), "length": length},
+                answer=answer,
+                explanation="target found in the answer",
+            )
 
         return score
 
-    samples = [Sample(id=f"s{i}", input=f"add 2 and 3 ({i})" + (" explode" if f"s{i}" == ERRORED else ""), target="5",
-                      metadata={"dims": {"suite": "toy", "level": i % 3}})
-               for i in range(N_SAMPLES)]
+    samples = [
+        Sample(
+            id=f"s{i}",
+            input=f"add 2 and 3 ({i})" + (" explode" if f"s{i}" == ERRORED else ""),
+            target="5",
+            metadata={"dims": {"suite": "toy", "level": i % 3}},
+        )
+        for i in range(N_SAMPLES)
+    ]
     task = Task(dataset=samples, solver=[use_tools(add()), generate()], scorer=geoeval_like(), name="toy")
     model = get_model("mockllm/model", custom_outputs=reply, memoize=False)
     [log] = inspect_eval(task, model=model, log_dir=str(log_dir), display="none", fail_on_error=False)
@@ -75,7 +84,6 @@ def _eval_log(log_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def eval_log(tmp_path_factory) -> str:
     return _eval_log(tmp_path_factory.mktemp("inspect_logs"))
-
 
 
 def open_run(store: Path, run_hash: str = "h1") -> tracking.JobRun:
@@ -92,8 +100,9 @@ def run_traces(store: Path, run: tracking.JobRun) -> dict[str, object]:
 
 def test_one_trace_per_sample_with_spans_assessments_and_run_link(store, eval_log):
     run = open_run(store)
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None,
-                                      dataset_name="toy", model="mockllm/model")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy", model="mockllm/model"
+    )
     assert (counts.logged, counts.skipped, counts.failed, counts.warnings) == (N_SAMPLES, 0, 0, ())
     found = run_traces(store, run)
     assert sorted(found) == sorted(f"s{i}" for i in range(N_SAMPLES))
@@ -106,7 +115,11 @@ def test_one_trace_per_sample_with_spans_assessments_and_run_link(store, eval_lo
     assert trace.info.tags["geoeval.dims.level"] == "0"
     spans = sorted(trace.data.spans, key=lambda s: s.start_time_ns)
     assert [(s.name, s.span_type) for s in spans] == [
-        ("sample s0", "AGENT"), ("turn 1", "LLM"), ("add", "TOOL"), ("turn 2", "LLM")]
+        ("sample s0", "AGENT"),
+        ("turn 1", "LLM"),
+        ("add", "TOOL"),
+        ("turn 2", "LLM"),
+    ]
     root, turn1, tool_call, turn2 = spans
     assert all(s.parent_id == root.span_id for s in (turn1, tool_call, turn2))
     assert root.inputs == {"prompt": "add 2 and 3 (0)"}
@@ -117,7 +130,9 @@ def test_one_trace_per_sample_with_spans_assessments_and_run_link(store, eval_lo
     assert turn2.inputs["n_messages"] == 3 and turn2.outputs["text"] == "The answer is 5"
     assert tool_call.inputs == {"x": 2, "y": 3} and tool_call.outputs == {"result": "5"}
     # the events' own times, not the time of logging
-    assert root.start_time_ns <= turn1.start_time_ns <= tool_call.start_time_ns <= turn2.start_time_ns <= root.end_time_ns
+    assert (
+        root.start_time_ns <= turn1.start_time_ns <= tool_call.start_time_ns <= turn2.start_time_ns <= root.end_time_ns
+    )
     assert root.end_time_ns < time.time_ns() - 1e6
 
     by_name = {a.name: a for a in trace.info.assessments}
@@ -157,8 +172,9 @@ def test_errored_sample_and_nan_metric_are_visible(store, eval_log):
 
 def test_errors_mode_traces_only_errored_samples(store, eval_log):
     run = open_run(store)
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="errors", cap=None,
-                                      dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", run.run_id, [eval_log], mode="errors", cap=None, dataset_name="toy"
+    )
     assert (counts.logged, counts.skipped, counts.failed) == (1, 0, 0)
     assert list(run_traces(store, run)) == [ERRORED]
 
@@ -177,7 +193,9 @@ def test_errors_mode_reads_no_log_when_the_caller_counted_no_error(store, eval_l
 
 def test_cap_keeps_errors_first_and_counts_the_rest_as_skipped(store, eval_log):
     run = open_run(store)
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=3, dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=3, dataset_name="toy"
+    )
     assert (counts.logged, counts.skipped) == (3, N_SAMPLES - 3)
     found = run_traces(store, run)
     assert len(found) == 3 and ERRORED in found  # the errored one first, then in log order
@@ -189,8 +207,12 @@ def test_cap_keeps_errors_first_and_counts_the_rest_as_skipped(store, eval_log):
 
 def test_none_mode_logs_nothing(store, eval_log):
     run = open_run(store)
-    assert traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="none", cap=None,
-                                    dataset_name="toy") == traces.TraceCounts()
+    assert (
+        traces.log_sample_traces(
+            spec_for(store), "exp", run.run_id, [eval_log], mode="none", cap=None, dataset_name="toy"
+        )
+        == traces.TraceCounts()
+    )
     assert run_traces(store, run) == {}
 
 
@@ -254,13 +276,24 @@ def test_bad_input_is_a_warning_never_an_exception(store, eval_log, tmp_path, ca
     run = open_run(store)
     broken = tmp_path / "broken.eval"
     broken.write_bytes(b"not a zip file")
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [str(broken), str(tmp_path / "absent.eval"), eval_log],
-                                      mode="errors", cap=None, dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store),
+        "exp",
+        run.run_id,
+        [str(broken), str(tmp_path / "absent.eval"), eval_log],
+        mode="errors",
+        cap=None,
+        dataset_name="toy",
+    )
     assert counts.logged == 1 and len(counts.warnings) == 2
     assert "cannot read Inspect log" in capsys.readouterr().err
-    counts = traces.log_sample_traces(spec_for(store), "exp", "no-such-run", [eval_log], mode="all", cap=None, dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", "no-such-run", [eval_log], mode="all", cap=None, dataset_name="toy"
+    )
     assert counts.logged == 0 and counts.warnings and counts.warnings[0].startswith("traces not logged")
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="some", cap=None, dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", run.run_id, [eval_log], mode="some", cap=None, dataset_name="toy"
+    )
     assert counts.logged == 0 and "unknown traces mode" in counts.warnings[0]
 
 
@@ -286,8 +319,9 @@ def test_log_dataset_is_an_evaluation_input(store):
 
     run = open_run(store)
     # object columns can hold what arrow-backed strings refuse (a lone surrogate)
-    rows = pd.DataFrame({"sample_id": ["s0", "s1"], "input": ["add 2 and 3", "bad \ud800 text"], "target": ["5", "5"]},
-                        dtype=object)
+    rows = pd.DataFrame(
+        {"sample_id": ["s0", "s1"], "input": ["add 2 and 3", "bad \ud800 text"], "target": ["5", "5"]}, dtype=object
+    )
     traces.log_dataset(spec_for(store), "exp", run.run_id, rows, name="toy", digest="abc123")
     inputs = MlflowClient(tracking_uri=spec_for(store).tracking_uri).get_run(run.run_id).inputs.dataset_inputs
     assert len(inputs) == 1
@@ -302,9 +336,13 @@ def test_cost_per_sample(store, eval_log, capsys):
 
     run = open_run(store)
     began = time.perf_counter()
-    counts = traces.log_sample_traces(spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy")
+    counts = traces.log_sample_traces(
+        spec_for(store), "exp", run.run_id, [eval_log], mode="all", cap=None, dataset_name="toy"
+    )
     per_sample_ms = 1000 * (time.perf_counter() - began) / N_SAMPLES
     assert counts.logged == N_SAMPLES
     with capsys.disabled():
-        print(f"\n[traces] log_sample_traces: {per_sample_ms:.1f} ms per sample ({N_SAMPLES} samples, 4 spans, 3 assessments each)")
+        print(
+            f"\n[traces] log_sample_traces: {per_sample_ms:.1f} ms per sample ({N_SAMPLES} samples, 4 spans, 3 assessments each)"
+        )
     assert per_sample_ms < 250

@@ -15,12 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.core.conftest import spec_for
-from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking import owners as tracking_owners
+from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking import store as tracking_store
 from geoeval.core.tracking import values as tracking_values
-
+from tests.core.conftest import spec_for
 
 
 def client_for(store: Path):
@@ -78,8 +77,11 @@ def test_run_is_running_while_open_and_finished_with_metrics_and_artifacts(tmp_p
     (report_dir / "table.md").write_text("| a |")
     config = tmp_path / "resolved_config.yaml"
     config.write_text("seed: 0\n")
-    run.finish({"pass_rate": 0.5, "n_errors": 1, "ds/level=1": float("nan")},
-               [eval_log, report_dir, config, tmp_path / "missing.png"], "FINISHED")
+    run.finish(
+        {"pass_rate": 0.5, "n_errors": 1, "ds/level=1": float("nan")},
+        [eval_log, report_dir, config, tmp_path / "missing.png"],
+        "FINISHED",
+    )
     done = client.get_run(run.run_id)
     assert done.info.status == "FINISHED"
     assert done.data.metrics["pass_rate"] == 0.5
@@ -146,8 +148,13 @@ KILLED_JOB = textwrap.dedent("""
 
 
 def test_killed_job_is_marked_killed_and_its_run_reused_by_the_next_start(store, capsys):
-    proc = subprocess.run([sys.executable, "-c", KILLED_JOB, spec_for(store).tracking_uri],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_JOB, spec_for(store).tracking_uri],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == -9, proc.stderr
     killed_id = proc.stdout.split()[0]
     client = client_for(store)
@@ -241,15 +248,23 @@ def test_parent_stays_running_until_ended_then_carries_metrics_and_artifacts(tmp
     table.write_text("| job | pass_rate |")
     plot = tmp_path / "sweep_plot.png"
     plot.write_bytes(b"\x89PNG")
-    tracking.end_parent_run(spec, "exp", parent_id, metrics={"best/pass_rate": 0.5, "sweep.n_jobs": 2},
-                            artifacts=[table, plot], status="FINISHED")
+    tracking.end_parent_run(
+        spec,
+        "exp",
+        parent_id,
+        metrics={"best/pass_rate": 0.5, "sweep.n_jobs": 2},
+        artifacts=[table, plot],
+        status="FINISHED",
+    )
     parent = client.get_run(parent_id)
     assert parent.info.status == "FINISHED"
     assert parent.data.metrics == {"best/pass_rate": 0.5, "sweep.n_jobs": 2.0}
     assert parent.data.params == {"sweep.jobs": "2"}
     assert parent.data.tags["geoeval.kind"] == "sweep"
     assert {f.path for f in client.list_artifacts(parent_id)} == {"sweep_table.md", "sweep_plot.png"}
-    children = client.search_runs([parent.info.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    children = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent_id}'"
+    )
     assert len(children) == 2
 
 
@@ -284,8 +299,11 @@ def test_log_parent_artifacts_still_ends_the_parent(tmp_path, store):
 
 def test_log_job_still_logs_a_whole_job_in_one_call(tmp_path, store):
     spec = SimpleNamespace(
-        tracking=spec_for(store), experiment_name="exp", suite=SimpleNamespace(name="maptab"),
-        model=SimpleNamespace(name="oracle"), to_dict=lambda: {"suite": {"name": "maptab", "resolution": 0.5}, "limit": None},
+        tracking=spec_for(store),
+        experiment_name="exp",
+        suite=SimpleNamespace(name="maptab"),
+        model=SimpleNamespace(name="oracle"),
+        to_dict=lambda: {"suite": {"name": "maptab", "resolution": 0.5}, "limit": None},
     )
     outcome = SimpleNamespace(spec=spec, run_hash="abc", metrics={"ds": 3.0}, results=[1, 2], seconds=1.5)
     run_id = tracking.log_job(outcome, parent_run_id=None, artifacts=[], run_name="run")
@@ -364,11 +382,14 @@ def _schema(db: Path) -> list[tuple]:
     import sqlite3
 
     with sqlite3.connect(db) as conn:
-        objects = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
-                               "ORDER BY type, name").fetchall()
+        objects = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+        ).fetchall()
         revision = conn.execute("SELECT version_num FROM alembic_version").fetchall()
-    return [(kind, name, sorted(line.strip().rstrip(",") for line in (sql or "").splitlines()))
-            for kind, name, sql in objects] + revision
+    return [
+        (kind, name, sorted(line.strip().rstrip(",") for line in (sql or "").splitlines()))
+        for kind, name, sql in objects
+    ] + revision
 
 
 def test_a_fresh_store_from_the_schema_template_is_the_store_mlflow_builds(tmp_path, monkeypatch):
@@ -390,8 +411,9 @@ def test_a_fresh_store_from_the_schema_template_is_the_store_mlflow_builds(tmp_p
     tracking_store.client_for(spec_for(first))  # builds the template, then the store from it
     assert tracking_store._schema_template() is not None
     built = []
-    monkeypatch.setattr("mlflow.store.db.utils._initialize_tables",
-                        lambda engine: built.append(engine) or pytest.fail("migrated again"))
+    monkeypatch.setattr(
+        "mlflow.store.db.utils._initialize_tables", lambda engine: built.append(engine) or pytest.fail("migrated again")
+    )
     client = tracking_store.client_for(spec_for(second))
     assert built == []
     for store in (first, second):

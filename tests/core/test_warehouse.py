@@ -12,9 +12,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from geoeval.core.analysis.reports import write_per_sample_parquet
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.core.analysis.reports import write_per_sample_parquet
 from geoeval.core.warehouse.schema import SCHEMA_VERSION, SCORE_COLUMNS
 from geoeval.core.warehouse.store import Warehouse
 
@@ -88,18 +88,14 @@ def test_results_survive_reopening(tmp_path: Path) -> None:
 
 
 def test_finished_keys_for_resume(wh: Warehouse) -> None:
-    wh.write_results(
-        [result("a"), result("a", epoch=2), result("b", error="timeout"), result("c", "run2")]
-    )
+    wh.write_results([result("a"), result("a", epoch=2), result("b", error="timeout"), result("c", "run2")])
     assert wh.finished_keys("run1") == {("a", 1), ("a", 2), ("b", 1)}
     assert wh.finished_keys("run1", include_errors=False) == {("a", 1), ("a", 2)}
     assert wh.finished_keys("run2") == {("c", 1)}
     assert wh.finished_keys("nope") == set()
 
 
-def test_a_write_that_fails_midway_leaves_no_half_sample(
-    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_write_that_fails_midway_leaves_no_half_sample(wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
     wh.write_results([result("kept", scores={"ema": 1.0})])
 
     def scores_insert_fails(self: Warehouse, con) -> None:
@@ -125,7 +121,7 @@ def test_a_write_that_fails_midway_leaves_no_half_sample(
 
 def test_a_bad_value_anywhere_in_a_batch_stores_nothing(wh: Warehouse) -> None:
     bad = SampleResult.model_construct(**{**result("bad").__dict__, "scores": {"ema": "high"}})
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - Arrow or DuckDB may refuse the value; the point is that nothing is stored
         wh.write_results([result("good"), bad])
     assert count(wh, "samples") == 0 and count(wh, "scores") == 0
 
@@ -152,9 +148,7 @@ def test_hostile_strings_are_stored_verbatim(wh: Warehouse) -> None:
         HOSTILE,
         answer=HOSTILE,
         scores={HOSTILE: 1.0},
-        dims=Dimensions(
-            suite=HOSTILE, level=HOSTILE, capabilities=(HOSTILE,), extra={HOSTILE: HOSTILE}
-        ),
+        dims=Dimensions(suite=HOSTILE, level=HOSTILE, capabilities=(HOSTILE,), extra={HOSTILE: HOSTILE}),
     )
     wh.register_run(HOSTILE, suite=HOSTILE, model=HOSTILE, config={HOSTILE: HOSTILE})
     wh.write_results([hostile, result(HOSTILE, run_hash=HOSTILE)])
@@ -296,8 +290,15 @@ def test_processes_share_a_warehouse_and_a_reader_reads_while_they_write(tmp_pat
         """
     )
     with Warehouse(path) as wh:  # held open by this process the whole time
-        procs = [subprocess.Popen([sys.executable, "-c", script, f"run{i}"], cwd=Path(__file__).resolve().parents[2],
-                                  stderr=subprocess.PIPE, text=True) for i in range(3)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", script, f"run{i}"],
+                cwd=Path(__file__).resolve().parents[2],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(3)
+        ]
         reads = 0
         while any(p.poll() is None for p in procs):
             with Warehouse(path, read_only=True) as reader:  # `geoeval results` while they write
@@ -314,8 +315,15 @@ def test_processes_share_a_warehouse_and_a_reader_reads_while_they_write(tmp_pat
 def test_another_duckdb_client_holding_the_file_names_the_config_key(tmp_path: Path) -> None:
     path = tmp_path / "held.duckdb"
     Warehouse(path).close()
-    holder = subprocess.Popen([sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(path)!r}); "
-                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(path)!r}); print('ready', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(GeoevalError, match=r"another program holds it open.*results_db="):
@@ -379,4 +387,3 @@ def test_held_shares_one_connection_and_other_threads_wait_for_it(tmp_path: Path
         assert opened == ["MainThread", "other"]  # four operations, one open; then the waiting thread's
         assert wh.finished_keys("run1") == {("s1", 1), ("s2", 1)}
         assert [r["status"] for r in wh.runs()] == ["finished"]
-

@@ -51,17 +51,46 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODES: tuple[str, ...] = (
-    "bad_json_args", "unknown_tool", "wrong_types", "missing_args", "surrogate_content", "surrogate_args",
-    "surrogate_submit", "nul", "huge", "tag_bomb", "deep_json", "deep_args", "empty", "http_500", "timeout",
-    "garbage", "valid",
+    "bad_json_args",
+    "unknown_tool",
+    "wrong_types",
+    "missing_args",
+    "surrogate_content",
+    "surrogate_args",
+    "surrogate_submit",
+    "nul",
+    "huge",
+    "tag_bomb",
+    "deep_json",
+    "deep_args",
+    "empty",
+    "http_500",
+    "timeout",
+    "garbage",
+    "valid",
 )
 # the default rotation: every mode within its first 18 requests (the transport failures early,
 # so that even a short run meets them), and a well-formed answer often enough that multi-turn
 # agents also get somewhere
 DEFAULT_SCHEDULE: tuple[str, ...] = (
-    "http_500", "bad_json_args", "surrogate_args", "surrogate_content", "timeout", "valid", "unknown_tool",
-    "garbage", "nul", "wrong_types", "huge", "deep_json", "missing_args", "tag_bomb", "surrogate_submit",
-    "deep_args", "empty", "valid",
+    "http_500",
+    "bad_json_args",
+    "surrogate_args",
+    "surrogate_content",
+    "timeout",
+    "valid",
+    "unknown_tool",
+    "garbage",
+    "nul",
+    "wrong_types",
+    "huge",
+    "deep_json",
+    "missing_args",
+    "tag_bomb",
+    "surrogate_submit",
+    "deep_args",
+    "empty",
+    "valid",
 )
 LONE_SURROGATE = "\ud800"
 CONTROL_CHARS = "\u0000\u001b\u0007"
@@ -197,8 +226,14 @@ class HostileServer:
             self._position += 1
             self.n_requests += 1
             self.counts[mode] += 1
-            self.history.append(Request(mode, len(body.get("messages") or []),
-                                        tuple(t.get("name", "") for t in _offered_tools(body)), body.get("max_tokens")))
+            self.history.append(
+                Request(
+                    mode,
+                    len(body.get("messages") or []),
+                    tuple(t.get("name", "") for t in _offered_tools(body)),
+                    body.get("max_tokens"),
+                )
+            )
             return mode
 
     def sleep(self) -> None:
@@ -252,8 +287,7 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
     if mode == "nul":
         target = map_tool or submit or _MADE_UP_SUBMIT
         args = json.dumps(_text_arguments(target, f"a{CONTROL_CHARS}b"))
-        return {"content": f"text with {CONTROL_CHARS} controls",
-                "tool_calls": [_call(index, target["name"], args)]}
+        return {"content": f"text with {CONTROL_CHARS} controls", "tool_calls": [_call(index, target["name"], args)]}
     if mode == "huge":
         return {"content": "x" * HUGE_CHARS, "tool_calls": None}
     if mode == "tag_bomb":
@@ -284,7 +318,10 @@ def completion(message: dict[str, Any], model: str, index: int) -> bytes:
     if tool_calls:
         full["tool_calls"] = tool_calls
     payload = {
-        "id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": model,
+        "id": f"chatcmpl-{index}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
         "choices": [{"index": 0, "message": full, "finish_reason": "tool_calls" if tool_calls else "stop"}],
         "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
     }
@@ -313,8 +350,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self.owner.models_requests += 1
-            self._send(200, json.dumps({"object": "list", "data": [
-                {"id": "hostile", "object": "model", "created": 0, "owned_by": "test"}]}).encode())
+            self._send(
+                200,
+                json.dumps(
+                    {"object": "list", "data": [{"id": "hostile", "object": "model", "created": 0, "owned_by": "test"}]}
+                ).encode(),
+            )
         else:
             self._send(404, b'{"error": {"message": "not found"}}')
 

@@ -16,8 +16,16 @@ SMALL = ("model=oracle", "suite.categories=[edge_only]", "env.n_maps=1", "suite.
 
 
 def test_two_runs_on_a_fresh_mlflow_store_both_finish(tmp_path):
-    procs = [subprocess.Popen(geoeval_cmd(*SMALL, f"seed={i}", f"results_db=results/r{i}.duckdb"), cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            geoeval_cmd(*SMALL, f"seed={i}", f"results_db=results/r{i}.duckdb"),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outputs]
     import mlflow
@@ -36,8 +44,16 @@ def test_two_runs_on_a_fresh_mlflow_store_both_finish(tmp_path):
 
 
 def test_four_runs_share_one_warehouse_while_results_reads_it(tmp_path):
-    procs = [subprocess.Popen(geoeval_cmd(*SMALL, f"seed={i}", "tracking=none"), cwd=tmp_path,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
+    procs = [
+        subprocess.Popen(
+            geoeval_cmd(*SMALL, f"seed={i}", "tracking=none"),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
     answered = 0
     while any(p.poll() is None for p in procs):
         if (tmp_path / "results" / "geoeval.duckdb").exists():

@@ -71,9 +71,17 @@ def test_config_hash_ignores_runner_but_not_suite():
 
 def test_cli_rejects_bad_config_before_work(tmp_path):
     proc = subprocess.run(
-        geoeval_cmd("suite.resolution=2", f"results_db={tmp_path}/r.duckdb", f"work_dir={tmp_path}/w",
-                    "tracking.enabled=false", f"hydra.run.dir={tmp_path}/out"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        geoeval_cmd(
+            "suite.resolution=2",
+            f"results_db={tmp_path}/r.duckdb",
+            f"work_dir={tmp_path}/w",
+            "tracking.enabled=false",
+            f"hydra.run.dir={tmp_path}/out",
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode != 0
     assert "suite.resolution" in proc.stderr
@@ -83,8 +91,13 @@ def test_cli_rejects_bad_config_before_work(tmp_path):
 
 
 def test_cli_unknown_group_option_names_available_ones(tmp_path):
-    proc = subprocess.run(geoeval_cmd("model=gpt5000", f"hydra.run.dir={tmp_path}/out"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("model=gpt5000", f"hydra.run.dir={tmp_path}/out"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert "model" in proc.stderr and "oracle" in proc.stderr
 
@@ -94,8 +107,9 @@ def test_user_experiments_folder_is_on_the_search_path(tmp_path):
     (tmp_path / "experiments" / "my_study.yaml").write_text(
         "# @package _global_\nexperiment_name: my_study\nsuite:\n  resolution: 0.25\n"
     )
-    proc = subprocess.run(geoeval_cmd("+experiment=my_study", "--cfg", "job"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("+experiment=my_study", "--cfg", "job"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert "experiment_name: my_study" in proc.stdout
     assert "resolution: 0.25" in proc.stdout
@@ -104,7 +118,10 @@ def test_user_experiments_folder_is_on_the_search_path(tmp_path):
 def test_sweep_validates_every_job_before_the_first_runs(tmp_path):
     proc = subprocess.run(
         geoeval_cmd("-m", "suite.resolution=1,2", "tracking=none", "env.n_maps=1", "suite.n_per_category=1"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "suite.resolution" in proc.stderr

@@ -59,10 +59,22 @@ def _serve(handler):
 
 def _run(tmp_path, port, *extra, timeout=240):
     return subprocess.run(
-        geoeval_cmd("model=openai_api", "model.name=openai-api/local/table-baseline",
-                    f"model.base_url=http://127.0.0.1:{port}/v1", "suite.categories=[edge_only]", "env.n_maps=1",
-                    "suite.n_per_category=1", "tracking=none", *extra),
-        cwd=tmp_path, capture_output=True, text=True, timeout=timeout, env={**os.environ, "LOCAL_API_KEY": "test-key"})
+        geoeval_cmd(
+            "model=openai_api",
+            "model.name=openai-api/local/table-baseline",
+            f"model.base_url=http://127.0.0.1:{port}/v1",
+            "suite.categories=[edge_only]",
+            "env.n_maps=1",
+            "suite.n_per_category=1",
+            "tracking=none",
+            *extra,
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "LOCAL_API_KEY": "test-key"},
+    )
 
 
 def test_an_endpoint_answering_501_stops_the_run_in_seconds_with_one_line(tmp_path):
@@ -78,7 +90,9 @@ def test_an_endpoint_answering_501_stops_the_run_in_seconds_with_one_line(tmp_pa
     assert elapsed < 30
     errors = [line for line in proc.stderr.splitlines() if line.startswith("geoeval: error:")]
     assert len(errors) == 1, proc.stderr[-3000:]
-    assert "evaluated model" in errors[0] and "501" in errors[0] and f"127.0.0.1:{server.server_address[1]}" in errors[0]
+    assert (
+        "evaluated model" in errors[0] and "501" in errors[0] and f"127.0.0.1:{server.server_address[1]}" in errors[0]
+    )
     assert "Traceback" not in proc.stderr
     assert NotImplementedServer.posts == 1  # the one probe: no sample was sent
     assert not (tmp_path / "results").exists()  # nothing was built before the check

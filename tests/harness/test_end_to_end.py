@@ -15,9 +15,15 @@ from tests.conftest import REPO, geoeval_cmd
 TINY = ("env.n_maps=1", "suite.n_per_category=2")
 
 
-def run_cli(tmp_path: Path, *overrides: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_cli(
+    tmp_path: Path, *overrides: str, env: dict | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        geoeval_cmd(*overrides), cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
+        geoeval_cmd(*overrides),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments"), **(env or {})},
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
@@ -42,8 +48,14 @@ def mlflow_runs(tmp_path: Path, experiment: str):
 
 
 def test_oracle_self_check_scores_exactly_one(tmp_path):
-    proc = run_cli(tmp_path, "suite=maptab", "model=oracle", "runner=local", *TINY,
-                   "suite.categories=[map_only,edge_only,map_edge,T,TPCR]")
+    proc = run_cli(
+        tmp_path,
+        "suite=maptab",
+        "model=oracle",
+        "runner=local",
+        *TINY,
+        "suite.categories=[map_only,edge_only,map_edge,T,TPCR]",
+    )
     rows = sample_rows(tmp_path / "results" / "geoeval.duckdb")
     assert len(rows) == 3 * 5 * 2  # 3 metrics x 5 categories x 2 queries
     for sample_id, metric, value in rows:
@@ -107,8 +119,13 @@ def test_results_cli_prints_a_leaderboard(tmp_path):
     proc = subprocess.run(geoeval_cmd("results"), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "geoeval/oracle" in proc.stdout and "geoeval/table_baseline" in proc.stdout
-    proc = subprocess.run(geoeval_cmd("results", "--sql", "SELECT count(*) AS n FROM samples"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("results", "--sql", "SELECT count(*) AS n FROM samples"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "4" in proc.stdout
 
 
@@ -133,10 +150,27 @@ def test_example_plugin_suite(tmp_path):
 
 def test_inspect_cli_runs_the_registered_task(tmp_path):
     proc = subprocess.run(
-        [str(Path(os.sys.executable).parent / "inspect"), "eval", "geoeval/maptab", "--model", "geoeval/oracle",
-         "-T", "n_maps=1", "-T", "n_per_category=1", "-T", "categories=edge_only,T", "--log-dir", str(tmp_path / "ilogs"),
-         "--display", "none"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            str(Path(os.sys.executable).parent / "inspect"),
+            "eval",
+            "geoeval/maptab",
+            "--model",
+            "geoeval/oracle",
+            "-T",
+            "n_maps=1",
+            "-T",
+            "n_per_category=1",
+            "-T",
+            "categories=edge_only,T",
+            "--log-dir",
+            str(tmp_path / "ilogs"),
+            "--display",
+            "none",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     from inspect_ai.log import read_eval_log

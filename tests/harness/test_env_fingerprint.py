@@ -11,17 +11,21 @@ from geoeval.core.run.job import run_job
 
 
 def spec(tmp_path, root):
-    return validate_config({
-        "work_dir": str(tmp_path / "work"), "log_dir": str(tmp_path / "logs"), "results_db": str(tmp_path / "r.duckdb"),
-        "limit": 2,
-        "env": {"name": "maptab_authors", "root": str(root), "scenario": "metromap", "categories": ["edge_only"]},
-        "suite": {"name": "maptab"},
-        "model": {"name": "geoeval/table_baseline"},
-        "judge": {"models": ["rules"]},
-        "metrics": {"name": "maptab_rp", "metrics": ["ema"]},
-        "runner": {"name": "local"},
-        "tracking": {"enabled": False},
-    })
+    return validate_config(
+        {
+            "work_dir": str(tmp_path / "work"),
+            "log_dir": str(tmp_path / "logs"),
+            "results_db": str(tmp_path / "r.duckdb"),
+            "limit": 2,
+            "env": {"name": "maptab_authors", "root": str(root), "scenario": "metromap", "categories": ["edge_only"]},
+            "suite": {"name": "maptab"},
+            "model": {"name": "geoeval/table_baseline"},
+            "judge": {"models": ["rules"]},
+            "metrics": {"name": "maptab_rp", "metrics": ["ema"]},
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
+    )
 
 
 def test_changed_authors_files_change_the_run_hash(tmp_path, peers):

@@ -34,7 +34,9 @@ class HalfFailingServer(BaselineServer):
         raw = self.rfile.read(length)
         body = json.loads(raw)
         if HalfFailingServer.failing and self.refused(body):
-            payload = json.dumps({"error": {"message": "refused by the test server", "type": "invalid_request_error"}}).encode()
+            payload = json.dumps(
+                {"error": {"message": "refused by the test server", "type": "invalid_request_error"}}
+            ).encode()
             self.send_response(400)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -61,11 +63,22 @@ def server():
 
 def _run(tmp_path, port, *extra):
     return subprocess.run(
-        geoeval_cmd("model=openai_api", "model.name=openai-api/local/table-baseline",
-                    f"model.base_url=http://127.0.0.1:{port}/v1", "model.config.max_retries=0",
-                    "suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=8", "tracking=none",
-                    "retry_on_error=0", *extra),
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        geoeval_cmd(
+            "model=openai_api",
+            "model.name=openai-api/local/table-baseline",
+            f"model.base_url=http://127.0.0.1:{port}/v1",
+            "model.config.max_retries=0",
+            "suite.categories=[edge_only]",
+            "env.n_maps=1",
+            "suite.n_per_category=8",
+            "tracking=none",
+            "retry_on_error=0",
+            *extra,
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "LOCAL_API_KEY": "test-key"},
     )
 
@@ -74,8 +87,10 @@ def _samples(tmp_path):
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
         rows = con.execute("SELECT sample_id, status, error FROM samples ORDER BY sample_id").fetchall()
-        scores = con.execute("SELECT s.sample_id, s.value FROM scores s JOIN samples p USING (run_hash, sample_id, epoch) "
-                             "WHERE s.metric = 'ema' AND p.status = 'error'").fetchall()
+        scores = con.execute(
+            "SELECT s.sample_id, s.value FROM scores s JOIN samples p USING (run_hash, sample_id, epoch) "
+            "WHERE s.metric = 'ema' AND p.status = 'error'"
+        ).fetchall()
     finally:
         con.close()
     return rows, scores
@@ -120,6 +135,7 @@ def test_fail_on_error_false_keeps_exit_zero_but_still_warns(tmp_path, server):
 
 
 def test_fail_on_error_is_validated(tmp_path):
-    proc = subprocess.run(geoeval_cmd("fail_on_error=-1", "tracking=none"), cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("fail_on_error=-1", "tracking=none"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2 and "fail_on_error" in proc.stderr

@@ -43,15 +43,24 @@ from tests.harness.hostile_server import DEFAULT_SCHEDULE, VALID_TEXT, HostileSe
 # sample at a time: the server's rotation then meets the samples in the same order every run.
 # Inspect's in-run retry of an errored sample is off, so that errors remain for the rerun to retry.
 HOSTILE_MODEL = "openai-api/local/hostile"  # Inspect reads its URL and key from LOCAL_BASE_URL, LOCAL_API_KEY
-MODEL = ("model=openai_api", f"model.name={HOSTILE_MODEL}", "++model.config.attempt_timeout=3",
-         "++model.config.timeout=6", "++model.config.max_retries=1", "runner.max_samples=1", "retry_on_error=0")
+MODEL = (
+    "model=openai_api",
+    f"model.name={HOSTILE_MODEL}",
+    "++model.config.attempt_timeout=3",
+    "++model.config.timeout=6",
+    "++model.config.max_retries=1",
+    "runner.max_samples=1",
+    "retry_on_error=0",
+)
 RUN_TIMEOUT_S = 300  # a run past this is a hang (a normal run here takes under a minute)
 
 # What an honest error says: the server failed to answer (HTTP 500 or no answer in time, after the
 # retries; a body that is not JSON). Anything else is a harness bug: a model that answered, however
 # badly, is scored (a crash, a cancelled sample or an eval failed as a whole is not an answer).
-TRANSPORT_FAILURE = re.compile(r"raised (InternalServerError|AttemptTimeoutError|APITimeoutError|APIConnectionError)>"
-                               r"|^UnicodeDecodeError\('utf-8', b'<html>502 Bad Gateway|^JSONDecodeError\(")
+TRANSPORT_FAILURE = re.compile(
+    r"raised (InternalServerError|AttemptTimeoutError|APITimeoutError|APIConnectionError)>"
+    r"|^UnicodeDecodeError\('utf-8', b'<html>502 Bad Gateway|^JSONDecodeError\("
+)
 
 
 @dataclass(frozen=True)
@@ -63,17 +72,29 @@ class Case:
 CASES: dict[str, Case] = {
     # 2 categories x 4 queries on one map
     "maptab": Case(("suite.categories=[edge_only,T]", "env.n_maps=1", "suite.n_per_category=4"), 8),
-    "maptab_react": Case(("suite.solver=react", "suite.categories=[edge_only,T]", "env.n_maps=1",
-                          "suite.n_per_category=4"), 8),
+    "maptab_react": Case(
+        ("suite.solver=react", "suite.categories=[edge_only,T]", "env.n_maps=1", "suite.n_per_category=4"), 8
+    ),
     # 11 cases: one per task x level combination
-    "lifeplanner": Case(("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000",
-                         "suite.n_cases=11"), 11),
+    "lifeplanner": Case(
+        ("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000", "suite.n_cases=11"), 11
+    ),
     "mapsatisfy": Case(("+experiment=mapsatisfy_generated", "env.n=8", "env.seed=4", "env.embedder=hashing"), 8),
     # the suite's own model calls on the hostile server too: the LLM user simulator, the tool
     # simulator (for calls the replay store has no record of) and a model judge
-    "mapsatisfy_llm_roles": Case(("+experiment=mapsatisfy_generated", "env.n=4", "env.seed=4", "env.embedder=hashing",
-                                  f"suite.user_model={HOSTILE_MODEL}", f"suite.tool_simulator={HOSTILE_MODEL}",
-                                  f"judge.models=[rules,{HOSTILE_MODEL}]", "suite.judge_votes=1"), 4),
+    "mapsatisfy_llm_roles": Case(
+        (
+            "+experiment=mapsatisfy_generated",
+            "env.n=4",
+            "env.seed=4",
+            "env.embedder=hashing",
+            f"suite.user_model={HOSTILE_MODEL}",
+            f"suite.tool_simulator={HOSTILE_MODEL}",
+            f"judge.models=[rules,{HOSTILE_MODEL}]",
+            "suite.judge_votes=1",
+        ),
+        4,
+    ),
 }
 
 
@@ -144,8 +165,9 @@ def read_warehouse(cwd: Path, invocation: Invocation) -> None:
         cursor = con.execute("SELECT * FROM samples WHERE run_hash = ?", [invocation.run_hash])
         columns = [d[0] for d in cursor.description]
         invocation.samples = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-        for sample_id, value in con.execute("SELECT sample_id, value FROM scores WHERE run_hash = ?",
-                                            [invocation.run_hash]).fetchall():
+        for sample_id, value in con.execute(
+            "SELECT sample_id, value FROM scores WHERE run_hash = ?", [invocation.run_hash]
+        ).fetchall():
             invocation.scores.setdefault(sample_id, []).append(value)
     finally:
         con.close()
@@ -162,12 +184,16 @@ def read_mlflow(cwd: Path, run_id: str | None) -> MlflowView:
 
     client = MlflowClient(tracking_uri=tracking_uri(cwd))
     run = client.get_run(run_id)
-    view = MlflowView(status=run.info.status, metrics=dict(run.data.metrics),
-                      n_errors_history=[m.value for m in client.get_metric_history(run_id, "n_errors")])
+    view = MlflowView(
+        status=run.info.status,
+        metrics=dict(run.data.metrics),
+        n_errors_history=[m.value for m in client.get_metric_history(run_id, "n_errors")],
+    )
     token = None
     while True:
-        page = client.search_traces(locations=[run.info.experiment_id], run_id=run_id, include_spans=False,
-                                    max_results=500, page_token=token)
+        page = client.search_traces(
+            locations=[run.info.experiment_id], run_id=run_id, include_spans=False, max_results=500, page_token=token
+        )
         for trace in page:
             view.n_traces += 1
             key = trace.info.tags.get("geoeval.sample_key", "")  # <dataset>:<sample id>:<epoch>
@@ -189,12 +215,22 @@ def run_geoeval(cwd: Path, server: HostileServer, case: Case) -> Invocation:
     n_before = len(server.history)
     logs_before = eval_logs(cwd)
     started = time.monotonic()
-    cmd = geoeval_cmd(*MODEL, f"model.base_url={server.base_url}", *case.overrides, "tracking=mlflow",
-                      f"tracking.tracking_uri={tracking_uri(cwd)}")
+    cmd = geoeval_cmd(
+        *MODEL,
+        f"model.base_url={server.base_url}",
+        *case.overrides,
+        "tracking=mlflow",
+        f"tracking.tracking_uri={tracking_uri(cwd)}",
+    )
     # on a hang, SIGABRT makes Python's faulthandler print every thread's stack: where it hung
-    env = {**os.environ, "LOCAL_API_KEY": "x", "LOCAL_BASE_URL": server.base_url, "PYTHONPATH": str(REPO),
-           "PYTHONFAULTHANDLER": "1",
-           "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments")}
+    env = {
+        **os.environ,
+        "LOCAL_API_KEY": "x",
+        "LOCAL_BASE_URL": server.base_url,
+        "PYTHONPATH": str(REPO),
+        "PYTHONFAULTHANDLER": "1",
+        "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments"),
+    }
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as child:
         try:
             stdout, stderr = child.communicate(timeout=RUN_TIMEOUT_S)
@@ -205,11 +241,16 @@ def run_geoeval(cwd: Path, server: HostileServer, case: Case) -> Invocation:
             except subprocess.TimeoutExpired:
                 child.kill()
                 stdout, stderr = child.communicate()
-            raise Hang(f"geoeval hung (> {RUN_TIMEOUT_S} s) against the hostile server; stderr tail:\n"
-                       f"{stderr[-8000:]}") from None
+            raise Hang(
+                f"geoeval hung (> {RUN_TIMEOUT_S} s) against the hostile server; stderr tail:\n{stderr[-8000:]}"
+            ) from None
     proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
-    invocation = Invocation(proc=proc, seconds=time.monotonic() - started, requests=server.history[n_before:],
-                            logs=sorted(eval_logs(cwd) - logs_before))
+    invocation = Invocation(
+        proc=proc,
+        seconds=time.monotonic() - started,
+        requests=server.history[n_before:],
+        logs=sorted(eval_logs(cwd) - logs_before),
+    )
     read_warehouse(cwd, invocation)
     invocation.mlflow = read_mlflow(cwd, invocation.mlflow_run_id)
     return invocation
@@ -230,8 +271,11 @@ def hostile_runs(request, tmp_path_factory) -> dict[str, Future]:
     """Every selected case, all at once (each with its own server, so each keeps its order): the
     runs mostly wait on the hostile timeouts and backoffs, so together they take about as long
     as the slowest one alone."""
-    params = [getattr(getattr(item, "callspec", None), "params", {}) for item in request.session.items
-              if getattr(item, "module", None) is request.module]
+    params = [
+        getattr(getattr(item, "callspec", None), "params", {})
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module
+    ]
     selected = sorted({p["hostile_run"] for p in params if "hostile_run" in p}) or list(CASES)
     pool = ThreadPoolExecutor(max_workers=len(selected))
     futures = {name: pool.submit(run_case, name, tmp_path_factory.mktemp(f"hostile_{name}")) for name in selected}
@@ -250,8 +294,10 @@ def hostile_run(request, hostile_runs) -> HostileRun:
 
 
 def describe(inv: Invocation) -> str:
-    return (f"exit {inv.proc.returncode} after {inv.seconds:.0f} s\nstdout tail:\n{inv.proc.stdout[-2500:]}\n"
-            f"stderr tail:\n{inv.proc.stderr[-5000:]}")
+    return (
+        f"exit {inv.proc.returncode} after {inv.seconds:.0f} s\nstdout tail:\n{inv.proc.stdout[-2500:]}\n"
+        f"stderr tail:\n{inv.proc.stderr[-5000:]}"
+    )
 
 
 def test_the_server_was_hostile_in_every_mode(hostile_run):
@@ -312,7 +358,8 @@ def test_errors_are_counted_in_the_warehouse_and_the_console(hostile_run):
     # without Inspect's in-run retry, the garbage body and the exhausted 500s leave errors behind
     assert inv.errors, "the hostile run left no error, so nothing below is tested"
     assert Counter(r["status"] for r in inv.samples) == Counter(
-        {"error": len(inv.errors), "scored": hostile_run.case.n_samples - len(inv.errors)})
+        {"error": len(inv.errors), "scored": hostile_run.case.n_samples - len(inv.errors)}
+    )
     assert all((r["status"] == "error") == (r["error"] is not None) for r in inv.samples)
     # an errored sample has NaN metrics, never 0
     for sample_id in inv.errors:
@@ -365,8 +412,6 @@ def test_the_rerun_shows_the_errors_retried_in_mlflow(hostile_run):
 # The crash sites the runs above found in suite code, each pinned by a fast test of its own
 
 
-
-
 def failing_model():
     from inspect_ai.model import get_model
 
@@ -380,6 +425,7 @@ def failing_model():
 @contextmanager
 def deadline(seconds: int):
     """Fail (not hang) past `seconds`: SIGALRM interrupts even a regex running in C."""
+
     def expire(signum, frame):
         raise TimeoutError(f"still running after {seconds} s")
 
@@ -400,11 +446,19 @@ def is_utf8(text: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("text", [
-    "<route_begin>A-B<route_end>", "x <ROUTE_BEGIN> A-B(transfer)-C </route_end> y <route_begin>D<route_end>",
-    "<route_begin>a<route_begin>b<route_end>", "<route_begin>open only", "<route_end><route_begin>c<route_end>",
-    "", "no tags", "<route_begin><route_end>",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<route_begin>A-B<route_end>",
+        "x <ROUTE_BEGIN> A-B(transfer)-C </route_end> y <route_begin>D<route_end>",
+        "<route_begin>a<route_begin>b<route_end>",
+        "<route_begin>open only",
+        "<route_end><route_begin>c<route_end>",
+        "",
+        "no tags",
+        "<route_begin><route_end>",
+    ],
+)
 def test_tagged_texts_finds_what_the_lazy_regex_finds(text):
     from geoeval.suites.maptab.metrics import tagged_texts
 
@@ -412,11 +466,14 @@ def test_tagged_texts_finds_what_the_lazy_regex_finds(text):
     assert tagged_texts(text, "<route_begin>", "<route_end>") == lazy
 
 
-@pytest.mark.parametrize("text", [
-    "<route_begin> <answer_begin>\n  " * 35_000,  # the server's tag_bomb: ~1 MB of unclosed tags
-    "<route_begin>" + " " * 1_000_000 + "x",
-    "<answer_begin>" + " " * 1_000_000 + "x",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<route_begin> <answer_begin>\n  " * 35_000,  # the server's tag_bomb: ~1 MB of unclosed tags
+        "<route_begin>" + " " * 1_000_000 + "x",
+        "<answer_begin>" + " " * 1_000_000 + "x",
+    ],
+)
 def test_maptab_answer_extraction_is_linear_on_a_tag_bomb(text):
     # the regexes these replaced (`<route_begin>\s*(.*?)\s*<route_end>`, and the QA tags) ran for
     # hours on such a reply, inside the scorer, which stalls the whole eval
@@ -457,13 +514,14 @@ def test_mapsatisfy_llm_user_reply_is_clean_text():
 
 def test_mapsatisfy_simulated_tool_response_is_clean_and_can_be_recorded(tmp_path):
     from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
-    from geoeval.suites.mapsatisfy.replay.store import RecordStore
     from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+    from geoeval.suites.mapsatisfy.replay.store import RecordStore
 
     store = RecordStore()
     store.add("get_weather", {"location": "唐山", "date": "2026-05-26"}, '{"live": {"weather": "晴"}}', trace_id="t0")
-    sandbox = ReplaySandbox(store, embedder=HashingEmbedder(), tool_simulator=scripted_mockllm('{"w": "\ud800\x00"}'),
-                            record=True)
+    sandbox = ReplaySandbox(
+        store, embedder=HashingEmbedder(), tool_simulator=scripted_mockllm('{"w": "\ud800\x00"}'), record=True
+    )
     response = asyncio.run(sandbox.call("get_weather", {"location": "拉萨", "date": "2026-05-27"}))
     assert (response.match_type, response.content) == ("simulated", '{"w": "\ufffd\ufffd"}')
     sandbox.store.save_csv(tmp_path)  # the recording is written as UTF-8
@@ -493,23 +551,39 @@ def test_lifeplanner_phrasing_is_clean_and_a_failing_model_is_one_clear_error(tm
         rephrase_questions(["Another question at 9?"], failing_model(), cache=tmp_path)
 
 
-
 def test_the_hostile_server_answers_each_mode_and_stops_without_hanging():
     import urllib.error
     import urllib.request
 
     from tests.harness.hostile_server import MODES
 
-    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [
-        {"type": "function", "function": {"name": "submit", "parameters": {
-            "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}]}).encode()
+    body = json.dumps(
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "submit",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"answer": {"type": "string"}},
+                            "required": ["answer"],
+                        },
+                    },
+                }
+            ],
+        }
+    ).encode()
     raw: dict[str, tuple[int, bytes]] = {}
     schedule = [m for m in MODES if m != "timeout"] + ["timeout"]  # the sleeping handler last
     server = HostileServer(schedule).start()
     try:
         for mode in schedule:
-            request = urllib.request.Request(f"{server.base_url}/chat/completions", data=body,
-                                             headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                f"{server.base_url}/chat/completions", data=body, headers={"Content-Type": "application/json"}
+            )
             try:
                 with urllib.request.urlopen(request, timeout=1) as reply:
                     raw[mode] = (reply.status, reply.read())

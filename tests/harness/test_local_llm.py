@@ -56,12 +56,32 @@ class Case:
 CASES: dict[str, Case] = {
     # text-only input settings (the map image of other settings overflows a text model's context)
     "maptab": Case(("suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=2"), 2, False),
-    "lifeplanner": Case(("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000", "suite.n_cases=11",
-                         "limit=2", "suite.tool_budget=1"), 2, True),
+    "lifeplanner": Case(
+        (
+            "+experiment=lifeplanner_offline",
+            "env.n_places=300",
+            "env.n_notes=2000",
+            "suite.n_cases=11",
+            "limit=2",
+            "suite.tool_budget=1",
+        ),
+        2,
+        True,
+    ),
     # three map tools instead of the 22-tool catalogue: a 2k-token prompt instead of 5.5k
-    "mapsatisfy": Case(("+experiment=mapsatisfy_generated", "env.n=4", "env.embedder=hashing", "limit=2",
-                        "suite.max_turns=1", "suite.max_tool_calls=1",
-                        "suite.map_tools=[search_poi,search_around_poi,get_navigation]"), 2, True),
+    "mapsatisfy": Case(
+        (
+            "+experiment=mapsatisfy_generated",
+            "env.n=4",
+            "env.embedder=hashing",
+            "limit=2",
+            "suite.max_turns=1",
+            "suite.max_tool_calls=1",
+            "suite.map_tools=[search_poi,search_around_poi,get_navigation]",
+        ),
+        2,
+        True,
+    ),
 }
 
 
@@ -77,9 +97,11 @@ class LocalRun:
     logs: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        return (f"{self.name}: exit {self.proc.returncode} after {self.seconds:.0f} s\n"
-                f"stdout tail:\n{self.proc.stdout[-2000:]}\nstderr tail:\n{self.proc.stderr[-4000:]}\n"
-                f"server log tail:\n{self.server_log[-1500:]}")
+        return (
+            f"{self.name}: exit {self.proc.returncode} after {self.seconds:.0f} s\n"
+            f"stdout tail:\n{self.proc.stdout[-2000:]}\nstderr tail:\n{self.proc.stderr[-4000:]}\n"
+            f"server log tail:\n{self.server_log[-1500:]}"
+        )
 
 
 def read_samples(cwd: Path, run: LocalRun) -> None:
@@ -107,14 +129,27 @@ def local_run(request, tmp_path_factory) -> LocalRun:
     env.update(PYTHONPATH=str(REPO), GEOEVAL_EXPERIMENTS_DIR=str(REPO / "experiments"))
     started = time.monotonic()
     try:
-        proc = subprocess.run(geoeval_cmd(*COMMON, f"++model.serve.log_path={server_log}", *case.overrides),
-                              cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+        proc = subprocess.run(
+            geoeval_cmd(*COMMON, f"++model.serve.log_path={server_log}", *case.overrides),
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            env=env,
+        )
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{request.param}: geoeval with the local LLM ran past {RUN_TIMEOUT_S} s; stderr tail:\n"
-                    f"{(exc.stderr or b'')[-3000:]!r}")
-    run = LocalRun(request.param, case, proc, time.monotonic() - started,
-                   server_log.read_text(errors="replace") if server_log.exists() else "",
-                   logs=sorted(glob.glob(str(cwd / "logs" / "**" / "*.eval"), recursive=True)))
+        pytest.fail(
+            f"{request.param}: geoeval with the local LLM ran past {RUN_TIMEOUT_S} s; stderr tail:\n"
+            f"{(exc.stderr or b'')[-3000:]!r}"
+        )
+    run = LocalRun(
+        request.param,
+        case,
+        proc,
+        time.monotonic() - started,
+        server_log.read_text(errors="replace") if server_log.exists() else "",
+        logs=sorted(glob.glob(str(cwd / "logs" / "**" / "*.eval"), recursive=True)),
+    )
     read_samples(cwd, run)
     return run
 
@@ -224,18 +259,22 @@ def test_an_unknown_serve_key_is_a_config_error():
 def test_a_server_that_cannot_start_reports_its_log(tmp_path):
     not_a_model = tmp_path / "broken.gguf"
     not_a_model.write_bytes(b"not a gguf file")
-    with pytest.raises(GeoevalError, match=r"exited \(.+\) before it answered") as err:
-        with local_llm.serve_local_llm({"model_path": str(not_a_model), "startup_timeout_s": 60}):
-            pytest.fail("the server must not come up on a broken model file")
+    with (
+        pytest.raises(GeoevalError, match=r"exited \(.+\) before it answered") as err,
+        local_llm.serve_local_llm({"model_path": str(not_a_model), "startup_timeout_s": 60}),
+    ):
+        pytest.fail("the server must not come up on a broken model file")
     assert "broken.gguf" in str(err.value)  # the tail of the server's own log says what it tried
 
 
 @requires_local_llm
 def test_a_server_that_dies_during_the_run_is_reported(tmp_path):
     log = tmp_path / "server.log"
-    with pytest.raises(GeoevalError, match="died during the run"):
-        with local_llm.serve_local_llm({"log_path": str(log), "interrupt_on_crash": False}) as url:
-            assert local_llm.answers_models(url)
-            pid = int(re.search(r"Started server process \[(\d+)\]", log.read_text()).group(1))
-            os.kill(pid, 9)
-            time.sleep(1.5)
+    with (
+        pytest.raises(GeoevalError, match="died during the run"),
+        local_llm.serve_local_llm({"log_path": str(log), "interrupt_on_crash": False}) as url,
+    ):
+        assert local_llm.answers_models(url)
+        pid = int(re.search(r"Started server process \[(\d+)\]", log.read_text()).group(1))
+        os.kill(pid, 9)
+        time.sleep(1.5)

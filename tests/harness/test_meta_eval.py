@@ -11,8 +11,12 @@ from geoeval.cli.meta_eval import main
 
 # small datasets, every suite's offline rules judge; the tiers are built per sample
 SUITES = {
-    "maptab": ["env.n_maps=2", "suite.scenario=both", "suite.categories=[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]",
-               "suite.n_per_category=2"],
+    "maptab": [
+        "env.n_maps=2",
+        "suite.scenario=both",
+        "suite.categories=[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]",
+        "suite.n_per_category=2",
+    ],
     "lifeplanner": [],
     "mapsatisfy": ["env.n=8", "env.embedder=hashing"],  # its generated env is chosen before env.* apply
 }
@@ -21,8 +25,16 @@ SUITES = {
 @pytest.mark.parametrize("suite", sorted(SUITES))
 def test_meta_eval_meets_its_targets(suite, tmp_path, capsys):
     out = tmp_path / f"{suite}.json"
-    code = main([suite, *SUITES[suite], f"work_dir={tmp_path / 'work'}", f"results_db={tmp_path / 'r.duckdb'}",
-                 "--output", str(out)])
+    code = main(
+        [
+            suite,
+            *SUITES[suite],
+            f"work_dir={tmp_path / 'work'}",
+            f"results_db={tmp_path / 'r.duckdb'}",
+            "--output",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr()
     report = json.loads(out.read_text())
     missed = {m: (r["accuracy"], r["target"], r["examples"][:1]) for m, r in report["metrics"].items() if not r["met"]}
@@ -35,6 +47,8 @@ def test_meta_eval_meets_its_targets(suite, tmp_path, capsys):
     for metric, result in report["metrics"].items():
         assert result["pairs"] > 0, metric
         ref = report["tier_means"]["reference"].get(metric)
-        others = [means[metric] for tier, means in report["tier_means"].items() if tier != "reference" and metric in means]
+        others = [
+            means[metric] for tier, means in report["tier_means"].items() if tier != "reference" and metric in means
+        ]
         if ref is not None and others:
             assert ref >= max(others), (metric, report["tier_means"])

@@ -29,11 +29,17 @@ def to_inspect(messages: list[dict]) -> list:
         elif m["role"] == "user":
             out.append(ChatMessageUser(content=content))
         elif m["role"] == "assistant":
-            calls = [ToolCall(id=c["id"], function=c["function"]["name"], arguments=json.loads(c["function"]["arguments"] or "{}"))
-                     for c in m.get("tool_calls") or []]
+            calls = [
+                ToolCall(
+                    id=c["id"], function=c["function"]["name"], arguments=json.loads(c["function"]["arguments"] or "{}")
+                )
+                for c in m.get("tool_calls") or []
+            ]
             out.append(ChatMessageAssistant(content=content, tool_calls=calls or None))
         elif m["role"] == "tool":
-            out.append(ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"), function=m.get("name") or "submit"))
+            out.append(
+                ChatMessageTool(content=content, tool_call_id=m.get("tool_call_id"), function=m.get("name") or "submit")
+            )
     return out
 
 
@@ -54,24 +60,36 @@ class BaselineServer(BaseHTTPRequestHandler):
         if is_preflight_probe(body):  # geoeval's one request before any work: answered, not counted
             return self._reply({"role": "assistant", "content": "pong"}, "stop", body)
         BaselineServer.requests.append(body)
-        tools = [ToolInfo(name=t["function"]["name"], description=t["function"].get("description", "")) for t in body.get("tools") or []]
+        tools = [
+            ToolInfo(name=t["function"]["name"], description=t["function"].get("description", ""))
+            for t in body.get("tools") or []
+        ]
         reply = table_baseline(to_inspect(body["messages"]), tools, {})
         message: dict = {"role": "assistant", "content": reply.content or None}
         finish = "stop"
         if reply.tool:
-            message["tool_calls"] = [{"id": f"call_{len(BaselineServer.requests)}", "type": "function",
-                                      "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)}}]
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{len(BaselineServer.requests)}",
+                    "type": "function",
+                    "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
+                }
+            ]
             finish = "tool_calls"
         BaselineServer.replies.append(message)
         self._reply(message, finish, body)
 
     def _reply(self, message: dict, finish: str, body: dict) -> None:
-        payload = json.dumps({
-            "id": f"chatcmpl-{len(BaselineServer.requests)}", "object": "chat.completion", "created": 0,
-            "model": body.get("model", "baseline"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-        }).encode()
+        payload = json.dumps(
+            {
+                "id": f"chatcmpl-{len(BaselineServer.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "baseline"),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -86,10 +104,20 @@ def test_openai_api_provider_against_local_server(tmp_path):
     port = server.server_address[1]
     try:
         proc = subprocess.run(
-            geoeval_cmd("model=openai_api", "model.name=openai-api/local/table-baseline",
-                        f"model.base_url=http://127.0.0.1:{port}/v1", "suite.solver=react",
-                        "suite.categories=[edge_only,T]", "env.n_maps=1", "suite.n_per_category=2", "tracking=none"),
-            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            geoeval_cmd(
+                "model=openai_api",
+                "model.name=openai-api/local/table-baseline",
+                f"model.base_url=http://127.0.0.1:{port}/v1",
+                "suite.solver=react",
+                "suite.categories=[edge_only,T]",
+                "env.n_maps=1",
+                "suite.n_per_category=2",
+                "tracking=none",
+            ),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
             env={**os.environ, "LOCAL_API_KEY": "test-key"},
         )
     finally:

@@ -9,8 +9,9 @@ from tests.conftest import geoeval_cmd
 
 
 def test_a_typo_is_named_by_geoeval_first_and_nothing_is_created(tmp_path):
-    proc = subprocess.run(geoeval_cmd("model.config.temprature=0.5"), cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("model.config.temprature=0.5"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[0] == "geoeval: error: Invalid config:"
     assert "model.config.temprature: unknown key (allowed keys: temperature)" in proc.stderr
@@ -19,7 +20,8 @@ def test_a_typo_is_named_by_geoeval_first_and_nothing_is_created(tmp_path):
 
 
 def test_an_invalid_value_is_named_before_outputs_exist(tmp_path):
-    proc = subprocess.run(geoeval_cmd("runner=ray", "runner.num_workers=0"), cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        geoeval_cmd("runner=ray", "runner.num_workers=0"), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2 and "runner.num_workers" in proc.stderr
     assert not (tmp_path / "outputs").exists()

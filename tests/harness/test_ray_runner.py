@@ -16,10 +16,18 @@ from tests.conftest import geoeval_cmd
 
 def spec_for(tmp_path, *overrides):
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "env.n_maps=2", "suite.n_per_category=2", "tracking=none", "model=table_baseline",
-            f"work_dir={tmp_path}/work", f"log_dir={tmp_path}/logs", *overrides,
-        ])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "env.n_maps=2",
+                "suite.n_per_category=2",
+                "tracking=none",
+                "model=table_baseline",
+                f"work_dir={tmp_path}/work",
+                f"log_dir={tmp_path}/logs",
+                *overrides,
+            ],
+        )
     return validate_config(cfg)
 
 
@@ -34,8 +42,12 @@ def ray_session():
 
 def test_ray_shards_merge_to_the_local_result_exactly(tmp_path, ray_session):
     local = run_job(spec_for(tmp_path, "runner=local", f"results_db={tmp_path}/local.duckdb"), progress=False)
-    sharded = run_job(spec_for(tmp_path, "runner=ray", "runner.num_workers=2", "runner.num_cpus=2",
-                               f"results_db={tmp_path}/ray.duckdb"), progress=False)
+    sharded = run_job(
+        spec_for(
+            tmp_path, "runner=ray", "runner.num_workers=2", "runner.num_cpus=2", f"results_db={tmp_path}/ray.duckdb"
+        ),
+        progress=False,
+    )
     assert local.run_hash == sharded.run_hash
     assert len(local.results) == len(sharded.results) == 2 * 4 * 2
     assert sharded.metrics == local.metrics
@@ -47,8 +59,14 @@ def test_ray_shards_merge_to_the_local_result_exactly(tmp_path, ray_session):
 
 def test_failed_shard_is_retried(tmp_path, ray_session):
     marker = tmp_path / "crashed-once"
-    spec = spec_for(tmp_path, "runner=ray", "runner.num_workers=2", "runner.max_retries=2",
-                    f"results_db={tmp_path}/retry.duckdb", f"+model.args.crash_once_marker={marker}")
+    spec = spec_for(
+        tmp_path,
+        "runner=ray",
+        "runner.num_workers=2",
+        "runner.max_retries=2",
+        f"results_db={tmp_path}/retry.duckdb",
+        f"+model.args.crash_once_marker={marker}",
+    )
     outcome = run_job(spec, progress=False)
     assert marker.exists()  # a worker really died
     assert len(outcome.results) == 16
@@ -68,7 +86,7 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     assert {"raylet", "gcs_server", "monitor"} <= set(processes)
     shutdown_ray()
     assert not ray.is_initialized()
-    for kind, ps in processes.items():  # each has exited or is exiting (a SIGKILL is not waited for)
+    for _kind, ps in processes.items():  # each has exited or is exiting (a SIGKILL is not waited for)
         for p in ps:
             p.wait(timeout=10)
     assert ray_local_node_processes() == {}
@@ -77,9 +95,19 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
 
 def test_unreachable_cluster_gives_one_clear_error(tmp_path):
     proc = subprocess.run(
-        geoeval_cmd("runner=ray", "runner.address=ray://127.0.0.1:9", "runner.connect_timeout_s=5", "tracking=none",
-                    "env.n_maps=1", "suite.n_per_category=1"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=180, env={**os.environ},
+        geoeval_cmd(
+            "runner=ray",
+            "runner.address=ray://127.0.0.1:9",
+            "runner.connect_timeout_s=5",
+            "tracking=none",
+            "env.n_maps=1",
+            "suite.n_per_category=1",
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ},
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "Cannot reach the Ray cluster at runner.address='ray://127.0.0.1:9'" in proc.stderr

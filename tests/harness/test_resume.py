@@ -12,8 +12,14 @@ import duckdb
 
 from tests.conftest import geoeval_cmd
 
-ARGS = ("model=table_baseline", "+model.args.delay_s=0.4", "runner.max_samples=1", "tracking=none",
-        "env.n_maps=1", "suite.n_per_category=3")  # 12 samples, one at a time
+ARGS = (
+    "model=table_baseline",
+    "+model.args.delay_s=0.4",
+    "runner.max_samples=1",
+    "tracking=none",
+    "env.n_maps=1",
+    "suite.n_per_category=3",
+)  # 12 samples, one at a time
 
 
 def finished(db) -> dict[str, object]:
@@ -22,7 +28,8 @@ def finished(db) -> dict[str, object]:
         rows = con.execute("SELECT sample_id, completed_at FROM samples").fetchall()
         orphans = con.execute(
             "SELECT count(*) FROM samples s WHERE (SELECT count(*) FROM scores c WHERE c.sample_id = s.sample_id "
-            "AND c.run_hash = s.run_hash) <> 3").fetchone()[0]
+            "AND c.run_hash = s.run_hash) <> 3"
+        ).fetchone()[0]
     finally:
         con.close()
     assert orphans == 0, "a sample row without its three score rows"
@@ -30,8 +37,14 @@ def finished(db) -> dict[str, object]:
 
 
 def test_killed_run_resumes_without_loss_or_rework(tmp_path):
-    proc = subprocess.Popen(geoeval_cmd(*ARGS), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        geoeval_cmd(*ARGS),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     seen = 0
     deadline = time.time() + 240
     buf = ""

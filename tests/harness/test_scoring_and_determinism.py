@@ -17,16 +17,26 @@ from geoeval.suites.maptab.scorers import extract_answer
 
 def spec_for(tmp_path, *overrides):
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["env.n_maps=2", "suite.n_per_category=2", "tracking=none",
-                                                       f"work_dir={tmp_path}/work", *overrides])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "env.n_maps=2",
+                "suite.n_per_category=2",
+                "tracking=none",
+                f"work_dir={tmp_path}/work",
+                *overrides,
+            ],
+        )
     return validate_config(cfg)
 
 
 def test_malformed_answer_scores_zero_with_reason():
     answer, problem = extract_answer("I'm not sure, sorry.")
     assert answer == "" and "no route" in problem
-    values, problems = compute_metrics(["ema", "pma", "ds"], MetricInput(answer=answer, raw="I'm not sure", target=["A-B-C"],
-                                                                         metadata={"scenario": "metromap"}))
+    values, problems = compute_metrics(
+        ["ema", "pma", "ds"],
+        MetricInput(answer=answer, raw="I'm not sure", target=["A-B-C"], metadata={"scenario": "metromap"}),
+    )
     assert values == {"ema": 0.0, "pma": 0.0, "ds": 0.0}
     assert problems == []
 
@@ -36,8 +46,10 @@ def test_a_failing_metric_is_recorded_not_raised():
     def always_breaks(inp):
         raise KeyError("boom")
 
-    values, problems = compute_metrics(["ema", "always_breaks"], MetricInput(answer="A-B", raw="A-B", target=["A-B"],
-                                                                             metadata={"scenario": "metromap"}))
+    values, problems = compute_metrics(
+        ["ema", "always_breaks"],
+        MetricInput(answer="A-B", raw="A-B", target=["A-B"], metadata={"scenario": "metromap"}),
+    )
     # a metric that raises has no value (NaN, never a 0) and its failure makes the sample an error
     assert values["ema"] == 1.0 and math.isnan(values["always_breaks"])
     assert "always_breaks" in problems[0] and "boom" in problems[0]
@@ -80,14 +92,19 @@ def test_two_suites_may_register_the_same_metric_name():
     def acc_b(inp):
         return 0.75
 
-    a, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_a"}))
-    b, _ = compute_metrics(["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_b"}))
+    a, _ = compute_metrics(
+        ["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_a"})
+    )
+    b, _ = compute_metrics(
+        ["shared_name_acc"], MetricInput(answer="", raw="", target=[], metadata={"suite": "suite_b"})
+    )
     assert (a["shared_name_acc"], b["shared_name_acc"]) == (0.25, 0.75)
 
 
 def test_tokens_count_every_turn_of_the_evaluated_model(tmp_path):
     """A react agent with two model turns: the scorer sees both turns' tokens."""
-    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import react
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -102,9 +119,13 @@ def test_tokens_count_every_turn_of_the_evaluated_model(tmp_path):
         async def execute() -> str:
             """Do nothing."""
             return "ok"
+
         return execute
 
-    outs = [ModelOutput.for_tool_call("mockllm/model", "noop", {}), ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "x"})]
+    outs = [
+        ModelOutput.for_tool_call("mockllm/model", "noop", {}),
+        ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": "x"}),
+    ]
     for o in outs:
         o.usage = ModelUsage(input_tokens=10, output_tokens=3, total_tokens=13)
     seen = {}
@@ -114,9 +135,14 @@ def test_tokens_count_every_turn_of_the_evaluated_model(tmp_path):
         async def score(state: TaskState, target: Target) -> Score:
             seen.update(evaluated_model_tokens(state))
             return Score(value=1)
+
         return score
 
     model = get_model("mockllm/model", custom_outputs=outs, memoize=False)
-    inspect_eval(Task(dataset=[Sample(input="go")], solver=react(tools=[noop()]), scorer=probe(), message_limit=10),
-                 model=model, display="none", log_dir=str(tmp_path))
+    inspect_eval(
+        Task(dataset=[Sample(input="go")], solver=react(tools=[noop()]), scorer=probe(), message_limit=10),
+        model=model,
+        display="none",
+        log_dir=str(tmp_path),
+    )
     assert seen == {"input": 20, "output": 6}

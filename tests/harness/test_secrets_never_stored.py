@@ -44,11 +44,19 @@ def test_a_planted_secret_is_in_no_file_the_run_wrote(tmp_path):
     n_requests = len(BaselineServer.requests)
     try:
         proc = subprocess.run(
-            geoeval_cmd("model=openai_api", "model.name=openai-api/local/table-baseline",
-                        f"model.base_url=http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1",
-                        f"+model.args.api_key={CONFIG_KEY}", "suite.categories=[edge_only]", "env.n_maps=1",
-                        "suite.n_per_category=2"),
-            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+            geoeval_cmd(
+                "model=openai_api",
+                "model.name=openai-api/local/table-baseline",
+                f"model.base_url=http://user:{URL_PASSWORD}@127.0.0.1:{port}/v1",
+                f"+model.args.api_key={CONFIG_KEY}",
+                "suite.categories=[edge_only]",
+                "env.n_maps=1",
+                "suite.n_per_category=2",
+            ),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
             env={**os.environ, "LOCAL_API_KEY": ENV_KEY},
         )
     finally:

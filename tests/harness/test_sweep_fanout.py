@@ -18,14 +18,22 @@ from geoeval.core.sweep import progress as sweep_progress
 from tests.conftest import geoeval_cmd
 
 # 4 jobs of the quickest honest offline config: the table baseline's scores differ by seed and setting
-SWEEP = ("-m", "runner=local", "env.n_maps=1", "suite.n_per_category=1", "seed=0,1", "suite.setting=edge_tab,map",
-         "tracking.traces=none")
+SWEEP = (
+    "-m",
+    "runner=local",
+    "env.n_maps=1",
+    "suite.n_per_category=1",
+    "seed=0,1",
+    "suite.setting=edge_tab,map",
+    "tracking.traces=none",
+)
 
 
 def run_sweep(cwd: Path, *extra: str) -> subprocess.CompletedProcess:
     cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(geoeval_cmd(*SWEEP, *extra), cwd=cwd, capture_output=True, text=True, timeout=600,
-                          check=False)
+    return subprocess.run(
+        geoeval_cmd(*SWEEP, *extra), cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 def sweep_dir(cwd: Path) -> Path:
@@ -61,10 +69,15 @@ def test_two_at_a_time_gives_the_results_of_one_at_a_time(tmp_path):
         q = points["two"][job]
         assert q["overrides"].pop("runner.max_concurrent_jobs") == "2"
         assert (q["overrides"], q["run_hash"], q["metrics"], q["counts"]) == (
-            p["overrides"], p["run_hash"], p["metrics"], p["counts"])
+            p["overrides"],
+            p["run_hash"],
+            p["metrics"],
+            p["counts"],
+        )
     assert len({json.dumps(p["metrics"], sort_keys=True) for p in points["one"].values()}) > 1  # not all alike
-    assert (sweep_dir(tmp_path / "two") / "sweep_table.md").read_text() == \
-        (sweep_dir(tmp_path / "one") / "sweep_table.md").read_text()
+    assert (sweep_dir(tmp_path / "two") / "sweep_table.md").read_text() == (
+        sweep_dir(tmp_path / "one") / "sweep_table.md"
+    ).read_text()
 
     for name in ("one", "two"):
         runs = mlflow_runs(tmp_path / name)
@@ -72,7 +85,11 @@ def test_two_at_a_time_gives_the_results_of_one_at_a_time(tmp_path):
         assert len(parents) == 1 and parents[0].info.status == "FINISHED"
         children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
         assert sorted(r.info.run_name for r in children) == [
-            "seed=0 setting=edge_tab", "seed=0 setting=map", "seed=1 setting=edge_tab", "seed=1 setting=map"]
+            "seed=0 setting=edge_tab",
+            "seed=0 setting=map",
+            "seed=1 setting=edge_tab",
+            "seed=1 setting=map",
+        ]
         assert all(r.info.status == "FINISHED" for r in children)
 
 
@@ -96,14 +113,21 @@ def test_a_job_whose_worker_dies_fails_the_sweep_and_the_others_finish(tmp_path)
 
 
 def test_run_names_are_the_swept_values():
-    jobs = [["suite.resolution=0.25", "suite.setting=map", "runner=local"],
-            ["suite.resolution=0.5", "suite.setting=map", "runner=local"],
-            ["suite.resolution=0.25", "suite.setting=edge_tab", "runner=local"]]
-    assert sweep_points.job_labels(jobs) == ["resolution=0.25 setting=map", "resolution=0.5 setting=map",
-                                         "resolution=0.25 setting=edge_tab"]
+    jobs = [
+        ["suite.resolution=0.25", "suite.setting=map", "runner=local"],
+        ["suite.resolution=0.5", "suite.setting=map", "runner=local"],
+        ["suite.resolution=0.25", "suite.setting=edge_tab", "runner=local"],
+    ]
+    assert sweep_points.job_labels(jobs) == [
+        "resolution=0.25 setting=map",
+        "resolution=0.5 setting=map",
+        "resolution=0.25 setting=edge_tab",
+    ]
     # two swept keys that end alike keep their whole names; a one-job sweep is named by its overrides
     assert sweep_points.job_labels([["env.seed=1", "seed=1"], ["env.seed=2", "seed=3"]]) == [
-        "env.seed=1 seed=1", "env.seed=2 seed=3"]
+        "env.seed=1 seed=1",
+        "env.seed=2 seed=3",
+    ]
     assert sweep_points.job_labels([["+experiment=x", "seed=1"]]) == ["+experiment=x seed=1"]
     assert sweep_points.job_labels([[]]) == ["base"]
 
@@ -123,7 +147,9 @@ def test_points_appended_by_concurrent_processes_stay_whole_lines(tmp_path):
         assert p.exitcode == 0
     lines = path.read_text().splitlines()
     assert len(lines) == 600
-    assert sorted(json.loads(line)["job"] for line in lines) == sorted(w * 1000 + i for w in range(3) for i in range(200))
+    assert sorted(json.loads(line)["job"] for line in lines) == sorted(
+        w * 1000 + i for w in range(3) for i in range(200)
+    )
 
 
 def test_read_points_keeps_each_jobs_last_line_in_job_order(tmp_path):
@@ -138,16 +164,20 @@ def test_progress_line_counts_jobs_and_estimates_the_rest(capsys):
     import sys
 
     progress = sweep_progress.SweepProgress(total=5, concurrency=2, stream=sys.stderr)
-    progress.job_done(0, "seed=0", {"job": 0, "metrics": {"ema": 0.5, "pma": 0.25, "n_samples": 4}, "n": 4}, 10.0,
-                      headline=("ema",))
-    progress.job_done(1, "seed=1", {"job": 1, "failed": "errors past fail_on_error", "metrics": {"ema": 0.0}, "n": 4},
-                      30.0)
+    progress.job_done(
+        0, "seed=0", {"job": 0, "metrics": {"ema": 0.5, "pma": 0.25, "n_samples": 4}, "n": 4}, 10.0, headline=("ema",)
+    )
+    progress.job_done(
+        1, "seed=1", {"job": 1, "failed": "errors past fail_on_error", "metrics": {"ema": 0.0}, "n": 4}, 30.0
+    )
     progress.job_done(2, "seed=2", sweep_points.crash_point(2, ["seed=2"], "exit code 2"), 0.0)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "[geoeval] sweep 1/5 done, ETA 20s | job 0 seed=0: ema=0.500 (n=4) [10s]"
     # mean 20 s a job, 3 left, 2 at a time: 30 s
-    assert lines[1] == ("[geoeval] sweep 2/5 done, 1 failed, ETA 30s | job 1 seed=1: "
-                        "FAILED: errors past fail_on_error · ema=0.000 (n=4) [30s]")
+    assert lines[1] == (
+        "[geoeval] sweep 2/5 done, 1 failed, ETA 30s | job 1 seed=1: "
+        "FAILED: errors past fail_on_error · ema=0.000 (n=4) [30s]"
+    )
     # a crash's 0 s is left out of the mean: still 20 s a job, 2 left, 2 at a time
     assert lines[2] == "[geoeval] sweep 3/5 done, 2 failed, ETA 20s | job 2 seed=2: CRASHED: exit code 2 [0s]"
 
@@ -181,9 +211,22 @@ def test_a_job_that_stops_with_an_error_fails_the_sweep_one_at_a_time_too(tmp_pa
     # when it builds its samples and stops with geoeval's error, the other job still runs
     cwd = tmp_path / "run"
     cwd.mkdir()
-    proc = subprocess.run(geoeval_cmd("-m", "runner=local", "tracking=none", "env.n_maps=1", "suite.n_per_category=1",
-                                      "suite.categories=[edge_only]", "suite.setting=map_edge_tab,edge_tab"),
-                          cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        geoeval_cmd(
+            "-m",
+            "runner=local",
+            "tracking=none",
+            "env.n_maps=1",
+            "suite.n_per_category=1",
+            "suite.categories=[edge_only]",
+            "suite.setting=map_edge_tab,edge_tab",
+        ),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     points = sweep_points.read_points(sweep_dir(cwd) / "sweep_points.jsonl")
     assert [(p["job"], bool(p.get("crashed"))) for p in points] == [(0, True), (1, False)]

@@ -27,8 +27,9 @@ def rest(base: str, path: str, payload: dict | None = None) -> dict:
     if payload is None:
         with urllib.request.urlopen(f"{base}{path}", timeout=10) as r:
             return json.loads(r.read())
-    req = urllib.request.Request(f"{base}{path}", data=json.dumps(payload).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{base}{path}", data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
 
@@ -36,9 +37,18 @@ def rest(base: str, path: str, payload: dict | None = None) -> dict:
 @pytest.mark.slow
 def test_resolution_sweep_tracked_in_mlflow(tmp_path):
     proc = subprocess.run(
-        geoeval_cmd("+experiment=maptab_resolution_sweep", "runner=local", "suite.resolution=1,0.03125",
-                    "suite.setting=map", "env.n_maps=1", "suite.n_per_category=4"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        geoeval_cmd(
+            "+experiment=maptab_resolution_sweep",
+            "runner=local",
+            "suite.resolution=1,0.03125",
+            "suite.setting=map",
+            "env.n_maps=1",
+            "suite.n_per_category=4",
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "MLflow parent run:" in proc.stdout
@@ -58,9 +68,24 @@ def test_resolution_sweep_tracked_in_mlflow(tmp_path):
 
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{tmp_path}/mlruns/mlflow.db",
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path}/mlruns/mlflow.db",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -71,7 +96,7 @@ def test_resolution_sweep_tracked_in_mlflow(tmp_path):
                 break
             except Exception:
                 if time.time() > deadline or server.poll() is not None:
-                    raise AssertionError("MLflow server did not start")
+                    raise AssertionError("MLflow server did not start") from None
                 time.sleep(1)
         exp = rest(base, "/api/2.0/mlflow/experiments/get-by-name?experiment_name=maptab_resolution_sweep")
         exp_id = exp["experiment"]["experiment_id"]

@@ -35,8 +35,7 @@ def test_votes_majority_and_mean_of_judges():
     assert combine_votes([1.0, 0.0, 1.0]) == 1.0  # majority of three binary votes
     assert combine_votes([0.0, 0.0, 1.0]) == 0.0
     spec = JudgeSpec(models=["rules", "mockllm/judge"], votes=3)
-    ens = JudgeEnsemble(spec, rules=lambda req: 0.5,
-                        model_factory=scripted(["SCORE: 1", "SCORE: 0", "SCORE: 1"]))
+    ens = JudgeEnsemble(spec, rules=lambda req: 0.5, model_factory=scripted(["SCORE: 1", "SCORE: 0", "SCORE: 1"]))
     verdict = asyncio.run(ens.score(JudgeRequest(rubric="r", answer="a")))
     assert verdict.per_judge == {"rules": 0.5, "mockllm/judge": 1.0}
     assert verdict.score == pytest.approx(0.75)
@@ -69,6 +68,7 @@ def test_every_judge_failing_raises_with_the_votes():
         class Model:
             async def generate(self, prompt):
                 raise ConnectionError("judge endpoint down")
+
         return Model()
 
     ens = JudgeEnsemble(JudgeSpec(models=["mockllm/judge"], votes=2), model_factory=broken)

@@ -34,7 +34,6 @@ def db(city_path):
     con.close()
 
 
-
 N_CASES = 66  # every task x level combination, at least 3 each (Table 4 proportions)
 
 

@@ -33,14 +33,27 @@ def run_policy(policy, case, city, system_prompt_text, user_prompt_text, budget=
             return messages, reply.arguments.get("result")
         calls += 1
         if calls > budget:
-            messages.append(ChatMessageTool(content="budget", tool_call_id=call.id, function=call.function,
-                                            error=ToolCallError("limit", "budget")))
+            messages.append(
+                ChatMessageTool(
+                    content="budget",
+                    tool_call_id=call.id,
+                    function=call.function,
+                    error=ToolCallError("limit", "budget"),
+                )
+            )
             continue
         res = run_standard(city, reply.tool, dict(reply.arguments))
         if res.failure_class == "parameter_error":
-            messages.append(ChatMessageTool(content=res.error, tool_call_id=call.id, function=call.function,
-                                            error=ToolCallError("unknown", res.error)))
+            messages.append(
+                ChatMessageTool(
+                    content=res.error,
+                    tool_call_id=call.id,
+                    function=call.function,
+                    error=ToolCallError("unknown", res.error),
+                )
+            )
         else:
-            messages.append(ChatMessageTool(content=_json.dumps(res.payload), tool_call_id=call.id,
-                                            function=call.function))
+            messages.append(
+                ChatMessageTool(content=_json.dumps(res.payload), tool_call_id=call.id, function=call.function)
+            )
     return messages, None

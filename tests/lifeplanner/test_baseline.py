@@ -24,8 +24,9 @@ def _runs(city, city_path, cases, questions):
     out = []
     ensemble = rules_only()
     for case, question in zip(cases, questions):
-        messages, submitted = run_policy(heuristic_baseline, case, city, system_prompt(case.task),
-                                         user_prompt(question))
+        messages, submitted = run_policy(
+            heuristic_baseline, case, city, system_prompt(case.task), user_prompt(question)
+        )
         record = asyncio.run(evaluate_sample(case.to_dict(), messages, str(city_path), ensemble))
         values, _ = metric_values(case.to_dict(), record, ["pr", "sc", "te", "ig"])
         out.append((case, submitted, values, record, trajectory_from_messages(messages)))

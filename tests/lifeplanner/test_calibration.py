@@ -70,5 +70,8 @@ def test_markdown_table():
     rows = rank_judges(JUDGES, HUMAN)
     md = calibration_table(rows).splitlines()
     assert md[0] == "| judge | n | acc@ε=0.05 (%) | acc@ε=0.02 (%) | MAE |"
-    assert md[2:] == ["| j2 | 4 | 75.0 | 50.0 | 0.038 |", "| j1 | 4 | 75.0 | 50.0 | 0.040 |",
-                      "| j3 | 4 | 50.0 | 50.0 | 0.250 |"]
+    assert md[2:] == [
+        "| j2 | 4 | 75.0 | 50.0 | 0.038 |",
+        "| j1 | 4 | 75.0 | 50.0 | 0.040 |",
+        "| j3 | 4 | 50.0 | 50.0 | 0.250 |",
+    ]

@@ -11,19 +11,18 @@ import re
 
 import pytest
 
-from geoeval.suites.lifeplanner.cases import case
-from geoeval.suites.lifeplanner.cases import check
+from geoeval.suites.lifeplanner.cases import case, check
 from geoeval.suites.lifeplanner.cases import engine as engine_module
+from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
+from geoeval.suites.lifeplanner.city.opening_hours import is_open
+from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.metrics import COMBINATIONS
+from geoeval.suites.lifeplanner.scoring.answers import TABLE6_FIELDS, instance_fields, parse_answer
+from geoeval.suites.lifeplanner.scoring.judging import constraint_results
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.tools import toolsets
-from geoeval.suites.lifeplanner.scoring.answers import TABLE6_FIELDS, instance_fields, parse_answer
-from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, SHORT_MEM_VOCAB
-from geoeval.suites.lifeplanner.city.opening_hours import is_open
-from geoeval.suites.lifeplanner.scoring.judging import constraint_results
-from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCE_BY_KEY, PREFERENCES, STEMS
-from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 
 from .conftest import N_CASES
 from .helpers import rows
@@ -37,9 +36,18 @@ def test_allocation_is_table4_at_paper_size_and_proportional_at_any_size():
     # 22 cases, by hand: floors 3,2,1,3,1,1,3,1,1,1,1 (18); the four largest remainders are
     # trip_l1 (.75), nearby_l1 (.72), routing_l1 (.65), nearby_l0 (.43)
     assert case.allocate(22) == {
-        ("place", "l0"): 3, ("place", "l1"): 2, ("place", "l2"): 1, ("nearby", "l0"): 4, ("nearby", "l1"): 2,
-        ("nearby", "l2"): 1, ("routing", "l0"): 3, ("routing", "l1"): 2, ("routing", "l2"): 1, ("trip", "l1"): 2,
-        ("trip", "l2"): 1}
+        ("place", "l0"): 3,
+        ("place", "l1"): 2,
+        ("place", "l2"): 1,
+        ("nearby", "l0"): 4,
+        ("nearby", "l1"): 2,
+        ("nearby", "l2"): 1,
+        ("routing", "l0"): 3,
+        ("routing", "l1"): 2,
+        ("routing", "l2"): 1,
+        ("trip", "l1"): 2,
+        ("trip", "l2"): 1,
+    }
     for n in (0, 1, 7, 11, 100, 1334, 5000):
         counts = case.allocate(n)
         assert sum(counts.values()) == n
@@ -72,12 +80,18 @@ def test_same_city_and_seed_give_the_same_cases_byte_for_byte(city_path, cases):
     assert engine_module.cases_to_jsonl(again) == engine_module.cases_to_jsonl(cases)
     other = engine_module.generate_cases(str(city_path), n_cases=N_CASES, seed=1)
     assert engine_module.cases_to_jsonl(other) != engine_module.cases_to_jsonl(cases)
-    assert engine_module.cases_to_jsonl(engine_module.cases_from_jsonl(engine_module.cases_to_jsonl(cases))) == engine_module.cases_to_jsonl(cases)
+    assert engine_module.cases_to_jsonl(
+        engine_module.cases_from_jsonl(engine_module.cases_to_jsonl(cases))
+    ) == engine_module.cases_to_jsonl(cases)
 
 
 def test_a_combination_keeps_its_cases_when_others_are_added(city_path, cases):
-    only_place = engine_module.CaseEngine(str(city_path), 0).generate({("place", "l0"): case.allocate(N_CASES)[("place", "l0")]})
-    assert engine_module.cases_to_jsonl(only_place) == engine_module.cases_to_jsonl([c for c in cases if c.type == "place_L0"])
+    only_place = engine_module.CaseEngine(str(city_path), 0).generate(
+        {("place", "l0"): case.allocate(N_CASES)[("place", "l0")]}
+    )
+    assert engine_module.cases_to_jsonl(only_place) == engine_module.cases_to_jsonl(
+        [c for c in cases if c.type == "place_L0"]
+    )
 
 
 def test_a_city_that_cannot_supply_the_cases_says_so(city_path, monkeypatch):
@@ -272,16 +286,23 @@ def test_place_answers_recomputed_from_the_database(db, cases):
         else:  # l2: the only candidate that fits the need (and avoids the dislike)
             pref = PREFERENCE_BY_KEY[ctx["preference"]]
             dislike = next((d for d in DISLIKES if d.key == ctx["dislike"]), None)
-            fits = [p["name"] for p in (places[i] for i in ctx["candidates"])
-                    if _facts(p) & set(pref.facts) and not (dislike and _facts(p) & set(dislike.facts))]
+            fits = [
+                p["name"]
+                for p in (places[i] for i in ctx["candidates"])
+                if _facts(p) & set(pref.facts) and not (dislike and _facts(p) & set(dislike.facts))
+            ]
             assert fits == [ans] and by_name[ans]["id"] in ctx["candidates"], c.id
             if ctx.get("phrasing") == "paper":  # unlisted candidates: every place of the type near the anchor
                 anchor, sub = places[ctx["anchor"]], _sub(by_name[ans])
-                near = [p["id"] for p in places.values() if _sub(p) == sub and p["id"] != anchor["id"]
-                        and _dist(p, anchor) <= ctx["radius_m"]]
+                near = [
+                    p["id"]
+                    for p in places.values()
+                    if _sub(p) == sub and p["id"] != anchor["id"] and _dist(p, anchor) <= ctx["radius_m"]
+                ]
                 assert sorted(near) == sorted(ctx["candidates"]), c.id
                 assert anchor["name"] in c.question and not any(
-                    places[i]["name"] in c.question for i in ctx["candidates"]), c.id
+                    places[i]["name"] in c.question for i in ctx["candidates"]
+                ), c.id
 
 
 def test_nearby_answers_recomputed_from_the_database(db, cases):
@@ -292,23 +313,34 @@ def test_nearby_answers_recomputed_from_the_database(db, cases):
         ctx = c.context
         anchor = places[ctx["anchor"]]
         paper = ctx.get("phrasing") == "paper"  # no type stated: every place near the anchor is a candidate
-        inside = [p for p in places.values() if p["id"] != anchor["id"] and (paper or _sub(p) == ctx["place_type"])
-                  and _dist(p, anchor) <= ctx["radius_m"]]
+        inside = [
+            p
+            for p in places.values()
+            if p["id"] != anchor["id"]
+            and (paper or _sub(p) == ctx["place_type"])
+            and _dist(p, anchor) <= ctx["radius_m"]
+        ]
         # nothing that could change the answer sits on the radius: rounding cannot change the set
         # (the type's places; with paper phrasing, every place that fits the need)
         pref = PREFERENCE_BY_KEY.get(ctx.get("preference"))
-        competing = [p for p in places.values() if p["id"] != anchor["id"]
-                     and ((_facts(p) & set(pref.facts)) if paper else _sub(p) == ctx["place_type"])]
+        competing = [
+            p
+            for p in places.values()
+            if p["id"] != anchor["id"] and ((_facts(p) & set(pref.facts)) if paper else _sub(p) == ctx["place_type"])
+        ]
         assert not any(abs(_dist(p, anchor) - ctx["radius_m"]) < 20 for p in competing), c.id
         answer_ids = sorted(a["place_id"] for a in c.answer["answer"])
         if c.level == "l0":
             assert answer_ids == sorted(p["id"] for p in inside), c.id
         elif c.level == "l1":
             reqs = {r[0]: r for r in c.requirements[0]["requirements"]}
-            fit = [p for p in inside
-                   if ("rating" not in reqs or (p["rating"] is not None and p["rating"] >= reqs["rating"][2]))
-                   and ("cost" not in reqs or (p["cost"] is not None and p["cost"] <= reqs["cost"][2]))
-                   and is_open(p["opentime_week"], ctx["weekday"], ctx["time"])]
+            fit = [
+                p
+                for p in inside
+                if ("rating" not in reqs or (p["rating"] is not None and p["rating"] >= reqs["rating"][2]))
+                and ("cost" not in reqs or (p["cost"] is not None and p["cost"] <= reqs["cost"][2]))
+                and is_open(p["opentime_week"], ctx["weekday"], ctx["time"])
+            ]
             assert answer_ids == [p["id"] for p in fit], c.id
         else:
             pref = PREFERENCE_BY_KEY[ctx["preference"]]
@@ -375,7 +407,9 @@ def test_visiting_orders_are_the_unique_admissible_optimum_by_brute_force(city, 
         rules = {x["kind"]: x for x in c.constraints}
 
         def admissible(order):
-            if "order_before" in rules and order.index(rules["order_before"]["first"]) > order.index(rules["order_before"]["then"]):
+            if "order_before" in rules and order.index(rules["order_before"]["first"]) > order.index(
+                rules["order_before"]["then"]
+            ):
                 return False
             if "open_on_arrival" in rules:
                 r = rules["open_on_arrival"]
@@ -390,9 +424,10 @@ def test_visiting_orders_are_the_unique_admissible_optimum_by_brute_force(city, 
         orders = [[start, *p, end] for p in itertools.permutations(stops)]
         ranked = sorted((cost(o), o) for o in orders if admissible(o))
         assert ranked[0][1] == c.reference_order, c.id
-        assert (sum(legs[e][0] for e in zip(c.reference_order, c.reference_order[1:])),
-                sum(legs[e][1] for e in zip(c.reference_order, c.reference_order[1:]))) == \
-            (c.answer["total_distance_m"], c.answer["total_time_s"])
+        assert (
+            sum(legs[e][0] for e in zip(c.reference_order, c.reference_order[1:])),
+            sum(legs[e][1] for e in zip(c.reference_order, c.reference_order[1:])),
+        ) == (c.answer["total_distance_m"], c.answer["total_time_s"])
         if len(ranked) > 1:
             assert ranked[1][0][0] - ranked[0][0][0] >= (5 if mode == "time" else 10), c.id
         if c.context.get("scenario") == "B":

@@ -10,8 +10,25 @@ from geoeval.suites.lifeplanner.cli import env_build as main
 
 def test_builds_a_synthetic_city_with_the_requested_size(tmp_path, capsys):
     out = tmp_path / "sub" / "city.duckdb"
-    assert main(["--source", "synthetic", "--out", str(out), "--seed", "4", "--places", "120",
-                 "--notes", "250", "--area-km2", "1"]) == 0
+    assert (
+        main(
+            [
+                "--source",
+                "synthetic",
+                "--out",
+                str(out),
+                "--seed",
+                "4",
+                "--places",
+                "120",
+                "--notes",
+                "250",
+                "--area-km2",
+                "1",
+            ]
+        )
+        == 0
+    )
     con = duckdb.connect(str(out), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM places").fetchone()[0] == 120
@@ -34,11 +51,18 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 def osm_config(tmp_path, **env):
     from geoeval.core.config.schema import validate_config
 
-    return validate_config({
-        "work_dir": str(tmp_path), "env": {"name": "lifeplanner_osm", **env}, "suite": {"name": "lifeplanner"},
-        "model": {"name": "geoeval/oracle"}, "judge": {"models": ["rules"]},
-        "metrics": {"name": "lifeplanner", "metrics": ["pr"]}, "runner": {"name": "local"},
-        "tracking": {"enabled": False}})
+    return validate_config(
+        {
+            "work_dir": str(tmp_path),
+            "env": {"name": "lifeplanner_osm", **env},
+            "suite": {"name": "lifeplanner"},
+            "model": {"name": "geoeval/oracle"},
+            "judge": {"models": ["rules"]},
+            "metrics": {"name": "lifeplanner", "metrics": ["pr"]},
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
+    )
 
 
 def test_the_osm_environment_is_validated_by_its_own_schema(tmp_path):

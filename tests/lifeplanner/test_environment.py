@@ -12,9 +12,14 @@ import networkx as nx
 import pytest
 
 from geoeval.suites.lifeplanner.city import layout as city_layout
-from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS, agent_visible_columns, data_engine_visible_columns
-from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, closing_minute, is_open, parse_opening_hours
 from geoeval.suites.lifeplanner.city.environment import build_synthetic_city, read_city_info
+from geoeval.suites.lifeplanner.city.opening_hours import (
+    OpeningHoursError,
+    closing_minute,
+    is_open,
+    parse_opening_hours,
+)
+from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS, agent_visible_columns, data_engine_visible_columns
 
 from .conftest import N_NOTES, N_PLACES, SEED
 from .helpers import rows
@@ -38,16 +43,47 @@ def _dump(path) -> dict[str, list[tuple]]:
 
 def test_tables_have_the_paper_fields(db):
     cols = {t: [r[0] for r in db.execute(f"DESCRIBE {t}").fetchall()] for t in TABLES}
-    for field in ("id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias",
-                  "long_mem", "short_mem", "lon", "lat"):
+    for field in (
+        "id",
+        "name",
+        "place_type",
+        "address",
+        "opentime_week",
+        "rating",
+        "cost",
+        "tag",
+        "alias",
+        "long_mem",
+        "short_mem",
+        "lon",
+        "lat",
+    ):
         assert field in cols["places"]
-    for field in ("note_id", "title", "desc", "time", "liked_count", "collected_count", "comment_count",
-                  "share_count", "tag_list"):
+    for field in (
+        "note_id",
+        "title",
+        "desc",
+        "time",
+        "liked_count",
+        "collected_count",
+        "comment_count",
+        "share_count",
+        "tag_list",
+    ):
         assert field in cols["notes"]
     for field in ("comment_id", "note_id", "time", "content", "like_count"):
         assert field in cols["comments"]
-    for field in ("gid", "name", "source", "target", "node_ids", "length_m", "speed_walking", "speed_cycling",
-                  "speed_driving"):
+    for field in (
+        "gid",
+        "name",
+        "source",
+        "target",
+        "node_ids",
+        "length_m",
+        "speed_walking",
+        "speed_cycling",
+        "speed_driving",
+    ):
         assert field in cols["ways"]
 
 
@@ -107,19 +143,22 @@ def test_places_look_like_the_paper(db):
         parse_opening_hours(h)
     assert "" in hours
     assert any(";" in h for h in hours) and any("," in h for h in hours)
-    assert any(parse_opening_hours(h).known and not is_open(h, "Monday", "12:00") and is_open(h, "Tuesday", "12:00")
-               for h in hours if h.startswith("Tuesday"))
+    assert any(
+        parse_opening_hours(h).known and not is_open(h, "Monday", "12:00") and is_open(h, "Tuesday", "12:00")
+        for h in hours
+        if h.startswith("Tuesday")
+    )
 
 
 def test_places_lie_in_the_area_and_lonlat_agree_with_metres(city_path, db):
     info = read_city_info(city_path)
-    side = (info.area_km2 ** 0.5) * 1000
+    side = (info.area_km2**0.5) * 1000
     for p in rows(db, "SELECT x_m, y_m, lon, lat FROM places"):
         assert -0.01 <= p["x_m"] <= side + 0.01 and -0.01 <= p["y_m"] <= side + 0.01  # stored to the cm
     a, b = rows(db, "SELECT x_m, y_m, lon, lat FROM places ORDER BY id LIMIT 2")
     dx = (a["lon"] - b["lon"]) * city_layout._m_per_deg_lon(info.center_lat)
     dy = (a["lat"] - b["lat"]) * city_layout._M_PER_DEG_LAT
-    assert abs((dx ** 2 + dy ** 2) ** 0.5 - ((a["x_m"] - b["x_m"]) ** 2 + (a["y_m"] - b["y_m"]) ** 2) ** 0.5) < 0.5
+    assert abs((dx**2 + dy**2) ** 0.5 - ((a["x_m"] - b["x_m"]) ** 2 + (a["y_m"] - b["y_m"]) ** 2) ** 0.5) < 0.5
 
 
 # ------------------------------------------------------------------ roads
@@ -154,13 +193,16 @@ def test_every_place_is_attached_to_its_nearest_node(db):
 
 def test_notes_per_place_are_capped_at_twenty(db):
     """Section 3.1 collects up to 20 notes per place; crawl notes add secondary mentions."""
-    subject = dict(db.execute("SELECT place_id, count(*) FROM note_mentions WHERE role = 'subject' GROUP BY 1").fetchall())
+    subject = dict(
+        db.execute("SELECT place_id, count(*) FROM note_mentions WHERE role = 'subject' GROUP BY 1").fetchall()
+    )
     assert subject and max(subject.values()) <= 20
     roles = dict(db.execute("SELECT role, count(*) FROM note_mentions GROUP BY 1").fetchall())
     assert set(roles) == {"subject", "also"}
     # one subject per note that is about a place
-    per_note = db.execute("SELECT max(c) FROM (SELECT count(*) c FROM note_mentions WHERE role = 'subject' "
-                          "GROUP BY note_id)").fetchone()[0]
+    per_note = db.execute(
+        "SELECT max(c) FROM (SELECT count(*) c FROM note_mentions WHERE role = 'subject' GROUP BY note_id)"
+    ).fetchone()[0]
     assert per_note == 1
 
 
@@ -181,20 +223,27 @@ def test_mentions_are_noisy_and_ambiguous(db):
     assert {"exact", "alias", "brand", "partial", "typo", "landmark"} <= set(kinds)
     assert kinds["exact"] < sum(kinds.values()) * 0.7  # most, but far from all, mentions are exact
     # a brand-only mention fits several branches: ambiguous by construction
-    brand_mentions = [m for (m,) in db.execute(
-        "SELECT DISTINCT mention FROM note_mentions WHERE mention_kind = 'brand'").fetchall()]
-    assert any(db.execute("SELECT count(*) FROM places WHERE starts_with(name, ?)", [m]).fetchone()[0] >= 2
-               for m in brand_mentions)
+    brand_mentions = [
+        m for (m,) in db.execute("SELECT DISTINCT mention FROM note_mentions WHERE mention_kind = 'brand'").fetchall()
+    ]
+    assert any(
+        db.execute("SELECT count(*) FROM places WHERE starts_with(name, ?)", [m]).fetchone()[0] >= 2
+        for m in brand_mentions
+    )
     # a typo mention is not the name, and every mention appears in the note text
-    for note_id, mention, kind in db.execute(
-            "SELECT note_id, m.mention, mention_kind FROM note_mentions m LIMIT 300").fetchall():
+    for note_id, mention, _kind in db.execute(
+        "SELECT note_id, m.mention, mention_kind FROM note_mentions m LIMIT 300"
+    ).fetchall():
         text = db.execute("SELECT title || ' ' || \"desc\" FROM notes WHERE note_id = ?", [note_id]).fetchone()[0]
         assert mention in text
-    typos = db.execute("SELECT m.mention, p.name FROM note_mentions m JOIN places p ON p.id = m.place_id "
-                       "WHERE mention_kind = 'typo'").fetchall()
+    typos = db.execute(
+        "SELECT m.mention, p.name FROM note_mentions m JOIN places p ON p.id = m.place_id WHERE mention_kind = 'typo'"
+    ).fetchall()
     assert typos and sum(a != b for a, b in typos) >= 0.9 * len(typos)
     # 5% of notes name no place at all
-    none = db.execute("SELECT count(*) FROM notes WHERE note_id NOT IN (SELECT note_id FROM note_mentions)").fetchone()[0]
+    none = db.execute("SELECT count(*) FROM notes WHERE note_id NOT IN (SELECT note_id FROM note_mentions)").fetchone()[
+        0
+    ]
     assert 0.02 * N_NOTES <= none <= 0.08 * N_NOTES
 
 
@@ -208,17 +257,20 @@ def test_notes_carry_the_facts_the_memory_was_distilled_from(db):
         field = {"long": "long_mem", "short": "short_mem", "tag": "tag"}[kind]
         assert f"{key}: " in place[field] and value in place[field]
         if source == "desc":
-            text = db.execute("SELECT \"desc\" FROM notes WHERE note_id = ?", [note_id]).fetchone()[0]
+            text = db.execute('SELECT "desc" FROM notes WHERE note_id = ?', [note_id]).fetchone()[0]
         else:
-            text = " ".join(c for (c,) in db.execute("SELECT content FROM comments WHERE note_id = ?",
-                                                    [note_id]).fetchall())
+            text = " ".join(
+                c for (c,) in db.execute("SELECT content FROM comments WHERE note_id = ?", [note_id]).fetchall()
+            )
         assert value in text
         checked += 1
     assert checked > 100
 
 
 def test_search_text_is_the_lowercased_visible_text(db):
-    for title, desc, tags, st in db.execute('SELECT title, "desc", tag_list, search_text FROM notes LIMIT 50').fetchall():
+    for title, desc, tags, st in db.execute(
+        'SELECT title, "desc", tag_list, search_text FROM notes LIMIT 50'
+    ).fetchall():
         assert st == f"{title} {desc} {tags}".lower()
 
 
@@ -237,44 +289,47 @@ def test_paper_scale_builds_in_minutes(tmp_path):
 # ------------------------------------------------------------------ opening hours
 
 
-@pytest.mark.parametrize("hours, day, hhmm, expected", [
-    ("Monday-Sunday 10:00-22:00", "Monday", "09:59", False),
-    ("Monday-Sunday 10:00-22:00", "Monday", "10:00", True),
-    ("Monday-Sunday 10:00-22:00", "Sunday", "21:59", True),
-    ("Monday-Sunday 10:00-22:00", "Sunday", "22:00", False),
-    # past midnight, closed Mondays (the Sanqi Homebar form of Figure 10)
-    ("Tuesday-Sunday 19:00-02:00", "Monday", "01:00", True),    # Sunday night spills into Monday
-    ("Tuesday-Sunday 19:00-02:00", "Monday", "19:30", False),
-    ("Tuesday-Sunday 19:00-02:00", "Tuesday", "01:00", False),  # Monday night: closed
-    ("Tuesday-Sunday 19:00-02:00", "Wednesday", "01:59", True),
-    ("Tuesday-Sunday 19:00-02:00", "Wednesday", "02:00", False),
-    # split shift
-    ("Monday-Sunday 11:00-14:00,17:00-21:30", "Friday", "15:00", False),
-    ("Monday-Sunday 11:00-14:00,17:00-21:30", "Friday", "21:29", True),
-    ("Monday-Sunday 11:00-14:00, 17:00-21:30", "Friday", "13:59", True),
-    # weekdays and weekends differ
-    ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Saturday", "09:30", False),
-    ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Saturday", "19:00", True),
-    ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Friday", "19:00", False),
-    # a later segment overrides an earlier one
-    ("Monday-Sunday 09:00-21:00; Tuesday closed", "Tuesday", "12:00", False),
-    ("Monday-Sunday 09:00-21:00; Tuesday closed", "Wednesday", "12:00", True),
-    ("Monday,Wednesday,Friday 08:00-12:00", "Wednesday", "08:00", True),
-    ("Monday,Wednesday,Friday 08:00-12:00", "Thursday", "09:00", False),
-    ("Friday-Monday 10:00-18:00", "Sunday", "12:00", True),      # wrapping day range
-    ("Friday-Monday 10:00-18:00", "Tuesday", "12:00", False),
-    ("Monday-Sunday 00:00-24:00", "Thursday", "23:59", True),
-    ("Open 24 hours", "Sunday", "03:00", True),
-    ("Daily 07:00-23:00", "Sunday", "06:59", False),
-    ("10:00-22:00", "Sunday", "12:00", True),                   # no days: every day
-    ("Mo-Fr 08:00-20:00", "Saturday", "12:00", False),           # OSM abbreviations
-    ("Mo-Fr 08:00-20:00", "Tuesday", "12:00", True),
-    ("Monday-Friday 09:00-18:00 (closed on public holidays)", "Monday", "10:00", True),
-    ("Tuesday-Sunday 09:00-17:00 (last entry 16:30)", "Monday", "10:00", False),
-    ("Monday–Sunday 10:00～22:00", "Monday", "12:00", True),        # other dashes
-    ("", "Monday", "12:00", False),                              # not available
-    (None, "Monday", "12:00", False),
-])
+@pytest.mark.parametrize(
+    "hours, day, hhmm, expected",
+    [
+        ("Monday-Sunday 10:00-22:00", "Monday", "09:59", False),
+        ("Monday-Sunday 10:00-22:00", "Monday", "10:00", True),
+        ("Monday-Sunday 10:00-22:00", "Sunday", "21:59", True),
+        ("Monday-Sunday 10:00-22:00", "Sunday", "22:00", False),
+        # past midnight, closed Mondays (the Sanqi Homebar form of Figure 10)
+        ("Tuesday-Sunday 19:00-02:00", "Monday", "01:00", True),  # Sunday night spills into Monday
+        ("Tuesday-Sunday 19:00-02:00", "Monday", "19:30", False),
+        ("Tuesday-Sunday 19:00-02:00", "Tuesday", "01:00", False),  # Monday night: closed
+        ("Tuesday-Sunday 19:00-02:00", "Wednesday", "01:59", True),
+        ("Tuesday-Sunday 19:00-02:00", "Wednesday", "02:00", False),
+        # split shift
+        ("Monday-Sunday 11:00-14:00,17:00-21:30", "Friday", "15:00", False),
+        ("Monday-Sunday 11:00-14:00,17:00-21:30", "Friday", "21:29", True),
+        ("Monday-Sunday 11:00-14:00, 17:00-21:30", "Friday", "13:59", True),
+        # weekdays and weekends differ
+        ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Saturday", "09:30", False),
+        ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Saturday", "19:00", True),
+        ("Monday-Friday 09:00-18:00; Saturday-Sunday 10:00-20:00", "Friday", "19:00", False),
+        # a later segment overrides an earlier one
+        ("Monday-Sunday 09:00-21:00; Tuesday closed", "Tuesday", "12:00", False),
+        ("Monday-Sunday 09:00-21:00; Tuesday closed", "Wednesday", "12:00", True),
+        ("Monday,Wednesday,Friday 08:00-12:00", "Wednesday", "08:00", True),
+        ("Monday,Wednesday,Friday 08:00-12:00", "Thursday", "09:00", False),
+        ("Friday-Monday 10:00-18:00", "Sunday", "12:00", True),  # wrapping day range
+        ("Friday-Monday 10:00-18:00", "Tuesday", "12:00", False),
+        ("Monday-Sunday 00:00-24:00", "Thursday", "23:59", True),
+        ("Open 24 hours", "Sunday", "03:00", True),
+        ("Daily 07:00-23:00", "Sunday", "06:59", False),
+        ("10:00-22:00", "Sunday", "12:00", True),  # no days: every day
+        ("Mo-Fr 08:00-20:00", "Saturday", "12:00", False),  # OSM abbreviations
+        ("Mo-Fr 08:00-20:00", "Tuesday", "12:00", True),
+        ("Monday-Friday 09:00-18:00 (closed on public holidays)", "Monday", "10:00", True),
+        ("Tuesday-Sunday 09:00-17:00 (last entry 16:30)", "Monday", "10:00", False),
+        ("Monday–Sunday 10:00～22:00", "Monday", "12:00", True),  # other dashes
+        ("", "Monday", "12:00", False),  # not available
+        (None, "Monday", "12:00", False),
+    ],
+)
 def test_is_open(hours, day, hhmm, expected):
     assert is_open(hours, day, hhmm) is expected
 
@@ -284,8 +339,9 @@ def test_is_open_accepts_day_numbers_and_minutes():
     assert is_open("Tuesday-Sunday 19:00-02:00", 1, "01:00") is False
 
 
-@pytest.mark.parametrize("bad", ["sometimes open", "Monday-Sunday 10-22", "Funday 10:00-12:00",
-                                 "Monday-Sunday 25:00-26:00", "Monday-Sunday"])
+@pytest.mark.parametrize(
+    "bad", ["sometimes open", "Monday-Sunday 10-22", "Funday 10:00-12:00", "Monday-Sunday 25:00-26:00", "Monday-Sunday"]
+)
 def test_unreadable_hours_raise(bad):
     with pytest.raises(OpeningHoursError):
         is_open(bad, "Monday", "12:00")
@@ -318,5 +374,14 @@ def test_memory_fields_are_visible_to_the_data_engine_only():
     assert not {"lon", "lat", "x_m", "y_m", "node_id", "access_m", "popularity"} & set(agent_visible_columns("places"))
     assert agent_visible_columns("note_mentions") == () and agent_visible_columns("note_facts") == ()
     assert "search_text" not in agent_visible_columns("notes")
-    assert set(agent_visible_columns("places")) == {"id", "name", "place_type", "address", "opentime_week", "rating",
-                                                    "cost", "tag", "alias"}
+    assert set(agent_visible_columns("places")) == {
+        "id",
+        "name",
+        "place_type",
+        "address",
+        "opentime_week",
+        "rating",
+        "cost",
+        "tag",
+        "alias",
+    }

@@ -29,8 +29,16 @@ def test_every_metric_orders_the_tiers_at_its_target(answers):
         assert row["pairs"] > 0, metric
     # every defect tier is exercised and lowers what it claims
     tiers = {a.tier.name for a in answers}
-    assert {"reference", "defect:wrong_place", "defect:wrong_order", "defect:missed_constraint",
-            "defect:invented_attribute", "empty", "refusal", "invented"} <= tiers
+    assert {
+        "reference",
+        "defect:wrong_place",
+        "defect:wrong_order",
+        "defect:missed_constraint",
+        "defect:invented_attribute",
+        "empty",
+        "refusal",
+        "invented",
+    } <= tiers
 
 
 def test_the_reference_scores_one_and_worthless_answers_score_low(answers):
@@ -60,8 +68,16 @@ def test_the_suite_declares_targets_and_builds_answers_from_its_samples(tmp_path
     from geoeval.core import registry
     from tests.conftest import compose_spec
 
-    spec = compose_spec(tmp_path, "suite=lifeplanner", "env=lifeplanner_synthetic", "metrics=lifeplanner",
-                        "judge=rules", "env.n_places=200", "env.n_notes=1000", "suite.n_cases=11")
+    spec = compose_spec(
+        tmp_path,
+        "suite=lifeplanner",
+        "env=lifeplanner_synthetic",
+        "metrics=lifeplanner",
+        "judge=rules",
+        "env.n_places=200",
+        "env.n_notes=1000",
+        "suite.n_cases=11",
+    )
     suite = registry.get_suite(spec.suite.name)
     assert suite.meta_eval_targets["sc"] == 0.9 and suite.meta_eval_targets["a"] == 1.0
     env = suite.build_env(spec)

@@ -29,9 +29,15 @@ from geoeval.suites.lifeplanner.metrics import (
 
 # ------------------------------------------------------------------ A (eq. 1)
 
-SHANCAI = {"place_id": "B0SHANCAI1", "rating": 4.2, "cost": 21, "distance_m": 121,
-           "opentime_week": "Monday-Sunday 10:00-21:00", "place_type": "Food & Beverages|Chinese Restaurant",
-           "tag": "Dish: Hot dry noodles; Service: Delivery"}
+SHANCAI = {
+    "place_id": "B0SHANCAI1",
+    "rating": 4.2,
+    "cost": 21,
+    "distance_m": 121,
+    "opentime_week": "Monday-Sunday 10:00-21:00",
+    "place_type": "Food & Beverages|Chinese Restaurant",
+    "tag": "Dish: Hot dry noodles; Service: Delivery",
+}
 
 
 def test_attribute_accuracy_nearby_l0_example():
@@ -39,8 +45,8 @@ def test_attribute_accuracy_nearby_l0_example():
     reqs = [Requirement("distance_m", "<=", 500), Requirement("rating", ">=", 4.0), Requirement("cost", "<=", 100)]
     assert attribute_accuracy([SHANCAI], reqs) == 1.0
     assert attribute_accuracy([SHANCAI, {**SHANCAI, "rating": 3.9}], reqs) == 0.0  # one place fails: 0
-    assert attribute_accuracy([{**SHANCAI, "cost": None}], reqs) == 0.0           # unknown cost fails
-    assert attribute_accuracy([], reqs) == 0.0                                    # no answer
+    assert attribute_accuracy([{**SHANCAI, "cost": None}], reqs) == 0.0  # unknown cost fails
+    assert attribute_accuracy([], reqs) == 0.0  # no answer
     assert attribute_accuracy([SHANCAI], []) == 1.0
 
 
@@ -158,7 +164,7 @@ def test_pass_rate_threshold_is_strict_and_other_metrics_must_be_one():
     app = APPLICABLE[("trip", "l2")]
     ok = {"a": 1.0, "piou": 1.0, "rd_distance": 1.0, "rd_time": 1.0, "oc": 1.0, "sc": 0.95}
     assert pass_rate(ok, app) == 1.0
-    assert pass_rate({**ok, "sc": 0.9}, app) == 0.0          # SC must exceed α
+    assert pass_rate({**ok, "sc": 0.9}, app) == 0.0  # SC must exceed α
     assert pass_rate({**ok, "sc": 0.9}, app, alpha=0.8) == 1.0
     assert pass_rate({**ok, "rd_time": 0.999}, app) == 0.0
     assert pass_rate({**ok, "oc": 0.9}, app) == 0.0
@@ -192,9 +198,9 @@ def test_information_grounding_is_coverage_of_required_evidence():
 def test_tool_efficiency():
     assert tool_efficiency(5, 10) == 0.5
     assert tool_efficiency(5, 5) == 1.0
-    assert tool_efficiency(5, 3) == 1.0      # fewer calls than the reference: capped at 1
+    assert tool_efficiency(5, 3) == 1.0  # fewer calls than the reference: capped at 1
     assert tool_efficiency(4, 30) == pytest.approx(4 / 30)
-    assert tool_efficiency(3, 0) == 0.0       # answered without the calls it needed
+    assert tool_efficiency(3, 0) == 0.0  # answered without the calls it needed
     assert tool_efficiency(0, 0) == 1.0
     with pytest.raises(ValueError):
         tool_efficiency(-1, 2)
@@ -210,9 +216,19 @@ def test_token_usage():
 
 
 def test_eleven_combinations_in_table_4_order():
-    assert list(APPLICABLE) == [("place", "l0"), ("place", "l1"), ("place", "l2"), ("nearby", "l0"),
-                                ("nearby", "l1"), ("nearby", "l2"), ("routing", "l0"), ("routing", "l1"),
-                                ("routing", "l2"), ("trip", "l1"), ("trip", "l2")]
+    assert list(APPLICABLE) == [
+        ("place", "l0"),
+        ("place", "l1"),
+        ("place", "l2"),
+        ("nearby", "l0"),
+        ("nearby", "l1"),
+        ("nearby", "l2"),
+        ("routing", "l0"),
+        ("routing", "l1"),
+        ("routing", "l2"),
+        ("trip", "l1"),
+        ("trip", "l2"),
+    ]
     assert len(M.COMBINATIONS) == 11
 
 
@@ -242,8 +258,19 @@ def test_task_level_names():
 
 
 def test_case_scores_keeps_applicable_metrics_and_adds_pr():
-    values = {"a": 1.0, "piou": 1.0, "rd_distance": 1.0, "rd_time": 1.0, "oc": 0.5, "sc": 0.95, "ig": 0.5,
-              "te": 0.4, "rp": 1.0, "input_tokens": 100.0, "output_tokens": 10.0}
+    values = {
+        "a": 1.0,
+        "piou": 1.0,
+        "rd_distance": 1.0,
+        "rd_time": 1.0,
+        "oc": 0.5,
+        "sc": 0.95,
+        "ig": 0.5,
+        "te": 0.4,
+        "rp": 1.0,
+        "input_tokens": 100.0,
+        "output_tokens": 10.0,
+    }
     out = case_scores("nearby", "l1", values)
     assert set(out) == APPLICABLE[("nearby", "l1")]
     assert out["pr"] == 1.0  # oc is not applicable to Nearby, so its 0.5 does not count

@@ -26,8 +26,9 @@ def test_protected_tokens():
 
 def test_rewrites_used_only_when_faithful(tmp_path):
     questions = ["Find Elm Park Bakery near Mill Street.", "Route from Oak Hall to Bay Pier by 18:00."]
-    model = scripted(["Could you find Elm Park Bakery somewhere near Mill Street?",
-                      "How do I get from Oak Hall to Bay Pier?"])  # second drops 18:00
+    model = scripted(
+        ["Could you find Elm Park Bakery somewhere near Mill Street?", "How do I get from Oak Hall to Bay Pier?"]
+    )  # second drops 18:00
     out = rephrase_questions(questions, model, cache=tmp_path)
     assert out == ["Could you find Elm Park Bakery somewhere near Mill Street?", questions[1]]
     # cached: a second call needs no model
@@ -35,10 +36,15 @@ def test_rewrites_used_only_when_faithful(tmp_path):
 
 
 def test_phrasing_model_is_part_of_the_run_identity():
-    base = {"env": {"name": "lifeplanner_synthetic"}, "suite": {"name": "lifeplanner"},
-            "model": {"name": "geoeval/oracle"}, "judge": {"models": ["rules"]},
-            "metrics": {"name": "lifeplanner", "metrics": ["pr"]}, "runner": {"name": "local"},
-            "tracking": {"enabled": False}}
+    base = {
+        "env": {"name": "lifeplanner_synthetic"},
+        "suite": {"name": "lifeplanner"},
+        "model": {"name": "geoeval/oracle"},
+        "judge": {"models": ["rules"]},
+        "metrics": {"name": "lifeplanner", "metrics": ["pr"]},
+        "runner": {"name": "local"},
+        "tracking": {"enabled": False},
+    }
     spec = validate_config(base)
     assert spec.identity()["suite"]["phrasing_model"] is None  # shown, never hidden
     phrased = validate_config({**base, "suite": {"name": "lifeplanner", "phrasing_model": "openai/gpt-4o-mini"}})

@@ -22,8 +22,13 @@ NAN = math.nan
 
 
 def result(sid, task, level, model="m1", **scores):
-    return SampleResult(run_hash="r", sample_id=sid, model=model, scores=scores,
-                        dims=Dimensions(suite="lifeplanner", task_family=task, task=f"{task}_{level}", level=level))
+    return SampleResult(
+        run_hash="r",
+        sample_id=sid,
+        model=model,
+        scores=scores,
+        dims=Dimensions(suite="lifeplanner", task_family=task, task=f"{task}_{level}", level=level),
+    )
 
 
 RESULTS = [
@@ -71,9 +76,13 @@ def test_exceedance_counts_values_at_or_above_each_threshold():
 
 
 def test_failure_split_is_a_share_of_calls_per_level():
-    split = failure_split([("l0", {"ok": 3, "parameter_error": 1}),
-                           ("l0", {"ok": 2, "truncated": 1, "empty": 1}),
-                           ("l2", {"ok": 0, "empty": 2})])
+    split = failure_split(
+        [
+            ("l0", {"ok": 3, "parameter_error": 1}),
+            ("l0", {"ok": 2, "truncated": 1, "empty": 1}),
+            ("l2", {"ok": 0, "empty": 2}),
+        ]
+    )
     assert split["l0"] == {"calls": 8.0, "parameter_error": 0.125, "truncated": 0.125, "empty": 0.125}
     assert split["l2"]["empty"] == 1.0
     assert split["all"]["calls"] == 10.0 and split["all"]["empty"] == 0.3

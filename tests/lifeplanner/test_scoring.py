@@ -18,10 +18,10 @@ from geoeval.core import registry
 from geoeval.core.config.schema import JudgeSpec
 from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner import metrics as M
-from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, parse_answer
-from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
+from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, parse_answer
+from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 from geoeval.suites.lifeplanner.scoring.trajectory import trajectory_from_messages
 
 from .helpers import run_policy
@@ -51,8 +51,15 @@ def score(city, city_path, case, policy, ensemble=None, tokens=None):
     """Run `policy` on the case and score it as the task does: evaluate_sample (the judging
     step), then the registered metric functions through the core's compute_metrics."""
     messages, _ = run_policy(policy, case, city, system_prompt(case.task), user_prompt(case.question))
-    record = asyncio.run(evaluate_sample(case.to_dict(), messages, str(city_path), ensemble or rules_only(),
-                                         tokens=tokens or {"input": 10, "output": 3}))
+    record = asyncio.run(
+        evaluate_sample(
+            case.to_dict(),
+            messages,
+            str(city_path),
+            ensemble or rules_only(),
+            tokens=tokens or {"input": 10, "output": 3},
+        )
+    )
     values, notes = metric_values(case.to_dict(), record, ALL)
     return values, notes, record
 
@@ -69,19 +76,38 @@ def test_trajectory_reads_calls_failures_refusals_and_the_submission():
         return ToolCall(id=f"c{i}", function=fn, arguments=args)
 
     msgs = [
-        ChatMessageAssistant(content="", tool_calls=[call(1, "place_search", query_name="x"),
-                                                     call(2, "search_notes", keyword="y")]),
-        ChatMessageTool(content=json.dumps({"total_matched": 30, "returned": 20, "results": [
-            {"place_id": "B0AAAAAAAA", "name": "A", "place_type": "T|S", "rating": 4.1, "cost": 9}]}),
-            tool_call_id="c1", function="place_search"),
-        ChatMessageTool(content=json.dumps({"total_matched": 0, "returned": 0, "results": []}), tool_call_id="c2",
-                        function="search_notes"),
+        ChatMessageAssistant(
+            content="", tool_calls=[call(1, "place_search", query_name="x"), call(2, "search_notes", keyword="y")]
+        ),
+        ChatMessageTool(
+            content=json.dumps(
+                {
+                    "total_matched": 30,
+                    "returned": 20,
+                    "results": [{"place_id": "B0AAAAAAAA", "name": "A", "place_type": "T|S", "rating": 4.1, "cost": 9}],
+                }
+            ),
+            tool_call_id="c1",
+            function="place_search",
+        ),
+        ChatMessageTool(
+            content=json.dumps({"total_matched": 0, "returned": 0, "results": []}),
+            tool_call_id="c2",
+            function="search_notes",
+        ),
         ChatMessageAssistant(content="", tool_calls=[call(3, "place_detail", place_id=7)]),
-        ChatMessageTool(content="bad", tool_call_id="c3", function="place_detail",
-                        error=ToolCallError("parsing", "place_id must be a string")),
+        ChatMessageTool(
+            content="bad",
+            tool_call_id="c3",
+            function="place_detail",
+            error=ToolCallError("parsing", "place_id must be a string"),
+        ),
         ChatMessageAssistant(content="", tool_calls=[call(4, "note_detail", note_id="n1")]),
-        ChatMessageTool(content=json.dumps({"note_id": "n1", "title": "t", "desc": "d", "comments": []}),
-                        tool_call_id="c4", function="note_detail"),
+        ChatMessageTool(
+            content=json.dumps({"note_id": "n1", "title": "t", "desc": "d", "comments": []}),
+            tool_call_id="c4",
+            function="note_detail",
+        ),
         ChatMessageAssistant(content="", tool_calls=[call(5, "routing", start_place_id="a", end_place_id="b")]),
         ChatMessageTool(content="budget", tool_call_id="c5", function="routing", error=ToolCallError("limit", "x")),
         ChatMessageAssistant(content="", tool_calls=[call(6, "submit_answer", result={"answer": 1})]),
@@ -99,12 +125,26 @@ def test_trajectory_reads_calls_failures_refusals_and_the_submission():
 
 
 def test_parse_answer_accepts_the_schema_and_names_what_is_missing():
-    p = parse_answer("trip", "l1", json.dumps({
-        "start": {"name": "S", "place_id": "s"}, "end": {"place_id": "e"},
-        "optimal_order": [{"place_id": "e", "visit_order": 3}, {"place_id": "s", "visit_order": 1},
-                          {"place_id": "w", "visit_order": 2}],
-        "waypoints": [{"place_id": "w", "ref": {"note_id": "n1,n2", "attribute_key": "tag:x"}}],
-        "vehicle": "Driving", "mode": "time", "total_distance_m": "100", "total_time_s": 20}))
+    p = parse_answer(
+        "trip",
+        "l1",
+        json.dumps(
+            {
+                "start": {"name": "S", "place_id": "s"},
+                "end": {"place_id": "e"},
+                "optimal_order": [
+                    {"place_id": "e", "visit_order": 3},
+                    {"place_id": "s", "visit_order": 1},
+                    {"place_id": "w", "visit_order": 2},
+                ],
+                "waypoints": [{"place_id": "w", "ref": {"note_id": "n1,n2", "attribute_key": "tag:x"}}],
+                "vehicle": "Driving",
+                "mode": "time",
+                "total_distance_m": "100",
+                "total_time_s": 20,
+            }
+        ),
+    )
     assert p.order == ["s", "w", "e"] and p.vehicle == "driving" and p.total_distance_m == 100.0
     assert p.note_ids == ["n1", "n2"] and p.attribute_keys == ["tag:x"] and p.names == {"s": "S"}
     assert parse_answer("place", "l0", "Monday-Sunday 10:00-22:00").value == "Monday-Sunday 10:00-22:00"
@@ -114,13 +154,45 @@ def test_parse_answer_accepts_the_schema_and_names_what_is_missing():
         ("place", "l0", None, "no answer"),
         ("nearby", "l0", {"answer": []}, "list of places"),
         ("nearby", "l1", {"answer": [{"name": "x"}]}, "place_id"),
-        ("routing", "l0", {"start": {"place_id": "a"}, "end": {"place_id": "b"}, "vehicle": "driving",
-                           "mode": "time", "total_distance_m": 5}, "total_time_s"),
-        ("routing", "l1", {"start": {"place_id": "a"}, "end": {"place_id": "b"}, "vehicle": "driving", "mode": "time",
-                           "total_distance_m": 5, "total_time_s": 1}, "optimal_order"),
+        (
+            "routing",
+            "l0",
+            {
+                "start": {"place_id": "a"},
+                "end": {"place_id": "b"},
+                "vehicle": "driving",
+                "mode": "time",
+                "total_distance_m": 5,
+            },
+            "total_time_s",
+        ),
+        (
+            "routing",
+            "l1",
+            {
+                "start": {"place_id": "a"},
+                "end": {"place_id": "b"},
+                "vehicle": "driving",
+                "mode": "time",
+                "total_distance_m": 5,
+                "total_time_s": 1,
+            },
+            "optimal_order",
+        ),
         ("trip", "l2", "not json at all", "object"),
-        ("routing", "l0", {"start": "a", "end": "b", "vehicle": "walking", "mode": "time",
-                           "total_distance_m": "far", "total_time_s": 1}, "number"),
+        (
+            "routing",
+            "l0",
+            {
+                "start": "a",
+                "end": "b",
+                "vehicle": "walking",
+                "mode": "time",
+                "total_distance_m": "far",
+                "total_time_s": 1,
+            },
+            "number",
+        ),
     ]:
         with pytest.raises(AnswerSchemaError, match=why):
             parse_answer(task, level, bad)
@@ -150,8 +222,9 @@ def test_replaying_the_reference_scores_every_applicable_metric_one(city, city_p
 
 def test_a_wrong_place_fails_the_case(city, city_path, cases, db):
     case = first(cases, "nearby_L1")
-    other = db.execute("SELECT id, name FROM places WHERE id <> ? ORDER BY id LIMIT 1",
-                       [case.reference_places[0]]).fetchone()
+    other = db.execute(
+        "SELECT id, name FROM places WHERE id <> ? ORDER BY id LIMIT 1", [case.reference_places[0]]
+    ).fetchone()
     wrong = copy.deepcopy(case.answer)
     wrong["answer"][0].update(place_id=other[0], name=other[1])
     steps = case.tau_star + [{"tool": "place_detail", "arguments": {"place_id": other[0]}}]
@@ -219,8 +292,9 @@ def _scripted(replies):
 
 def test_sc_and_rp_are_the_mean_of_the_judge_ensemble(city, city_path, cases):
     case = first(cases, "nearby_L2")
-    ensemble = JudgeEnsemble(JudgeSpec(models=["rules", "mockllm/judge"]), rules=rules_judge,
-                             model_factory=_scripted(["SCORE: 0.5"]))  # each request gets a fresh judge
+    ensemble = JudgeEnsemble(
+        JudgeSpec(models=["rules", "mockllm/judge"]), rules=rules_judge, model_factory=_scripted(["SCORE: 0.5"])
+    )  # each request gets a fresh judge
     values, _, record = score(city, city_path, case, replaying(case), ensemble)
     assert record.sc_judges == {"rules": 1.0, "mockllm/judge": 0.5}
     assert values["sc"] == pytest.approx(0.75) and values["pr"] == 0.0  # 0.75 is not > alpha = 0.9
@@ -234,8 +308,9 @@ def test_a_case_whose_judges_all_fail_is_an_error_with_no_values(city, city_path
     def broken(request):
         raise RuntimeError("judge offline")
 
-    values, notes, record = score(city, city_path, case, replaying(case), JudgeEnsemble(JudgeSpec(models=["rules"]),
-                                                                                        rules=broken))
+    values, notes, record = score(
+        city, city_path, case, replaying(case), JudgeEnsemble(JudgeSpec(models=["rules"]), rules=broken)
+    )
     assert math.isnan(values["sc"]) and math.isnan(values["pr"]) and math.isnan(values["rp"])
     assert values["a"] == 1.0 and values["oc"] == 1.0
     assert any("SC judges failed" in n and "judge offline" in n for n in notes)

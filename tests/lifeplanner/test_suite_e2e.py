@@ -20,8 +20,12 @@ TINY = ("env.n_places=300", "env.n_notes=2000", "suite.n_cases=22", "tracking=no
 
 def run_cli(tmp_path: Path, *overrides: str, ok: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        geoeval_cmd("+experiment=lifeplanner_offline", *overrides), cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, env={**os.environ, "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments")},
+        geoeval_cmd("+experiment=lifeplanner_offline", *overrides),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments")},
     )
     if ok:
         assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
@@ -32,7 +36,9 @@ def scores(tmp_path: Path) -> dict[str, dict[str, float]]:
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
         out: dict[str, dict[str, float]] = {}
-        for sid, metric, value in con.execute("SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores").fetchall():
+        for sid, metric, value in con.execute(
+            "SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores"
+        ).fetchall():
             out.setdefault(sid, {})[metric] = value
         return out
     finally:
@@ -42,8 +48,10 @@ def scores(tmp_path: Path) -> dict[str, dict[str, float]]:
 def samples(tmp_path: Path) -> list[tuple]:
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
-        return con.execute("SELECT sample_id, suite, task_family, task, level, capabilities, explanation "
-                           "FROM samples ORDER BY sample_id").fetchall()
+        return con.execute(
+            "SELECT sample_id, suite, task_family, task, level, capabilities, explanation "
+            "FROM samples ORDER BY sample_id"
+        ).fetchall()
     finally:
         con.close()
 
@@ -74,7 +82,7 @@ def test_samples_carry_their_dimensions_and_only_applicable_metrics(oracle_run):
     combos = {(r[2], r[4]) for r in rows}
     assert len(combos) == 11  # every task x level at 22 cases (Table 4 proportions)
     got = scores(tmp)
-    for sid, suite, family, task, level, caps, explanation in rows:
+    for sid, suite, family, task, level, caps, _explanation in rows:
         assert suite == "lifeplanner" and task == f"{family}_{level}" and sid.startswith(task)
         assert caps and ("implicit_preference" in caps) == (level == "l2")
         if level == "l0":  # Table 3: "-" at L0
@@ -100,8 +108,15 @@ def test_the_heuristic_baseline_scores_below_the_oracle(tmp_path):
 
 
 def test_the_tool_budget_is_enforced(tmp_path):
-    run_cli(tmp_path, "model=oracle", "suite.tool_budget=2", "suite.tasks=[trip]", *TINY[:2], "suite.n_cases=2",
-            "tracking=none")
+    run_cli(
+        tmp_path,
+        "model=oracle",
+        "suite.tool_budget=2",
+        "suite.tasks=[trip]",
+        *TINY[:2],
+        "suite.n_cases=2",
+        "tracking=none",
+    )
     rows = samples(tmp_path)
     got = scores(tmp_path)
     assert len(rows) == 2
@@ -115,10 +130,15 @@ def test_bad_suite_and_env_settings_are_config_errors():
     from geoeval.core.errors import GeoevalError
 
     def cfg(**suite):
-        return {"env": {"name": "lifeplanner_synthetic"}, "suite": {"name": "lifeplanner", **suite},
-                "model": {"name": "geoeval/oracle"}, "judge": {"models": ["rules"]},
-                "metrics": {"name": "lifeplanner", "metrics": ["pr", "ig"]}, "runner": {"name": "local"},
-                "tracking": {"enabled": False}}
+        return {
+            "env": {"name": "lifeplanner_synthetic"},
+            "suite": {"name": "lifeplanner", **suite},
+            "model": {"name": "geoeval/oracle"},
+            "judge": {"models": ["rules"]},
+            "metrics": {"name": "lifeplanner", "metrics": ["pr", "ig"]},
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
 
     assert validate_config(cfg(tasks=["trip"], levels=["l1"])).suite.combinations() == [("trip", "l1")]
     with pytest.raises(GeoevalError, match="Trip Design has no l0"):

@@ -18,11 +18,11 @@ import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
 from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import toolsets as toolsets_module
 
 DE = "data_engine"
@@ -48,10 +48,10 @@ HOSTILE: dict[str, Any] = {
     "1 MB string": "x" * 1_000_000,
     "1 MB of commas": "," * 1_000_000,  # as a keyword list: a million empty keywords
     "RTL marks": "\u202e\u200fcoffee\u200e",
-    "emoji": "\u2615\U0001F35C\U0001F469\u200d\U0001F469\u200d\U0001F467 \U0001F1EB\U0001F1EE",
+    "emoji": "\u2615\U0001f35c\U0001f469\u200d\U0001f469\u200d\U0001f467 \U0001f1eb\U0001f1ee",
     "CJK": "\u5496\u5561\u9986",
     "SQL injection": "x'); DROP TABLE places; --",
-    "route object text with a surrogate": '{"start": "\ud800", "end": "\x00", "vehicle": "\U0001F697"}',
+    "route object text with a surrogate": '{"start": "\ud800", "end": "\x00", "vehicle": "\U0001f697"}',
     "JSON text nested past the stack": "{" * 100_000,
     "huge integer": 123456789012345678901234567890,
     "negative": -1,
@@ -71,12 +71,16 @@ HOSTILE: dict[str, Any] = {
 ECHO_PROBES = ("x" * 1000, "," * 1000)
 
 PURE = [  # (label, function, toolset keyword or None)
-    ("place_search", place_tools.place_search, "standard"), ("place_search/de", place_tools.place_search, DE),
+    ("place_search", place_tools.place_search, "standard"),
+    ("place_search/de", place_tools.place_search, DE),
     ("place_detail", place_tools.place_detail, None),
-    ("nearby_search", nearby_tools.nearby_search, "standard"), ("nearby_search/de", nearby_tools.nearby_search, DE),
+    ("nearby_search", nearby_tools.nearby_search, "standard"),
+    ("nearby_search/de", nearby_tools.nearby_search, DE),
     ("routing", routing_tools.routing, None),
-    ("search_notes", note_tools.search_notes, "standard"), ("search_notes/de", note_tools.search_notes, DE),
-    ("note_detail", note_tools.note_detail, None), ("sample_place", place_tools.sample_place, None),
+    ("search_notes", note_tools.search_notes, "standard"),
+    ("search_notes/de", note_tools.search_notes, DE),
+    ("note_detail", note_tools.note_detail, None),
+    ("sample_place", place_tools.sample_place, None),
     ("multi_stop_routing", routing_tools.multi_stop_routing, None),
 ]
 
@@ -93,9 +97,16 @@ def valid_args(db):
     p0, p1, p2 = [r[0] for r in db.execute("SELECT id FROM places ORDER BY id LIMIT 3").fetchall()]
     note = db.execute("SELECT note_id FROM notes ORDER BY note_id LIMIT 1").fetchone()[0]
     word = db.execute("SELECT split_part(name, ' ', 1) FROM places ORDER BY id LIMIT 1").fetchone()[0]
-    return {"place_search": {"query_name": word}, "place_detail": {"place_id": p0}, "nearby_search": {"center": p0},
-            "routing": {"start_place_id": p0, "end_place_id": p1}, "search_notes": {"keyword": "quiet"},
-            "note_detail": {"note_id": note}, "sample_place": {}, "multi_stop_routing": {"stop_ids": [p0, p1, p2]}}
+    return {
+        "place_search": {"query_name": word},
+        "place_detail": {"place_id": p0},
+        "nearby_search": {"center": p0},
+        "routing": {"start_place_id": p0, "end_place_id": p1},
+        "search_notes": {"keyword": "quiet"},
+        "note_detail": {"note_id": note},
+        "sample_place": {},
+        "multi_stop_routing": {"stop_ids": [p0, p1, p2]},
+    }
 
 
 def assert_one_clean_line(message: str, where: str) -> None:
@@ -179,8 +190,10 @@ def test_inspect_tool_call_path_answers_hostile_calls(city_path, valid_args):
         ("place_detail", {**valid_args["place_detail"], "fields": ["long_mem"], "\ud800": 1}),  # unknown keys
         ("no_such_tool", {"x": "\ud800"}),
     ]
-    message = ChatMessageAssistant(content="", tool_calls=[
-        ToolCall(id=f"call{i}", function=name, arguments=args) for i, (name, args) in enumerate(calls)])
+    message = ChatMessageAssistant(
+        content="",
+        tool_calls=[ToolCall(id=f"call{i}", function=name, arguments=args) for i, (name, args) in enumerate(calls)],
+    )
 
     result = asyncio.run(execute_tools([message], tools))
     replies = {m.tool_call_id: m for m in result.messages}
@@ -216,8 +229,9 @@ def test_hostile_text_is_cleaned_to_replacement_characters_and_searched(city, va
     assert note_tools.search_notes(city, "quiet\ud800").failure_class == "empty"
     # the message quotes the cleaned id, on one line, cut at 40 characters
     r = place_tools.place_detail(city, p0 + "\x00")
-    assert r.error == (f"place_id '{p0}{REPLACEMENT}' was not found. "
-                       "Use a place_id returned by place_search or nearby_search.")
+    assert r.error == (
+        f"place_id '{p0}{REPLACEMENT}' was not found. Use a place_id returned by place_search or nearby_search."
+    )
     assert note_tools.note_detail(city, "a\nb\u2028c").error.startswith("note_id 'a b c' was not found.")
     assert place_tools.place_detail(city, "y" * 150).error.startswith(f"place_id '{'y' * 40}' was not found.")
     assert place_tools.place_detail(city, "y" * 201).error == "place_id is too long (201 characters, at most 200)."
@@ -226,30 +240,53 @@ def test_hostile_text_is_cleaned_to_replacement_characters_and_searched(city, va
     word = valid_args["place_search"]["query_name"]
     assert place_tools.place_search(city, word).payload["total_matched"] > 0
     assert place_tools.place_search(city, word + "\u200e").failure_class == "empty"
-    assert place_tools.place_search(city, "\u5496\u5561\u9986 \U0001F35C").failure_class == "empty"
+    assert place_tools.place_search(city, "\u5496\u5561\u9986 \U0001f35c").failure_class == "empty"
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda c, a: place_tools.place_search(c, "a", place_types=[f"k{i}" for i in range(10_000)]),
-     "place_types: too many keywords (10000, at most 20)."),
-    (lambda c, a: place_tools.place_search(c, "a", geo_tag=[f"k{i}" for i in range(25)]),
-     "geo_tag: too many keywords (more than 20)."),
-    (lambda c, a: nearby_tools.nearby_search(c, "{" * 100_000), "center is too long (100000 characters, at most 2000)."),
-    (lambda c, a: nearby_tools.nearby_search(c, "{" * 1000), "center looks like a route object but is not valid JSON."),
-    (lambda c, a: nearby_tools.nearby_search(c, '{"start": "\ud800", "end": "x"}'),
-     f"center.start '{REPLACEMENT}' was not found. Use a place_id returned by place_search or nearby_search."),
-    (lambda c, a: place_tools.place_detail(c, nested(150)), "place_id is nested more than 100 levels deep."),
-    (lambda c, a: place_tools.place_detail(c, nested(5000)), "place_id is nested more than 100 levels deep."),
-    (lambda c, a: place_tools.place_detail(c, nested(50)), "place_id must be a string, got list."),
-    (lambda c, a: routing_tools.routing(c, *a, mode="x" * 1_000_000),
-     "mode must be one of 'time', 'distance', got 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'."),
-    (lambda c, a: routing_tools.routing(c, *a, vehicle={"a\nb": nested(40)}),
-     "vehicle must be one of 'walking', 'cycling', 'driving', got {'a\\nb': [[...]]}."),
-    (lambda c, a: place_tools.place_search(c, "a", min_rating="\ud800\nhigh"),
-     f"min_rating must be a number, got '{REPLACEMENT} high'."),
-    (lambda c, a: routing_tools.multi_stop_routing(c, [str(i) for i in range(1_000_000)]),
-     "stop_ids must list between 2 and 8 places, got 1000000."),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda c, a: place_tools.place_search(c, "a", place_types=[f"k{i}" for i in range(10_000)]),
+            "place_types: too many keywords (10000, at most 20).",
+        ),
+        (
+            lambda c, a: place_tools.place_search(c, "a", geo_tag=[f"k{i}" for i in range(25)]),
+            "geo_tag: too many keywords (more than 20).",
+        ),
+        (
+            lambda c, a: nearby_tools.nearby_search(c, "{" * 100_000),
+            "center is too long (100000 characters, at most 2000).",
+        ),
+        (
+            lambda c, a: nearby_tools.nearby_search(c, "{" * 1000),
+            "center looks like a route object but is not valid JSON.",
+        ),
+        (
+            lambda c, a: nearby_tools.nearby_search(c, '{"start": "\ud800", "end": "x"}'),
+            f"center.start '{REPLACEMENT}' was not found. Use a place_id returned by place_search or nearby_search.",
+        ),
+        (lambda c, a: place_tools.place_detail(c, nested(150)), "place_id is nested more than 100 levels deep."),
+        (lambda c, a: place_tools.place_detail(c, nested(5000)), "place_id is nested more than 100 levels deep."),
+        (lambda c, a: place_tools.place_detail(c, nested(50)), "place_id must be a string, got list."),
+        (
+            lambda c, a: routing_tools.routing(c, *a, mode="x" * 1_000_000),
+            "mode must be one of 'time', 'distance', got 'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'.",
+        ),
+        (
+            lambda c, a: routing_tools.routing(c, *a, vehicle={"a\nb": nested(40)}),
+            "vehicle must be one of 'walking', 'cycling', 'driving', got {'a\\nb': [[...]]}.",
+        ),
+        (
+            lambda c, a: place_tools.place_search(c, "a", min_rating="\ud800\nhigh"),
+            f"min_rating must be a number, got '{REPLACEMENT} high'.",
+        ),
+        (
+            lambda c, a: routing_tools.multi_stop_routing(c, [str(i) for i in range(1_000_000)]),
+            "stop_ids must list between 2 and 8 places, got 1000000.",
+        ),
+    ],
+)
 def test_hostile_arguments_get_these_parameter_errors(city, valid_args, call, message):
     ends = (valid_args["routing"]["start_place_id"], valid_args["routing"]["end_place_id"])
     r = call(city, ends)
@@ -293,7 +330,7 @@ def test_user_text_reaches_sql_only_as_bound_parameters(city, valid_args, monkey
     real_cursor = city_handle.City.cursor
     monkeypatch.setattr(city_handle.City, "cursor", lambda self: RecordingCursor(real_cursor(self), log))
     marker = "zq'mk;--"
-    for label, fn, toolset in PURE:
+    for _label, fn, toolset in PURE:
         base = valid_args[fn.__name__]
         for param in agent_parameters(fn):
             for value in (marker, [marker], f"quiet AND {marker}"):

@@ -14,13 +14,13 @@ import networkx as nx
 import pytest
 
 from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, MEMORY_FIELDS
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import toolsets
-from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, MEMORY_FIELDS
 from geoeval.suites.lifeplanner.tools.keyword_logic import (
     And,
     KeywordSyntaxError,
@@ -84,11 +84,14 @@ def test_place_search_filters_agree_with_a_brute_force_scan(city, db):
                 return False
             if kw.get("geo_tag") and not any(g in p["tag"].lower() or g in p["name"].lower() for g in kw["geo_tag"]):
                 return False
-            for key, col, cmp in (("min_rating", "rating", 1), ("max_rating", "rating", -1),
-                                  ("min_cost", "cost", 1), ("max_cost", "cost", -1)):
-                if key in kw:
-                    if p[col] is None or (p[col] - kw[key]) * cmp < 0:
-                        return False
+            for key, col, cmp in (
+                ("min_rating", "rating", 1),
+                ("max_rating", "rating", -1),
+                ("min_cost", "cost", 1),
+                ("max_cost", "cost", -1),
+            ):
+                if key in kw and (p[col] is None or (p[col] - kw[key]) * cmp < 0):
+                    return False
             return True
 
         expected = {p["id"] for p in places if ok(p)}
@@ -118,21 +121,24 @@ def test_data_engine_place_search_returns_memory_and_filters_on_it(city, db):
     assert all("good for studying" in x["long_mem"].lower() + x["short_mem"].lower() for x in r.payload["results"])
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    (dict(query_name=""), "query_name is required"),
-    (dict(query_name=None), "query_name is required"),
-    (dict(query_name=42), "must be a string"),
-    (dict(query_name="x", min_rating="high"), "min_rating must be a number"),
-    (dict(query_name="x", min_rating=7), "between 1 and 5"),
-    (dict(query_name="x", min_rating=4.5, max_rating=3), "greater than max_rating"),
-    (dict(query_name="x", max_cost=-1), "max_cost must be between"),
-    (dict(query_name="x", place_types=5), "place_types must be a list"),
-    (dict(query_name="x", place_types=["ok", 3]), "only strings"),
-    (dict(query_name="x", geo_tag=["w"] * 30 + [str(i) for i in range(30)]), "too many keywords"),
-    (dict(query_name="x", social_mem=["quiet"]), "social_mem is not a parameter"),  # hidden memory
-    (dict(query_name="x", min_rating=True), "boolean"),
-    (dict(query_name="x" * 500), "too long"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(query_name=""), "query_name is required"),
+        (dict(query_name=None), "query_name is required"),
+        (dict(query_name=42), "must be a string"),
+        (dict(query_name="x", min_rating="high"), "min_rating must be a number"),
+        (dict(query_name="x", min_rating=7), "between 1 and 5"),
+        (dict(query_name="x", min_rating=4.5, max_rating=3), "greater than max_rating"),
+        (dict(query_name="x", max_cost=-1), "max_cost must be between"),
+        (dict(query_name="x", place_types=5), "place_types must be a list"),
+        (dict(query_name="x", place_types=["ok", 3]), "only strings"),
+        (dict(query_name="x", geo_tag=["w"] * 30 + [str(i) for i in range(30)]), "too many keywords"),
+        (dict(query_name="x", social_mem=["quiet"]), "social_mem is not a parameter"),  # hidden memory
+        (dict(query_name="x", min_rating=True), "boolean"),
+        (dict(query_name="x" * 500), "too long"),
+    ],
+)
 def test_place_search_parameter_errors(city, kwargs, fragment):
     r = place_tools.place_search(city, **kwargs)
     assert r.failure_class == "parameter_error"
@@ -148,8 +154,15 @@ def test_numbers_given_as_strings_are_accepted(city):
 # ------------------------------------------------------------------ injection
 
 
-INJECTIONS = ["x'; DROP TABLE places; --", "' OR '1'='1", "%", "_", "\\", "B0' UNION SELECT long_mem FROM places --",
-              "); DELETE FROM notes; --"]
+INJECTIONS = [
+    "x'; DROP TABLE places; --",
+    "' OR '1'='1",
+    "%",
+    "_",
+    "\\",
+    "B0' UNION SELECT long_mem FROM places --",
+    "); DELETE FROM notes; --",
+]
 
 
 @pytest.mark.parametrize("evil", INJECTIONS)
@@ -199,8 +212,14 @@ def _graph(db, vehicle, mode):
     for w in rows(db, "SELECT * FROM ways"):
         speed = w[f"speed_{vehicle}"]
         if speed:
-            g.add_edge(w["source"], w["target"], gid=w["gid"], weight=w["length_m"] / speed if mode == "time"
-                       else w["length_m"], length=w["length_m"], time=w["length_m"] / speed)
+            g.add_edge(
+                w["source"],
+                w["target"],
+                gid=w["gid"],
+                weight=w["length_m"] / speed if mode == "time" else w["length_m"],
+                length=w["length_m"],
+                time=w["length_m"] / speed,
+            )
     return g
 
 
@@ -251,7 +270,9 @@ def test_routing_steps_name_roads_and_time_beats_distance_by_car(city, db):
         names = dict(db.execute("SELECT gid, name FROM ways").fetchall())
         for s in steps[1:-1]:
             assert s["road_name"] and all(names[x] == s["road_name"] for x in s["way_ids"])
-            assert re.match(r"^(Head \w+ on|Turn (left|right) onto|Continue onto|Make a U-turn onto) ", s["instruction"])
+            assert re.match(
+                r"^(Head \w+ on|Turn (left|right) onto|Continue onto|Make a U-turn onto) ", s["instruction"]
+            )
         assert abs(sum(s["distance_m"] for s in steps) - t["total_distance_m"]) <= len(steps)
         assert len(t["geometry"]) >= 2 and all(len(pt) == 2 for pt in t["geometry"])
     assert faster  # somewhere the fast avenues beat the short lanes
@@ -276,14 +297,17 @@ def test_avoid_way_ids(city, db):
     first = routing_tools.routing(city, a["id"], b["id"], vehicle="cycling").payload
     used = [x for s in first["steps"] for x in s["way_ids"]]
     assert used
-    avoid = used[len(used) // 2: len(used) // 2 + 1]
+    avoid = used[len(used) // 2 : len(used) // 2 + 1]
     second = routing_tools.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=avoid)
     assert second.failure_class == "ok"
     assert not set(avoid) & {x for s in second.payload["steps"] for x in s["way_ids"]}
     assert second.payload["total_time_s"] >= first["total_time_s"]
     assert second.payload["avoided_way_ids"] == avoid
     # as strings, too
-    assert routing_tools.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=[str(avoid[0])]).payload == second.payload
+    assert (
+        routing_tools.routing(city, a["id"], b["id"], vehicle="cycling", avoid_way_ids=[str(avoid[0])]).payload
+        == second.payload
+    )
     # cutting every way at the start node leaves no route: too narrow
     node = a["node_id"]
     around = [g for (g,) in db.execute("SELECT gid FROM ways WHERE source = ? OR target = ?", [node, node]).fetchall()]
@@ -292,15 +316,18 @@ def test_avoid_way_ids(city, db):
         assert cut.failure_class == "empty" and "No driving route" in cut.payload["error"]
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    (dict(start_place_id="B0NOPE0000"), "start_place_id 'B0NOPE0000' was not found"),
-    (dict(mode="fastest"), "mode must be one of"),
-    (dict(vehicle="plane"), "vehicle must be one of"),
-    (dict(avoid_way_ids=[1.5]), "integer way ids"),
-    (dict(avoid_way_ids=[10 ** 9]), "unknown way id"),
-    (dict(avoid_way_ids={"a": 1}), "must be a list"),
-    (dict(avoid_way_ids=[True]), "integer way ids"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(start_place_id="B0NOPE0000"), "start_place_id 'B0NOPE0000' was not found"),
+        (dict(mode="fastest"), "mode must be one of"),
+        (dict(vehicle="plane"), "vehicle must be one of"),
+        (dict(avoid_way_ids=[1.5]), "integer way ids"),
+        (dict(avoid_way_ids=[10**9]), "unknown way id"),
+        (dict(avoid_way_ids={"a": 1}), "must be a list"),
+        (dict(avoid_way_ids=[True]), "integer way ids"),
+    ],
+)
 def test_routing_parameter_errors(city, db, kwargs, fragment):
     a, b = _places(db)[0], _places(db)[1]
     args = dict(start_place_id=a["id"], end_place_id=b["id"]) | kwargs
@@ -335,7 +362,9 @@ def test_multi_stop_routing_enumerates_every_order_with_routing_legs(city, db):
 
 def test_multi_stop_routing_fixed_start_and_end(city, db):
     ids = [p["id"] for p in _places(db)[30:35]]
-    r = routing_tools.multi_stop_routing(city, ids, start_id=ids[2], end_id=ids[0], vehicle="driving", mode="time").payload
+    r = routing_tools.multi_stop_routing(
+        city, ids, start_id=ids[2], end_id=ids[0], vehicle="driving", mode="time"
+    ).payload
     assert r["n_permutations"] == math.factorial(3)
     assert all(x["order"][0] == ids[2] and x["order"][-1] == ids[0] for x in r["routes"])
     assert [x["total_time_s"] for x in r["routes"]] == sorted(x["total_time_s"] for x in r["routes"])
@@ -350,21 +379,26 @@ def test_multi_stop_routing_is_deterministic_and_caches_agree_with_routing(city,
     b = routing_tools.multi_stop_routing(city, list(ids), vehicle="cycling")
     assert a == b
     best = a.payload["routes"][0]
-    total = sum(routing_tools.routing(city, u, v, vehicle="cycling").payload["total_time_s"]
-                for u, v in zip(best["order"], best["order"][1:]))
+    total = sum(
+        routing_tools.routing(city, u, v, vehicle="cycling").payload["total_time_s"]
+        for u, v in zip(best["order"], best["order"][1:])
+    )
     assert total == best["total_time_s"]
 
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda ids: dict(stop_ids=ids[:1]), "between 2 and 8"),
-    (lambda ids: dict(stop_ids=ids[:9]), "between 2 and 8"),
-    (lambda ids: dict(stop_ids=[ids[0], ids[0]]), "more than once"),
-    (lambda ids: dict(stop_ids=ids[:3], start_id=ids[5]), "start_id must be one of stop_ids"),
-    (lambda ids: dict(stop_ids=ids[:3], start_id=ids[0], end_id=ids[0]), "must be different"),
-    (lambda ids: dict(stop_ids=ids[:8]), "orders to enumerate"),
-    (lambda ids: dict(stop_ids="B0"), "must be a list"),
-    (lambda ids: dict(stop_ids=ids[:3], mode="cheapest"), "mode must be one of"),
-])
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda ids: dict(stop_ids=ids[:1]), "between 2 and 8"),
+        (lambda ids: dict(stop_ids=ids[:9]), "between 2 and 8"),
+        (lambda ids: dict(stop_ids=[ids[0], ids[0]]), "more than once"),
+        (lambda ids: dict(stop_ids=ids[:3], start_id=ids[5]), "start_id must be one of stop_ids"),
+        (lambda ids: dict(stop_ids=ids[:3], start_id=ids[0], end_id=ids[0]), "must be different"),
+        (lambda ids: dict(stop_ids=ids[:8]), "orders to enumerate"),
+        (lambda ids: dict(stop_ids="B0"), "must be a list"),
+        (lambda ids: dict(stop_ids=ids[:3], mode="cheapest"), "mode must be one of"),
+    ],
+)
 def test_multi_stop_routing_parameter_errors(city, db, make, fragment):
     ids = [p["id"] for p in _places(db)[:10]]
     r = routing_tools.multi_stop_routing(city, **make(ids))
@@ -378,27 +412,35 @@ def test_nearby_search_around_a_place(city, db):
     places = _places(db)
     c = places[7]
     r = nearby_tools.nearby_search(city, c["id"], radius_meters=400, toolset=DE)
-    expected = sorted(((math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]), p["id"]) for p in places
-                       if p["id"] != c["id"] and math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]) <= 400))
+    expected = sorted(
+        (math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]), p["id"])
+        for p in places
+        if p["id"] != c["id"] and math.hypot(p["x_m"] - c["x_m"], p["y_m"] - c["y_m"]) <= 400
+    )
     assert r.payload["total_matched"] == len(expected) > 0
     got = [x["place_id"] for x in r.payload["results"]]
     assert got == [pid for _, pid in expected][: len(got)]
     assert [x["distance_m"] for x in r.payload["results"]] == [math.floor(d + 0.5) for d, _ in expected][: len(got)]
     light = nearby_tools.nearby_search(city, c["id"], radius_meters=400)
     assert all(tuple(x) == city_handle.PLACE_LIGHT + ("distance_m",) for x in light.payload["results"])
-    filtered = nearby_tools.nearby_search(city, c["id"], radius_meters=1500, place_types=["Food & Beverages"], min_rating=4)
-    assert all(x["place_type"].startswith("Food & Beverages") and x["rating"] >= 4
-               for x in filtered.payload["results"])
+    filtered = nearby_tools.nearby_search(
+        city, c["id"], radius_meters=1500, place_types=["Food & Beverages"], min_rating=4
+    )
+    assert all(x["place_type"].startswith("Food & Beverages") and x["rating"] >= 4 for x in filtered.payload["results"])
 
 
 def test_nearby_search_default_radius_is_100m_and_classes(city, db):
     places = _places(db)
     counts = [nearby_tools.nearby_search(city, p["id"]).payload["total_matched"] for p in places[:40]]
     for p, n in zip(places[:40], counts):
-        assert n == sum(1 for q in places if q["id"] != p["id"]
-                        and math.hypot(q["x_m"] - p["x_m"], q["y_m"] - p["y_m"]) <= 100)
+        assert n == sum(
+            1 for q in places if q["id"] != p["id"] and math.hypot(q["x_m"] - p["x_m"], q["y_m"] - p["y_m"]) <= 100
+        )
     assert nearby_tools.nearby_search(city, places[0]["id"], radius_meters=5000).failure_class == "truncated"
-    assert nearby_tools.nearby_search(city, places[0]["id"], radius_meters=1, geo_tag=["no such tag"]).failure_class == "empty"
+    assert (
+        nearby_tools.nearby_search(city, places[0]["id"], radius_meters=1, geo_tag=["no such tag"]).failure_class
+        == "empty"
+    )
 
 
 def _seg_dist(p, a, b):
@@ -424,8 +466,10 @@ def test_nearby_search_along_a_route_buffer(city, db):
     def dist(p):
         return min(_seg_dist((p["x_m"], p["y_m"]), line[i], line[i + 1]) for i in range(len(line) - 1))
 
-    for center in ({"start": a["id"], "end": b["id"], "vehicle": "walking"},
-                   json.dumps({"start": a["id"], "end": b["id"], "vehicle": "walking"})):
+    for center in (
+        {"start": a["id"], "end": b["id"], "vehicle": "walking"},
+        json.dumps({"start": a["id"], "end": b["id"], "vehicle": "walking"}),
+    ):
         r = nearby_tools.nearby_search(city, center, radius_meters=60, toolset=DE)
         expected = {p["id"] for p in places if p["id"] not in (a["id"], b["id"]) and dist(p) <= 60}
         assert r.payload["total_matched"] == len(expected) > 0
@@ -435,20 +479,23 @@ def test_nearby_search_along_a_route_buffer(city, db):
         assert ds == sorted(ds) and max(ds) <= 60
 
 
-@pytest.mark.parametrize("center, kwargs, fragment", [
-    (None, {}, "center must be a place_id string or a route object"),
-    (5, {}, "center must be a place_id"),
-    ("B0MISSING1", {}, "center 'B0MISSING1' was not found"),
-    ({"start": "B0MISSING1", "end": "x"}, {}, "center.start"),
-    ({"start": "@0", "end": "@0"}, {}, "same place"),
-    ({"start": "@0", "end": "@1", "via": "x"}, {}, "unknown keys"),
-    ({"start": "@0", "end": "@1", "vehicle": "boat"}, {}, "center.vehicle must be one of"),
-    ("{not json", {}, "not valid JSON"),
-    ("@0", {"radius_meters": 0}, "radius_meters must be between 1 and 5000"),
-    ("@0", {"radius_meters": 10 ** 6}, "radius_meters must be between"),
-    ("@0", {"radius_meters": "far"}, "radius_meters must be a number"),
-    ("@0", {"social_mem": "quiet"}, "social_mem is not a parameter"),
-])
+@pytest.mark.parametrize(
+    "center, kwargs, fragment",
+    [
+        (None, {}, "center must be a place_id string or a route object"),
+        (5, {}, "center must be a place_id"),
+        ("B0MISSING1", {}, "center 'B0MISSING1' was not found"),
+        ({"start": "B0MISSING1", "end": "x"}, {}, "center.start"),
+        ({"start": "@0", "end": "@0"}, {}, "same place"),
+        ({"start": "@0", "end": "@1", "via": "x"}, {}, "unknown keys"),
+        ({"start": "@0", "end": "@1", "vehicle": "boat"}, {}, "center.vehicle must be one of"),
+        ("{not json", {}, "not valid JSON"),
+        ("@0", {"radius_meters": 0}, "radius_meters must be between 1 and 5000"),
+        ("@0", {"radius_meters": 10**6}, "radius_meters must be between"),
+        ("@0", {"radius_meters": "far"}, "radius_meters must be a number"),
+        ("@0", {"social_mem": "quiet"}, "social_mem is not a parameter"),
+    ],
+)
 def test_nearby_search_parameter_errors(city, db, center, kwargs, fragment):
     ids = [p["id"] for p in _places(db)[:2]]
 
@@ -466,32 +513,51 @@ def test_nearby_search_parameter_errors(city, db, center, kwargs, fragment):
 # ------------------------------------------------------------------ keyword logic
 
 
-@pytest.mark.parametrize("text, ast", [
-    ("coffee", Term("coffee")),
-    ("Latte Art", Term("latte art")),                                 # adjacent words: one phrase
-    ("coffee AND quiet", And((Term("coffee"), Term("quiet")))),
-    ("coffee and quiet", Term("coffee and quiet")),                   # operators are upper-case only
-    ("a OR b AND c", Or((Term("a"), And((Term("b"), Term("c")))))),   # AND binds tighter
-    ("(a OR b) AND c", And((Or((Term("a"), Term("b"))), Term("c")))),
-    ("a NOT b", And((Term("a"), Not(Term("b"))))),                    # binary NOT = AND NOT
-    ("NOT a", Not(Term("a"))),
-    ("a AND NOT NOT b", And((Term("a"), Not(Not(Term("b")))))),
-    ('"rock AND roll" OR jazz', Or((Term("rock and roll"), Term("jazz")))),
-    ("  quiet   corner ", Term("quiet corner")),
-])
+@pytest.mark.parametrize(
+    "text, ast",
+    [
+        ("coffee", Term("coffee")),
+        ("Latte Art", Term("latte art")),  # adjacent words: one phrase
+        ("coffee AND quiet", And((Term("coffee"), Term("quiet")))),
+        ("coffee and quiet", Term("coffee and quiet")),  # operators are upper-case only
+        ("a OR b AND c", Or((Term("a"), And((Term("b"), Term("c")))))),  # AND binds tighter
+        ("(a OR b) AND c", And((Or((Term("a"), Term("b"))), Term("c")))),
+        ("a NOT b", And((Term("a"), Not(Term("b"))))),  # binary NOT = AND NOT
+        ("NOT a", Not(Term("a"))),
+        ("a AND NOT NOT b", And((Term("a"), Not(Not(Term("b")))))),
+        ('"rock AND roll" OR jazz', Or((Term("rock and roll"), Term("jazz")))),
+        ("  quiet   corner ", Term("quiet corner")),
+    ],
+)
 def test_keyword_parser(text, ast):
     assert parse_keyword_logic(text) == ast
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "AND", "coffee AND", "OR tea", "(coffee", "coffee)", "()", '"unclosed',
-                                 "a NOT", " OR ".join("abcdefghijklmn"), "(" * 10 + "a" + ")" * 10, "x" * 301])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "   ",
+        "AND",
+        "coffee AND",
+        "OR tea",
+        "(coffee",
+        "coffee)",
+        "()",
+        '"unclosed',
+        "a NOT",
+        " OR ".join("abcdefghijklmn"),
+        "(" * 10 + "a" + ")" * 10,
+        "x" * 301,
+    ],
+)
 def test_keyword_parser_rejects(bad):
     with pytest.raises(KeywordSyntaxError):
         parse_keyword_logic(bad)
 
 
 def test_keyword_sql_has_placeholders_only():
-    sql, params = keyword_sql(parse_keyword_logic("x' OR 1=1 -- AND (\"; DROP TABLE notes\" NOT y)"))
+    sql, params = keyword_sql(parse_keyword_logic('x\' OR 1=1 -- AND ("; DROP TABLE notes" NOT y)'))
     assert params == ["x'", "1=1 --", "; drop table notes", "y"]
     assert "drop" not in sql.lower() and "'" not in sql
     assert sql.count("?") == len(params)
@@ -500,7 +566,7 @@ def test_keyword_sql_has_placeholders_only():
 
 
 def test_search_notes_sql_agrees_with_python_on_random_expressions(city, db):
-    notes = db.execute('SELECT note_id, search_text FROM notes').fetchall()
+    notes = db.execute("SELECT note_id, search_text FROM notes").fetchall()
     words = ["quiet", "coffee", "cozy", "latte art", "queues", "jiedaokou", "hidden gem", "weekend", "tea", "the"]
     rnd = random.Random(0)
 
@@ -560,15 +626,30 @@ def test_standard_tools_never_show_memory_coordinates_or_ground_truth(city, db):
     mems = {p[f] for p in places for f in MEMORY_FIELDS if len(p[f]) > 25}
     ids = [p["id"] for p in places]
     results = [
-        place_tools.place_search(city, "", place_types=["Food"]), place_tools.place_search(city, "coffee"),
+        place_tools.place_search(city, "", place_types=["Food"]),
+        place_tools.place_search(city, "coffee"),
         *(place_tools.place_detail(city, i) for i in ids[:60]),
         nearby_tools.nearby_search(city, ids[0], radius_meters=800),
         nearby_tools.nearby_search(city, {"start": ids[1], "end": ids[2]}, radius_meters=200),
-        routing_tools.routing(city, ids[3], ids[4]), note_tools.search_notes(city, "quiet OR cozy OR queues"),
+        routing_tools.routing(city, ids[3], ids[4]),
+        note_tools.search_notes(city, "quiet OR cozy OR queues"),
         note_tools.note_detail(city, db.execute("SELECT note_id FROM notes LIMIT 1").fetchone()[0]),
     ]
-    forbidden_keys = {"long_mem", "short_mem", "x_m", "y_m", "node_id", "access_m", "popularity", "search_text",
-                      "mention", "mention_kind", "fact", "lon", "lat"}
+    forbidden_keys = {
+        "long_mem",
+        "short_mem",
+        "x_m",
+        "y_m",
+        "node_id",
+        "access_m",
+        "popularity",
+        "search_text",
+        "mention",
+        "mention_kind",
+        "fact",
+        "lon",
+        "lat",
+    }
 
     def keys(obj):
         if isinstance(obj, dict):
@@ -600,14 +681,25 @@ def test_inspect_toolsets_have_the_papers_names_and_parameters(city_path):
     assert list(std) == ["place_search", "place_detail", "nearby_search", "routing", "search_notes", "note_detail"]
     assert set(de) == set(std) | {"sample_place", "multi_stop_routing"}
     assert list(std["place_search"].parameters.properties) == [
-        "query_name", "place_types", "min_rating", "max_rating", "min_cost", "max_cost", "geo_tag"]
+        "query_name",
+        "place_types",
+        "min_rating",
+        "max_rating",
+        "min_cost",
+        "max_cost",
+        "geo_tag",
+    ]
     assert "social_mem" in de["place_search"].parameters.properties
     assert "social_mem" in de["nearby_search"].parameters.properties
     assert std["place_search"].parameters.required == ["query_name"]
-    assert list(std["routing"].parameters.properties) == ["start_place_id", "end_place_id", "avoid_way_ids", "mode",
-                                                          "vehicle"]
-    assert list(de["multi_stop_routing"].parameters.properties) == ["stop_ids", "start_id", "end_id", "vehicle",
-                                                                    "mode"]
+    assert list(std["routing"].parameters.properties) == [
+        "start_place_id",
+        "end_place_id",
+        "avoid_way_ids",
+        "mode",
+        "vehicle",
+    ]
+    assert list(de["multi_stop_routing"].parameters.properties) == ["stop_ids", "start_id", "end_id", "vehicle", "mode"]
     assert std["search_notes"].description.startswith("Search social media posts by keyword logic")
     assert std["place_search"].parameters.properties["geo_tag"].description.endswith("matches if ANY keyword hits")
 
@@ -646,5 +738,11 @@ def test_turn_instructions_from_bearings():
     assert routing_tools._turn(0, 270) == "Turn left onto"
     assert routing_tools._turn(350, 80) == "Turn right onto"  # across north
     assert routing_tools._turn(90, 265) == "Make a U-turn onto"
-    assert [routing_tools._cardinal(d) for d in (0, 44, 90, 180, 225, 359)] == ["north", "northeast", "east", "south",
-                                                                     "southwest", "north"]
+    assert [routing_tools._cardinal(d) for d in (0, 44, 90, 180, 225, 359)] == [
+        "north",
+        "northeast",
+        "east",
+        "south",
+        "southwest",
+        "north",
+    ]

@@ -35,10 +35,10 @@ def test_arrivals_add_legs_and_a_dwell_at_every_stop_but_the_destination():
 
 
 def test_an_arrival_past_midnight_falls_on_the_next_day():
-    assert open_at_minute(NIGHT, 0, 1440 + 60)        # Tuesday 01:00, still open from Monday night
-    assert not open_at_minute(NIGHT, 0, 1440 + 150)   # Tuesday 02:30
-    assert open_at_minute(NIGHT, 6, 1440 + 60)        # Sunday night into Monday
-    assert not open_at_minute(DAY, 0, 599.9)          # 09:59.9 counts as 09:59
+    assert open_at_minute(NIGHT, 0, 1440 + 60)  # Tuesday 01:00, still open from Monday night
+    assert not open_at_minute(NIGHT, 0, 1440 + 150)  # Tuesday 02:30
+    assert open_at_minute(NIGHT, 6, 1440 + 60)  # Sunday night into Monday
+    assert not open_at_minute(DAY, 0, 599.9)  # 09:59.9 counts as 09:59
 
 
 def test_open_on_arrival_stops_at_the_first_closed_stop():

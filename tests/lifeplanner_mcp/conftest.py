@@ -31,8 +31,13 @@ def city_ids(city_path):
         gid = con.execute("SELECT min(gid) FROM ways").fetchone()[0]
     finally:
         con.close()
-    return {"places": places, "first_word": first_word, "note_id": note_id,
-            "note_word": max(title.split(), key=len), "gid": int(gid)}
+    return {
+        "places": places,
+        "first_word": first_word,
+        "note_id": note_id,
+        "note_word": max(title.split(), key=len),
+        "gid": int(gid),
+    }
 
 
 def standard_calls(ids):
@@ -52,8 +57,16 @@ def standard_calls(ids):
         ("nearby_search", {"center": p0, "radius_meters": 1, "place_types": ["Shopping"]}),  # empty
         ("nearby_search", {"center": p0, "radius_meters": -5}),
         ("routing", {"start_place_id": p0, "end_place_id": p2}),
-        ("routing", {"start_place_id": p0, "end_place_id": p2, "mode": "distance", "vehicle": "walking",
-                     "avoid_way_ids": [ids["gid"]]}),
+        (
+            "routing",
+            {
+                "start_place_id": p0,
+                "end_place_id": p2,
+                "mode": "distance",
+                "vehicle": "walking",
+                "avoid_way_ids": [ids["gid"]],
+            },
+        ),
         ("routing", {"start_place_id": p0, "end_place_id": p0}),
         ("routing", {"start_place_id": p0, "end_place_id": p1, "vehicle": "plane"}),
         ("search_notes", {"keyword": ids["note_word"]}),

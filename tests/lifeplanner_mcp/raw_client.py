@@ -20,8 +20,12 @@ REPLY_SECONDS = 30.0
 
 
 def initialize_request(request_id: int = 0) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    }
 
 
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -56,17 +60,22 @@ def dumps(value: Any) -> str:
 
 
 def tool_call(request_id: int, name: str, arguments: Any) -> bytes:
-    return dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                  "params": {"name": name, "arguments": arguments}}).encode("ascii")
+    return dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    ).encode("ascii")
 
 
 class RawStdioClient:
     """The MCP server as a subprocess; one line per message each way."""
 
     def __init__(self, db_path, toolset: str = "standard") -> None:
-        self.proc = subprocess.Popen(server_command(db_path, transport="stdio", toolset=toolset),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env=_repo_env())
+        self.proc = subprocess.Popen(
+            server_command(db_path, transport="stdio", toolset=toolset),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_repo_env(),
+        )
         self._buffer = b""
         self.send_line(json.dumps(initialize_request()).encode())
         reply = self.reply()
@@ -125,8 +134,12 @@ class RawHTTPClient:
     def post(self, body: bytes) -> tuple[int, dict[str, str], Any]:
         """(status, headers, the JSON-RPC message(s) in the reply or None)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=REPLY_SECONDS)
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": PROTOCOL, **self.headers}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": PROTOCOL,
+            **self.headers,
+        }
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         try:
@@ -156,8 +169,11 @@ def _messages(content_type: str, data: bytes) -> Any:
     if not text.strip():
         return None
     if content_type.startswith("text/event-stream"):
-        events = [json.loads(line[len("data:"):]) for line in text.splitlines()
-                  if line.startswith("data:") and line[len("data:"):].strip()]
+        events = [
+            json.loads(line[len("data:") :])
+            for line in text.splitlines()
+            if line.startswith("data:") and line[len("data:") :].strip()
+        ]
         return events[-1] if events else None
     return json.loads(text)
 

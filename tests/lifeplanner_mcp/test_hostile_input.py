@@ -24,9 +24,16 @@ from tests.lifeplanner.test_tool_text_hygiene import ECHO_PROBES, HOSTILE
 
 from .raw_client import RawHTTPClient, RawStdioClient, reply_text
 
-PURE = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
-        "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail,
-        "sample_place": place_tools.sample_place, "multi_stop_routing": routing_tools.multi_stop_routing}
+PURE = {
+    "place_search": place_tools.place_search,
+    "place_detail": place_tools.place_detail,
+    "nearby_search": nearby_tools.nearby_search,
+    "routing": routing_tools.routing,
+    "search_notes": note_tools.search_notes,
+    "note_detail": note_tools.note_detail,
+    "sample_place": place_tools.sample_place,
+    "multi_stop_routing": routing_tools.multi_stop_routing,
+}
 TAKES_TOOLSET = {"place_search", "nearby_search", "search_notes"}
 # A message deeper than this is refused before any tool sees it (geoeval.mcp.hygiene).
 TOO_DEEP_FOR_MCP = {"nested 150 deep", "nested 5000 deep"}
@@ -34,10 +41,16 @@ TOO_DEEP_FOR_MCP = {"nested 150 deep", "nested 5000 deep"}
 
 def valid_args(ids):
     p0, p1, p2 = ids["places"]
-    return {"place_search": {"query_name": ids["first_word"]}, "place_detail": {"place_id": p0},
-            "nearby_search": {"center": p0}, "routing": {"start_place_id": p0, "end_place_id": p1},
-            "search_notes": {"keyword": ids["note_word"]}, "note_detail": {"note_id": ids["note_id"]},
-            "sample_place": {}, "multi_stop_routing": {"stop_ids": [p0, p1, p2]}}
+    return {
+        "place_search": {"query_name": ids["first_word"]},
+        "place_detail": {"place_id": p0},
+        "nearby_search": {"center": p0},
+        "routing": {"start_place_id": p0, "end_place_id": p1},
+        "search_notes": {"keyword": ids["note_word"]},
+        "note_detail": {"note_id": ids["note_id"]},
+        "sample_place": {},
+        "multi_stop_routing": {"stop_ids": [p0, p1, p2]},
+    }
 
 
 def expected(city, toolset, name, arguments):
@@ -94,8 +107,12 @@ def test_stdio_answers_every_hostile_value_at_every_parameter_as_in_process(city
     with RawStdioClient(city_path, toolset) as client:
         tools = listed_parameters(client)
         if toolset == "data_engine":  # only what the standard run has not covered: the same code otherwise
-            tools = {"place_search": ["social_mem"], "nearby_search": ["social_mem"],
-                     "sample_place": tools["sample_place"], "multi_stop_routing": tools["multi_stop_routing"]}
+            tools = {
+                "place_search": ["social_mem"],
+                "nearby_search": ["social_mem"],
+                "sample_place": tools["sample_place"],
+                "multi_stop_routing": tools["multi_stop_routing"],
+            }
         calls = hostile_calls(city, city_ids, toolset, tools)
         for request_id, name, arguments, exp, hostile_name in calls:
             reply = client.call(request_id, name, arguments)
@@ -112,42 +129,112 @@ def malformed_messages(ids):
     deep = b"[" * 100_000 + b"]" * 100_000
     return [
         (b"not json at all", None, "Parse error: Expecting value"),
-        (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "place_search", '
-         b'"arguments": {"query_name": ' + deep + b"}}}", 7, "Invalid request: JSON nested deeper than 104 levels."),
-        (b'{"jsonrpc": "2.0", "id": "deep-\\ud800", "method": "tools/list", "params": {"x": ' + deep + b"}}",
-         f"deep-{REPLACEMENT}", "Invalid request: JSON nested deeper than 104 levels."),
-        (json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                     "params": {"name": "place_search", "arguments": {"query_name": "x" * 5_000_000}}}).encode(),
-         8, "Invalid request: message longer than 4194304 bytes."),
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "place_search", '
+            b'"arguments": {"query_name": ' + deep + b"}}}",
+            7,
+            "Invalid request: JSON nested deeper than 104 levels.",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": "deep-\\ud800", "method": "tools/list", "params": {"x": ' + deep + b"}}",
+            f"deep-{REPLACEMENT}",
+            "Invalid request: JSON nested deeper than 104 levels.",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 8,
+                    "method": "tools/call",
+                    "params": {"name": "place_search", "arguments": {"query_name": "x" * 5_000_000}},
+                }
+            ).encode(),
+            8,
+            "Invalid request: message longer than 4194304 bytes.",
+        ),
         # bytes that are not UTF-8 become U+FFFD: the tool runs and says what it got
-        (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "place_detail", '
-         b'"arguments": {"place_id": "\xff\xfe"}}}', 9,
-         f"place_id '{REPLACEMENT * 2}' was not found. Use a place_id returned by place_search or nearby_search."),
-        (json.dumps({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
-                     "params": {"name": "place_\ud800\n", "arguments": {}}}).encode(), 10,
-         f"Unknown tool 'place_{REPLACEMENT}'. Available tools: "),
-        (json.dumps({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
-                     "params": {"name": "place_search", "arguments": "not an object"}}).encode(), 11,
-         "Invalid request parameters"),
-        (b'{"jsonrpc": "2.0", "id": {"not": "an id"}, "method": "tools/list"}', None,
-         "Invalid request: 'id' must be a string or an integer."),
-        (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', None,
-         "Invalid request: 'id' must be a string or an integer."),
-        (b'[{"jsonrpc": "2.0", "id": 12, "method": "tools/list"}]', None,
-         "Invalid request: not a JSON-RPC 2.0 message."),
+        (
+            b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "place_detail", '
+            b'"arguments": {"place_id": "\xff\xfe"}}}',
+            9,
+            f"place_id '{REPLACEMENT * 2}' was not found. Use a place_id returned by place_search or nearby_search.",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 10,
+                    "method": "tools/call",
+                    "params": {"name": "place_\ud800\n", "arguments": {}},
+                }
+            ).encode(),
+            10,
+            f"Unknown tool 'place_{REPLACEMENT}'. Available tools: ",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 11,
+                    "method": "tools/call",
+                    "params": {"name": "place_search", "arguments": "not an object"},
+                }
+            ).encode(),
+            11,
+            "Invalid request parameters",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": {"not": "an id"}, "method": "tools/list"}',
+            None,
+            "Invalid request: 'id' must be a string or an integer.",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}',
+            None,
+            "Invalid request: 'id' must be a string or an integer.",
+        ),
+        (
+            b'[{"jsonrpc": "2.0", "id": 12, "method": "tools/list"}]',
+            None,
+            "Invalid request: not a JSON-RPC 2.0 message.",
+        ),
         (b'{"id": 13, "method": "tools/list"}', 13, "Invalid request: not a JSON-RPC 2.0 message."),
         (b'{"jsonrpc": "2.0", "id": 14, "method": "no/such/method"}', 14, "Method not found"),
-        (json.dumps({"jsonrpc": "2.0", "id": 15, "method": "tools/call",
-                     "params": {"name": "routing", "arguments": {}}}).encode(), 15,
-         "Missing required parameter(s) for routing: start_place_id, end_place_id."),
-        (json.dumps({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": {
-            "name": "place_detail", "arguments": {"place_id": p0, "a\nb": 1, **{f"k{i:02}": i for i in range(30)}}}}
-                    ).encode(), 16,
-         "Unknown parameter(s) for place_detail: a b, k00, k01, k02, k03, k04, k05, k06, k07, k08 (and 21 more). "
-         "Parameters: place_id."),
-        (json.dumps({"jsonrpc": "2.0", "id": "str-id-\ud800", "method": "tools/call",
-                     "params": {"name": "search_notes", "arguments": {"keyword": "(((("}}}).encode(),
-         f"str-id-{REPLACEMENT}", "Invalid keyword logic: "),
+        (
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": {"name": "routing", "arguments": {}}}
+            ).encode(),
+            15,
+            "Missing required parameter(s) for routing: start_place_id, end_place_id.",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 16,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "place_detail",
+                        "arguments": {"place_id": p0, "a\nb": 1, **{f"k{i:02}": i for i in range(30)}},
+                    },
+                }
+            ).encode(),
+            16,
+            "Unknown parameter(s) for place_detail: a b, k00, k01, k02, k03, k04, k05, k06, k07, k08 (and 21 more). "
+            "Parameters: place_id.",
+        ),
+        (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "str-id-\ud800",
+                    "method": "tools/call",
+                    "params": {"name": "search_notes", "arguments": {"keyword": "(((("}},
+                }
+            ).encode(),
+            f"str-id-{REPLACEMENT}",
+            "Invalid keyword logic: ",
+        ),
     ]
 
 
@@ -163,8 +250,14 @@ def test_stdio_replies_to_every_malformed_message(city_path, city_ids):
             assert_one_line(text, where)
         client.send_line(b"")  # a blank line is no message: skipped, no reply
         listed = listed_parameters(client)
-        assert list(listed) == ["place_search", "place_detail", "nearby_search", "routing", "search_notes",
-                                "note_detail"]
+        assert list(listed) == [
+            "place_search",
+            "place_detail",
+            "nearby_search",
+            "routing",
+            "search_notes",
+            "note_detail",
+        ]
 
 
 def test_http_answers_hostile_input_as_in_process(city_path, city_ids):
@@ -172,16 +265,20 @@ def test_http_answers_hostile_input_as_in_process(city_path, city_ids):
     with http_server(city_path, toolset="standard") as url:
         client = RawHTTPClient(url)
         client.initialize()
-        calls = hostile_calls(city, city_ids, "standard", {"place_search": ["query_name", "geo_tag"],
-                                                           "nearby_search": ["center"]})
+        calls = hostile_calls(
+            city, city_ids, "standard", {"place_search": ["query_name", "geo_tag"], "nearby_search": ["center"]}
+        )
         for request_id, name, arguments, exp, hostile_name in calls:
             reply = client.call(request_id, name, arguments)  # too deep: 400, with the id all the same
             assert_reply_matches_in_process(reply, exp, request_id, f"{name}({hostile_name})", hostile_name)
         # bodies that cannot be read at all: an HTTP error status with a JSON-RPC error body
         for body, status, says in [
             (b"not json", 400, "Parse error: Expecting value"),
-            (b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-             400, "Invalid request: JSON nested deeper than 104 levels."),
+            (
+                b'{"jsonrpc": "2.0", "id": 5, "method": "tools/list", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                400,
+                "Invalid request: JSON nested deeper than 104 levels.",
+            ),
             (b'{"x": "' + b"y" * 5_000_000 + b'"}', 413, "Invalid request: body longer than 4194304 bytes."),
         ]:
             got_status, _, reply = client.post(body)
@@ -204,15 +301,19 @@ def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mc
 
     from .test_inspect_transport import MODEL, run_eval, transcript
 
-    calls = [("place_detail", {"place_id": city_ids["places"][0] + "\x00"}),
-             ("search_notes", {"keyword": "x" * 1_000_000}),
-             ("place_search", {"query_name": "\u202e" + city_ids["first_word"] + "\u200f"}),
-             ("place_search", {"query_name": "\x1b[31m", "geo_tag": ["\U0001F35C", "\x00"]}),
-             ("nearby_search", {"center": '{"start": "\x00", "end": 3}'})]
+    calls = [
+        ("place_detail", {"place_id": city_ids["places"][0] + "\x00"}),
+        ("search_notes", {"keyword": "x" * 1_000_000}),
+        ("place_search", {"query_name": "\u202e" + city_ids["first_word"] + "\u200f"}),
+        ("place_search", {"query_name": "\x1b[31m", "geo_tag": ["\U0001f35c", "\x00"]}),
+        ("nearby_search", {"center": '{"start": "\x00", "end": 3}'}),
+    ]
 
     def outputs():
-        out = [ModelOutput.for_tool_call(MODEL, name, args, tool_call_id=f"call_{k}")
-               for k, (name, args) in enumerate(calls)]
+        out = [
+            ModelOutput.for_tool_call(MODEL, name, args, tool_call_id=f"call_{k}")
+            for k, (name, args) in enumerate(calls)
+        ]
         out.append(ModelOutput.from_content(MODEL, "done"))
         for o in out:
             o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
@@ -222,8 +323,11 @@ def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mc
     over_mcp = transcript(run_eval(mcp_agent_tools(city_path, "stdio"), outputs(), tmp_path / "mcp"))
     assert over_mcp == inproc
     errors = [m["error"] for m in inproc["messages"] if m["role"] == "tool" and m["error"]]
-    assert errors[0] == ("unknown", f"place_id '{city_ids['places'][0]}{REPLACEMENT}' was not found. Use a place_id "
-                                    "returned by place_search or nearby_search.")
+    assert errors[0] == (
+        "unknown",
+        f"place_id '{city_ids['places'][0]}{REPLACEMENT}' was not found. Use a place_id "
+        "returned by place_search or nearby_search.",
+    )
     assert errors[1][1].startswith("Invalid keyword logic: keyword longer than 300 characters.")
     logged = inproc["tool_log"][1]["arguments"]["keyword"]  # the tool log keeps 1,000 characters, marked
     assert logged == "x" * 1000 + "…[999000 more characters cut]"

@@ -11,8 +11,8 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.solver import generate, solver, use_tools
 from inspect_ai.tool import mcp_connection
 
-from geoeval.suites.lifeplanner.tools.mcp_server import http_server, mcp_agent_tools
 from geoeval.suites.lifeplanner.tools.arguments import TOOL_LOG_KEY
+from geoeval.suites.lifeplanner.tools.mcp_server import http_server, mcp_agent_tools
 from geoeval.suites.lifeplanner.tools.toolsets import agent_tools, data_engine_tools
 
 MODEL = "mockllm/model"
@@ -32,11 +32,14 @@ def scripted_outputs(ids, toolset):
         ("note_detail", {"note_id": ids["note_id"]}),
     ]
     if toolset == "data_engine":
-        calls += [("sample_place", {"num_samples": 2}),
-                  ("multi_stop_routing", {"stop_ids": [p0, p1, p2], "start_id": p0}),
-                  ("search_notes", {"keyword": "a"})]  # full posts: longer than Inspect's default cut
-    outputs = [ModelOutput.for_tool_call(MODEL, name, args, tool_call_id=f"call_{k}")
-               for k, (name, args) in enumerate(calls)]
+        calls += [
+            ("sample_place", {"num_samples": 2}),
+            ("multi_stop_routing", {"stop_ids": [p0, p1, p2], "start_id": p0}),
+            ("search_notes", {"keyword": "a"}),
+        ]  # full posts: longer than Inspect's default cut
+    outputs = [
+        ModelOutput.for_tool_call(MODEL, name, args, tool_call_id=f"call_{k}") for k, (name, args) in enumerate(calls)
+    ]
     outputs.append(ModelOutput.from_content(MODEL, "done"))
     for o in outputs:
         o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
@@ -95,18 +98,28 @@ def test_stdio_transport_gives_the_in_process_transcript(city_path, city_ids, tm
     inproc_tools = agent_tools(city_path) if toolset == "standard" else data_engine_tools(city_path)
     inproc = transcript(run_eval(inproc_tools, scripted_outputs(city_ids, toolset), tmp_path / "inproc"))
     assert_meaningful(inproc, toolset)
-    over_mcp = transcript(run_eval(mcp_agent_tools(city_path, "stdio", toolset=toolset),
-                                   scripted_outputs(city_ids, toolset), tmp_path / "mcp"))
+    over_mcp = transcript(
+        run_eval(
+            mcp_agent_tools(city_path, "stdio", toolset=toolset), scripted_outputs(city_ids, toolset), tmp_path / "mcp"
+        )
+    )
     assert over_mcp == inproc
 
 
 def test_http_transport_gives_the_in_process_transcript(city_path, city_ids, tmp_path):
     # without mcp_connection: Inspect opens an HTTP session per call (cheap over HTTP)
-    inproc = transcript(run_eval(agent_tools(city_path), scripted_outputs(city_ids, "standard"), tmp_path / "inproc",
-                                 connected=False))
+    inproc = transcript(
+        run_eval(agent_tools(city_path), scripted_outputs(city_ids, "standard"), tmp_path / "inproc", connected=False)
+    )
     with http_server(city_path) as url:
-        over_mcp = transcript(run_eval(mcp_agent_tools(city_path, "http", url=url),
-                                       scripted_outputs(city_ids, "standard"), tmp_path / "mcp", connected=False))
+        over_mcp = transcript(
+            run_eval(
+                mcp_agent_tools(city_path, "http", url=url),
+                scripted_outputs(city_ids, "standard"),
+                tmp_path / "mcp",
+                connected=False,
+            )
+        )
     assert over_mcp == inproc
 
 

@@ -12,11 +12,11 @@ import pytest
 from inspect_ai.tool import ToolDef
 
 from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import toolsets
 from geoeval.suites.lifeplanner.tools.mcp_server import _repo_env, failure_class_of, http_server, server_command
 
@@ -24,9 +24,16 @@ from .conftest import data_engine_calls, standard_calls
 
 CALL_TIMEOUT_S = 60  # a whole session (server start, list, every call) must finish within this
 
-PURE = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
-        "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail,
-        "sample_place": place_tools.sample_place, "multi_stop_routing": routing_tools.multi_stop_routing}
+PURE = {
+    "place_search": place_tools.place_search,
+    "place_detail": place_tools.place_detail,
+    "nearby_search": nearby_tools.nearby_search,
+    "routing": routing_tools.routing,
+    "search_notes": note_tools.search_notes,
+    "note_detail": note_tools.note_detail,
+    "sample_place": place_tools.sample_place,
+    "multi_stop_routing": routing_tools.multi_stop_routing,
+}
 TAKES_TOOLSET = {"place_search", "nearby_search", "search_notes"}
 
 
@@ -123,16 +130,19 @@ def test_http_serves_identical_results(city_path, city_ids):
         listed, results = run_http(url, calls)
     assert_tools_match_inspect(listed, toolsets.agent_tools(city_path))
     assert assert_results_match(results, expected_results(city_path, "standard", calls), calls) == set(
-        tool_arguments.FAILURE_CLASSES)
+        tool_arguments.FAILURE_CLASSES
+    )
 
 
 def test_calls_outside_the_schema_get_a_clear_error(city_path, city_ids):
     """Clients other than Inspect may skip schema validation; the server answers, never crashes."""
     p0 = city_ids["places"][0]
-    calls = [("place_search", {"query_name": "cafe", "social_mem": ["quiet"]}),  # data-engine only
-             ("routing", {"start_place_id": p0}),
-             ("sample_place", {"num_samples": 2}),  # not a standard tool
-             ("place_detail", {"place_id": p0})]  # and the session still works
+    calls = [
+        ("place_search", {"query_name": "cafe", "social_mem": ["quiet"]}),  # data-engine only
+        ("routing", {"start_place_id": p0}),
+        ("sample_place", {"num_samples": 2}),  # not a standard tool
+        ("place_detail", {"place_id": p0}),
+    ]  # and the session still works
     _, results = run_stdio(city_path, "standard", calls)
     texts = ["".join(c.text for c in r.content) for r in results]
     assert [r.is_error for r in results] == [True, True, True, False]
@@ -142,12 +152,15 @@ def test_calls_outside_the_schema_get_a_clear_error(city_path, city_ids):
     assert json.loads(texts[3])["place_id"] == p0
 
 
-@pytest.mark.parametrize("payload, expected", [
-    ({"total_matched": 0, "returned": 0, "results": []}, "empty"),
-    ({"total_matched": 21, "returned": 20, "results": []}, "truncated"),
-    ({"total_matched": 3, "returned": 3, "results": []}, "ok"),
-    ({"error": "No walking route from A to B.", "total_distance_m": None}, "empty"),
-    ({"place_id": "B0", "name": "A"}, "ok"),
-])
+@pytest.mark.parametrize(
+    "payload, expected",
+    [
+        ({"total_matched": 0, "returned": 0, "results": []}, "empty"),
+        ({"total_matched": 21, "returned": 20, "results": []}, "truncated"),
+        ({"total_matched": 3, "returned": 3, "results": []}, "ok"),
+        ({"error": "No walking route from A to B.", "total_distance_m": None}, "empty"),
+        ({"place_id": "B0", "name": "A"}, "ok"),
+    ],
+)
 def test_failure_class_of_payload(payload, expected):
     assert failure_class_of(payload) == expected

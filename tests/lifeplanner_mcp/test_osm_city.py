@@ -7,26 +7,38 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
+from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 from geoeval.suites.lifeplanner.city.osm.hours import convert_opening_hours
 
 
-@pytest.mark.parametrize("raw, text, status, dropped", [
-    ("Mo-Fr 08:00-20:00; Sa 11:00-18:00; Su 12:00-18:00",
-     "Monday-Friday 08:00-20:00; Saturday 11:00-18:00; Sunday 12:00-18:00", "converted", 0),
-    ("Mo-Fr 11:00-18:00; Sa 12:00-16:00; PH off", "Monday-Friday 11:00-18:00; Saturday 12:00-16:00", "converted", 1),
-    ("Mo-Fr 11:00-18:00, Sa 11:00-15:00", "Monday-Friday 11:00-18:00; Saturday 11:00-15:00", "converted", 0),
-    ("Sa,Su 12:00-16:00; Mo off", "Saturday,Sunday 12:00-16:00; Monday closed", "converted", 0),
-    ("Mo-Su 16:00-04:00", "Monday-Sunday 16:00-04:00", "converted", 0),
-    ("24/7", "Open 24 hours", "converted", 0),
-    # additional rules whose days overlap add hours in OSM but would override here: kept raw
-    ("Mo-Fr 10:00-18:00, Fr 10:00-20:00", "Mo-Fr 10:00-18:00, Fr 10:00-20:00", "raw", 0),
-    ("sunrise-sunset", "sunrise-sunset", "raw", 0),
-    ("Seasonal, only summer time", "Seasonal, only summer time", "raw", 0),
-    (None, "", "empty", 0),
-    (float("nan"), "", "empty", 0),
-])
+@pytest.mark.parametrize(
+    "raw, text, status, dropped",
+    [
+        (
+            "Mo-Fr 08:00-20:00; Sa 11:00-18:00; Su 12:00-18:00",
+            "Monday-Friday 08:00-20:00; Saturday 11:00-18:00; Sunday 12:00-18:00",
+            "converted",
+            0,
+        ),
+        (
+            "Mo-Fr 11:00-18:00; Sa 12:00-16:00; PH off",
+            "Monday-Friday 11:00-18:00; Saturday 12:00-16:00",
+            "converted",
+            1,
+        ),
+        ("Mo-Fr 11:00-18:00, Sa 11:00-15:00", "Monday-Friday 11:00-18:00; Saturday 11:00-15:00", "converted", 0),
+        ("Sa,Su 12:00-16:00; Mo off", "Saturday,Sunday 12:00-16:00; Monday closed", "converted", 0),
+        ("Mo-Su 16:00-04:00", "Monday-Sunday 16:00-04:00", "converted", 0),
+        ("24/7", "Open 24 hours", "converted", 0),
+        # additional rules whose days overlap add hours in OSM but would override here: kept raw
+        ("Mo-Fr 10:00-18:00, Fr 10:00-20:00", "Mo-Fr 10:00-18:00, Fr 10:00-20:00", "raw", 0),
+        ("sunrise-sunset", "sunrise-sunset", "raw", 0),
+        ("Seasonal, only summer time", "Seasonal, only summer time", "raw", 0),
+        (None, "", "empty", 0),
+        (float("nan"), "", "empty", 0),
+    ],
+)
 def test_convert_opening_hours(raw, text, status, dropped):
     assert convert_opening_hours(raw) == (text, status, dropped)
 
@@ -83,9 +95,13 @@ def test_schema_matches_the_synthetic_city(con, tmp_path):
     build_synthetic_city(synthetic, seed=1, n_places=20, n_notes=20, area_km2=0.25)
     s = duckdb.connect(str(synthetic), read_only=True)
     try:
+
         def schema(c):
-            return c.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
-                             "ORDER BY table_name, ordinal_position").fetchall()
+            return c.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "ORDER BY table_name, ordinal_position"
+            ).fetchall()
+
         assert schema(con) == schema(s)
     finally:
         s.close()
@@ -99,8 +115,9 @@ def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
     assert {"Mannerheimintie", "Aleksanterinkatu", "Esplanadi"} & names
     assert con.execute("SELECT count(*) = count(DISTINCT gid) FROM ways").fetchone()[0]
     city = city_handle.open_city(helsinki.path)
-    ids = [r[0] for r in con.execute("SELECT id FROM places USING SAMPLE 12 ROWS (reservoir, 7) ORDER BY id")
-           .fetchall()]
+    ids = [
+        r[0] for r in con.execute("SELECT id FROM places USING SAMPLE 12 ROWS (reservoir, 7) ORDER BY id").fetchall()
+    ]
     for a, b in zip(ids, ids[1:]):
         for vehicle in ("walking", "cycling", "driving"):
             r = routing_tools.routing(city, a, b, vehicle=vehicle)

@@ -16,12 +16,12 @@ import pytest
 
 from geoeval.mcp.security import TOKEN_ENV, bearer_matches, bind_refusal, is_loopback
 from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.tools import toolsets
-from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS
 from geoeval.suites.lifeplanner.tools.mcp_server import build_server, http_app, http_server, serve
 
 from .raw_client import RawHTTPClient, RawStdioClient, initialize_request, reply_text
@@ -33,8 +33,9 @@ def run_cli(*args, env_token=None):
     env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
     if env_token is not None:
         env[TOKEN_ENV] = env_token
-    return subprocess.run([sys.executable, "-m", "geoeval.mcp", *args], capture_output=True, text=True, timeout=60,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "geoeval.mcp", *args], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 # ------------------------------------------------------------------ binding
@@ -43,31 +44,45 @@ def run_cli(*args, env_token=None):
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "example.org"])
 @pytest.mark.parametrize("env_token", [None, ""])
 def test_binding_beyond_loopback_without_a_token_is_refused(city_path, host, env_token):
-    proc = run_cli("lifeplanner", "--db", str(city_path), "--transport", "http", "--host", host, "--port", "8765",
-                   env_token=env_token)
+    proc = run_cli(
+        "lifeplanner",
+        "--db",
+        str(city_path),
+        "--transport",
+        "http",
+        "--host",
+        host,
+        "--port",
+        "8765",
+        env_token=env_token,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [
         f"error: refusing to serve on {host}, which is reachable from other machines, without a token: set "
-        "GEOEVAL_MCP_TOKEN (or pass --token); clients then send 'Authorization: Bearer <token>'"]
+        "GEOEVAL_MCP_TOKEN (or pass --token); clients then send 'Authorization: Bearer <token>'"
+    ]
 
 
-@pytest.mark.parametrize("token, message", [
-    ("", "error: the token is empty"),
-    ("two words", "error: the token must be printable ASCII without spaces (it travels in an HTTP header)"),
-    ("t\u00f6ken", "error: the token must be printable ASCII without spaces (it travels in an HTTP header)"),
-])
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        ("", "error: the token is empty"),
+        ("two words", "error: the token must be printable ASCII without spaces (it travels in an HTTP header)"),
+        ("t\u00f6ken", "error: the token must be printable ASCII without spaces (it travels in an HTTP header)"),
+    ],
+)
 def test_an_unusable_token_is_refused(city_path, token, message):
-    proc = run_cli("lifeplanner", "--db", str(city_path), "--transport", "http", "--host", "0.0.0.0",
-                   "--token", token)
+    proc = run_cli("lifeplanner", "--db", str(city_path), "--transport", "http", "--host", "0.0.0.0", "--token", token)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [message]
 
 
 def test_which_hosts_are_loopback():
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LocalHost"))
-    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "192.0.2.10", "example.org", "",
-                                            "localhost.example.org"))
+    assert not any(
+        is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "192.0.2.10", "example.org", "", "localhost.example.org")
+    )
     assert bind_refusal("127.0.0.1", None) is None and bind_refusal("0.0.0.0", "tok") is None
     assert bind_refusal("0.0.0.0", None).startswith("refusing to serve on 0.0.0.0")
 
@@ -86,8 +101,16 @@ def test_the_http_app_is_refused_beyond_loopback_without_a_token_and_guarded_wit
 def test_bearer_header_matching():
     assert bearer_matches(f"Bearer {TOKEN}".encode(), TOKEN)
     assert bearer_matches(f"bearer  {TOKEN} ".encode(), TOKEN)  # the scheme is case-insensitive (RFC 7235)
-    for header in (None, b"", TOKEN.encode(), f"Basic {TOKEN}".encode(), f"Bearer {TOKEN}x".encode(),
-                   f"Bearer {TOKEN[:-1]}".encode(), b"Bearer", f"Bearer{TOKEN}".encode()):
+    for header in (
+        None,
+        b"",
+        TOKEN.encode(),
+        f"Basic {TOKEN}".encode(),
+        f"Bearer {TOKEN}x".encode(),
+        f"Bearer {TOKEN[:-1]}".encode(),
+        b"Bearer",
+        f"Bearer{TOKEN}".encode(),
+    ):
         assert not bearer_matches(header, TOKEN), header
 
 
@@ -131,15 +154,31 @@ def test_inspect_reaches_a_token_server_through_mcp_agent_tools(city_path, city_
 
     from .test_inspect_transport import run_eval, scripted_outputs, transcript
 
-    inproc = transcript(run_eval(toolsets.agent_tools(city_path), scripted_outputs(city_ids, "standard"),
-                                 tmp_path / "inproc", connected=False))
+    inproc = transcript(
+        run_eval(
+            toolsets.agent_tools(city_path),
+            scripted_outputs(city_ids, "standard"),
+            tmp_path / "inproc",
+            connected=False,
+        )
+    )
     with http_server(city_path, token=TOKEN) as url:
-        over_mcp = transcript(run_eval(mcp_agent_tools(city_path, "http", url=url, token=TOKEN),
-                                       scripted_outputs(city_ids, "standard"), tmp_path / "mcp", connected=False))
+        over_mcp = transcript(
+            run_eval(
+                mcp_agent_tools(city_path, "http", url=url, token=TOKEN),
+                scripted_outputs(city_ids, "standard"),
+                tmp_path / "mcp",
+                connected=False,
+            )
+        )
         # without the token the client is turned away: the sample errors (Inspect's MCP client gets 401)
         with pytest.raises(AssertionError, match="Server returned an error response"):
-            run_eval(mcp_agent_tools(city_path, "http", url=url, token=""), scripted_outputs(city_ids, "standard"),
-                     tmp_path / "stranger", connected=False)
+            run_eval(
+                mcp_agent_tools(city_path, "http", url=url, token=""),
+                scripted_outputs(city_ids, "standard"),
+                tmp_path / "stranger",
+                connected=False,
+            )
     assert over_mcp == inproc
 
 
@@ -151,10 +190,17 @@ def memory(city_path):
     """Every non-empty memory text of the city, and words that occur only in memory."""
     con = duckdb.connect(str(city_path), read_only=True)
     try:
-        texts = [t for (t,) in con.execute("SELECT long_mem FROM places UNION SELECT short_mem FROM places").fetchall()
-                 if t and len(t) >= 15]
-        visible = " ".join(t or "" for (t,) in con.execute(
-            "SELECT concat_ws(' ', name, tag, alias, address, place_type) FROM places").fetchall()).lower()
+        texts = [
+            t
+            for (t,) in con.execute("SELECT long_mem FROM places UNION SELECT short_mem FROM places").fetchall()
+            if t and len(t) >= 15
+        ]
+        visible = " ".join(
+            t or ""
+            for (t,) in con.execute(
+                "SELECT concat_ws(' ', name, tag, alias, address, place_type) FROM places"
+            ).fetchall()
+        ).lower()
     finally:
         con.close()
     words = sorted({w.strip(",;:()").lower() for t in texts for w in t.split()} - set(visible.split()))
@@ -166,19 +212,34 @@ def memory_probing_calls(ids, memory):
     detail level, the data-engine toolset, a memory filter, or words that occur only in memory."""
     p0, p1, _ = ids["places"]
     words = memory["words"]
-    asks = {"fields": ["long_mem", "short_mem"], "detail": "full", "toolset": "data_engine",
-            "include_memory": True, "long_mem": "*", "social_mem": words[:2]}
-    calls = [("place_search", {"query_name": words[0]}), ("place_search", {"query_name": "", "geo_tag": words}),
-             ("place_search", {"query_name": "", "place_types": ["long_mem", "Food"]}),
-             ("place_search", {"query_name": "long_mem"}), ("place_detail", {"place_id": p0}),
-             ("nearby_search", {"center": p0, "radius_meters": 5000}),
-             ("nearby_search", {"center": {"start": p0, "end": p1, "fields": ["long_mem"]}}),
-             ("nearby_search", {"center": json.dumps({"start": p0, "end": p1, "toolset": "data_engine"})}),
-             ("nearby_search", {"center": p0, "geo_tag": words, "radius_meters": 5000}),
-             ("search_notes", {"keyword": " OR ".join(words[:5])}), ("search_notes", {"keyword": "long_mem"}),
-             ("routing", {"start_place_id": p0, "end_place_id": p1})]
-    for name, base in [("place_search", {"query_name": "a"}), ("place_detail", {"place_id": p0}),
-                       ("nearby_search", {"center": p0}), ("search_notes", {"keyword": "a"})]:
+    asks = {
+        "fields": ["long_mem", "short_mem"],
+        "detail": "full",
+        "toolset": "data_engine",
+        "include_memory": True,
+        "long_mem": "*",
+        "social_mem": words[:2],
+    }
+    calls = [
+        ("place_search", {"query_name": words[0]}),
+        ("place_search", {"query_name": "", "geo_tag": words}),
+        ("place_search", {"query_name": "", "place_types": ["long_mem", "Food"]}),
+        ("place_search", {"query_name": "long_mem"}),
+        ("place_detail", {"place_id": p0}),
+        ("nearby_search", {"center": p0, "radius_meters": 5000}),
+        ("nearby_search", {"center": {"start": p0, "end": p1, "fields": ["long_mem"]}}),
+        ("nearby_search", {"center": json.dumps({"start": p0, "end": p1, "toolset": "data_engine"})}),
+        ("nearby_search", {"center": p0, "geo_tag": words, "radius_meters": 5000}),
+        ("search_notes", {"keyword": " OR ".join(words[:5])}),
+        ("search_notes", {"keyword": "long_mem"}),
+        ("routing", {"start_place_id": p0, "end_place_id": p1}),
+    ]
+    for name, base in [
+        ("place_search", {"query_name": "a"}),
+        ("place_detail", {"place_id": p0}),
+        ("nearby_search", {"center": p0}),
+        ("search_notes", {"keyword": "a"}),
+    ]:
         calls += [(name, {**base, key: value}) for key, value in asks.items()]
     return calls
 
@@ -207,8 +268,14 @@ def test_the_standard_tools_never_return_memory_in_process(city_path, city_ids, 
 
     assert len(memory["texts"]) > 50 and len(memory["words"]) >= 3
     tools = {ToolDef(t).name: t for t in toolsets.agent_tools(city_path)}
-    pure = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
-            "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail}
+    pure = {
+        "place_search": place_tools.place_search,
+        "place_detail": place_tools.place_detail,
+        "nearby_search": nearby_tools.nearby_search,
+        "routing": routing_tools.routing,
+        "search_notes": note_tools.search_notes,
+        "note_detail": note_tools.note_detail,
+    }
     city = city_handle.open_city(city_path)
     answered = 0
 

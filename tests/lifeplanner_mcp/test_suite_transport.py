@@ -37,12 +37,19 @@ def run_cli(tmp_path: Path, *overrides: str) -> tuple[Path, list[str]]:
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
     processes = tmp_path / "processes.txt"
-    env = {**os.environ, "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments"),
-           "LIFEPLANNER_TEST_PROCESS_LOG": str(processes),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "GEOEVAL_EXPERIMENTS_DIR": str(REPO / "experiments"),
+        "LIFEPLANNER_TEST_PROCESS_LOG": str(processes),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+    }
     proc = subprocess.run(
-        geoeval_cmd("+experiment=lifeplanner_offline", *TINY, *overrides), cwd=tmp_path, capture_output=True,
-        text=True, timeout=300, env=env,
+        geoeval_cmd("+experiment=lifeplanner_offline", *TINY, *overrides),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
     started = processes.read_text().splitlines() if processes.exists() else []
@@ -67,7 +74,12 @@ def trajectories(log_path: Path) -> dict[str, dict]:
 def scores(tmp_path: Path) -> dict[tuple[str, str], float]:
     con = duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True)
     try:
-        return {(sid, m): v for sid, m, v in con.execute("SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores").fetchall()}
+        return {
+            (sid, m): v
+            for sid, m, v in con.execute(
+                "SELECT sample_id, metric, COALESCE(value, 'NaN'::DOUBLE) FROM scores"
+            ).fetchall()
+        }
     finally:
         con.close()
 

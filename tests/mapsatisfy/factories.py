@@ -22,20 +22,33 @@ def record(**overrides):
         "ground_truth": {
             "explicit_intent": ["目标是充电站", "位置在万象城附近"],
             "implicit_intent": [
-                {"rubric_instruction": "优先停车场内的充电站", "constraint_type": "soft",
-                 "evidence_confidence": 1.2, "evidence": "用户追问停车场"},
-                {"rubric_instruction": "按驾车规划", "constraint_type": "hard",
-                 "evidence_confidence": 0.384, "evidence": "驾车占比85%"},
+                {
+                    "rubric_instruction": "优先停车场内的充电站",
+                    "constraint_type": "soft",
+                    "evidence_confidence": 1.2,
+                    "evidence": "用户追问停车场",
+                },
+                {
+                    "rubric_instruction": "按驾车规划",
+                    "constraint_type": "hard",
+                    "evidence_confidence": 0.384,
+                    "evidence": "驾车占比85%",
+                },
             ],
             "clarification_policy": {"max_allowed": 3, "evidence": "..."},
-            "truth_trajectory": {"tool_calls": {
-                "expected_tools": ["search_poi", "get_navigation"],
-                "parameter_rules": {
-                    "search_poi": {"paramter": ["query"], "rules": [{"param": "query", "rule_description": "地标"}]},
-                    "get_navigation": {"paramter": ["start_lon", "start_lat", "end_lon", "end_lat"], "rules": []},
-                },
-                "factual_answer_rubric": ["充电站名称应与工具返回一致"],
-            }},
+            "truth_trajectory": {
+                "tool_calls": {
+                    "expected_tools": ["search_poi", "get_navigation"],
+                    "parameter_rules": {
+                        "search_poi": {
+                            "paramter": ["query"],
+                            "rules": [{"param": "query", "rule_description": "地标"}],
+                        },
+                        "get_navigation": {"paramter": ["start_lon", "start_lat", "end_lon", "end_lat"], "rules": []},
+                    },
+                    "factual_answer_rubric": ["充电站名称应与工具返回一致"],
+                }
+            },
         },
     }
     data = copy.deepcopy(base)

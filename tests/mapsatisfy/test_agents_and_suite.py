@@ -17,7 +17,9 @@ from tests.mapsatisfy.factories import record
 
 
 def test_snippets_are_verbatim_json_values_not_keys():
-    content = json.dumps({"pois": [{"name": "万象城充电站", "distance": 1200, "tip": "要预约吗？"}]}, ensure_ascii=False)
+    content = json.dumps(
+        {"pois": [{"name": "万象城充电站", "distance": 1200, "tip": "要预约吗？"}]}, ensure_ascii=False
+    )
     got = A.snippets(content)
     assert got == ["万象城充电站", "1200"]  # keys dropped; a piece reading as a question dropped
     assert all(s in content for s in got)
@@ -46,23 +48,41 @@ def test_clarify_baseline_asks_one_question_per_missing_slot_then_searches():
     assert first.content == A.CLARIFY_QUESTIONS["time"] and first.tool is None
     messages += [ChatMessageAssistant(content=first.content), ChatMessageUser(content="今晚八点前到。")]
     assert A._clarify_baseline(messages, tools, {}).content == A.CLARIFY_QUESTIONS["travel_mode"]
-    messages += [ChatMessageAssistant(content="q2"), ChatMessageUser(content="a2"),
-                 ChatMessageAssistant(content="q3"), ChatMessageUser(content="a3")]
+    messages += [
+        ChatMessageAssistant(content="q2"),
+        ChatMessageUser(content="a2"),
+        ChatMessageAssistant(content="q3"),
+        ChatMessageUser(content="a3"),
+    ]
     call = A._clarify_baseline(messages, tools, {})
     assert call.tool == "search_poi" and call.arguments["cur_adcode"] == "宁波市"
-    messages += [ChatMessageAssistant(content="", tool_calls=[ToolCall(id="1", function="search_poi", arguments={})]),
-                 ChatMessageTool(content='{"name": "万象城充电站"}', function="search_poi")]
+    messages += [
+        ChatMessageAssistant(content="", tool_calls=[ToolCall(id="1", function="search_poi", arguments={})]),
+        ChatMessageTool(content='{"name": "万象城充电站"}', function="search_poi"),
+    ]
     assert A._clarify_baseline(messages, tools, {}).content == "根据查询结果：「万象城充电站」。"
 
 
 def _store_with(trace_id: str) -> RecordStore:
     store = RecordStore()
-    store.add("get_navigation", {"start_lon": "121.5", "start_lat": "29.9", "end_lon": None, "end_lat": "29.8"},
-              "incomplete", trace_id=trace_id)  # misses end_lon: not usable
-    store.add("get_navigation", {"start_lon": "121.5", "start_lat": "29.9", "end_lon": "121.6", "end_lat": "29.8"},
-              "ok", trace_id=trace_id)
-    store.add("get_navigation", {"start_lon": "1", "start_lat": "2", "end_lon": "3", "end_lat": "4"}, "other case",
-              trace_id="another")
+    store.add(
+        "get_navigation",
+        {"start_lon": "121.5", "start_lat": "29.9", "end_lon": None, "end_lat": "29.8"},
+        "incomplete",
+        trace_id=trace_id,
+    )  # misses end_lon: not usable
+    store.add(
+        "get_navigation",
+        {"start_lon": "121.5", "start_lat": "29.9", "end_lon": "121.6", "end_lat": "29.8"},
+        "ok",
+        trace_id=trace_id,
+    )
+    store.add(
+        "get_navigation",
+        {"start_lon": "1", "start_lat": "2", "end_lon": "3", "end_lat": "4"},
+        "other case",
+        trace_id="another",
+    )
     return store
 
 
@@ -94,8 +114,14 @@ def test_agent_prompts_are_filled(setting):
 
 
 def test_sample_dimensions_carry_the_metadata():
-    data = record(metadata={"domain": "search; navigation", "sub_task": "charging", "difficulty": "L2",
-                            "implicit_factor_source": "preference"})
+    data = record(
+        metadata={
+            "domain": "search; navigation",
+            "sub_task": "charging",
+            "difficulty": "L2",
+            "implicit_factor_source": "preference",
+        }
+    )
     sample = build_sample(parse_instance(data), "profile", ["search_poi"], RecordStore(), "off")
     dims = sample.metadata["dims"]
     assert dims["suite"] == "mapsatisfy" and dims["setting"] == "profile" and dims["level"] == "l2"
@@ -114,8 +140,11 @@ def test_metric_values_from_a_recorded_dialogue():
     inst = record()
     verdicts = Verdicts([1.0, 0.0], [1.0, 0.0], [[FactCheck(True, True)]])
     calls = [{"name": "search_poi", "arguments": {"query": "x"}}]
-    meta = {"suite": "mapsatisfy", "instance": inst,
-            "mapsatisfy": {"verdicts": verdicts.to_record(), "tool_calls": calls, "turns": 2, "tokens": 1000}}
+    meta = {
+        "suite": "mapsatisfy",
+        "instance": inst,
+        "mapsatisfy": {"verdicts": verdicts.to_record(), "tool_calls": calls, "turns": 2, "tokens": 1000},
+    }
     inp = MetricInput(answer="", raw="", target=[], metadata=meta)
     value = {n: get_metric(n, "mapsatisfy").fn(inp) for n in ("ecr", "iisr", "ts", "ifs", "eff", "ses", "cei")}
     assert value["ecr"] == 0.5
@@ -128,10 +157,15 @@ def test_metric_values_from_a_recorded_dialogue():
     assert math.isnan(get_metric("eff", "mapsatisfy").fn(inp))  # skipped case: no value, not 0
 
 
-@pytest.mark.parametrize(("config", "expected"), [
-    ({"reasoning_effort": "none"}, "off"), ({"reasoning_effort": "high"}, "on"), ({"reasoning_tokens": 2048}, "on"),
-    ({}, "default"),
-])
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"reasoning_effort": "none"}, "off"),
+        ({"reasoning_effort": "high"}, "on"),
+        ({"reasoning_tokens": 2048}, "on"),
+        ({}, "default"),
+    ],
+)
 def test_thinking_is_read_from_the_models_generate_config(config, expected):
     from types import SimpleNamespace
 

@@ -6,12 +6,17 @@ import math
 
 import pytest
 
-from geoeval.suites.mapsatisfy.judging.calibration import (calibration, calibration_markdown, ensemble_scores,
-                                                   mean_absolute_error, within_tolerance_accuracy)
+from geoeval.suites.mapsatisfy.judging.calibration import (
+    calibration,
+    calibration_markdown,
+    ensemble_scores,
+    mean_absolute_error,
+    within_tolerance_accuracy,
+)
 
 REF = [1.0, 0.5, 0.8, 0.0]
 JUDGE_A = [1.0, 0.54, 0.7, 0.02]  # |diff| 0, 0.04, 0.10, 0.02
-JUDGE_B = [0.9, 0.5, None, 0.0]   # |diff| 0.10, 0, -, 0 (case 3 unscored)
+JUDGE_B = [0.9, 0.5, None, 0.0]  # |diff| 0.10, 0, -, 0 (case 3 unscored)
 
 
 def test_within_tolerance_accuracy_counts_the_boundary_as_within():

@@ -19,9 +19,19 @@ N = 12
 def run_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("generated")
     proc = subprocess.run(
-        geoeval_cmd("+experiment=mapsatisfy_generated", "model=oracle", "tracking=none", f"env.n={N}", "env.seed=4",
-                    "env.embedder=hashing"),
-        cwd=tmp, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+        geoeval_cmd(
+            "+experiment=mapsatisfy_generated",
+            "model=oracle",
+            "tracking=none",
+            f"env.n={N}",
+            "env.seed=4",
+            "env.embedder=hashing",
+        ),
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return tmp

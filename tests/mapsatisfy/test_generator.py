@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.generate.coverage_tables import coverage, print_coverage
-from geoeval.suites.mapsatisfy.generate.poi_city import distance_m, lifeplanner_available, monday_span, synthetic_city
 from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
+from geoeval.suites.mapsatisfy.generate.poi_city import distance_m, lifeplanner_available, monday_span, synthetic_city
+from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.schema import DOMAINS, IMPLICIT_FACTOR_SOURCES, load_instances
 from geoeval.suites.mapsatisfy.suite import oracle_plan
 
@@ -30,8 +30,9 @@ def _response(gen, inst, tool):
 def test_same_seed_same_instances_and_store(gen):
     again = generate(N, seed=5)
     assert again.instances == gen.instances
-    assert [(r.tool, r.key, r.result) for t in gen.store.tools for r in gen.store.records(t)] == \
-           [(r.tool, r.key, r.result) for t in again.store.tools for r in again.store.records(t)]
+    assert [(r.tool, r.key, r.result) for t in gen.store.tools for r in gen.store.records(t)] == [
+        (r.tool, r.key, r.result) for t in again.store.tools for r in again.store.records(t)
+    ]
     other = generate(N, seed=6)
     assert [i.query for i in other.instances] != [i.query for i in gen.instances]
 
@@ -42,7 +43,9 @@ def test_six_domains_in_turn_and_three_sources(gen):
     assert set(cov["implicit_factor_source"]) == set(IMPLICIT_FACTOR_SOURCES)
     for inst in gen.instances:
         m = inst.metadata
-        assert m.time_slot and m.day_type in ("weekday", "weekend") and m.city_tier and m.difficulty in ("L1", "L2", "L3")
+        assert (
+            m.time_slot and m.day_type in ("weekday", "weekend") and m.city_tier and m.difficulty in ("L1", "L2", "L3")
+        )
         assert m.locality in ("local", "non_local") and m.sub_task
         assert m.implicit_factor_source == sorted({f.source for f in inst.ground_truth.implicit_intent})
 
@@ -131,8 +134,16 @@ def test_responses_are_computed_from_the_poi_table(gen):
             elif tool == "get_taxi_route_plan":
                 assert body["price_estimate_yuan"] >= 13
             seen.add(tool)
-    assert {"search_around_poi", "get_navigation", "get_taxi_route_plan", "search_poi", "optimize_visit_order",
-            "get_route_traffic_info", "restaurant_reservation", "search_user_action_summary"} <= seen
+    assert {
+        "search_around_poi",
+        "get_navigation",
+        "get_taxi_route_plan",
+        "search_poi",
+        "optimize_visit_order",
+        "get_route_traffic_info",
+        "restaurant_reservation",
+        "search_user_action_summary",
+    } <= seen
 
 
 def test_distance_hand_computed():
@@ -171,7 +182,6 @@ def test_synthetic_city_is_seeded():
 @pytest.mark.skipif(not lifeplanner_available(), reason="the LifePlanner suite is not present")
 def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
     from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
-
     from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner
 
     db = tmp_path / "city.duckdb"
@@ -188,19 +198,36 @@ def test_a_lifeplanner_city_feeds_the_generator(tmp_path):
 def test_generator_weights_hand_computed():
     from datetime import datetime
 
-    from geoeval.suites.mapsatisfy.generate.poi_city import POI
     from geoeval.suites.mapsatisfy.generate.behaviour_chain import Candidate, Factor, _weight
+    from geoeval.suites.mapsatisfy.generate.poi_city import POI
     from geoeval.suites.mapsatisfy.user.model import UserModel
 
-    user = UserModel(uid="u", home_city="x", has_car=True, behaviour={
-        "price_level": {"实惠": (6, 6), "中等": (2, 1), "高端": (1, 0)},  # S 12/16, routine (6 >= 6), M 1.0
-        "rating": {"高评分": (1, 1), "不限": (0, 0)},
-        "travel_mode": {"驾车": (3, 9), "地铁": (2, 2), "打车": (0, 0)},  # S 12/16, recent, rate +2.0 -> M 1.2
-    })
+    user = UserModel(
+        uid="u",
+        home_city="x",
+        has_car=True,
+        behaviour={
+            "price_level": {"实惠": (6, 6), "中等": (2, 1), "高端": (1, 0)},  # S 12/16, routine (6 >= 6), M 1.0
+            "rating": {"高评分": (1, 1), "不限": (0, 0)},
+            "travel_mode": {"驾车": (3, 9), "地铁": (2, 2), "打车": (0, 0)},  # S 12/16, recent, rate +2.0 -> M 1.2
+        },
+    )
     poi = POI("p", "p", "c", 4.0, 50, 8, 22, 120.0, 30.0, "d")
-    cand = Candidate(domain="navigation", sub_task="s", user=user, when=datetime(2026, 6, 1, 12), origin=poi,
-                     target=poi, second=None, history=[], query="q", explicit=[], factors=[], locality="local",
-                     party=2)
+    cand = Candidate(
+        domain="navigation",
+        sub_task="s",
+        user=user,
+        when=datetime(2026, 6, 1, 12),
+        origin=poi,
+        target=poi,
+        second=None,
+        history=[],
+        query="q",
+        explicit=[],
+        factors=[],
+        locality="local",
+        party=2,
+    )
 
     def w(key, source, hard=False):
         return _weight(cand, Factor(key, source, hard, "r", "e", "i"))
@@ -216,8 +243,10 @@ def _spec(tmp_path, **env):
 
     from geoeval.suites.mapsatisfy.suite import MapSatisfyGeneratedEnvConfig, MapSatisfySuiteConfig
 
-    return SimpleNamespace(env=MapSatisfyGeneratedEnvConfig(out_dir=str(tmp_path), embedder="hashing", **env),
-                           suite=MapSatisfySuiteConfig())
+    return SimpleNamespace(
+        env=MapSatisfyGeneratedEnvConfig(out_dir=str(tmp_path), embedder="hashing", **env),
+        suite=MapSatisfySuiteConfig(),
+    )
 
 
 def test_generated_env_is_deterministic_so_runs_resume(tmp_path):

@@ -9,19 +9,29 @@ from types import SimpleNamespace
 
 from geoeval.suites.mapsatisfy.judging.answer_facts import claims_of, evidence_of
 from geoeval.suites.mapsatisfy.judging.ensemble import combine, judge_dialogue
-from geoeval.suites.mapsatisfy.metrics import FactCheck, ifs, tool_selection
 from geoeval.suites.mapsatisfy.judging.model_judge import evidence_text, majority, parse_verdict
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
-from geoeval.suites.mapsatisfy.schema import parse_instance
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.metrics import FactCheck, ifs, tool_selection
+from geoeval.suites.mapsatisfy.schema import parse_instance
 from tests.mapsatisfy.factories import record
 
 NAV = "驾车路线;预计的到达时间22:40;路线的耗时18分钟;路线的长度3.5公里"
 GOOD_CALLS = [
-    {"name": "search_poi", "arguments": {"query": "万象城 充电站"}, "content": '{"name": "万象城充电站"}',
-     "match_type": "simulated", "error": None},
-    {"name": "get_navigation", "arguments": {"start_lon": 121.5, "start_lat": 29.9, "end_lon": 121.6, "end_lat": 29.8},
-     "content": NAV, "match_type": "exact", "error": None},
+    {
+        "name": "search_poi",
+        "arguments": {"query": "万象城 充电站"},
+        "content": '{"name": "万象城充电站"}',
+        "match_type": "simulated",
+        "error": None,
+    },
+    {
+        "name": "get_navigation",
+        "arguments": {"start_lon": 121.5, "start_lat": 29.9, "end_lon": 121.6, "end_lat": 29.8},
+        "content": NAV,
+        "match_type": "exact",
+        "error": None,
+    },
 ]
 
 
@@ -37,8 +47,11 @@ def _scores(v):
     from geoeval.suites.mapsatisfy.metrics import ecr, iisr
 
     inst = _instance()
-    return ecr(v.explicit_met), iisr([f.evidence_confidence for f in inst.ground_truth.implicit_intent],
-                                     v.implicit_satisfied), ifs(v.fact_rows)
+    return (
+        ecr(v.explicit_met),
+        iisr([f.evidence_confidence for f in inst.ground_truth.implicit_intent], v.implicit_satisfied),
+        ifs(v.fact_rows),
+    )
 
 
 GOOD = "推荐「万象城充电站」，位于停车场内，驾车约18分钟，全程3.5公里。"
@@ -48,13 +61,19 @@ def test_claims_are_quotes_names_numbers_with_units_and_times():
     ev = evidence_of(GOOD_CALLS, ["去万象城附近的充电站"])
     claims = claims_of("去「万象城充电站」，约3.5公里，18分钟，22:40到达星河充电站。第1个", ev)
     got = {(c.kind, c.text, c.grounded) for c in claims}
-    assert got == {("quote", "万象城充电站", True), ("number", "3.5", True), ("number", "18", True),
-                   ("clock", "22:40", True), ("name", "星河充电站", False)}  # "第1个" has no unit: no claim
+    assert got == {
+        ("quote", "万象城充电站", True),
+        ("number", "3.5", True),
+        ("number", "18", True),
+        ("clock", "22:40", True),
+        ("name", "星河充电站", False),
+    }  # "第1个" has no unit: no claim
 
 
 def test_a_number_is_grounded_across_a_unit_change_at_its_precision():
-    ev = evidence_of([{"name": "get_navigation", "content": '{"distance_m": 3250, "duration_min": 90}',
-                       "match_type": "exact"}], [])
+    ev = evidence_of(
+        [{"name": "get_navigation", "content": '{"distance_m": 3250, "duration_min": 90}', "match_type": "exact"}], []
+    )
     grounded = {c.text: c.grounded for c in claims_of("全程3.3公里，约1.5小时，或3公里，不是4.1公里", ev)}
     assert grounded == {"3.3": True, "1.5": True, "3": True, "4.1": False}
 
@@ -71,8 +90,12 @@ def test_a_polite_closing_question_or_a_still_does_not_zero_a_correct_answer():
 
 
 def test_refusals_empty_answers_and_answers_without_claims_meet_nothing():
-    for answer in ("", "抱歉，我无法帮您找到万象城附近的充电站。", "好的，已为您规划好去万象城附近充电站的驾车路线，祝您一路顺风！",
-                   "请问您想什么时候出发？"):
+    for answer in (
+        "",
+        "抱歉，我无法帮您找到万象城附近的充电站。",
+        "好的，已为您规划好去万象城附近充电站的驾车路线，祝您一路顺风！",
+        "请问您想什么时候出发？",
+    ):
         assert _scores(rules_verdicts(_instance(), _trajectory(answer))) == (0.0, 0.0, 0.0), answer
 
 
@@ -87,7 +110,10 @@ def test_an_invented_station_meets_nothing():
 def test_an_invented_fact_in_a_correct_answer_costs_faithfulness_only():
     e, i, f = _scores(rules_verdicts(_instance(), _trajectory(GOOD + "途中还可在「翠微阁服务区」休息。")))
     assert (e, i, f) == (1.0, 1.0, 0.0)
-    assert _scores(rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约25分钟，位于停车场内。")))[2] == 0.0
+    assert (
+        _scores(rules_verdicts(_instance(), _trajectory("推荐「万象城充电站」，驾车约25分钟，位于停车场内。")))[2]
+        == 0.0
+    )
 
 
 def test_a_number_inside_another_is_not_grounded_by_it():
@@ -107,8 +133,12 @@ def test_the_answer_decides_the_factors_and_ts_judges_the_calls():
     inst = _instance()
     v = rules_verdicts(inst, _trajectory(GOOD, calls))
     assert v.explicit_met == [1.0, 1.0]
-    assert tool_selection([(c["name"], c["arguments"]) for c in calls], inst.expected_tools,
-                          inst.required_parameters).score == 0.5
+    assert (
+        tool_selection(
+            [(c["name"], c["arguments"]) for c in calls], inst.expected_tools, inst.required_parameters
+        ).score
+        == 0.5
+    )
 
 
 def test_an_implicit_factor_is_judged_on_what_the_answer_proposes():
@@ -123,13 +153,22 @@ def test_a_price_cap_and_an_opening_time_are_checked_against_the_named_entity():
     data = record()
     data["ground_truth"]["implicit_intent"] = [
         {"rubric_instruction": "推荐人均不超过60元的地点", "constraint_type": "soft", "evidence_confidence": 1.0},
-        {"rubric_instruction": "推荐的地点在21:30之后仍营业", "constraint_type": "hard", "evidence_confidence": 1.0}]
+        {"rubric_instruction": "推荐的地点在21:30之后仍营业", "constraint_type": "hard", "evidence_confidence": 1.0},
+    ]
     inst = parse_instance(data)
-    pois = {"pois": [{"name": "甲充电站", "avg_price": 50, "open_hours": "10:00-22:00"},
-                     {"name": "乙充电站", "avg_price": 80, "open_hours": "10:00-21:00"}]}
+    pois = {
+        "pois": [
+            {"name": "甲充电站", "avg_price": 50, "open_hours": "10:00-22:00"},
+            {"name": "乙充电站", "avg_price": 80, "open_hours": "10:00-21:00"},
+        ]
+    }
     calls = [dict(GOOD_CALLS[0], content=json.dumps(pois, ensure_ascii=False)), GOOD_CALLS[1]]
-    assert rules_verdicts(inst, _trajectory("万象城附近推荐「甲充电站」，驾车约18分钟。", calls)).implicit_satisfied == [1.0, 1.0]
-    assert rules_verdicts(inst, _trajectory("万象城附近推荐「乙充电站」，驾车约18分钟。", calls)).implicit_satisfied == [0.0, 0.0]
+    assert rules_verdicts(
+        inst, _trajectory("万象城附近推荐「甲充电站」，驾车约18分钟。", calls)
+    ).implicit_satisfied == [1.0, 1.0]
+    assert rules_verdicts(
+        inst, _trajectory("万象城附近推荐「乙充电站」，驾车约18分钟。", calls)
+    ).implicit_satisfied == [0.0, 0.0]
 
 
 def test_model_judges_see_whole_tool_responses_or_a_counted_cut():
@@ -150,8 +189,9 @@ def test_model_judges_default_to_the_papers_temperature_and_record_the_evidence_
         seen["temperature"] = config.temperature
         return judge
 
-    v = asyncio.run(judge_dialogue(_one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3,
-                                   model_factory=factory))
+    v = asyncio.run(
+        judge_dialogue(_one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3, model_factory=factory)
+    )
     assert seen["temperature"] == 1.0  # section 4.2
     assert v.raw["evidence"] == {"responses": 2, "truncated": 0, "chars_cut": 0}
 
@@ -184,22 +224,52 @@ def _one_item_instance():
 
 
 def test_model_judge_votes_three_times_and_takes_the_majority():
-    judge = ScriptedJudge(["VERDICT: YES", "VERDICT: NO", "VERDICT: YES",  # explicit
-                           "VERDICT: NO", "VERDICT: NO", "VERDICT: YES",  # implicit
-                           "VERDICT: YES", "VERDICT: YES", "VERDICT: YES"])  # grounding row
-    v = asyncio.run(judge_dialogue(_one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3,
-                                   model_factory=lambda name, config: judge))
+    judge = ScriptedJudge(
+        [
+            "VERDICT: YES",
+            "VERDICT: NO",
+            "VERDICT: YES",  # explicit
+            "VERDICT: NO",
+            "VERDICT: NO",
+            "VERDICT: YES",  # implicit
+            "VERDICT: YES",
+            "VERDICT: YES",
+            "VERDICT: YES",
+        ]
+    )  # grounding row
+    v = asyncio.run(
+        judge_dialogue(
+            _one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3, model_factory=lambda name, config: judge
+        )
+    )
     assert judge.calls == 9
     assert v.explicit_met == [1.0] and v.implicit_satisfied == [0.0] and ifs(v.fact_rows) == 1.0
 
 
 def test_unparseable_replies_are_retried_then_make_only_that_item_none():
     # explicit: every vote and its retry unparseable -> None; implicit: first reply retried once
-    judge = ScriptedJudge(["?", "?", "?", "?", "?", "?",
-                           "hmm", "VERDICT: YES", "VERDICT: YES", "VERDICT: YES",
-                           "VERDICT: YES", "VERDICT: YES", "VERDICT: YES"])
-    v = asyncio.run(judge_dialogue(_one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3,
-                                   model_factory=lambda name, config: judge))
+    judge = ScriptedJudge(
+        [
+            "?",
+            "?",
+            "?",
+            "?",
+            "?",
+            "?",
+            "hmm",
+            "VERDICT: YES",
+            "VERDICT: YES",
+            "VERDICT: YES",
+            "VERDICT: YES",
+            "VERDICT: YES",
+            "VERDICT: YES",
+        ]
+    )
+    v = asyncio.run(
+        judge_dialogue(
+            _one_item_instance(), _trajectory("ok"), ["m/judge"], votes=3, model_factory=lambda name, config: judge
+        )
+    )
     assert v.explicit_met == [None]
     assert v.implicit_satisfied == [1.0]
     assert ifs(v.fact_rows) == 1.0
@@ -231,8 +301,8 @@ def test_rules_judge_needs_no_model():
 
 
 def test_a_case_whose_judges_all_failed_is_flagged_not_valued():
-    from geoeval.suites.mapsatisfy.metrics import FactCheck
     from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
+    from geoeval.suites.mapsatisfy.metrics import FactCheck
 
     assert Verdicts([None, None], [None], [None]).all_failed()
     assert not Verdicts([None, 1.0], [None], [None]).all_failed()  # one verdict: partly judged
@@ -250,11 +320,15 @@ class DeadJudge:
 def test_a_model_judge_that_fails_is_left_out_and_named_and_alone_makes_the_case_an_error():
     instance = _one_item_instance()
     rules_only = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["rules"], votes=1))
-    both = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["rules", "m/dead"], votes=3,
-                                      model_factory=lambda name, config: DeadJudge()))
+    both = asyncio.run(
+        judge_dialogue(
+            instance, _trajectory("ok"), ["rules", "m/dead"], votes=3, model_factory=lambda name, config: DeadJudge()
+        )
+    )
     # the rules judge decides alone: the same verdicts as without the dead judge, which is named
     assert (both.explicit_met, both.implicit_satisfied) == (rules_only.explicit_met, rules_only.implicit_satisfied)
     assert "ConnectionError: endpoint unreachable" in both.raw["m/dead:error"]
-    alone = asyncio.run(judge_dialogue(instance, _trajectory("ok"), ["m/dead"], votes=3,
-                                       model_factory=lambda name, config: DeadJudge()))
+    alone = asyncio.run(
+        judge_dialogue(instance, _trajectory("ok"), ["m/dead"], votes=3, model_factory=lambda name, config: DeadJudge())
+    )
     assert alone.all_failed()  # no judge decided anything: the sample is a counted error, never a 0

@@ -8,9 +8,9 @@ import math
 from hydra import compose, initialize_config_module
 
 from geoeval.core.config.schema import validate_config
-from geoeval.core.run.job import run_job
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.registry import load_plugins
+from geoeval.core.run.job import run_job
 from geoeval.core.warehouse.store import Warehouse
 from geoeval.suites.mapsatisfy.reports import leaderboard_frame, leaderboard_table
 from geoeval.suites.mapsatisfy.suite import thinking_of
@@ -18,20 +18,29 @@ from geoeval.suites.mapsatisfy.suite import thinking_of
 
 def _result(run, sid, model, thinking, setting="normal", error=None, **scores):
     base = {"ecr": 1.0, "iisr": 1.0, "ar": 1.0, "ts": 1.0, "ifs": 1.0, "eff": 1.0, "ses": 1.0}
-    return SampleResult(run_hash=run, sample_id=sid, model=model, scores={**base, **scores}, error=error,
-                        dims=Dimensions(suite="mapsatisfy", setting=setting, extra={"thinking": thinking}))
+    return SampleResult(
+        run_hash=run,
+        sample_id=sid,
+        model=model,
+        scores={**base, **scores},
+        error=error,
+        dims=Dimensions(suite="mapsatisfy", setting=setting, extra={"thinking": thinking}),
+    )
 
 
 def test_one_row_per_model_with_thinking_off_and_on_columns(tmp_path):
     db = tmp_path / "results.duckdb"
     with Warehouse(db) as wh:
-        wh.write_results([
-            _result("r1", "a", "m1", "off", ecr=0.0), _result("r1", "b", "m1", "off", ecr=1.0, eff=math.nan),
-            _result("r1", "c", "m1", "off", ecr=1.0, error="boom"),  # errored: left out
-            _result("r2", "a", "m1", "on", ecr=0.25),
-            _result("r3", "a", "m2", "off", ts=0.5),
-            _result("r4", "a", "m2", "off", setting="profile", ts=0.125),
-        ])
+        wh.write_results(
+            [
+                _result("r1", "a", "m1", "off", ecr=0.0),
+                _result("r1", "b", "m1", "off", ecr=1.0, eff=math.nan),
+                _result("r1", "c", "m1", "off", ecr=1.0, error="boom"),  # errored: left out
+                _result("r2", "a", "m1", "on", ecr=0.25),
+                _result("r3", "a", "m2", "off", ts=0.5),
+                _result("r4", "a", "m2", "off", setting="profile", ts=0.125),
+            ]
+        )
     paths = leaderboard_table(db, tmp_path / "out")
     assert [p.name for p in paths] == ["leaderboard.md", "leaderboard.png"]
     assert paths[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -58,18 +67,34 @@ def test_an_empty_warehouse_says_so(tmp_path):
 def _spec(tmp_path, *overrides):
     load_plugins()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "+experiment=mapsatisfy", "tracking=none", f"results_db={tmp_path / 'results.duckdb'}",
-            f"work_dir={tmp_path / 'work'}", f"log_dir={tmp_path / 'logs'}", "env.n=6", "env.embedder=hashing",
-            f"env.out_dir={tmp_path / 'generated'}", *overrides])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "+experiment=mapsatisfy",
+                "tracking=none",
+                f"results_db={tmp_path / 'results.duckdb'}",
+                f"work_dir={tmp_path / 'work'}",
+                f"log_dir={tmp_path / 'logs'}",
+                "env.n=6",
+                "env.embedder=hashing",
+                f"env.out_dir={tmp_path / 'generated'}",
+                *overrides,
+            ],
+        )
     return validate_config(cfg)
 
 
 def test_the_mapsatisfy_experiment_sweeps_setting_and_thinking_into_the_leaderboard(tmp_path):
-    points = [("oracle", "normal", "none"), ("oracle", "normal", "medium"), ("clarify_baseline", "normal", "none"),
-              ("oracle", "profile", "none")]
+    points = [
+        ("oracle", "normal", "none"),
+        ("oracle", "normal", "medium"),
+        ("clarify_baseline", "normal", "none"),
+        ("oracle", "profile", "none"),
+    ]
     for model, setting, effort in points:
-        spec = _spec(tmp_path, f"model={model}", f"suite.setting={setting}", f"++model.config.reasoning_effort={effort}")
+        spec = _spec(
+            tmp_path, f"model={model}", f"suite.setting={setting}", f"++model.config.reasoning_effort={effort}"
+        )
         assert spec.experiment_name == "mapsatisfy"
         assert thinking_of(spec) == ("off" if effort == "none" else "on")
         outcome = run_job(spec, out_dir=tmp_path / f"{model}_{setting}_{effort}", progress=False)

@@ -11,9 +11,9 @@ import pytest
 from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.core.registry import get_suite
 from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from geoeval.suites.mapsatisfy.meta_eval import TIERS, given_of, replay, sample_answers
 from geoeval.suites.mapsatisfy.scorers import scores_from_record
-from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from tests.conftest import compose_spec
 
 DEMO_CASE = "d3238e6b28bf53f6e7bc30cb1536e2a8"
@@ -22,8 +22,17 @@ DEMO_CASE = "d3238e6b28bf53f6e7bc30cb1536e2a8"
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("meta")
-    spec = compose_spec(tmp, "suite=mapsatisfy", "env=mapsatisfy_generated", "env.n=18", "env.embedder=hashing",
-                        f"env.out_dir={tmp / 'gen'}", "judge=rules", "metrics=mapsatisfy", "model=oracle")
+    spec = compose_spec(
+        tmp,
+        "suite=mapsatisfy",
+        "env=mapsatisfy_generated",
+        "env.n=18",
+        "env.embedder=hashing",
+        f"env.out_dir={tmp / 'gen'}",
+        "judge=rules",
+        "metrics=mapsatisfy",
+        "model=oracle",
+    )
     suite = get_suite(spec.suite.name)
     env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)
@@ -43,7 +52,9 @@ def test_every_metric_orders_the_tiers_at_its_target(generated):
 
 def test_the_reference_scores_top_and_the_worthless_tiers_zero(generated):
     means = tier_means(generated[4])
-    assert {m: means["reference"][m] for m in ("ecr", "iisr", "ts", "ifs")} == {m: 1.0 for m in ("ecr", "iisr", "ts", "ifs")}
+    assert {m: means["reference"][m] for m in ("ecr", "iisr", "ts", "ifs")} == {
+        m: 1.0 for m in ("ecr", "iisr", "ts", "ifs")
+    }
     for tier in ("empty", "refusal", "invented"):
         assert {m: means[tier][m] for m in ("ecr", "iisr", "ifs")} == {"ecr": 0.0, "iisr": 0.0, "ifs": 0.0}, tier
     assert means["defect:invented_fact"]["ifs"] == 0.0 and means["defect:invented_fact"]["ecr"] == 1.0
@@ -67,8 +78,11 @@ def test_a_judge_that_reads_only_the_trajectory_fails_the_meta_evaluation(genera
 
     async def trajectory_judge(instance, trajectory):
         gt = instance.ground_truth
-        return Verdicts([1.0] * len(gt.explicit_intent), [1.0] * len(gt.implicit_intent),
-                        [[] for _ in instance.factual_answer_rubric])
+        return Verdicts(
+            [1.0] * len(gt.explicit_intent),
+            [1.0] * len(gt.implicit_intent),
+            [[] for _ in instance.factual_answer_rubric],
+        )
 
     instance = parse_instance(samples[0].metadata["instance"])
     calls = replay(instance, samples[0].metadata["oracle_plan"], env.sandbox())
@@ -107,15 +121,21 @@ def _score(instance, calls, answer):
     return {m: scores[m] for m in ("ecr", "iisr", "ifs")}
 
 
-CORRECT = ("宁波万象城附近的充电站中，推荐「汽车充电站(开鑫宁波万星汇大厦站)」，位于万星汇大厦地下停车场，距离约190米；"
-           "如更偏好特来电，也可以选「特来电汽车充电站(交运特来电1872花园坊东区充电站)」。驾车前往全程3.5公里，约18分钟。")
+CORRECT = (
+    "宁波万象城附近的充电站中，推荐「汽车充电站(开鑫宁波万星汇大厦站)」，位于万星汇大厦地下停车场，距离约190米；"
+    "如更偏好特来电，也可以选「特来电汽车充电站(交运特来电1872花园坊东区充电站)」。驾车前往全程3.5公里，约18分钟。"
+)
 
 
 @pytest.mark.conformance
 def test_demo_case_worthless_answers_score_zero(demo_case):
     instance, calls = demo_case
-    for answer in ("", "抱歉，我无法帮您找到万象城附近的充电站。", "好的，已为您规划好前往万象城附近充电站的驾车路线，祝您一路顺利！",
-                   "为您推荐「星河湾超级充电站(万象城北区店)」，位于万象城地下停车场，距离约260米，驾车前往约12分钟。"):
+    for answer in (
+        "",
+        "抱歉，我无法帮您找到万象城附近的充电站。",
+        "好的，已为您规划好前往万象城附近充电站的驾车路线，祝您一路顺利！",
+        "为您推荐「星河湾超级充电站(万象城北区店)」，位于万象城地下停车场，距离约260米，驾车前往约12分钟。",
+    ):
         assert _score(instance, calls, answer) == {"ecr": 0.0, "iisr": 0.0, "ifs": 0.0}, answer
 
 

@@ -97,8 +97,11 @@ def test_ts_counts_correct_incorrect_extra_missed():
 def test_ts_all_right_and_the_call_shapes_accepted():
     calls = [
         {"name": "search_poi", "arguments": {"query": "x", "cur_adcode": "330200"}},
-        ToolCall(id="1", function="get_navigation",
-                 arguments={"start_lon": 1, "start_lat": 2, "end_lon": 3, "end_lat": 4, "mode": "驾车"}),
+        ToolCall(
+            id="1",
+            function="get_navigation",
+            arguments={"start_lon": 1, "start_lat": 2, "end_lon": 3, "end_lat": 4, "mode": "驾车"},
+        ),
         ("search_user_profile", {"uid": "u1"}),
     ]
     assert ts(calls, GOLD, REQUIRED) == 1.0
@@ -172,7 +175,9 @@ def test_ses_and_cei():
 def test_assistant_turns_count_what_the_user_sees():
     messages = [
         ChatMessageUser(content="去万象城附近的充电站"),
-        ChatMessageAssistant(content="", tool_calls=[ToolCall(id="1", function="search_poi", arguments={"query": "万象城"})]),
+        ChatMessageAssistant(
+            content="", tool_calls=[ToolCall(id="1", function="search_poi", arguments={"query": "万象城"})]
+        ),
         ChatMessageTool(content="{}", tool_call_id="1", function="search_poi"),
         ChatMessageAssistant(content="您要停车场里的充电站吗？"),
         ChatMessageUser(content="是的"),
@@ -216,12 +221,19 @@ def test_case_scores_apply_the_sandbox_aliases_and_check_lengths():
     tc["parameter_rules"] = {"search_user_profile": {"paramter": ["uid"], "rules": []}}
     r["ground_truth"]["clarification_policy"]["max_allowed"] = 0
     inst = parse_instance(r)
-    scores = case_scores(inst, explicit_met=[1, 1], implicit_satisfied=[1, 1],
-                         tool_calls=[("search_user_profile", {"adiu": "u1"})], fact_rows=[[]],
-                         turns=1, total_tokens=100)
+    scores = case_scores(
+        inst,
+        explicit_met=[1, 1],
+        implicit_satisfied=[1, 1],
+        tool_calls=[("search_user_profile", {"adiu": "u1"})],
+        fact_rows=[[]],
+        turns=1,
+        total_tokens=100,
+    )
     assert scores["ts"] == 1.0
     assert scores["ar"] == 1.0
     assert scores["eff"] is None and scores["ses"] is None and scores["cei"] is None
     with pytest.raises(ValueError, match="explicit_met has 1 entries for 2 rubric items"):
-        case_scores(inst, explicit_met=[1], implicit_satisfied=[1, 1], tool_calls=[], fact_rows=[[]],
-                    turns=1, total_tokens=1)
+        case_scores(
+            inst, explicit_met=[1], implicit_satisfied=[1, 1], tool_calls=[], fact_rows=[[]], turns=1, total_tokens=1
+        )

@@ -7,16 +7,30 @@ import math
 import pytest
 
 from geoeval.core.records import Dimensions, SampleResult
-from geoeval.suites.mapsatisfy.reports import (grouped, model_table, profile_call_markdown, profile_call_rates,
-                                              tables_markdown, write_reports)
+from geoeval.suites.mapsatisfy.reports import (
+    grouped,
+    model_table,
+    profile_call_markdown,
+    profile_call_rates,
+    tables_markdown,
+    write_reports,
+)
 
 
 def _result(sid, model, thinking, domain, level, source, caps=(), **scores):
     base = {"ecr": 1.0, "iisr": 1.0, "ar": 1.0, "ts": 1.0, "ifs": 1.0, "eff": 1.0, "ses": 1.0}
-    return SampleResult(run_hash="h", sample_id=sid, model=model, scores={**base, **scores},
-                        dims=Dimensions(suite="mapsatisfy", level=level, capabilities=tuple(caps),
-                                        extra={"thinking": thinking, "domain": domain,
-                                               "implicit_factor_source": source}))
+    return SampleResult(
+        run_hash="h",
+        sample_id=sid,
+        model=model,
+        scores={**base, **scores},
+        dims=Dimensions(
+            suite="mapsatisfy",
+            level=level,
+            capabilities=tuple(caps),
+            extra={"thinking": thinking, "domain": domain, "implicit_factor_source": source},
+        ),
+    )
 
 
 RESULTS = [

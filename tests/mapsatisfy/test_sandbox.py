@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
-from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, LABEL_PARAMS, anchor_signature, open_text
-from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
-from geoeval.suites.mapsatisfy.replay.store import RecordStore, load_mock_store
-from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
 from geoeval.suites.mapsatisfy.replay.arguments import argument_key, canonical_text, normalize_arguments
+from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
+from geoeval.suites.mapsatisfy.replay.embedders import HashingEmbedder
 from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
+from geoeval.suites.mapsatisfy.replay.matcher import COORDINATE_TOLERANCE, LABEL_PARAMS, anchor_signature, open_text
+from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox
+from geoeval.suites.mapsatisfy.replay.store import RecordStore, load_mock_store
 from tests.conftest import scripted_mockllm
 
 FISH_TASK = "7159818a4b37fdd8e5d5849c2a0b3d1f"  # fishing-tackle shop near East Lake, Wuhan
@@ -31,13 +31,24 @@ def run(coro):
 
 
 def test_normalisation_ignores_key_order_whitespace_and_number_formatting():
-    a = {"start_lon": "121.536342", "start_lat": 29.903485, "end_name": "奥迪汽车充电站（宁波华润万象城）",
-         "mode": ["驾车"], "via_points": None, "avoid_road_names": ""}
-    b = {"mode": " 驾车 ", "end_name": "奥迪汽车充电站(宁波华润万象城)", "start_lat": "29.9034850",
-         "start_lon": 121.53634200000001}
+    a = {
+        "start_lon": "121.536342",
+        "start_lat": 29.903485,
+        "end_name": "奥迪汽车充电站（宁波华润万象城）",
+        "mode": ["驾车"],
+        "via_points": None,
+        "avoid_road_names": "",
+    }
+    b = {
+        "mode": " 驾车 ",
+        "end_name": "奥迪汽车充电站(宁波华润万象城)",
+        "start_lat": "29.9034850",
+        "start_lon": 121.53634200000001,
+    }
     assert argument_key("get_navigation", a) == argument_key("get_navigation", b)
     assert canonical_text(normalize_arguments("get_navigation", a)) == (
-        '{"end_name":"奥迪汽车充电站(宁波华润万象城)","mode":"驾车","start_lat":29.903485,"start_lon":121.536342}')
+        '{"end_name":"奥迪汽车充电站(宁波华润万象城)","mode":"驾车","start_lat":29.903485,"start_lon":121.536342}'
+    )
 
 
 @pytest.mark.parametrize(
@@ -51,8 +62,10 @@ def test_normalisation_ignores_key_order_whitespace_and_number_formatting():
         ({"line_nums": "11号线, 12号线"}, {"line_nums": "11号线,12号线"}),
         # a list passed as JSON text; a one-element list of an object stays a list
         ({"pois": '[{"x":"113.39","y":"23.04"}]'}, {"pois": [{"x": 113.39, "y": 23.04}]}),
-        ({"pois": [{"x": 113.3, "y": 23.0}, {"x": 113.4, "y": 23.1}]},
-         {"pois": [{"x": 113.3, "y": 23.0}, {"x": 113.4, "y": 23.1}]}),
+        (
+            {"pois": [{"x": 113.3, "y": 23.0}, {"x": 113.4, "y": 23.1}]},
+            {"pois": [{"x": 113.3, "y": 23.0}, {"x": 113.4, "y": 23.1}]},
+        ),
         ({"mode": '["公交","骑行"]'}, {"mode": ["公交", "骑行"]}),
         ({"uid": "12e4"}, {"uid": "12e4"}),  # ids with an exponent-like form stay text
         ({"rating_range": [], "hotel_price_range": {}}, {}),
@@ -72,9 +85,20 @@ def test_parameter_aliases_of_the_authors_recorder():
 
 
 def test_anchor_signature_separates_numbers_from_the_rest():
-    shape, numbers = anchor_signature("optimize_visit_order", normalize_arguments("optimize_visit_order", {
-        "start_lat": "23.12705", "start_lon": "113.24693", "start_name": "陈家祠", "mode": "fixed_end",
-        "via_points": "113.237495,23.114821;113.244707,23.106802", "via_names": "永庆坊,沙面岛"}))
+    shape, numbers = anchor_signature(
+        "optimize_visit_order",
+        normalize_arguments(
+            "optimize_visit_order",
+            {
+                "start_lat": "23.12705",
+                "start_lon": "113.24693",
+                "start_name": "陈家祠",
+                "mode": "fixed_end",
+                "via_points": "113.237495,23.114821;113.244707,23.106802",
+                "via_names": "永庆坊,沙面岛",
+            },
+        ),
+    )
     assert shape == '{"mode":"fixed_end","start_lat":#,"start_lon":#,"via_points":"#,#;#,#"}'
     assert numbers == (23.12705, 113.24693, 113.237495, 23.114821, 113.244707, 23.106802)
     assert open_text("search_around_poi", {"query": "渔具店", "x": 1.0}) == "渔具店"
@@ -121,8 +145,14 @@ def test_every_recorded_call_is_an_exact_hit(mock_store):
 def test_reformatted_recorded_call_is_still_exact(mock_store):
     sandbox = ReplaySandbox(mock_store, vector=False)
     record = mock_store.records("search_around_poi")[0]
-    reformatted = {"y": 30.522153055555556, "x": 114.46834138888889, "query": " 渔具店", "range": 5000,
-                   "sort_rule": "distance", "rating_range": "null"}
+    reformatted = {
+        "y": 30.522153055555556,
+        "x": 114.46834138888889,
+        "query": " 渔具店",
+        "range": 5000,
+        "sort_rule": "distance",
+        "rating_range": "null",
+    }
     response = sandbox.lookup("search_around_poi", reformatted)
     assert response.match_type == "exact"
     assert response.content == record.result
@@ -151,7 +181,9 @@ def _unique_anchor_records(store, tool):
     unique = []
     for (shape, numbers), records in signatures.items():
         others = [n for (s, n) in signatures if s == shape and n != numbers]
-        near = [n for n in others if max((abs(a - b) for a, b in zip(n, numbers)), default=0) <= 2 * COORDINATE_TOLERANCE]
+        near = [
+            n for n in others if max((abs(a - b) for a, b in zip(n, numbers)), default=0) <= 2 * COORDINATE_TOLERANCE
+        ]
         if not near and len({r.key for r in records}) == 1:
             unique.append(records[0])
     return unique
@@ -230,8 +262,12 @@ def test_the_injected_embedder_and_threshold_are_used(mock_store):
     r = mock_store.records("search_around_poi")[0]
     call = dict(normalize_arguments("search_around_poi", r.arguments), query="渔具")
     # character overlap of 渔具 and 渔具店 is 0.707 under the hashing embedder
-    assert ReplaySandbox(mock_store, embedder=HashingEmbedder(), threshold=0.7).lookup(
-        "search_around_poi", call).match_type == "vector"
+    assert (
+        ReplaySandbox(mock_store, embedder=HashingEmbedder(), threshold=0.7)
+        .lookup("search_around_poi", call)
+        .match_type
+        == "vector"
+    )
     strict = ReplaySandbox(mock_store, embedder=HashingEmbedder(), threshold=0.75).lookup("search_around_poi", call)
     assert strict.match_type == "no_record" and strict.score == pytest.approx(0.7071, abs=1e-3)
     off = ReplaySandbox(mock_store, embedder=HashingEmbedder(), vector=False).lookup("search_around_poi", call)
@@ -250,8 +286,10 @@ def test_open_text_on_one_side_only_is_no_match():
     for response in (with_keyword, without):
         assert response.match_type == "vector" and response.score == 0.0  # threshold 0 lets it through
     strict = ReplaySandbox(store, embedder=HashingEmbedder(), threshold=0.01)
-    assert strict.lookup("search_around_poi", {"x": 113.3, "y": 23.08, "range": 1500, "query": "充电站"}).match_type \
+    assert (
+        strict.lookup("search_around_poi", {"x": 113.3, "y": 23.08, "range": 1500, "query": "充电站"}).match_type
         == "no_record"
+    )
     assert strict.lookup("search_around_poi", {"x": 113.4, "y": 23.08, "range": 1500}).match_type == "no_record"
 
 
@@ -286,8 +324,9 @@ def test_unknown_tool_bad_arguments_and_unrecorded_tools(mock_store):
     assert unknown.match_type == "no_record" and unknown.error.startswith("unknown tool 'book_a_unicorn'")
     assert json.loads(unknown.content)["status"] == "error"
     bad_param = sandbox.lookup("get_weather", {"location": "唐山", "colour": "red"})
-    assert bad_param.error == ("unknown parameter(s) ['colour'] for 'get_weather'; "
-                               "its parameters are ['location', 'date', 'whole']")
+    assert bad_param.error == (
+        "unknown parameter(s) ['colour'] for 'get_weather'; its parameters are ['location', 'date', 'whole']"
+    )
     missing = sandbox.lookup("get_navigation", {"start_lon": 121.5, "start_lat": 29.9, "end_lon": None})
     assert missing.error == "missing required parameter(s) ['end_lon', 'end_lat'] for 'get_navigation'"
     not_object = sandbox.lookup("get_weather", ["唐山"])  # type: ignore[arg-type]
@@ -295,8 +334,11 @@ def test_unknown_tool_bad_arguments_and_unrecorded_tools(mock_store):
     # search_poi is in the catalogue but the demo recorded no call of it
     unrecorded = sandbox.lookup("search_poi", {"query": "宁波万象城"})
     assert unrecorded.match_type == "no_record" and unrecorded.error is None
-    assert json.loads(unrecorded.content) == {"status": "no_record", "tool": "search_poi",
-                                              "message": "no recorded calls of this tool"}
+    assert json.loads(unrecorded.content) == {
+        "status": "no_record",
+        "tool": "search_poi",
+        "message": "no recorded calls of this tool",
+    }
     # a recorded tool, arguments nobody recorded
     nowhere = sandbox.lookup("get_weather", {"location": "拉萨", "date": "2030-01-01"})
     assert nowhere.match_type == "no_record" and nowhere.error is None
@@ -388,8 +430,9 @@ def test_record_mode_captures_a_live_backend(tmp_path):
 def test_store_loading_errors(tmp_path):
     with pytest.raises(GeoevalError, match="not a directory"):
         load_mock_store(tmp_path / "absent")
-    (tmp_path / "get_weather.csv").write_text("trace_id,tool_name,arguments,result\nt,get_weather,{bad,x\n",
-                                              encoding="utf-8")
+    (tmp_path / "get_weather.csv").write_text(
+        "trace_id,tool_name,arguments,result\nt,get_weather,{bad,x\n", encoding="utf-8"
+    )
     with pytest.raises(GeoevalError, match=r"get_weather.csv:2: arguments are not valid JSON"):
         load_mock_store(tmp_path)
     (tmp_path / "get_weather.csv").write_text("trace_id,tool_name,args\n", encoding="utf-8")
@@ -404,12 +447,37 @@ def test_store_loading_errors(tmp_path):
 def test_catalogue_has_the_authors_tools_and_parameters():
     assert len(TOOL_SPECS) == 22
     nav = TOOL_SPECS["get_navigation"]
-    for p in ("start_lon", "start_lat", "end_lon", "end_lat", "start_name", "end_name", "start_poiid", "end_poiid",
-              "via_points", "via_name", "preferred_road_names", "avoid_road_names", "mode"):
+    for p in (
+        "start_lon",
+        "start_lat",
+        "end_lon",
+        "end_lat",
+        "start_name",
+        "end_name",
+        "start_poiid",
+        "end_poiid",
+        "via_points",
+        "via_name",
+        "preferred_road_names",
+        "avoid_road_names",
+        "mode",
+    ):
         assert p in nav.param_names
-    assert TOOL_SPECS["search_poi"].param_names == ("query", "cur_adcode", "types", "city_limit", "page_size", "page_num")
+    assert TOOL_SPECS["search_poi"].param_names == (
+        "query",
+        "cur_adcode",
+        "types",
+        "city_limit",
+        "page_size",
+        "page_num",
+    )
     assert TOOL_SPECS["scenic_ticket_transaction"].param_names == (
-        "sightName", "dateTime", "personNum", "ticketType", "ticketSession")
+        "sightName",
+        "dateTime",
+        "personNum",
+        "ticketType",
+        "ticketSession",
+    )
     assert TOOL_SPECS["search_user_action_summary"].required == ("uid",)
 
 

@@ -102,14 +102,18 @@ def test_parameter_spelling_variants_are_the_same():
     rules = fixed["ground_truth"]["truth_trajectory"]["tool_calls"]["parameter_rules"]
     rules["search_poi"] = {"parameter": ["query"], "rules": rules["search_poi"]["rules"]}
     b = parse_instance(fixed)
-    assert a.required_parameters == b.required_parameters == {
-        "search_poi": ["query"], "get_navigation": ["start_lon", "start_lat", "end_lon", "end_lat"]}
+    assert (
+        a.required_parameters
+        == b.required_parameters
+        == {"search_poi": ["query"], "get_navigation": ["start_lon", "start_lat", "end_lon", "end_lat"]}
+    )
 
 
 def test_cells_may_be_json_strings_as_in_the_workbook(tmp_path):
     r = record()
-    r["context"] = json.dumps({**r["context"], "history": json.dumps(r["context"]["history"], ensure_ascii=False)},
-                              ensure_ascii=False)
+    r["context"] = json.dumps(
+        {**r["context"], "history": json.dumps(r["context"]["history"], ensure_ascii=False)}, ensure_ascii=False
+    )
     r["ground_truth"] = json.dumps(r["ground_truth"], ensure_ascii=False)
     path = tmp_path / "one.json"
     path.write_text(json.dumps(r, ensure_ascii=False), encoding="utf-8")
@@ -129,12 +133,21 @@ def test_history_forms():
 
 
 def test_optional_profile_and_metadata():
-    inst = parse_instance(record(
-        user_profile="用户画像：男，青年，有车",
-        metadata={"domain": "search; navigation", "implicit_factor_source": ["preference", "context"],
-                  "time_slot": "evening", "day_type": "weekday", "city_tier": "new first-tier",
-                  "locality": "local", "difficulty": "L2", "sub_task": "filtered search；route planning"},
-    ))
+    inst = parse_instance(
+        record(
+            user_profile="用户画像：男，青年，有车",
+            metadata={
+                "domain": "search; navigation",
+                "implicit_factor_source": ["preference", "context"],
+                "time_slot": "evening",
+                "day_type": "weekday",
+                "city_tier": "new first-tier",
+                "locality": "local",
+                "difficulty": "L2",
+                "sub_task": "filtered search；route planning",
+            },
+        )
+    )
     assert inst.user_profile is not None and inst.user_profile.summary.startswith("用户画像")
     assert inst.metadata.domain == ["search", "navigation"]
     assert inst.metadata.sub_task == ["filtered search", "route planning"]
@@ -156,13 +169,21 @@ def test_unknown_keys_are_kept():
 @pytest.mark.parametrize(
     ("mutate", "path"),
     [
-        (lambda r: r["ground_truth"]["implicit_intent"][1].update(constraint_type="medium"),
-         "ground_truth.implicit_intent.1.constraint_type"),
-        (lambda r: r["ground_truth"]["implicit_intent"][0].update(evidence_confidence=-0.5),
-         "ground_truth.implicit_intent.0.evidence_confidence"),
+        (
+            lambda r: r["ground_truth"]["implicit_intent"][1].update(constraint_type="medium"),
+            "ground_truth.implicit_intent.1.constraint_type",
+        ),
+        (
+            lambda r: r["ground_truth"]["implicit_intent"][0].update(evidence_confidence=-0.5),
+            "ground_truth.implicit_intent.0.evidence_confidence",
+        ),
         (lambda r: r["ground_truth"].pop("clarification_policy"), "ground_truth.clarification_policy"),
-        (lambda r: r["ground_truth"]["truth_trajectory"]["tool_calls"]["parameter_rules"]["search_poi"].pop("paramter"),
-         "ground_truth.truth_trajectory.tool_calls.parameter_rules.search_poi.paramter"),
+        (
+            lambda r: r["ground_truth"]["truth_trajectory"]["tool_calls"]["parameter_rules"]["search_poi"].pop(
+                "paramter"
+            ),
+            "ground_truth.truth_trajectory.tool_calls.parameter_rules.search_poi.paramter",
+        ),
         (lambda r: r["context"].update(user_current_loc="29.9"), "context.user_current_loc"),
         (lambda r: r["context"].update(user_current_loc="121.5,291.0"), "context.user_current_loc"),
         (lambda r: r["context"].update(time="yesterday"), "context.time"),
@@ -173,8 +194,9 @@ def test_schema_errors_name_line_task_and_field(tmp_path, mutate, path):
     bad = record(task_id="bad-one")
     mutate(bad)
     file = tmp_path / "cases.jsonl"
-    file.write_text(json.dumps(record(), ensure_ascii=False) + "\n" + json.dumps(bad, ensure_ascii=False) + "\n",
-                    encoding="utf-8")
+    file.write_text(
+        json.dumps(record(), ensure_ascii=False) + "\n" + json.dumps(bad, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     with pytest.raises(GeoevalError) as info:
         load_instances(file)
     message = str(info.value)
@@ -218,8 +240,15 @@ def test_workbook_written_like_the_authors_loads(tmp_path):
     ws.title = "ParsedData"
     ws.append(["task_id", "query", "context", "full_intent", "ground_truth"])
     r = record()
-    ws.append([r["task_id"], r["query"], json.dumps(r["context"], ensure_ascii=False), r["full_intent"],
-               json.dumps(r["ground_truth"], ensure_ascii=False)])
+    ws.append(
+        [
+            r["task_id"],
+            r["query"],
+            json.dumps(r["context"], ensure_ascii=False),
+            r["full_intent"],
+            json.dumps(r["ground_truth"], ensure_ascii=False),
+        ]
+    )
     ws.append([None, None, None, None, None])  # trailing empty row, as spreadsheets leave them
     wb.save(tmp_path / "bench.xlsx")
     (inst,) = load_demo_bench(tmp_path / "bench.xlsx")
@@ -248,7 +277,11 @@ def test_unsupported_or_missing_files(tmp_path):
 
 def test_instance_shortcuts_dedupe_expected_tools():
     r = record()
-    r["ground_truth"]["truth_trajectory"]["tool_calls"]["expected_tools"] = ["search_poi", "get_navigation", "search_poi"]
+    r["ground_truth"]["truth_trajectory"]["tool_calls"]["expected_tools"] = [
+        "search_poi",
+        "get_navigation",
+        "search_poi",
+    ]
     inst = MapSatisfyInstance.model_validate(r)
     assert inst.expected_tools == ["search_poi", "get_navigation"]
     assert expected_tool_counts([inst])["search_poi"] == 1

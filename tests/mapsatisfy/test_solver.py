@@ -44,14 +44,23 @@ def run_dialogue(tmp_path):
     store.save_csv(tmp_path / "mock")
 
     def run(agent: str):
-        spec = validate_config({
-            "env": {"name": "mapsatisfy_demo", "root": str(tmp_path), "bench": "bench.json", "mock_data": "mock",
-                    "embedder": "hashing"},
-            "suite": {"name": "mapsatisfy", "map_tools": ["search_poi", "get_navigation"]},
-            "model": {"name": f"geoeval/{agent}"}, "judge": {"models": ["rules"]},
-            "metrics": {"name": "mapsatisfy", "metrics": ["ecr", "ts", "ifs", "eff"]},
-            "runner": {"name": "local"}, "tracking": {"enabled": False},
-        })
+        spec = validate_config(
+            {
+                "env": {
+                    "name": "mapsatisfy_demo",
+                    "root": str(tmp_path),
+                    "bench": "bench.json",
+                    "mock_data": "mock",
+                    "embedder": "hashing",
+                },
+                "suite": {"name": "mapsatisfy", "map_tools": ["search_poi", "get_navigation"]},
+                "model": {"name": f"geoeval/{agent}"},
+                "judge": {"models": ["rules"]},
+                "metrics": {"name": "mapsatisfy", "metrics": ["ecr", "ts", "ifs", "eff"]},
+                "runner": {"name": "local"},
+                "tracking": {"enabled": False},
+            }
+        )
         suite = get_suite("mapsatisfy")
         env = suite.build_env(spec)
         task = suite.build_task(spec, env, suite.build_samples(spec, env))
@@ -82,11 +91,15 @@ def test_the_dialogue_is_recorded_turn_by_turn(run_dialogue):
 
 def test_the_oracle_replays_this_cases_recording(run_dialogue):
     rec = run_dialogue("oracle").metadata["mapsatisfy"]
-    assert [(c["name"], c["match_type"]) for c in rec["tool_calls"]] == [("search_poi", "no_record"),
-                                                                         ("get_navigation", "exact")]
+    assert [(c["name"], c["match_type"]) for c in rec["tool_calls"]] == [
+        ("search_poi", "no_record"),
+        ("get_navigation", "exact"),
+    ]
     # the reference answer: the route as recorded, then the parking and driving rubrics
-    assert rec["answer"] == ("关于您的需求“去万象城附近的充电站”：驾车前往全程3.5公里，耗时约18分钟。"
-                             "请留意目的地附近的停车条件。按您常用的驾车方式出行。")
+    assert rec["answer"] == (
+        "关于您的需求“去万象城附近的充电站”：驾车前往全程3.5公里，耗时约18分钟。"
+        "请留意目的地附近的停车条件。按您常用的驾车方式出行。"
+    )
     assert rec["turns"] == 1
 
 
@@ -108,8 +121,6 @@ def _asks_the_weather(messages, tools, ctx):
 register_policy("test_asks_the_weather", "mapsatisfy", _asks_the_weather)
 
 
-
-
 def _weather_spec(tmp_path, **suite):
     from geoeval.core.config.schema import validate_config
 
@@ -117,14 +128,23 @@ def _weather_spec(tmp_path, **suite):
     store = RecordStore()
     store.add("get_navigation", NAV_ARGS, "驾车路线;路线的耗时18分钟", trace_id="t1")
     store.save_csv(tmp_path / "mock")
-    return validate_config({
-        "env": {"name": "mapsatisfy_demo", "root": str(tmp_path), "bench": "bench.json", "mock_data": "mock",
-                "embedder": "hashing"},
-        "suite": {"name": "mapsatisfy", "map_tools": ["get_weather", "get_navigation"], **suite},
-        "model": {"name": "geoeval/test_asks_the_weather"}, "judge": {"models": ["rules"]},
-        "metrics": {"name": "mapsatisfy", "metrics": ["ts", "ifs"]},
-        "runner": {"name": "local"}, "tracking": {"enabled": False},
-    })
+    return validate_config(
+        {
+            "env": {
+                "name": "mapsatisfy_demo",
+                "root": str(tmp_path),
+                "bench": "bench.json",
+                "mock_data": "mock",
+                "embedder": "hashing",
+            },
+            "suite": {"name": "mapsatisfy", "map_tools": ["get_weather", "get_navigation"], **suite},
+            "model": {"name": "geoeval/test_asks_the_weather"},
+            "judge": {"models": ["rules"]},
+            "metrics": {"name": "mapsatisfy", "metrics": ["ts", "ifs"]},
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
+    )
 
 
 def _run_weather(tmp_path, spec, roles):
@@ -133,8 +153,9 @@ def _run_weather(tmp_path, spec, roles):
     suite = get_suite("mapsatisfy")
     env = suite.build_env(spec)
     task = suite.build_task(spec, env, suite.build_samples(spec, env))
-    log = inspect_eval(task, model=spec.model.name, model_roles=roles, log_dir=str(tmp_path / "logs"),
-                       display="none")[0]
+    log = inspect_eval(task, model=spec.model.name, model_roles=roles, log_dir=str(tmp_path / "logs"), display="none")[
+        0
+    ]
     assert log.samples and log.samples[0].error is None
     return suite, env, log.samples[0]
 
@@ -152,7 +173,9 @@ def test_the_suite_puts_its_tool_simulator_in_the_task_model_roles(tmp_path):
 
 def test_the_tool_simulator_role_answers_an_unrecorded_call_in_the_eval(tmp_path):
     spec = _weather_spec(tmp_path)
-    _, _, sample = _run_weather(tmp_path, spec, {"tool_simulator": scripted_mockllm(f"```json\n{SIMULATED_WEATHER}\n```")})
+    _, _, sample = _run_weather(
+        tmp_path, spec, {"tool_simulator": scripted_mockllm(f"```json\n{SIMULATED_WEATHER}\n```")}
+    )
     call = sample.metadata["mapsatisfy"]["tool_calls"][0]
     assert call["name"] == "get_weather" and call["match_type"] == "simulated"
     assert call["content"] == SIMULATED_WEATHER  # the fence stripped

@@ -22,7 +22,11 @@ def _run(tmp: Path, demo_dir: Path, model: str, *extra: str, expect: int = 10) -
     tmp.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
         geoeval_cmd("+experiment=mapsatisfy_demo", f"model={model}", "tracking=none", f"env.root={demo_dir}", *extra),
-        cwd=tmp, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     logs = glob.glob(str(tmp / "logs" / "**" / "*.eval"), recursive=True)
@@ -104,7 +108,10 @@ def test_the_user_answers_the_clarification_from_the_full_intent(clarify_samples
 def test_a_missing_demo_folder_is_a_config_error(tmp_path):
     proc = subprocess.run(
         geoeval_cmd("+experiment=mapsatisfy_demo", "model=oracle", "tracking=none", f"env.root={tmp_path / 'nowhere'}"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert "env.root" in proc.stderr and "geoeval data fetch mapsatisfy-demo" in proc.stderr
@@ -113,7 +120,10 @@ def test_a_missing_demo_folder_is_a_config_error(tmp_path):
 def test_an_unset_root_reads_the_download_cache_or_says_how_to_fill_it(tmp_path):
     proc = subprocess.run(
         geoeval_cmd("+experiment=mapsatisfy_demo", "model=oracle", "tracking=none", "env.root=null"),
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "GEOEVAL_DATA_DIR": str(tmp_path / "empty-cache")},
     )
     assert proc.returncode == 2
@@ -126,8 +136,9 @@ def test_a_configured_user_model_plays_the_user(demo_dir, tmp_path):
     # after the oracle's answer, the `user` role keeps the dialogue going to the turn limit.
     from geoeval.suites.mapsatisfy.agents import _NO_RESULT
 
-    samples = _run(tmp_path, demo_dir, "oracle", "suite.user_model=geoeval/oracle", "suite.max_turns=2", "limit=1",
-                   expect=1)
+    samples = _run(
+        tmp_path, demo_dir, "oracle", "suite.user_model=geoeval/oracle", "suite.max_turns=2", "limit=1", expect=1
+    )
     rec = samples[0].metadata["mapsatisfy"]
     assert rec["turns"] == 2 and not rec["finished"]
     assert rec["dialogue"][2][1] == _NO_RESULT

@@ -101,7 +101,10 @@ def test_an_offer_the_intent_does_not_want_is_declined_and_ends_the_dialogue():
 
 def test_a_polite_closing_or_a_still_asks_nothing():
     user = RuleBasedUser("去万象城附近的充电站", INTENT)
-    for text in ("推荐「万象城充电站」，驾车18分钟。如需导航，请告诉我。", "推荐「万象城充电站」，驾车过去还是很方便的。"):
+    for text in (
+        "推荐「万象城充电站」，驾车18分钟。如需导航，请告诉我。",
+        "推荐「万象城充电站」，驾车过去还是很方便的。",
+    ):
         assert user.reply_to(text) == f"好的，谢谢。{FINISH}", text
 
 
@@ -111,5 +114,7 @@ def test_a_real_question_after_an_answer_is_still_answered():
 
 
 def test_a_quoted_question_is_the_users_words_not_a_question_to_answer():
-    reply = RuleBasedUser("从这坐车对吗？", INTENT).reply_to("关于您的需求“从这坐车对吗？”：推荐「苏州公园(公交站)」，坐27路。")
+    reply = RuleBasedUser("从这坐车对吗？", INTENT).reply_to(
+        "关于您的需求“从这坐车对吗？”：推荐「苏州公园(公交站)」，坐27路。"
+    )
     assert reply == f"好的，谢谢。{FINISH}"

@@ -29,13 +29,16 @@ def test_recency_routine_habit_is_discounted():
     assert W.recency(routine=False) == 1.0
 
 
-@pytest.mark.parametrize(("recent", "earlier", "rate", "m"), [
-    (9, 6, 0.5, 1.2),        # +50 %: rising (the boundary counts)
-    (3, 6, -0.5, 0.8),       # -50 %: fading
-    (7, 6, 1 / 6, 1.0),      # +17 %: stable
-    (4, 0, 4.0, 1.2),        # a new habit: earlier window counts as one observation
-    (0, 0, 0.0, 1.0),
-])
+@pytest.mark.parametrize(
+    ("recent", "earlier", "rate", "m"),
+    [
+        (9, 6, 0.5, 1.2),  # +50 %: rising (the boundary counts)
+        (3, 6, -0.5, 0.8),  # -50 %: fading
+        (7, 6, 1 / 6, 1.0),  # +17 %: stable
+        (4, 0, 4.0, 1.2),  # a new habit: earlier window counts as one observation
+        (0, 0, 0.0, 1.0),
+    ],
+)
 def test_window_change_rate_and_momentum(recent, earlier, rate, m):
     assert W.window_change_rate(recent, earlier) == pytest.approx(rate)
     assert W.momentum(W.window_change_rate(recent, earlier)) == m

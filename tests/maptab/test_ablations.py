@@ -5,16 +5,15 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
+from geoeval.core.run.job import run_job
 from geoeval.suites.maptab.generator import language
-from geoeval.suites.maptab.render import image as render
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.travel import generate_travel_map
+from geoeval.suites.maptab.render import image as render
 from geoeval.suites.maptab.rp.queries import prompt_tables
 from geoeval.suites.maptab.tokens import estimate_tokens
 from tests.conftest import compose_spec as spec_for
-
 
 
 def samples_of(spec):
@@ -46,8 +45,13 @@ def test_json_tables_cost_far_more_tokens_than_csv():
 def test_format_ablation_records_tokens_per_sample(tmp_path):
     results = {}
     for fmt in ("csv", "json"):
-        spec = spec_for(tmp_path, "+experiment=maptab_format_ablation", f"suite.table_format={fmt}",
-                        "env.n_maps=1", "suite.n_per_category=2")
+        spec = spec_for(
+            tmp_path,
+            "+experiment=maptab_format_ablation",
+            f"suite.table_format={fmt}",
+            "env.n_maps=1",
+            "suite.n_per_category=2",
+        )
         outcome = run_job(spec, out_dir=tmp_path / fmt, progress=False)
         results[fmt] = outcome.metrics
         for r in outcome.results:
@@ -74,10 +78,12 @@ def test_chinese_names_stay_pairwise_dissimilar(gen):
         zh = language.localize_map(m, "zh")
         names = list(zh.stations)
         assert len(names) == len(m.stations)
-        assert not any(language._too_similar(a, b) for i, a in enumerate(names) for b in names[i + 1:])
+        assert not any(language._too_similar(a, b) for i, a in enumerate(names) for b in names[i + 1 :])
         # same topology and attributes, renamed
         assert [(e.time, e.price) for e in zh.edges] == [(e.time, e.price) for e in m.edges]
-        assert sorted(len(ln.stations) for ln in zh.lines.values()) == sorted(len(ln.stations) for ln in m.lines.values())
+        assert sorted(len(ln.stations) for ln in zh.lines.values()) == sorted(
+            len(ln.stations) for ln in m.lines.values()
+        )
 
 
 def needs_cjk_font():
@@ -87,8 +93,14 @@ def needs_cjk_font():
 
 def test_zh_samples_use_chinese_names_and_agents_still_solve_them(tmp_path):
     needs_cjk_font()  # the T samples show the map
-    spec = spec_for(tmp_path, "suite.language=zh", "env.n_maps=1", "suite.n_per_category=2",
-                    "suite.categories=[edge_only,T]", "model=table_baseline")
+    spec = spec_for(
+        tmp_path,
+        "suite.language=zh",
+        "env.n_maps=1",
+        "suite.n_per_category=2",
+        "suite.categories=[edge_only,T]",
+        "model=table_baseline",
+    )
     samples = samples_of(spec)
     en = samples_of(spec_for(tmp_path, "env.n_maps=1", "suite.n_per_category=2", "suite.categories=[edge_only,T]"))
     assert [s.id for s in samples] == [s.id for s in en]
@@ -132,8 +144,9 @@ def test_zh_without_a_cjk_font_says_how_to_get_one(monkeypatch):
 
 
 def test_fixed_style_applies_to_every_query(tmp_path):
-    spec = spec_for(tmp_path, "+experiment=maptab_style_ablation", "suite.style=3", "env.n_maps=1",
-                    "suite.n_per_category=5")
+    spec = spec_for(
+        tmp_path, "+experiment=maptab_style_ablation", "suite.style=3", "env.n_maps=1", "suite.n_per_category=5"
+    )
     samples = samples_of(spec)
     assert {s.metadata["dims"]["extra"]["style"] for s in samples} == {"3"}
     cycled = samples_of(spec_for(tmp_path, "env.n_maps=1", "suite.n_per_category=5"))
@@ -142,12 +155,15 @@ def test_fixed_style_applies_to_every_query(tmp_path):
     assert any(fixed_q[s.id] != s.input[1].content[0].text for s in cycled)
 
 
-@pytest.mark.parametrize("experiment, overrides", [
-    ("maptab_format_ablation", ["suite.table_format=json"]),
-    ("maptab_language_ablation", ["suite.language=zh", "suite.resolution=0.25"]),
-    ("maptab_style_ablation", ["suite.style=0"]),
-    ("maptab_style_ablation", ["suite=maptab_qa", "metrics=maptab_qa", "suite.style=4"]),
-])
+@pytest.mark.parametrize(
+    "experiment, overrides",
+    [
+        ("maptab_format_ablation", ["suite.table_format=json"]),
+        ("maptab_language_ablation", ["suite.language=zh", "suite.resolution=0.25"]),
+        ("maptab_style_ablation", ["suite.style=0"]),
+        ("maptab_style_ablation", ["suite=maptab_qa", "metrics=maptab_qa", "suite.style=4"]),
+    ],
+)
 def test_ablation_experiments_compose(tmp_path, experiment, overrides):
     spec = spec_for(tmp_path, f"+experiment={experiment}", *overrides)
     assert spec.experiment_name == experiment
@@ -157,8 +173,14 @@ def test_ablation_experiments_compose(tmp_path, experiment, overrides):
 
 
 def test_travelmap_route_planning_on_synthetic_maps(tmp_path):
-    spec = spec_for(tmp_path, "suite.scenario=travelmap", "env.n_maps=2", "suite.n_per_category=2",
-                    "suite.categories=[map_only,edge_only,TPCR]", "model=table_baseline")
+    spec = spec_for(
+        tmp_path,
+        "suite.scenario=travelmap",
+        "env.n_maps=2",
+        "suite.n_per_category=2",
+        "suite.categories=[map_only,edge_only,TPCR]",
+        "model=table_baseline",
+    )
     outcome = run_job(spec, out_dir=tmp_path / "run", progress=False)
     assert {r.dims.extra["scenario"] for r in outcome.results} == {"travelmap"}
     assert {r.dims.level for r in outcome.results} <= {"easy", "medium", "hard"}

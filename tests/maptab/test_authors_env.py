@@ -12,13 +12,13 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
+from geoeval.core.run.job import run_job
 from geoeval.suites.maptab.authors.env import quality_report
 from geoeval.suites.maptab.authors.format import load_test_set, rp_test_set_path
-from geoeval.suites.maptab.rp.queries import CATEGORIES
-from geoeval.suites.maptab.rp.prompts import SUM_OBJECTIVE_NOTE
 from geoeval.suites.maptab.env.tables import parse_table
+from geoeval.suites.maptab.rp.prompts import SUM_OBJECTIVE_NOTE
+from geoeval.suites.maptab.rp.queries import CATEGORIES
 from tests.conftest import compose_spec as spec_for
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
@@ -29,7 +29,6 @@ def peers_or_skip() -> Path:
     if not PEERS.is_dir():
         pytest.skip("../shared/peers/maptab (the authors' sample) is not present")
     return PEERS
-
 
 
 def build(spec):
@@ -52,7 +51,7 @@ def decoded(data_uri: str) -> Image.Image:
 def table_block(text: str, title: str) -> list[dict]:
     head = f"{title} (csv):\n```csv\n"
     start = text.index(head) + len(head)
-    return parse_table(text[start:text.index("```", start)], "csv")
+    return parse_table(text[start : text.index("```", start)], "csv")
 
 
 # ---------------------------------------------------------------- round trip
@@ -62,15 +61,29 @@ def table_block(text: str, title: str) -> list[dict]:
 def test_generated_env_round_trips_through_the_authors_layout(tmp_path, resolution):
     cats = list(CATEGORIES)
     common = [f"suite.categories=[{','.join(cats)}]", "suite.n_per_category=3", f"suite.resolution={resolution}"]
-    synth = spec_for(tmp_path, "env.n_maps=2", "env.n_lines=3", "env.stations_per_line=[4,6]", "env.width=1400", "env.height=1100", *common)
+    synth = spec_for(
+        tmp_path,
+        "env.n_maps=2",
+        "env.n_lines=3",
+        "env.stations_per_line=[4,6]",
+        "env.width=1400",
+        "env.height=1100",
+        *common,
+    )
     suite = get_suite("maptab")
     env, samples = build(synth)
     root = tmp_path / "release"
     written = suite.write_authors_layout(synth, env, root)
     assert sum(p.suffix == ".png" for p in written) == 2
 
-    authors = spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=metromap",
-                       f"env.categories=[{','.join(cats)}]", *common)
+    authors = spec_for(
+        tmp_path,
+        "env=maptab_authors",
+        f"env.root={root}",
+        "env.scenario=metromap",
+        f"env.categories=[{','.join(cats)}]",
+        *common,
+    )
     _, back = build(authors)
     assert len(back) == len(samples) == 2 * 12 * 3
     for a, b in zip(samples, back):
@@ -111,10 +124,15 @@ def test_every_item_of_both_scenarios_becomes_a_sample(sample_run):
         assert s.target == item["routes"]
         assert s.metadata["source"] == item[f"{spot}_1"] and s.metadata["destination"] == item[f"{spot}_2"]
         assert s.metadata["weights"] == item.get("weights")
-        assert s.metadata["totals"] == ({k: item[k] for k in ("Total_Time", "Total_Price", "Average_Comfort Level",
-                                                              "Average_Reliability")} if "weights" in item else None)
+        assert s.metadata["totals"] == (
+            {k: item[k] for k in ("Total_Time", "Total_Price", "Average_Comfort Level", "Average_Reliability")}
+            if "weights" in item
+            else None
+        )
         assert (s.metadata["map_difficulty"], s.metadata["query_difficulty"]) == (
-            item["Map_Difficulty"], item["Query_Difficulty"])
+            item["Map_Difficulty"],
+            item["Query_Difficulty"],
+        )
         assert item["question"] in s.input[1].content[0].text
         # the authors' wording is not geoeval's, except the Travelmap Map-only question, which is
         # word for word geoeval's style 1 (Graph-theoretic: "what is the shortest path from")
@@ -138,8 +156,9 @@ def test_images_are_the_authors_pngs_downscaled(sample_run):
     angkor = next(s for s in samples if s.metadata["map"] == "angkorWar" and s.metadata["category"] == "map_only")
     with Image.open(PEERS / "travelmap/images/cambodia/angkorWar.png") as im:
         alpha = im.getchannel("A")
-        corner = next(((x, y) for x in range(0, im.width, 7) for y in range(0, im.height, 7)
-                       if alpha.getpixel((x, y)) == 0), None)
+        corner = next(
+            ((x, y) for x in range(0, im.width, 7) for y in range(0, im.height, 7) if alpha.getpixel((x, y)) == 0), None
+        )
     if corner is not None:
         small = decoded(angkor.input[1].content[1].image)
         assert min(small.getpixel((corner[0] // 2, corner[1] // 2))) > 200
@@ -204,8 +223,9 @@ def test_offline_agents_on_the_sample(tmp_path, model):
 @pytest.mark.conformance
 def test_scenario_categories_and_setting_select_the_samples(tmp_path):
     root = peers_or_skip()
-    _, travel = build(spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=travelmap",
-                               "env.categories=[T,mix]"))
+    _, travel = build(
+        spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=travelmap", "env.categories=[T,mix]")
+    )
     assert [s.id for s in travel] == ["angkorWar-T-000", "angkorWar-mix-000"]
     _, maps_only = build(spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "suite.setting=map"))
     assert [s.id for s in maps_only] == ["angkorWar-map_only-000", "cleveland-map_only-000"]
@@ -216,8 +236,12 @@ def test_scenario_categories_and_setting_select_the_samples(tmp_path):
 
 @pytest.mark.parametrize(
     "override, key",
-    [("env.scenario=mars", "env.scenario"), ("+env.bogus=1", "env.bogus"), ("env.categories=[X]", "env.categories"),
-     ("env.name=atlas", "env.name")],
+    [
+        ("env.scenario=mars", "env.scenario"),
+        ("+env.bogus=1", "env.bogus"),
+        ("env.categories=[X]", "env.categories"),
+        ("env.name=atlas", "env.name"),
+    ],
 )
 def test_bad_env_config_names_the_key(tmp_path, override, key):
     with pytest.raises(GeoevalError) as err:
@@ -288,19 +312,23 @@ def test_quality_violations_are_reported_stored_and_excluded(tmp_path, copied_sa
     report = json.loads(stored.read_text("utf-8"))
     assert report["excluded"] == {"maps": ["cleveland"], "items": 12}
     assert any("duplicate edge" in p for p in report["maps"]["cleveland"])
-    assert report["items"] == [{
-        "file": "metromap/data/test_set/metromap_shortest_path_query_map_and_tab_with_constraint_1_test_set.json",
-        "index": 0,
-        "problem": "route 'Triskett-West 65th_Lorain-West 25th_Ohio City' uses edges the map does not have: "
-                   "Triskett-West 65th_Lorain"}]
+    assert report["items"] == [
+        {
+            "file": "metromap/data/test_set/metromap_shortest_path_query_map_and_tab_with_constraint_1_test_set.json",
+            "index": 0,
+            "problem": "route 'Triskett-West 65th_Lorain-West 25th_Ohio City' uses edges the map does not have: "
+            "Triskett-West 65th_Lorain",
+        }
+    ]
     err = capsys.readouterr().err
     assert "duplicate edge" in err and "Triskett-West 65th_Lorain" in err and "quality.json" in err
 
 
 @pytest.mark.conformance
 def test_edited_files_are_not_served_from_a_stale_cache(tmp_path, copied_sample):
-    spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={copied_sample}", "env.scenario=metromap",
-                    "env.categories=[T]")
+    spec = spec_for(
+        tmp_path, "env=maptab_authors", f"env.root={copied_sample}", "env.scenario=metromap", "env.categories=[T]"
+    )
     env1, s1 = build(spec)
     edit_items(copied_sample, "T", lambda it: it.update(question="From Triskett to West 25th_Ohio City, fastest?"))
     env2, s2 = build(spec)
@@ -311,8 +339,9 @@ def test_edited_files_are_not_served_from_a_stale_cache(tmp_path, copied_sample)
 @pytest.mark.conformance
 def test_run_identity_follows_the_files_contents_not_their_place_or_times(tmp_path, copied_sample):
     def fingerprint(root: Path) -> str:
-        spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=metromap",
-                        "env.categories=[T]")
+        spec = spec_for(
+            tmp_path, "env=maptab_authors", f"env.root={root}", "env.scenario=metromap", "env.categories=[T]"
+        )
         return get_suite("maptab").build_env(spec).fingerprint
 
     first = fingerprint(copied_sample)

@@ -6,7 +6,6 @@ import pytest
 from PIL import Image
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.routing import reference as routing
 from geoeval.suites.maptab.authors.format import (
     CATEGORY_SUFFIX,
     category_of_test_set,
@@ -16,10 +15,11 @@ from geoeval.suites.maptab.authors.format import (
     rp_test_set_path,
     write_authors_layout,
 )
-from geoeval.suites.maptab.generator.metro import generate_metro_map
-from geoeval.suites.maptab.generator.checks import run_quality_checks
-from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
 from geoeval.suites.maptab.env.tables import mix_map, mix_table, parse_table
+from geoeval.suites.maptab.generator.checks import run_quality_checks
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.rp.queries import CATEGORIES, build_rp_queries
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 
@@ -34,8 +34,10 @@ def test_category_suffixes():
     assert CATEGORY_SUFFIX["TPR"] == "map_and_tab_with_constraint_1_2_4"
     assert CATEGORY_SUFFIX["mix"] == "map_and_tab_with_constraint_1_2_3_4_only_vertex2"
     assert category_of_test_set(Path("metromap_shortest_path_query_only_tab_test_set.json")) == "edge_only"
-    assert category_of_test_set(
-        Path("travelmap_shortest_path_query_map_and_tab_with_constraint_2_3_4_test_set.json")) == "PCR"
+    assert (
+        category_of_test_set(Path("travelmap_shortest_path_query_map_and_tab_with_constraint_2_3_4_test_set.json"))
+        == "PCR"
+    )
     with pytest.raises(GeoevalError):
         category_of_test_set(Path("notes.json"))
 
@@ -68,11 +70,18 @@ def test_round_trip_map(written):
     assert (back.width, back.height) == (40, 30)
     assert run_quality_checks(back) == []
     assert [(e.a, e.b, e.lines, e.time, e.price, e.comfort, e.reliability) for e in back.edges] == [
-        (e.a, e.b, e.lines, e.time, e.price, e.comfort, e.reliability) for e in m.edges]
+        (e.a, e.b, e.lines, e.time, e.price, e.comfort, e.reliability) for e in m.edges
+    ]
     for name, st in m.stations.items():
         b = back.stations[name]
         assert (b.lines, b.time, b.price, b.comfort, b.reliability, b.transfer_time) == (
-            st.lines, st.time, st.price, st.comfort, st.reliability, st.transfer_time)
+            st.lines,
+            st.time,
+            st.price,
+            st.comfort,
+            st.reliability,
+            st.transfer_time,
+        )
 
 
 def test_round_trip_test_sets(written):
@@ -89,7 +98,10 @@ def test_round_trip_test_sets(written):
             assert item["vertex_tab"].endswith("_vertex2.json" if category == "mix" else "_vertex.json")
             # the labels can be recomputed from the files alone
             plan_on = mix_map(back) if category == "mix" else back
-            assert routing.reference_routes(plan_on, item["station_1"], item["station_2"], item.get("weights")) == item["routes"]
+            assert (
+                routing.reference_routes(plan_on, item["station_1"], item["station_2"], item.get("weights"))
+                == item["routes"]
+            )
 
 
 def test_rewriting_replaces_the_maps_items_and_keeps_others(written, tmp_path):

@@ -15,13 +15,18 @@ from geoeval.core.registry import get_suite
 
 
 def spec(tmp_path, root, policy):
-    return validate_config({
-        "work_dir": str(tmp_path / "work"),
-        "env": {"name": "maptab_authors", "root": str(root), "scenario": "both", "on_quality_failure": policy},
-        "suite": {"name": "maptab"}, "model": {"name": "geoeval/oracle"}, "judge": {"models": ["rules"]},
-        "metrics": {"name": "maptab_rp", "metrics": ["ema"]}, "runner": {"name": "local"},
-        "tracking": {"enabled": False},
-    })
+    return validate_config(
+        {
+            "work_dir": str(tmp_path / "work"),
+            "env": {"name": "maptab_authors", "root": str(root), "scenario": "both", "on_quality_failure": policy},
+            "suite": {"name": "maptab"},
+            "model": {"name": "geoeval/oracle"},
+            "judge": {"models": ["rules"]},
+            "metrics": {"name": "maptab_rp", "metrics": ["ema"]},
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
+    )
 
 
 @pytest.fixture

@@ -91,23 +91,47 @@ from geoeval.suites.maptab.generator.difficulty import allocate_queries, train_t
 def test_allocation_by_hand():
     # Q = 300: every level 100 -> 80 train / 20 test; alpha 1, q_min 5
     cities = [
-        ("e1", "Easy", "train", 10), ("e2", "Easy", "train", 30), ("e3", "Easy", "test", 7),
-        ("m1", "Medium", "train", 5), ("m2", "Medium", "train", 15), ("m3", "Medium", "train", 20),
+        ("e1", "Easy", "train", 10),
+        ("e2", "Easy", "train", 30),
+        ("e3", "Easy", "test", 7),
+        ("m1", "Medium", "train", 5),
+        ("m2", "Medium", "train", 15),
+        ("m3", "Medium", "train", 20),
         ("m4", "Medium", "test", 9),
-        ("h1", "Hard", "train", 1), ("h2", "Hard", "train", 99), ("h3", "Hard", "test", 3), ("h4", "Hard", "test", 1),
+        ("h1", "Hard", "train", 1),
+        ("h2", "Hard", "train", 99),
+        ("h3", "Hard", "test", 3),
+        ("h4", "Hard", "test", 1),
     ]
     q = allocate_queries(cities, 300, alpha=1.0, q_min=5)
     # e1 = 10/40*80; m1 = 5/40*80, m2 = 15/40*80; h1 = max(round(0.8), 5); h3 = 3/4*20; the last
     # city of each group takes the rest; tests 20 + 20 + 20 = 60 = 0.2 Q, so no compensation
-    assert q == {"e1": 20, "e2": 60, "e3": 20, "m1": 10, "m2": 30, "m3": 40, "m4": 20,
-                 "h1": 5, "h2": 75, "h3": 15, "h4": 5}
+    assert q == {
+        "e1": 20,
+        "e2": 60,
+        "e3": 20,
+        "m1": 10,
+        "m2": 30,
+        "m3": 40,
+        "m4": 20,
+        "h1": 5,
+        "h2": 75,
+        "h3": 15,
+        "h4": 5,
+    }
 
 
 def test_allocation_compensates_the_test_excess():
     # Q = 301: Easy 101 -> 80 train / 21 test, so 61 test queries against round(60.2) = 60: the last
     # Easy-test city gives one, which goes to the last Hard-train city (Medium gets floor(1/2) = 0)
-    cities = [("e1", "Easy", "train", 4), ("e2", "Easy", "test", 4), ("m1", "Medium", "train", 4),
-              ("m2", "Medium", "test", 4), ("h1", "Hard", "train", 4), ("h2", "Hard", "test", 4)]
+    cities = [
+        ("e1", "Easy", "train", 4),
+        ("e2", "Easy", "test", 4),
+        ("m1", "Medium", "train", 4),
+        ("m2", "Medium", "test", 4),
+        ("h1", "Hard", "train", 4),
+        ("h2", "Hard", "test", 4),
+    ]
     q = allocate_queries(cities, 301, alpha=1.5, q_min=5)
     assert q == {"e1": 80, "e2": 20, "m1": 80, "m2": 20, "h1": 81, "h2": 20}
 
@@ -119,8 +143,9 @@ def test_allocation_at_paper_scale():
     for scenario_total, n in ((8000, 160), (8400, 168)):
         levels = ["Easy", "Medium", "Hard"] * (n // 3) + ["Easy"] * (n % 3)
         # every third map of each level is a test map (the image split is 2:1)
-        cities = [(f"c{i}", lv, "test" if (i // 3) % 3 == 0 else "train", rng.randint(12, 300))
-                  for i, lv in enumerate(levels)]
+        cities = [
+            (f"c{i}", lv, "test" if (i // 3) % 3 == 0 else "train", rng.randint(12, 300)) for i, lv in enumerate(levels)
+        ]
         q = allocate_queries(cities, scenario_total)
         assert sum(q.values()) == scenario_total
         assert sum(q[c[0]] for c in cities if c[2] == "test") == scenario_total // 5  # strict 4:1
@@ -137,10 +162,23 @@ def test_allocation_at_paper_scale():
 
 def test_allocation_refuses_impossible_groups():
     with pytest.raises(GeoevalError, match="no Hard test city"):
-        allocate_queries([("e", "Easy", "train", 5), ("e2", "Easy", "test", 5), ("m", "Medium", "train", 5),
-                          ("m2", "Medium", "test", 5), ("h", "Hard", "train", 5)], 300)
+        allocate_queries(
+            [
+                ("e", "Easy", "train", 5),
+                ("e2", "Easy", "test", 5),
+                ("m", "Medium", "train", 5),
+                ("m2", "Medium", "test", 5),
+                ("h", "Hard", "train", 5),
+            ],
+            300,
+        )
     with pytest.raises(GeoevalError, match="minimum of 5 queries each exceeds"):
-        others = [(d + s, d, s, 5) for d in ("Easy", "Medium", "Hard") for s in ("train", "test") if (d, s) != ("Easy", "test")]
+        others = [
+            (d + s, d, s, 5)
+            for d in ("Easy", "Medium", "Hard")
+            for s in ("train", "test")
+            if (d, s) != ("Easy", "test")
+        ]
         allocate_queries(others + [(f"e{i}", "Easy", "test", 5) for i in range(10)], 60, q_min=5)
     with pytest.raises(GeoevalError, match="level must be one of"):
         allocate_queries([("x", "easy", "train", 5)], 30)

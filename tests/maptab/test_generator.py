@@ -9,9 +9,9 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator.travel import TRAVEL_HUB_PRICES, generate_travel_map, travel_range_violations
-from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.checks import layout_violations, range_violations, run_quality_checks
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.generator.travel import TRAVEL_HUB_PRICES, generate_travel_map, travel_range_violations
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
 SEEDS = range(25)
@@ -267,8 +267,13 @@ def test_travel_generator_parameters_and_errors():
     m = generate_travel_map(1, n_spots=(6, 6), n_hubs=(2, 2), width=800, height=800)
     assert len(m.stations) == 6 and sum(st.time == 0 for st in m.stations.values()) == 2
     assert layout_violations(m) == [] and run_quality_checks(m) == []
-    for kwargs in ({"n_spots": (2, 5)}, {"n_spots": (8, 6)}, {"n_hubs": (0, 6), "n_spots": (6, 8)},
-                   {"extra_edges": 1.5}, {"n_spots": (40, 60), "width": 700, "height": 700}):
+    for kwargs in (
+        {"n_spots": (2, 5)},
+        {"n_spots": (8, 6)},
+        {"n_hubs": (0, 6), "n_spots": (6, 8)},
+        {"extra_edges": 1.5},
+        {"n_spots": (40, 60), "width": 700, "height": 700},
+    ):
         with pytest.raises(GeoevalError):
             generate_travel_map(0, **kwargs)
 
@@ -276,8 +281,11 @@ def test_travel_generator_parameters_and_errors():
 def test_travel_range_violations_catch_bad_values():
     m = TRAVEL[0]
     spot = next(st for st in m.stations.values() if st.time != 0)
-    bad = dataclasses.replace(m, stations={**m.stations, spot.name: dataclasses.replace(spot, time=0.0, price=150.0)},
-                              edges=[dataclasses.replace(m.edges[0], comfort=5.5)] + m.edges[1:])
+    bad = dataclasses.replace(
+        m,
+        stations={**m.stations, spot.name: dataclasses.replace(spot, time=0.0, price=150.0)},
+        edges=[dataclasses.replace(m.edges[0], comfort=5.5)] + m.edges[1:],
+    )
     problems = travel_range_violations(bad)
     assert any("hub" in p and "150" in p for p in problems)
     assert any("Comfort Level = 5.5" in p for p in problems)

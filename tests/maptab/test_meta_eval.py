@@ -28,8 +28,14 @@ def _run(tmp_path, *overrides):
 
 @pytest.fixture(scope="module")
 def rp_run(tmp_path_factory):
-    return _run(tmp_path_factory.mktemp("rp"), "suite=maptab", "suite.scenario=both", "env.n_maps=1",
-                "suite.n_per_category=2", ALL_CATEGORIES)
+    return _run(
+        tmp_path_factory.mktemp("rp"),
+        "suite=maptab",
+        "suite.scenario=both",
+        "env.n_maps=1",
+        "suite.n_per_category=2",
+        ALL_CATEGORIES,
+    )
 
 
 def _by_sample(answers):
@@ -46,8 +52,16 @@ def test_every_metric_orders_every_known_pair(rp_run):
     for metric, row in report.items():
         assert row["met"] and row["accuracy"] == 1.0, (metric, row["examples"])
     tiers = {a.tier.name for a in answers}
-    assert tiers == {"reference", "defect:wrong_station", "defect:missing_station", "defect:wrong_transfer",
-                     "defect:longer_route", "empty", "refusal", "invented"}
+    assert tiers == {
+        "reference",
+        "defect:wrong_station",
+        "defect:missing_station",
+        "defect:wrong_transfer",
+        "defect:longer_route",
+        "empty",
+        "refusal",
+        "invented",
+    }
     # every sample has the reference and the worthless answers; defects where they can be built
     per = _by_sample(answers)
     assert set(per) == {s.id for s in samples}
@@ -65,8 +79,8 @@ def test_the_reference_scores_full_marks_and_worthless_answers_nothing(rp_run):
 
 def test_defects_are_what_their_names_say(rp_run):
     """Structure of each defect against its sample's references and map."""
-    from geoeval.suites.maptab.generator.difficulty import to_graph
     from geoeval.suites.maptab.env.environment import load_maps
+    from geoeval.suites.maptab.generator.difficulty import to_graph
 
     _suite, _spec, env, samples, answers = rp_run
     maps = {m.name: m for m in load_maps(env.db_path)}
@@ -104,11 +118,15 @@ def test_a_broken_metric_is_caught(rp_run, monkeypatch):
 
     suite, spec, env, samples, _answers = rp_run
     real = scorers.m.ema
-    monkeypatch.setattr(scorers.m, "ema", lambda r, refs, scen="metromap", **k: real(r, refs, scen, transfer_rule=False))
+    monkeypatch.setattr(
+        scorers.m, "ema", lambda r, refs, scen="metromap", **k: real(r, refs, scen, transfer_rule=False)
+    )
     report = ordering_report(suite.meta_eval_answers(spec, env, samples), suite.meta_eval_targets)
     assert not report["ema"]["met"]
-    assert report["ema"]["by_worse_tier"]["defect:wrong_transfer"]["correct"] < report["ema"]["by_worse_tier"][
-        "defect:wrong_transfer"]["pairs"]
+    assert (
+        report["ema"]["by_worse_tier"]["defect:wrong_transfer"]["correct"]
+        < report["ema"]["by_worse_tier"]["defect:wrong_transfer"]["pairs"]
+    )
     assert report["pma"]["met"]
 
 

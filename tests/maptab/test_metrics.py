@@ -117,7 +117,9 @@ def test_extract_route_ignores_prose_with_a_dash():
     """Issue 11: "That has 2 transfers - none" was taken for a route; prose lines are skipped."""
     chatty = "The route is Marlow Park-Dunthorpe(transfer)-Quillon.\nThat has 2 transfers - none"
     assert extract_route(chatty) == "Marlow Park-Dunthorpe(transfer)-Quillon"
-    assert extract_route("The optimal route is Kensett Square-Ashby Vale-Quillon.") == "Kensett Square-Ashby Vale-Quillon"
+    assert (
+        extract_route("The optimal route is Kensett Square-Ashby Vale-Quillon.") == "Kensett Square-Ashby Vale-Quillon"
+    )
     assert extract_route("I'm sorry - I cannot tell from this map.") == ""
     assert extract_route("A fewest-station route exists.") == ""
     assert extract_route("So the answer: West 65th_Lorain-Triskett") == "West 65th_Lorain-Triskett"

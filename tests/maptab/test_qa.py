@@ -9,15 +9,15 @@ from hydra import compose, initialize_config_module
 
 from geoeval.core.config.schema import validate_config
 from geoeval.core.errors import GeoevalError
-from geoeval.core.run.job import run_job
 from geoeval.core.registry import get_suite
-from geoeval.suites.maptab.qa import questions as qa
-from geoeval.suites.maptab.qa import answers as qa_answers
-from geoeval.suites.maptab.qa import wording as qa_wording
+from geoeval.core.run.job import run_job
 from geoeval.suites.maptab.baselines.table_reader import answer_from_tables
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
+from geoeval.suites.maptab.qa import answers as qa_answers
+from geoeval.suites.maptab.qa import questions as qa
+from geoeval.suites.maptab.qa import wording as qa_wording
 from tests.conftest import compose_spec as spec_for
 
 # ---------------------------------------------------------------- hand-built maps
@@ -73,7 +73,10 @@ def test_metromap_answers_by_hand(metro):
     assert answer(metro, "M-GP") == "3"
     assert answer(metro, "M-LP", a="Alder", b="Dogwood") == "2"  # Birch, Cedar
     assert answer(metro, "M-LP", a="Fir", b="Elm") == "1"
-    assert (answer(metro, "M-SR", a="Fir", line="Red Line"), answer(metro, "M-SR", a="Cedar", line="Blue Line")) == ("0", "1")
+    assert (answer(metro, "M-SR", a="Fir", line="Red Line"), answer(metro, "M-SR", a="Cedar", line="Blue Line")) == (
+        "0",
+        "1",
+    )
     assert answer(metro, "E-GP") == "4"
     assert answer(metro, "E-LP", edge="Birch-Cedar", attr="Price") == "0.75"
     assert answer(metro, "E-LP", edge="Cedar-Fir", attr="Comfort Level") == "0.70"
@@ -126,11 +129,23 @@ def test_hidden_rows_leave_the_mix_table(travel):
 
 
 def test_capability_mapping_is_table_1():
-    assert qa.capabilities_of("metromap", "M-LP") == ("visual_perception", "graph_topology_reasoning", "numerical_reasoning")
+    assert qa.capabilities_of("metromap", "M-LP") == (
+        "visual_perception",
+        "graph_topology_reasoning",
+        "numerical_reasoning",
+    )
     assert qa.capabilities_of("travelmap", "M-LP") == ("visual_perception", "spatial_localization")
     assert qa.capabilities_of("metromap", "MM-SR") == (
-        "cross_modal_alignment", "graph_topology_reasoning", "path_planning", "global_reasoning")
-    assert qa.capabilities_of("travelmap", "E-SR") == ("table_understanding", "graph_topology_reasoning", "path_planning")
+        "cross_modal_alignment",
+        "graph_topology_reasoning",
+        "path_planning",
+        "global_reasoning",
+    )
+    assert qa.capabilities_of("travelmap", "E-SR") == (
+        "table_understanding",
+        "graph_topology_reasoning",
+        "path_planning",
+    )
     assert qa.capabilities_of("travelmap", "MM-LP") == ("cross_modal_alignment", "path_planning", "global_reasoning")
     # Table 1 row lengths (problem types per capability), Metromap then Travelmap
     sizes = {s: [len(t[c]) for c in qa.CAPABILITIES] for s, t in qa.CAPABILITY_TABLE.items()}
@@ -157,7 +172,10 @@ def test_generated_questions_parse_back_and_styles_cycle(gen):
 def test_d2_wording_is_style_0():
     assert qa.question_text("metromap", "M-GP", 0, {}) == "How many metro lines are there in total on the Subway Map?"
     assert qa.question_text("metromap", "M-GP", 4, {}) == "What is the total count of metro lines in the map?"
-    assert qa.question_text("travelmap", "MM-SR", 0, {"a": "X"}) == "What is the cost of the lowest-priced location adjacent to X?"
+    assert (
+        qa.question_text("travelmap", "MM-SR", 0, {"a": "X"})
+        == "What is the cost of the lowest-priced location adjacent to X?"
+    )
 
 
 def test_queries_are_deterministic_and_binary_answers_are_mixed():
@@ -182,8 +200,16 @@ def test_extraction_takes_the_last_tagged_answer():
 
 
 def test_acc_rules():
-    assert qa.is_correct("1", "1", "binary") and qa.is_correct("Yes", "1", "binary") and not qa.is_correct("0", "1", "binary")
-    assert qa.is_correct("7", "7", "integer") and qa.is_correct("7.0", "7", "integer") and not qa.is_correct("8", "7", "integer")
+    assert (
+        qa.is_correct("1", "1", "binary")
+        and qa.is_correct("Yes", "1", "binary")
+        and not qa.is_correct("0", "1", "binary")
+    )
+    assert (
+        qa.is_correct("7", "7", "integer")
+        and qa.is_correct("7.0", "7", "integer")
+        and not qa.is_correct("8", "7", "integer")
+    )
     # 2.345 exactly: both roundings are right, 2.36 is not
     assert qa.is_correct("2.34", "2.35", "number", 2.345) and qa.is_correct("2.35", "2.35", "number", 2.345)
     assert not qa.is_correct("2.36", "2.35", "number", 2.345)
@@ -216,7 +242,6 @@ def test_table_reader_reproduces_table_answers_and_declines_map_ones(gen, fmt):
 # ---------------------------------------------------------------- runs
 
 
-
 @pytest.fixture(scope="module")
 def qa_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("qa")
@@ -231,9 +256,12 @@ def test_oracle_scores_1_on_every_type_of_both_scenarios(qa_runs):
     outcome = qa_runs["oracle"]
     assert len(outcome.results) == 2 * 2 * 12
     assert {(r.dims.extra["scenario"], r.dims.task) for r in outcome.results} == {
-        (s, t) for s in ("metromap", "travelmap") for t in qa.QA_TYPES}
+        (s, t) for s in ("metromap", "travelmap") for t in qa.QA_TYPES
+    }
     assert all(r.scores == {"acc": 1.0} for r in outcome.results)
-    assert {k for k in outcome.metrics if k.startswith("acc/capability/")} == {f"acc/capability/{c}" for c in qa.CAPABILITIES}
+    assert {k for k in outcome.metrics if k.startswith("acc/capability/")} == {
+        f"acc/capability/{c}" for c in qa.CAPABILITIES
+    }
 
 
 def test_table_baseline_answers_table_types_and_fails_map_types(qa_runs):
@@ -262,8 +290,14 @@ def test_report_has_table_8_and_table_3_layouts(qa_runs):
 
 
 def test_qa_samples_carry_their_answer_and_token_counts(tmp_path):
-    spec = spec_for(tmp_path, "+experiment=maptab_qa", "env.n_maps=1", "suite.scenario=travelmap",
-                    "suite.qa_types=[V-SR,MM-GP]", "suite.style=2")
+    spec = spec_for(
+        tmp_path,
+        "+experiment=maptab_qa",
+        "env.n_maps=1",
+        "suite.scenario=travelmap",
+        "suite.qa_types=[V-SR,MM-GP]",
+        "suite.style=2",
+    )
     suite = get_suite("maptab")
     samples = suite.build_samples(spec, suite.build_env(spec))
     assert [s.metadata["qa_type"] for s in samples] == ["V-SR", "MM-GP"]
@@ -282,13 +316,19 @@ def test_the_run_identity_keeps_what_changes_results_and_only_that(tmp_path, mon
     """The hash moves with what a sample's result depends on (the code's scoring version, QA
     options, style), not with how or how much is run (limit, runner, timeouts), nor with the
     image resolution where no image is shown."""
+
     def h(*overrides):
         with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
             return validate_config(compose(config_name="config", overrides=list(overrides))).config_hash()
 
     assert h() == h("limit=5") == h("runner=ray")
-    assert h("model=openai_api") == h("model=openai_api", "model.config.max_connections=4", "model.config.timeout=30",
-                                      "model.base_url=http://127.0.0.1:1234/v1", "+model.args.api_key=sk-rotated-key")
+    assert h("model=openai_api") == h(
+        "model=openai_api",
+        "model.config.max_connections=4",
+        "model.config.timeout=30",
+        "model.base_url=http://127.0.0.1:1234/v1",
+        "+model.args.api_key=sk-rotated-key",
+    )
     assert h("model=oracle") != h()
     assert h("suite.task_family=qa", "metrics=maptab_qa") != h("metrics=maptab_qa")
     assert h("suite.style=1") != h()
@@ -305,11 +345,14 @@ def test_the_run_identity_keeps_what_changes_results_and_only_that(tmp_path, mon
     assert h("suite=maptab_qa", "suite.task_family=rp", "suite.scenario=metromap", "suite.n_per_category=4") == h()
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (["suite.task_family=qa"], "use metrics=maptab_qa"),
-    (["metrics=maptab_qa"], "use metrics=maptab_rp"),
-    (["+experiment=maptab_qa", "env=maptab_authors"], "env=maptab_synthetic"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["suite.task_family=qa"], "use metrics=maptab_qa"),
+        (["metrics=maptab_qa"], "use metrics=maptab_rp"),
+        (["+experiment=maptab_qa", "env=maptab_authors"], "env=maptab_synthetic"),
+    ],
+)
 def test_mismatched_family_stops_before_work(tmp_path, overrides, message):
     spec = spec_for(tmp_path, *overrides)
     with pytest.raises(GeoevalError, match=message):
@@ -329,8 +372,9 @@ def test_setting_filters_qa_types(tmp_path):
 def test_perception_baseline_reads_map_answers_off_the_image(tmp_path, resolution):
     """Its Map and Map+Mix_tab answers come from OCR and colour analysis of the rendered image: all
     right on a clean full-size map, none once the labels are a few pixels tall."""
-    spec = spec_for(tmp_path, "+experiment=maptab_qa", "model=perception_baseline", "env.n_maps=1",
-                    f"suite.resolution={resolution}")
+    spec = spec_for(
+        tmp_path, "+experiment=maptab_qa", "model=perception_baseline", "env.n_maps=1", f"suite.resolution={resolution}"
+    )
     outcome = run_job(spec, out_dir=tmp_path / "run", progress=False)
     for r in outcome.results:
         from_image = r.dims.setting.startswith("map")

@@ -7,18 +7,24 @@ import networkx as nx
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.routing import reference as routing
-from geoeval.suites.maptab.routing import cost as routing_cost
-from geoeval.suites.maptab.routing import search as routing_search
-from geoeval.suites.maptab.routing import transfers as routing_transfers
 from geoeval.suites.maptab.agents import solve_from_tables
 from geoeval.suites.maptab.baselines.prompt_reading import (
     parse_free_question,
     parse_prompt,
 )
 from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
+from geoeval.suites.maptab.env.tables import edge_table, mix_map, parse_table
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.travel import generate_travel_map
+from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.routing import search as routing_search
+from geoeval.suites.maptab.routing import transfers as routing_transfers
+from geoeval.suites.maptab.rp.prompts import (
+    SUM_OBJECTIVE_NOTE,
+    system_prompt,
+    user_prompt,
+)
 from geoeval.suites.maptab.rp.queries import (
     CATEGORIES,
     CRITERIA,
@@ -30,12 +36,6 @@ from geoeval.suites.maptab.rp.queries import (
     row_seed,
     table_columns,
 )
-from geoeval.suites.maptab.rp.prompts import (
-    SUM_OBJECTIVE_NOTE,
-    system_prompt,
-    user_prompt,
-)
-from geoeval.suites.maptab.env.tables import edge_table, mix_map, parse_table
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,9 @@ def test_references_are_optimal_against_all_simple_paths(metro, queries):
             for tr in routing_transfers.transfer_sets(plan_on, p, q.weights[0])
         )
         for r in q.routes:
-            assert routing_cost.route_cost(plan_on, *routing_transfers.parse_route(r), q.weights) == pytest.approx(best, abs=1e-9)
+            assert routing_cost.route_cost(plan_on, *routing_transfers.parse_route(r), q.weights) == pytest.approx(
+                best, abs=1e-9
+            )
 
 
 def test_styles_cycle_and_d1_wording(queries):
@@ -133,14 +135,18 @@ def test_styles_cycle_and_d1_wording(queries):
         "According to the Subway Map, what is the shortest route in terms of station count from X to Y?",
     ]
     assert question_text("T", "metromap", 0, "X", "Y") == (
-        "According to the Subway Map, Edge Table and Vertex Table, what is the fastest route from X to Y?")
+        "According to the Subway Map, Edge Table and Vertex Table, what is the fastest route from X to Y?"
+    )
     assert question_text("C", "metromap", 0, "X", "Y") == (
-        "According to the Subway Map, Edge Table and Vertex Table, what is the smoothest ride between X and Y?")
+        "According to the Subway Map, Edge Table and Vertex Table, what is the smoothest ride between X and Y?"
+    )
     assert question_text("mix", "metromap", 0, "X", "Y") == (
         "According to the Subway Map and the Vertex Table, what is the optimal route considering time, price, "
-        "comfort, and reliability from X to Y?")
+        "comfort, and reliability from X to Y?"
+    )
     assert question_text("map_only", "travelmap", 1, "X", "Y") == (
-        "According to the Scenic Area Planning Map, what is the shortest path from X to Y?")
+        "According to the Scenic Area Planning Map, what is the shortest path from X to Y?"
+    )
 
 
 def test_every_question_parses_back():
@@ -157,17 +163,28 @@ def test_every_question_parses_back():
 def test_table_columns_follow_the_authors_masking():
     assert table_columns("map_only") == {}
     assert table_columns("edge_only") == {"Edge Table": ["Edge", "Line"]}
-    assert table_columns("T") == {"Edge Table": ["Edge", "Line", "Time"],
-                                  "Vertex Table": ["Vertex", "Line", "Time", "Transfer Time"]}
+    assert table_columns("T") == {
+        "Edge Table": ["Edge", "Line", "Time"],
+        "Vertex Table": ["Vertex", "Line", "Time", "Transfer Time"],
+    }
     assert table_columns("P") == {"Edge Table": ["Edge", "Line", "Price"], "Vertex Table": ["Vertex", "Line", "Price"]}
     assert table_columns("PCR")["Vertex Table"] == ["Vertex", "Line", "Price", "Comfort Level", "Reliability"]
-    assert table_columns("mix") == {"Vertex Table": ["Vertex", "Time", "Price", "Comfort Level", "Reliability",
-                                                     "Transfer Time"]}
+    assert table_columns("mix") == {
+        "Vertex Table": ["Vertex", "Time", "Price", "Comfort Level", "Reliability", "Transfer Time"]
+    }
     assert table_columns("T", "travelmap") == {"Edge Table": ["Edge", "Time"], "Vertex Table": ["Vertex", "Time"]}
     # Travelmap keeps Time beside Price: Time 0 marks a hub, priced only as the destination
-    assert table_columns("P", "travelmap") == {"Edge Table": ["Edge", "Time", "Price"],
-                                               "Vertex Table": ["Vertex", "Time", "Price"]}
-    assert table_columns("PCR", "travelmap")["Vertex Table"] == ["Vertex", "Time", "Price", "Comfort Level", "Reliability"]
+    assert table_columns("P", "travelmap") == {
+        "Edge Table": ["Edge", "Time", "Price"],
+        "Vertex Table": ["Vertex", "Time", "Price"],
+    }
+    assert table_columns("PCR", "travelmap")["Vertex Table"] == [
+        "Vertex",
+        "Time",
+        "Price",
+        "Comfort Level",
+        "Reliability",
+    ]
     assert table_columns("C", "travelmap")["Vertex Table"] == ["Vertex", "Comfort Level"]
 
 
@@ -275,10 +292,12 @@ def test_sum_objective_prompt_states_the_additive_costs():
 def test_free_wording_questions_give_their_endpoints():
     assert parse_free_question(
         "According to the subway map, Edge Table and Vertex Table, which route offers the highest comfort "
-        "from Triskett to West 25th_Ohio City?") == ("Triskett", "West 25th_Ohio City")
+        "from Triskett to West 25th_Ohio City?"
+    ) == ("Triskett", "West 25th_Ohio City")
     assert parse_free_question(
         "According to the Scenic Area Planning Map and Vertex Table, provide the globally optimal path "
-        "balancing speed, cost, comfort, and reliability between 巴方寺 and 比粒寺.") == ("巴方寺", "比粒寺")
+        "balancing speed, cost, comfort, and reliability between 巴方寺 and 比粒寺."
+    ) == ("巴方寺", "比粒寺")
     # a name containing " to ": the known names decide; without them, the first separator wins
     q = "How do I get from Stratford to Upon Avon to Leeds?"
     assert parse_free_question(q, {"Stratford to Upon Avon", "Leeds"}) == ("Stratford to Upon Avon", "Leeds")
@@ -315,8 +334,14 @@ def test_suite_samples_shuffle_rows_unless_fixed(tmp_path):
     from tests.conftest import compose_spec
 
     def edge_orders(*overrides):
-        spec = compose_spec(tmp_path, "suite=maptab", "env.n_maps=1", "suite.n_per_category=3",
-                            "suite.categories=[edge_only]", *overrides)
+        spec = compose_spec(
+            tmp_path,
+            "suite=maptab",
+            "env.n_maps=1",
+            "suite.n_per_category=3",
+            "suite.categories=[edge_only]",
+            *overrides,
+        )
         suite = get_suite("maptab")
         env = suite.build_env(spec)
         texts = [s.input[1].content[0].text for s in suite.build_samples(spec, env)]
@@ -351,8 +376,10 @@ def test_one_travelmap_objective_for_synthetic_and_authors_data():
 
 def test_mix_prompt_says_which_columns_are_merged():
     metro = system_prompt("mix", "metromap", (0.25,) * 4)
-    assert ("Price is the mean Price of the edges adjacent to the station; Time, Comfort Level, Reliability "
-            "and Transfer Time are the station's own values") in metro
+    assert (
+        "Price is the mean Price of the edges adjacent to the station; Time, Comfort Level, Reliability "
+        "and Transfer Time are the station's own values"
+    ) in metro
     travel = system_prompt("mix", "travelmap", (0.25,) * 4)
     assert "Time, Price, Comfort Level and Reliability are the scenic spot's own values" in travel
     assert "merge the adjacent edges" not in metro + travel

@@ -1,18 +1,23 @@
 """Real topology (issue 3 item 2): the GTFS importer, the Tokyo line lists of tokyo-train-board,
 the computed layout and `env=maptab_real`."""
 
-import json
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator.checks import layout_violations, range_violations, run_quality_checks
 from geoeval.suites.maptab.env.gtfs import RealLine, load_gtfs_lines
 from geoeval.suites.maptab.env.real import similar_name_pairs
 from geoeval.suites.maptab.env.real_topology import (
-    build_real_map, fold_name, normalise_lines, reassign_attributes, tokyo_lines)
+    build_real_map,
+    fold_name,
+    normalise_lines,
+    reassign_attributes,
+    tokyo_lines,
+)
+from geoeval.suites.maptab.generator.checks import layout_violations, range_violations, run_quality_checks
 
 # A tiny feed: route R1 (Red) runs Alder-Birch-Central-Dogwood, once each way, plus one short-turn
 # trip; route R2 (Blue) runs Elm-Central-Fir Street, Central being two platforms (C1 for R1, C2 for
@@ -67,8 +72,10 @@ t5,08:07:00,08:07:00,G,4
 
 
 # the Tokyo line lists come from the PyPI package tokyo-train-board (import name jrboard)
-needs_tokyo = pytest.mark.skipif(importlib.util.find_spec("jrboard") is None,
-                                 reason="tokyo-train-board is not installed (pip install tokyo-train-board==0.4.0)")
+needs_tokyo = pytest.mark.skipif(
+    importlib.util.find_spec("jrboard") is None,
+    reason="tokyo-train-board is not installed (pip install tokyo-train-board==0.4.0)",
+)
 
 
 def write_feed(folder: Path, **override: str) -> Path:
@@ -130,7 +137,9 @@ def test_names_are_folded_for_route_strings_and_tables():
     # a "6"-shaped line (the Oedo Line) becomes its loop plus the branch
     six = normalise_lines([RealLine("Six", "#000000", ("T1", "T2", "J", "L1", "L2", "L3", "J"))])
     assert [(ln.name, ln.stations, ln.loop) for ln in six] == [
-        ("Six", ("J", "L1", "L2", "L3"), True), ("Six Branch", ("T1", "T2", "J"), False)]
+        ("Six", ("J", "L1", "L2", "L3"), True),
+        ("Six Branch", ("T1", "T2", "J"), False),
+    ]
 
 
 @needs_tokyo
@@ -176,8 +185,14 @@ ALL_CATEGORIES = "[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"
 def test_real_env_oracle_scores_one_on_every_category(tmp_path):
     from geoeval.core.run.job import run_job
 
-    spec = spec_for(tmp_path, "model=oracle", "env.lines=[ginza,marunouchi,hibiya]", "env.n_maps=2",
-                    f"suite.categories={ALL_CATEGORIES}", "suite.n_per_category=2")
+    spec = spec_for(
+        tmp_path,
+        "model=oracle",
+        "env.lines=[ginza,marunouchi,hibiya]",
+        "env.n_maps=2",
+        f"suite.categories={ALL_CATEGORIES}",
+        "suite.n_per_category=2",
+    )
     outcome = run_job(spec, out_dir=tmp_path / "run", progress=False)
     assert len(outcome.results) == 2 * 12 * 2
     assert all(r.scores["ema"] == 1.0 and r.scores["pma"] == 1.0 for r in outcome.results)
@@ -191,8 +206,14 @@ def test_real_env_from_a_gtfs_feed_and_its_config_errors(tmp_path):
     from geoeval.core.registry import get_suite
 
     feed = write_feed(tmp_path / "feed")
-    spec = spec_for(tmp_path, "env.source=gtfs", f"env.gtfs_path={feed}", "env.lines=null",
-                    "suite.categories=[map_only,TPCR]", "suite.n_per_category=3")
+    spec = spec_for(
+        tmp_path,
+        "env.source=gtfs",
+        f"env.gtfs_path={feed}",
+        "env.lines=null",
+        "suite.categories=[map_only,TPCR]",
+        "suite.n_per_category=3",
+    )
     suite = get_suite("maptab")
     env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)

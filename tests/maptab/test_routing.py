@@ -16,14 +16,14 @@ from geoeval.suites.maptab.authors.format import (
     load_table_file,
     load_test_set,
 )
+from geoeval.suites.maptab.env.tables import map_from_rows, mix_map
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.travel import generate_travel_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
-from geoeval.suites.maptab.routing.transfers import annotate, annotated_names, format_route, parse_route, transfer_sets
+from geoeval.suites.maptab.routing.cost import route_cost, route_totals
 from geoeval.suites.maptab.routing.reference import fewest_station_routes, reference_routes
 from geoeval.suites.maptab.routing.search import optimal_routes, relevant_stations
-from geoeval.suites.maptab.routing.cost import route_cost, route_totals
-from geoeval.suites.maptab.env.tables import map_from_rows, mix_map
+from geoeval.suites.maptab.routing.transfers import annotate, annotated_names, format_route, parse_route, transfer_sets
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 
@@ -111,7 +111,12 @@ def test_route_cost_metromap_mean_and_sum():
 def test_route_totals_and_cost_travelmap_include_destination():
     m = hand_map("travelmap")
     totals = route_totals(m, ["A", "B", "C", "E"])
-    assert totals == {"Total_Time": 10.7, "Total_Price": 3.0, "Average_Comfort Level": 0.52, "Average_Reliability": 0.725}
+    assert totals == {
+        "Total_Time": 10.7,
+        "Total_Price": 3.0,
+        "Average_Comfort Level": 0.52,
+        "Average_Reliability": 0.725,
+    }
     assert route_cost(m, ["A", "B", "C", "E"], (), (1, 0, 0, 0)) == pytest.approx(10.7 / 180)
     assert route_cost(m, ["A", "B", "C", "E"], (), (0, 0, 1, 0)) == pytest.approx(1 - 0.52 / 5)
     assert route_cost(m, ["A", "B", "C", "E"], (), (0, 1, 0, 0)) == pytest.approx(3.0 / 200)
@@ -134,8 +139,12 @@ def test_relevant_stations_prune_dead_ends():
 
 def test_exact_ties_are_all_returned():
     st = {n: Station(n, ("L",), 0, 0, 1.0, 0.0, 0.5, 0.7) for n in "STXY"}
-    edges = [Edge("S", "X", ("L",), 2.0, 1.0, 0.5, 0.0), Edge("X", "T", ("L",), 2.0, 1.0, 0.5, 0.0),
-             Edge("S", "Y", ("L",), 2.0, 1.0, 0.5, 0.0), Edge("Y", "T", ("L",), 2.0, 1.0, 0.5, 0.0)]
+    edges = [
+        Edge("S", "X", ("L",), 2.0, 1.0, 0.5, 0.0),
+        Edge("X", "T", ("L",), 2.0, 1.0, 0.5, 0.0),
+        Edge("S", "Y", ("L",), 2.0, 1.0, 0.5, 0.0),
+        Edge("Y", "T", ("L",), 2.0, 1.0, 0.5, 0.0),
+    ]
     m = MetroMap("square", "metromap", st, edges)
     assert optimal_routes(m, "S", "T", (0.25, 0.25, 0.25, 0.25)) == ["S-X-T", "S-Y-T"]
 
@@ -168,14 +177,31 @@ def random_map(seed: int, scenario: str) -> MetroMap:
         lines = tuple(sorted(rng.sample(["L1", "L2", "L3"], rng.choice([1, 1, 2])))) if metro else ()
         for x in (a, b):
             station_lines[x].update(lines)
-        edges.append(Edge(f"S{a}", f"S{b}", lines, rng.randint(200, 300) / 100, rng.randint(0, 150) / 100,
-                          rng.choice([0.0, rng.randint(0, 100) / 100]), rng.choice([0.0, 0.0, rng.randint(50, 100) / 100])))
+        edges.append(
+            Edge(
+                f"S{a}",
+                f"S{b}",
+                lines,
+                rng.randint(200, 300) / 100,
+                rng.randint(0, 150) / 100,
+                rng.choice([0.0, rng.randint(0, 100) / 100]),
+                rng.choice([0.0, 0.0, rng.randint(50, 100) / 100]),
+            )
+        )
     stations = {}
     for i in g:
         lines = tuple(sorted(station_lines[i])) if metro else ()
-        stations[f"S{i}"] = Station(f"S{i}", lines, 0, 0, rng.randint(50, 200) / 100, rng.choice([0.0, 0.3]),
-                                    rng.choice([0.0, rng.randint(0, 100) / 100]), rng.randint(50, 100) / 100,
-                                    float(rng.randint(5, 15)) if len(lines) > 1 else 0.0)
+        stations[f"S{i}"] = Station(
+            f"S{i}",
+            lines,
+            0,
+            0,
+            rng.randint(50, 200) / 100,
+            rng.choice([0.0, 0.3]),
+            rng.choice([0.0, rng.randint(0, 100) / 100]),
+            rng.randint(50, 100) / 100,
+            float(rng.randint(5, 15)) if len(lines) > 1 else 0.0,
+        )
     return MetroMap(f"r{seed}", scenario, stations, edges)
 
 
@@ -189,8 +215,16 @@ def brute_force(m, s, t, w, objective):
     return sorted(r for r, j in costs.items() if j <= low + 1e-9)
 
 
-WEIGHT_SETS = [(1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1), (0.25, 0.25, 0.25, 0.25),
-               (0.1, 0, 0.6, 0.3), (0, 0.2, 0.5, 0.3), (0.5, 0.3, 0, 0.2)]
+WEIGHT_SETS = [
+    (1, 0, 0, 0),
+    (0, 1, 0, 0),
+    (0, 0, 1, 0),
+    (0, 0, 0, 1),
+    (0.25, 0.25, 0.25, 0.25),
+    (0.1, 0, 0.6, 0.3),
+    (0, 0.2, 0.5, 0.3),
+    (0.5, 0.3, 0, 0.2),
+]
 
 
 @pytest.mark.parametrize("objective", ["mean", "sum"])
@@ -221,10 +255,17 @@ def test_travelmap_hub_price_counts_only_at_the_destination():
     def spot(name, time_, price):
         return Station(name, (), 0, 0, time_, price, 3.0, 0.5)
 
-    stations = {"Air": spot("Air", 0.0, 300.0), "B": spot("B", 30.0, 20.0), "Rail": spot("Rail", 0.0, 200.0),
-                "D": spot("D", 40.0, 50.0)}
-    edges = [Edge("Air", "B", (), 10.0, 11.0, 4.0, 0.9), Edge("B", "Rail", (), 20.0, 12.0, 4.0, 0.9),
-             Edge("Rail", "D", (), 30.0, 13.0, 4.0, 0.9)]
+    stations = {
+        "Air": spot("Air", 0.0, 300.0),
+        "B": spot("B", 30.0, 20.0),
+        "Rail": spot("Rail", 0.0, 200.0),
+        "D": spot("D", 40.0, 50.0),
+    }
+    edges = [
+        Edge("Air", "B", (), 10.0, 11.0, 4.0, 0.9),
+        Edge("B", "Rail", (), 20.0, 12.0, 4.0, 0.9),
+        Edge("Rail", "D", (), 30.0, 13.0, 4.0, 0.9),
+    ]
     m = MetroMap("hubs", "travelmap", stations, edges)
     # source hub and intermediate hub add no price; every time counts (hubs' is 0)
     assert route_totals(m, ["Air", "B", "Rail", "D"])["Total_Price"] == 11 + 12 + 13 + 20 + 50
@@ -287,8 +328,14 @@ def _sample_map(root: Path, scenario: str, country: str, city: str, fmt: str) ->
     if fmt == "json":
         return load_authors_map(root, scenario, country, city)
     folder = root / scenario / "tabulars" / country
-    return map_from_rows(load_table_file(folder / f"{city}_edge.csv"), load_table_file(folder / f"{city}_vertex.csv"),
-                         None, scenario, name=city, country=country)
+    return map_from_rows(
+        load_table_file(folder / f"{city}_edge.csv"),
+        load_table_file(folder / f"{city}_vertex.csv"),
+        None,
+        scenario,
+        name=city,
+        country=country,
+    )
 
 
 @pytest.mark.conformance
@@ -312,10 +359,16 @@ def test_cleveland_references_and_totals_are_reproduced(fmt):
         seen.add(category)
     assert len(seen) == 12
     # the only_vertex2 (Map+Mix_tab) label is station-only: 4.4 / 2.09 / 0.6375 / 0.755
-    mix_totals = route_totals(mix_map(m), *parse_route(
-        "Triskett-West 117th_Madison-West Boulevard_Cudell-West 65th_Lorain-West 25th_Ohio City"))
-    assert mix_totals == {"Total_Time": 4.4, "Total_Price": 2.09, "Average_Comfort Level": 0.6375,
-                          "Average_Reliability": 0.755}
+    mix_totals = route_totals(
+        mix_map(m),
+        *parse_route("Triskett-West 117th_Madison-West Boulevard_Cudell-West 65th_Lorain-West 25th_Ohio City"),
+    )
+    assert mix_totals == {
+        "Total_Time": 4.4,
+        "Total_Price": 2.09,
+        "Average_Comfort Level": 0.6375,
+        "Average_Reliability": 0.755,
+    }
 
 
 @pytest.mark.conformance

@@ -1,11 +1,16 @@
 """RP analyses and report (Table 2 / Table 4 layouts, G.2 matrix): FR/PR/NR, T/P/C/R understanding."""
 
-
 import pytest
 
-from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.rp.analysis import RPAnalysis, difficulty_matrix, repeat_class, repetition_table, understanding
+from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.rp.analysis import (
+    RPAnalysis,
+    difficulty_matrix,
+    repeat_class,
+    repetition_table,
+    understanding,
+)
 
 
 def small_map() -> MetroMap:
@@ -13,15 +18,27 @@ def small_map() -> MetroMap:
     paths have different totals."""
     lines = {"L1": ("A", "B", "C", "E"), "L2": ("A", "D", "C")}
     on = {s: tuple(ln for ln, seq in lines.items() if s in seq) for s in "ABCDE"}
-    stations = {s: Station(s, on[s], 0, 0, time=1.0 + i / 10, price=0.0, comfort=0.2 + i / 10,
-                           reliability=0.5 + i / 20, transfer_time=5.0 if len(on[s]) > 1 else 0.0)
-                for i, s in enumerate("ABCDE")}
+    stations = {
+        s: Station(
+            s,
+            on[s],
+            0,
+            0,
+            time=1.0 + i / 10,
+            price=0.0,
+            comfort=0.2 + i / 10,
+            reliability=0.5 + i / 20,
+            transfer_time=5.0 if len(on[s]) > 1 else 0.0,
+        )
+        for i, s in enumerate("ABCDE")
+    }
     edges = []
     for k, (ln, seq) in enumerate(lines.items()):
         for j, (a, b) in enumerate(zip(seq, seq[1:])):
-            edges.append(Edge(a, b, (ln,), time=2.0 + k + j / 10, price=0.5 + j / 10, comfort=0.3 + k / 10, reliability=0.0))
-    return MetroMap("small", "metromap", stations, edges,
-                    {ln: Line(ln, "#E32017", seq) for ln, seq in lines.items()})
+            edges.append(
+                Edge(a, b, (ln,), time=2.0 + k + j / 10, price=0.5 + j / 10, comfort=0.3 + k / 10, reliability=0.0)
+            )
+    return MetroMap("small", "metromap", stations, edges, {ln: Line(ln, "#E32017", seq) for ln, seq in lines.items()})
 
 
 def test_repeat_classes_follow_table_4():
@@ -62,9 +79,11 @@ def _a(cat, repeat, ema, ml="Easy", ql="Easy", understood=None):
 
 
 def test_tables_split_by_repetition_and_difficulty():
-    rows = [_a("T", "FR", 1.0, understood=dict.fromkeys("TPCR", True)),
-            _a("T", "NR", 0.0, ml="Hard", ql="Medium", understood={"T": False, "P": True, "C": False, "R": False}),
-            _a("map_only", None, 1.0, ml="Hard", ql="Medium")]
+    rows = [
+        _a("T", "FR", 1.0, understood=dict.fromkeys("TPCR", True)),
+        _a("T", "NR", 0.0, ml="Hard", ql="Medium", understood={"T": False, "P": True, "C": False, "R": False}),
+        _a("map_only", None, 1.0, ml="Hard", ql="Medium"),
+    ]
     table = repetition_table(rows, "metromap")
     t, avg = table
     assert t["criteria"] == "Time-Only" and t["FR EMA"] == 100.0 and t["NR EMA"] == 0.0 and t["PR EMA"] is None
@@ -80,8 +99,9 @@ def baseline_run(tmp_path_factory):
     from tests.maptab.test_authors_env import spec_for
 
     tmp = tmp_path_factory.mktemp("rp_report")
-    spec = spec_for(tmp, "model=table_baseline", "env.n_maps=3", "suite.categories=[map_only,T,C,mix]",
-                    "suite.n_per_category=6")
+    spec = spec_for(
+        tmp, "model=table_baseline", "env.n_maps=3", "suite.categories=[map_only,T,C,mix]", "suite.n_per_category=6"
+    )
     return run_job(spec, out_dir=tmp / "run", progress=False)
 
 
@@ -120,7 +140,9 @@ def test_authors_queries_are_rebuilt_with_the_sample_ids(tmp_path):
     from geoeval.core.registry import get_suite
     from tests.maptab.test_authors_env import build, peers_or_skip, spec_for
 
-    spec = spec_for(tmp_path, "env=maptab_authors", f"env.root={peers_or_skip()}", "suite.setting=map_edge_tab_vertex_tab")
+    spec = spec_for(
+        tmp_path, "env=maptab_authors", f"env.root={peers_or_skip()}", "suite.setting=map_edge_tab_vertex_tab"
+    )
     env, samples = build(spec)
     queries = get_suite("maptab").rp_queries(spec, env)
     assert sorted(queries) == sorted(s.id for s in samples) and len(samples) == 16
@@ -136,10 +158,18 @@ def test_understanding_keeps_the_reference_transfer_placement():
     on = {"A": ("L1",), "B": ("L1", "L2"), "C": ("L1", "L2"), "D": ("L2",)}
     tt = {"A": 0.0, "B": 5.0, "C": 9.0, "D": 0.0}
     stations = {s: Station(s, on[s], 0, 0, 1.0, 0.0, 0.5, 0.8, tt[s]) for s in "ABCD"}
-    edges = [Edge("A", "B", ("L1",), 2.0, 0.5, 0.5, 0.0), Edge("B", "C", ("L1", "L2"), 2.0, 0.5, 0.5, 0.0),
-             Edge("C", "D", ("L2",), 2.0, 0.5, 0.5, 0.0)]
-    m = MetroMap("shared", "metromap", stations, edges,
-                 {"L1": Line("L1", "#E32017", ("A", "B", "C")), "L2": Line("L2", "#0072CE", ("B", "C", "D"))})
+    edges = [
+        Edge("A", "B", ("L1",), 2.0, 0.5, 0.5, 0.0),
+        Edge("B", "C", ("L1", "L2"), 2.0, 0.5, 0.5, 0.0),
+        Edge("C", "D", ("L2",), 2.0, 0.5, 0.5, 0.0),
+    ]
+    m = MetroMap(
+        "shared",
+        "metromap",
+        stations,
+        edges,
+        {"L1": Line("L1", "#E32017", ("A", "B", "C")), "L2": Line("L2", "#0072CE", ("B", "C", "D"))},
+    )
     ref = routing_cost.route_totals(m, ["A", "B", "C", "D"], {"C"})
     assert ref["Total_Time"] != routing_cost.route_totals(m, ["A", "B", "C", "D"], {"B"})["Total_Time"]
     assert understanding(m, "A-B-C(transfer)-D", "A", "D", ref, ["A-B-C(transfer)-D"])["T"] is True

@@ -16,8 +16,15 @@ ROUTE = "Alpha Park-Bravo Street(transfer)-Charlie Cross-Delta Hill-Echo Square"
 
 
 def metro_item(response, routes=(ROUTE,), map_level="Medium", query_level="Hard", **extra):
-    item = {"country": "synthetic", "city": "testville", "station_1": "Alpha Park", "station_2": "Echo Square",
-            "Map_Difficulty": map_level, "Query_Difficulty": query_level, "routes": list(routes)}
+    item = {
+        "country": "synthetic",
+        "city": "testville",
+        "station_1": "Alpha Park",
+        "station_2": "Echo Square",
+        "Map_Difficulty": map_level,
+        "Query_Difficulty": query_level,
+        "routes": list(routes),
+    }
     item.update(extra)
     if response is not None:
         item["response"] = response
@@ -25,8 +32,16 @@ def metro_item(response, routes=(ROUTE,), map_level="Medium", query_level="Hard"
 
 
 def travel_item(response, routes=("North Gate-Lotus Pond-Old Temple",), level="Easy"):
-    return {"country": "synthetic", "scenic_spot": "park", "spot_1": "North Gate", "spot_2": "Old Temple",
-            "Map_Difficulty": level, "Query_Difficulty": level, "routes": list(routes), "response": response}
+    return {
+        "country": "synthetic",
+        "scenic_spot": "park",
+        "spot_1": "North Gate",
+        "spot_2": "Old Temple",
+        "Map_Difficulty": level,
+        "Query_Difficulty": level,
+        "routes": list(routes),
+        "response": response,
+    }
 
 
 def run(tmp_path, items_or_paths, capsys, *extra_args):
@@ -64,16 +79,30 @@ def test_hand_built_metromap_items(tmp_path, capsys):
         # one station short: EMA 0, PMA 4/5
         metro_item("Alpha Park-Bravo Street(transfer)-Charlie Cross-Delta Hill"),
         # the best of two references counts; here the second: Easy 1 + Easy 1 = 2
-        metro_item("Alpha Park-Foxtrot Lane-Echo Square", routes=(ROUTE, "Alpha Park-Foxtrot Lane-Echo Square"),
-                   map_level="Easy", query_level="Easy"),
+        metro_item(
+            "Alpha Park-Foxtrot Lane-Echo Square",
+            routes=(ROUTE, "Alpha Park-Foxtrot Lane-Echo Square"),
+            map_level="Easy",
+            query_level="Easy",
+        ),
     ]
     rc, scored, captured = run(tmp_path, items, capsys)
     assert rc == 0
     assert [fields(it) for it in scored] == [
-        (1, 1.0, 5), (1, 1.0, 5), (0, 0.4, 5), (0, 1.0, 5), (0, 1.0, 5), (0, 1.0, 5), (0, 0.8, 5), (1, 1.0, 2)]
+        (1, 1.0, 5),
+        (1, 1.0, 5),
+        (0, 0.4, 5),
+        (0, 1.0, 5),
+        (0, 1.0, 5),
+        (0, 1.0, 5),
+        (0, 0.8, 5),
+        (1, 1.0, 2),
+    ]
     # everything else of each item is written back unchanged, in order
     for before, after in zip(items, scored):
-        assert {k: v for k, v in after.items() if k not in ("all_acc", "part_acc", "Difficulty_score", "parsed_route")} == before
+        assert {
+            k: v for k, v in after.items() if k not in ("all_acc", "part_acc", "Difficulty_score", "parsed_route")
+        } == before
         assert after["parsed_route"] == before["response"]
     summary = json.loads((tmp_path / "scored.summary.json").read_text("utf-8"))
     # EMA 3/8; PMA (1+1+0.4+1+1+1+0.8+1)/8 = 7.2/8; DS = 5 + 5 + 2 (exact items only)
@@ -114,7 +143,12 @@ def test_mixed_scenarios_are_split_in_the_report(tmp_path, capsys):
     rc, _, captured = run(tmp_path, items, capsys)
     summary = json.loads((tmp_path / "scored.summary.json").read_text("utf-8"))
     assert rc == 0
-    assert summary["by_scenario"]["metromap"] == {"all_acc": 1.0, "part_acc": 1.0, "difficulty_score_total": 5, "count": 1}
+    assert summary["by_scenario"]["metromap"] == {
+        "all_acc": 1.0,
+        "part_acc": 1.0,
+        "difficulty_score_total": 5,
+        "count": 1,
+    }
     assert summary["by_scenario"]["travelmap"]["all_acc"] == 0.5
     assert summary["all_acc"] == pytest.approx(2 / 3) and summary["difficulty_score_total"] == 7
     lines = captured.out.splitlines()
@@ -146,7 +180,14 @@ def test_malformed_items_are_reported_not_fatal(tmp_path, capsys):
     ]
     rc, scored, captured = run(tmp_path, items, capsys)
     assert rc == 0
-    assert [fields(it) for it in scored] == [(0, 0.0, 5), (0, 0.0, 5), (0, 0.0, 5), (1, 1.0, 0), (1, 1.0, 0), (1, 1.0, 5)]
+    assert [fields(it) for it in scored] == [
+        (0, 0.0, 5),
+        (0, 0.0, 5),
+        (0, 0.0, 5),
+        (1, 1.0, 0),
+        (1, 1.0, 0),
+        (1, 1.0, 5),
+    ]
     warnings = [line for line in captured.err.splitlines() if "warning" in line]
     assert any("item 0" in w and "not a JSON object" in w for w in warnings)
     assert any("item 1" in w and "no 'response'" in w for w in warnings)
@@ -163,11 +204,16 @@ def test_raw_response_fallback_as_the_authors(tmp_path, capsys):
     items = [
         metro_item(None, raw_response=ROUTE),
         # QA-guided answers carry the route in tags
-        metro_item(None, raw_response=f"I think...\n<route_begin>{ROUTE}<route_end>\n<answer_begin>3<answer_end>",
-                   benchmark_variant="qa_guided"),
+        metro_item(
+            None,
+            raw_response=f"I think...\n<route_begin>{ROUTE}<route_end>\n<answer_begin>3<answer_end>",
+            benchmark_variant="qa_guided",
+        ),
         # without the qa_guided flag the raw text is taken as it is: the first piece is then
         # "After checking ... is Alpha Park", similarity 2*10/71 < 0.5
-        metro_item(None, raw_response=f"<route_begin>After checking every line on the map, my answer is {ROUTE}<route_end>"),
+        metro_item(
+            None, raw_response=f"<route_begin>After checking every line on the map, my answer is {ROUTE}<route_end>"
+        ),
     ]
     _, scored, _ = run(tmp_path, items, capsys)
     assert [it["all_acc"] for it in scored] == [1, 1, 0]
@@ -205,7 +251,7 @@ BAD_FILES = {
     "deeply nested": ("[" * 100_000 + "]" * 100_000).encode(),  # past Python's recursion limit
     "nested inside an item": f'[{ITEM_JSON[:-1]}, "notes": {"[" * 40}{"]" * 40}}}]'.encode(),
     "raw NUL byte": f"[{ITEM_JSON}]\x00".encode(),
-    "raw NUL inside a string": '[{"response": "Alpha\x00Park"}]'.encode(),
+    "raw NUL inside a string": b'[{"response": "Alpha\x00Park"}]',
     "raw surrogate bytes": b'[{"response": "Alpha \xed\xa0\x80 Park"}]',  # CESU-8 of U+D800: not UTF-8
     "integer of 5000 digits": f"[{'7' * 5000}]".encode(),
     "huge string, not a list": json.dumps("A-B" * 400_000).encode(),
@@ -215,11 +261,16 @@ BAD_FILES = {
     "truncated": f"[{ITEM_JSON}".encode(),
 }
 BAD_FILE_REASONS = {
-    "deeply nested": "nested deeper than 32 levels", "nested inside an item": "nested deeper than 32 levels",
-    "raw NUL byte": "not valid JSON (Extra data", "raw NUL inside a string": "Invalid control character",
-    "raw surrogate bytes": "not UTF-8 text", "integer of 5000 digits": "Exceeds the limit (4300 digits)",
-    "huge string, not a list": "got a JSON string", "number, not a list": "got a JSON number",
-    "null, not a list": "got a JSON null", "empty file": "not valid JSON (Expecting value",
+    "deeply nested": "nested deeper than 32 levels",
+    "nested inside an item": "nested deeper than 32 levels",
+    "raw NUL byte": "not valid JSON (Extra data",
+    "raw NUL inside a string": "Invalid control character",
+    "raw surrogate bytes": "not UTF-8 text",
+    "integer of 5000 digits": "Exceeds the limit (4300 digits)",
+    "huge string, not a list": "got a JSON string",
+    "number, not a list": "got a JSON number",
+    "null, not a list": "got a JSON null",
+    "empty file": "not valid JSON (Expecting value",
     "truncated": "not valid JSON",
 }
 
@@ -262,13 +313,13 @@ def test_hostile_text_inside_a_valid_item_is_cleaned_and_scored(tmp_path, capsys
         # ratio 2*11/23 >= 0.5, so still an exact match (Medium + Hard = 5)
         metro_item(ROUTE + "\ud800"),
         # NUL and ESC inside the first station: "Alpha\ufffdPark\ufffd" still matches "Alpha Park"
-        metro_item("Alpha\x00Park\x1b" + ROUTE[len("Alpha Park"):]),
+        metro_item("Alpha\x00Park\x1b" + ROUTE[len("Alpha Park") :]),
         # a response that is nothing but a surrogate pair written as two lone halves in reverse
         metro_item("\udc00\ud800"),
         # hostile text in another field is cleaned too; the response is right
         metro_item(ROUTE, question="Which route?\ud83d"),
         # emoji, CJK and right-to-left marks are ordinary text: kept as they are, no warning
-        metro_item(ROUTE.replace("Alpha Park", "Alpha Park \U0001F687\u200f")),
+        metro_item(ROUTE.replace("Alpha Park", "Alpha Park \U0001f687\u200f")),
     ]
     path = tmp_path / "results.json"
     # ensure_ascii (the default) writes the surrogates as valid JSON escapes such as "\ud800"
@@ -288,7 +339,8 @@ def test_hostile_text_inside_a_valid_item_is_cleaned_and_scored(tmp_path, capsys
     assert warnings == [
         f"geoeval: warning: {path}: item {i}: lone surrogates or control characters in '{field}' replaced by "
         "U+FFFD; scored as cleaned"
-        for i, field in ((0, "response"), (1, "response"), (2, "response"), (3, "question"))]
+        for i, field in ((0, "response"), (1, "response"), (2, "response"), (3, "question"))
+    ]
 
 
 def test_huge_and_ill_typed_responses_are_scored(tmp_path, capsys):

@@ -6,8 +6,6 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator.metro import generate_metro_map
-from geoeval.suites.maptab.graph import Edge, MetroMap, Station
 from geoeval.suites.maptab.env.tables import (
     edge_table,
     format_table,
@@ -19,6 +17,8 @@ from geoeval.suites.maptab.env.tables import (
     split_edge_label,
     vertex_table,
 )
+from geoeval.suites.maptab.generator.metro import generate_metro_map
+from geoeval.suites.maptab.graph import Edge, MetroMap, Station
 
 PEERS = Path(__file__).resolve().parents[2] / ".." / "shared" / "peers" / "maptab"
 
@@ -47,10 +47,17 @@ def _two_line_map() -> MetroMap:
 def test_edge_and_vertex_rows():
     m = _two_line_map()
     assert edge_table(m)[0] == {
-        "Edge": "Ash-Birch", "Line": ["Red Line"], "Time": 2.5, "Price": 0.3, "Comfort Level": 0.4, "Reliability": 0.0,
+        "Edge": "Ash-Birch",
+        "Line": ["Red Line"],
+        "Time": 2.5,
+        "Price": 0.3,
+        "Comfort Level": 0.4,
+        "Reliability": 0.0,
     }
     assert vertex_table(m, ["Vertex", "Line", "Transfer Time"])[1] == {
-        "Vertex": "Birch", "Line": ["Red Line", "Blue Line"], "Transfer Time": 8,
+        "Vertex": "Birch",
+        "Line": ["Red Line", "Blue Line"],
+        "Transfer Time": 8,
     }
     with pytest.raises(GeoevalError):
         edge_table(m, ["Edge", "Transfer Time"])
@@ -68,8 +75,14 @@ def test_csv_like_the_authors():
 def test_json_like_the_authors():
     m = _two_line_map()
     data = json.loads(format_table(edge_table(m), "json"))
-    assert data[2] == {"Edge": "Birch-Dale", "Line": ["Blue Line"], "Time": 3.0, "Price": 1.15,
-                       "Comfort Level": 0.2, "Reliability": 0.0}
+    assert data[2] == {
+        "Edge": "Birch-Dale",
+        "Line": ["Blue Line"],
+        "Time": 3.0,
+        "Price": 1.15,
+        "Comfort Level": 0.2,
+        "Reliability": 0.0,
+    }
     vdata = json.loads(format_table(vertex_table(m), "json"))
     assert isinstance(vdata[1]["Transfer Time"], int) and vdata[1]["Line"] == ["Red Line", "Blue Line"]
 
@@ -122,9 +135,15 @@ def test_map_from_rows_round_trip_and_merged_line_rows():
     for name, st in m.stations.items():
         b = back.stations[name]
         assert (b.lines, b.time, b.comfort, b.reliability, b.transfer_time) == (
-            st.lines, st.time, st.comfort, st.reliability, st.transfer_time)
+            st.lines,
+            st.time,
+            st.comfort,
+            st.reliability,
+            st.transfer_time,
+        )
     assert {k: (v.loop, len(v.stations)) for k, v in back.lines.items()} == {
-        k: (v.loop, len(v.stations)) for k, v in m.lines.items()}
+        k: (v.loop, len(v.stations)) for k, v in m.lines.items()
+    }
     # one row per line for a shared edge becomes one edge on both lines
     rows = [{"Edge": "A-B", "Line": ["Red"], "Time": 2.0}, {"Edge": "B-A", "Line": ["Blue"], "Time": 2.0}]
     g = map_from_rows(rows)

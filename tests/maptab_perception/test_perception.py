@@ -15,9 +15,9 @@ import time
 import pytest
 
 from geoeval.suites.maptab.graph import MetroMap
-from geoeval.suites.maptab.perception.reader import PerceivedMap, PerceivedStation, read_map_image
-from geoeval.suites.maptab.perception.ocr import get_ocr_engine
 from geoeval.suites.maptab.perception.answers import match_station_name, route_on_perceived
+from geoeval.suites.maptab.perception.ocr import get_ocr_engine
+from geoeval.suites.maptab.perception.reader import PerceivedMap, PerceivedStation, read_map_image
 from geoeval.suites.maptab.render.image import compute_layout, render_map
 from geoeval.suites.maptab.routing.reference import fewest_station_routes
 
@@ -26,10 +26,32 @@ from .test_render import build_map
 # --------------------------------------------------------------------------- fixtures
 
 NAMES = [
-    "Maple Grove", "Harbor Point", "Cedar Hill", "Kingsbridge", "Riverside", "Oakwood",
-    "Fairview", "Stonegate", "Bellmont", "Wexford", "Ashbury", "Quarry Lane", "Northfield",
-    "Juniper", "Cobalt Street", "Foxhollow", "Granite Bay", "Ironworks", "Kelvin", "Newhaven",
-    "Orchard", "Pinecrest", "Queensway", "Redcliff", "Silverton", "Union Square",
+    "Maple Grove",
+    "Harbor Point",
+    "Cedar Hill",
+    "Kingsbridge",
+    "Riverside",
+    "Oakwood",
+    "Fairview",
+    "Stonegate",
+    "Bellmont",
+    "Wexford",
+    "Ashbury",
+    "Quarry Lane",
+    "Northfield",
+    "Juniper",
+    "Cobalt Street",
+    "Foxhollow",
+    "Granite Bay",
+    "Ironworks",
+    "Kelvin",
+    "Newhaven",
+    "Orchard",
+    "Pinecrest",
+    "Queensway",
+    "Redcliff",
+    "Silverton",
+    "Union Square",
 ]
 
 
@@ -122,19 +144,16 @@ def route_is_correct(m: MetroMap, source: str, target: str, answer: str | None) 
     names = [p.removesuffix("(transfer)") for p in parts]
     marks = frozenset(i for i, p in enumerate(parts) if p.endswith("(transfer)"))
     for path in fewest_station_routes(m, source, target):
-        if len(path) == len(names) and all(_ratio(a, b) >= 0.5 for a, b in zip(path, names)):
-            if marks in min_transfer_markings(m, path):
-                return True
+        close = len(path) == len(names) and all(_ratio(a, b) >= 0.5 for a, b in zip(path, names))
+        if close and marks in min_transfer_markings(m, path):
+            return True
     return False
 
 
 def sample_pairs(m: MetroMap, n: int, seed: int = 0) -> list[tuple[str, str]]:
     """Origin-destination pairs whose fewest-station route has at least 3 stations."""
     names = sorted(m.stations)
-    pairs = [
-        (a, b) for a in names for b in names
-        if a != b and len((fewest_station_routes(m, a, b) or [[]])[0]) >= 3
-    ]
+    pairs = [(a, b) for a in names for b in names if a != b and len((fewest_station_routes(m, a, b) or [[]])[0]) >= 3]
     random.Random(seed).shuffle(pairs)
     return pairs[:n]
 
@@ -196,10 +215,15 @@ R, B, G = "#ff0000", "#0000ff", "#00ff00"
 
 
 def test_route_follows_fewest_stations_and_marks_colour_changes():
-    pm = _pm([
-        ("Alder", "Beacon", (R,)), ("Beacon", "Cosmo", (R,)), ("Cosmo", "Dunmore", (R,)),
-        ("Cosmo", "Elmira", (B,)), ("Elmira", "Fenwick", (B,)),
-    ])
+    pm = _pm(
+        [
+            ("Alder", "Beacon", (R,)),
+            ("Beacon", "Cosmo", (R,)),
+            ("Cosmo", "Dunmore", (R,)),
+            ("Cosmo", "Elmira", (B,)),
+            ("Elmira", "Fenwick", (B,)),
+        ]
+    )
     assert route_on_perceived(pm, "Alder", "Dunmore") == "Alder-Beacon-Cosmo-Dunmore"
     assert route_on_perceived(pm, "Alder", "Fenwick") == "Alder-Beacon-Cosmo(transfer)-Elmira-Fenwick"
     assert route_on_perceived(pm, "Fenwick", "Beacon") == "Fenwick-Elmira-Cosmo(transfer)-Beacon"
@@ -207,27 +231,41 @@ def test_route_follows_fewest_stations_and_marks_colour_changes():
 
 def test_route_prefers_fewer_stations_over_fewer_transfers():
     # Alder to Dunmore: 3 stations with a change at Beacon, or 5 stations on red only.
-    pm = _pm([
-        ("Alder", "Beacon", (R,)), ("Beacon", "Dunmore", (B,)),
-        ("Alder", "Xeno", (R,)), ("Xeno", "Yarrow", (R,)), ("Yarrow", "Zinnia", (R,)), ("Zinnia", "Dunmore", (R,)),
-    ])
+    pm = _pm(
+        [
+            ("Alder", "Beacon", (R,)),
+            ("Beacon", "Dunmore", (B,)),
+            ("Alder", "Xeno", (R,)),
+            ("Xeno", "Yarrow", (R,)),
+            ("Yarrow", "Zinnia", (R,)),
+            ("Zinnia", "Dunmore", (R,)),
+        ]
+    )
     assert route_on_perceived(pm, "Alder", "Dunmore") == "Alder-Beacon(transfer)-Dunmore"
 
 
 def test_route_prefers_fewer_transfers_among_equally_short_routes():
-    pm = _pm([
-        ("Alder", "Beacon", (R,)), ("Beacon", "Dunmore", (B,)),
-        ("Alder", "Cosmo", (G,)), ("Cosmo", "Dunmore", (G,)),
-    ])
+    pm = _pm(
+        [
+            ("Alder", "Beacon", (R,)),
+            ("Beacon", "Dunmore", (B,)),
+            ("Alder", "Cosmo", (G,)),
+            ("Cosmo", "Dunmore", (G,)),
+        ]
+    )
     assert route_on_perceived(pm, "Alder", "Dunmore") == "Alder-Cosmo-Dunmore"
 
 
 def test_shared_track_does_not_force_a_transfer():
     # Cosmo-Dunmore carries both colours: Alder..Elmira stays on red throughout.
-    pm = _pm([
-        ("Alder", "Cosmo", (R,)), ("Cosmo", "Dunmore", (R, B)), ("Dunmore", "Elmira", (R,)),
-        ("Dunmore", "Fenwick", (B,)),
-    ])
+    pm = _pm(
+        [
+            ("Alder", "Cosmo", (R,)),
+            ("Cosmo", "Dunmore", (R, B)),
+            ("Dunmore", "Elmira", (R,)),
+            ("Dunmore", "Fenwick", (B,)),
+        ]
+    )
     assert route_on_perceived(pm, "Alder", "Elmira") == "Alder-Cosmo-Dunmore-Elmira"
     # Alder..Fenwick needs exactly one change, at Cosmo or at Dunmore.
     answer = route_on_perceived(pm, "Alder", "Fenwick")
@@ -316,9 +354,12 @@ def test_graph_is_recovered_from_pixels_at_full_size(maps, key):
     for a, b, colours in pm.edges:
         e = m.edge_between(a, b)
         assert e is not None, (a, b)
-        assert len(colours) == len(e.lines) and all(
-            any(close(c, colour_of[ln]) for c in colours) for ln in e.lines
-        ), (a, b, colours, e.lines)
+        assert len(colours) == len(e.lines) and all(any(close(c, colour_of[ln]) for c in colours) for ln in e.lines), (
+            a,
+            b,
+            colours,
+            e.lines,
+        )
         seen.add(frozenset((a, b)))
     assert seen == {frozenset((e.a, e.b)) for e in m.edges}
     assert len(pm.line_colors) == len(m.lines)

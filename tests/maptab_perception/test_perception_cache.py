@@ -14,8 +14,15 @@ from geoeval.suites.maptab.perception import reader as perception
 from geoeval.suites.maptab.render.image import RENDER_NAMESPACE
 from tests.conftest import compose_spec
 
-TINY = ("model=perception_baseline", "runner=local", "env.n_maps=1", "suite.scenario=metromap",
-        "suite.categories=[map_only,map_edge,T]", "suite.n_per_category=3", "suite.setting=all")
+TINY = (
+    "model=perception_baseline",
+    "runner=local",
+    "env.n_maps=1",
+    "suite.scenario=metromap",
+    "suite.categories=[map_only,map_edge,T]",
+    "suite.n_per_category=3",
+    "suite.setting=all",
+)
 
 
 @pytest.fixture
@@ -30,8 +37,10 @@ def cache_dir(tmp_path, monkeypatch):
 def _run(tmp_path, name):
     spec = compose_spec(tmp_path, *TINY, f"results_db={tmp_path / name}.duckdb", f"log_dir={tmp_path / name}-logs")
     outcome = run_job(spec, progress=False)
-    return {(r.sample_id, r.epoch): (r.status, r.answer, sorted((k, repr(v)) for k, v in r.scores.items()))
-            for r in outcome.results}
+    return {
+        (r.sample_id, r.epoch): (r.status, r.answer, sorted((k, repr(v)) for k, v in r.scores.items()))
+        for r in outcome.results
+    }
 
 
 def _counting_reader(monkeypatch):

@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.render.style import INTERCHANGE_RADIUS, LINE_WIDTH, ORDINARY_RADIUS
 from geoeval.suites.maptab.render.image import compute_layout, image_to_png_bytes, render_map
+from geoeval.suites.maptab.render.style import INTERCHANGE_RADIUS, LINE_WIDTH, ORDINARY_RADIUS
 
 RED, BLUE, GREEN = "#e32017", "#0072ce", "#00a651"
 
@@ -29,9 +29,15 @@ def small_map() -> MetroMap:
         Green: Juniper - Falcon - Paddock (loop back to Juniper); Juniper is also on Red
     """
     coords = {
-        "Ashbury": (200, 250), "Kelvin": (450, 250), "Orchard": (700, 250), "Upton": (950, 250),
-        "Dover": (450, 520), "Zephyr": (950, 520),
-        "Juniper": (200, 520), "Falcon": (200, 760), "Paddock": (450, 760),
+        "Ashbury": (200, 250),
+        "Kelvin": (450, 250),
+        "Orchard": (700, 250),
+        "Upton": (950, 250),
+        "Dover": (450, 520),
+        "Zephyr": (950, 520),
+        "Juniper": (200, 520),
+        "Falcon": (200, 760),
+        "Paddock": (450, 760),
     }
     lines = {
         "Red Line": (RED, ["Juniper", "Ashbury", "Kelvin", "Orchard", "Upton"], False),
@@ -170,6 +176,7 @@ def test_interchanges_are_larger_white_markers_with_thicker_black_outline(m, ful
     assert tuple(full[round(ordinary.y), round(ordinary.x)]) == (255, 255, 255)
     ri, ro = _white_radius(full, interchange.x, interchange.y), _white_radius(full, ordinary.x, ordinary.y)
     assert ri > ro + 2
+
     # The outline just beyond the white interior: thick and black vs. thin and dark.
     def outline(st, r):
         run = 0

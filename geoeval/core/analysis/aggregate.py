@@ -59,7 +59,9 @@ def reduce_values(values: Sequence[float], *, summed: bool) -> float:
 
 
 def aggregate(
-    results: Sequence[SampleResult], *, sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
+    results: Sequence[SampleResult],
+    *,
+    sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS,
     report_dimensions: Sequence[str] = (),
 ) -> dict[str, float]:
     """Every metric overall and split by level, task x level, task, setting and capability, and
@@ -84,8 +86,7 @@ def aggregate(
         owner, values = groups.setdefault(key, (raw, []))
         if owner != raw:
             raise ValueError(
-                f"aggregate key {key!r} stands for both {owner} and {raw}: rename one of these "
-                "dimension values"
+                f"aggregate key {key!r} stands for both {owner} and {raw}: rename one of these dimension values"
             )
         values.append(value)
 
@@ -113,8 +114,9 @@ def aggregate(
             for dimension in report_dimensions:
                 value_of = dims.extra.get(dimension)
                 if value_of:
-                    add((m, metric_key_part(dimension), metric_key_part(value_of)),
-                        (dimension, metric, value_of), value)
+                    add(
+                        (m, metric_key_part(dimension), metric_key_part(value_of)), (dimension, metric, value_of), value
+                    )
             # a capability listed twice on one sample still counts the sample once
             for capability in dict.fromkeys(c for c in dims.capabilities if c):
                 add(
@@ -213,6 +215,5 @@ def _check_dimensions(results: Sequence[SampleResult], by: list[str]) -> None:
     missing = [name for name in unknown if name not in extra_keys]
     if missing:
         raise GeoevalError(
-            f"unknown dimension {', '.join(map(repr, missing))}: group by one of "
-            f"{', '.join(known_dimensions(results))}"
+            f"unknown dimension {', '.join(map(repr, missing))}: group by one of {', '.join(known_dimensions(results))}"
         )

@@ -9,8 +9,8 @@ from typing import Any
 
 from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.provenance import provenance
-from geoeval.core.registry import get_suite
 from geoeval.core.analysis.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
+from geoeval.core.registry import get_suite
 
 
 def plots_wanted(spec: Any) -> bool:
@@ -24,9 +24,13 @@ def write_job_reports(outcome: Any) -> list[Path]:
     title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
     summary = out / "summary.md"
     suite = get_suite(outcome.spec.suite.name)
-    text = summary_markdown(outcome.results, metrics, title=title,
-                            sum_metrics=frozenset(outcome.spec.metrics.sum_metrics),
-                            report_dimensions=tuple(getattr(suite, "report_dimensions", ())))
+    text = summary_markdown(
+        outcome.results,
+        metrics,
+        title=title,
+        sum_metrics=frozenset(outcome.spec.metrics.sum_metrics),
+        report_dimensions=tuple(getattr(suite, "report_dimensions", ())),
+    )
     note = provenance(outcome.spec, suite)["note"]
     summary.write_text(text + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
@@ -34,27 +38,42 @@ def write_job_reports(outcome: Any) -> list[Path]:
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
     if outcome.results and mean_metrics and plots_wanted(outcome.spec):
         for dim in ("setting", "level"):
-            rows = group_table(outcome.results, by=[dim], metrics=mean_metrics,
-                               sum_metrics=frozenset(outcome.spec.metrics.sum_metrics))
+            rows = group_table(
+                outcome.results, by=[dim], metrics=mean_metrics, sum_metrics=frozenset(outcome.spec.metrics.sum_metrics)
+            )
             if len(rows) > 1:  # one group of bars would only repeat the summary's overall row
-                artifacts.append(plot_bars(rows, dim, mean_metrics, out / f"metrics_by_{dim}.png",
-                                           title=f"{', '.join(mean_metrics)} by {dim} — {outcome.spec.model.name}"))
+                artifacts.append(
+                    plot_bars(
+                        rows,
+                        dim,
+                        mean_metrics,
+                        out / f"metrics_by_{dim}.png",
+                        title=f"{', '.join(mean_metrics)} by {dim} — {outcome.spec.model.name}",
+                    )
+                )
     return [*artifacts, *outcome.artifacts]
 
 
 def print_outcome(outcome: Any) -> None:
     print((Path(outcome.out_dir) / "summary.md").read_text())
     counts = outcome.counts
-    print(f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
-          f"{outcome.seconds:.1f} s)")
-    print(f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
-          f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}")
+    print(
+        f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
+        f"{outcome.seconds:.1f} s)"
+    )
+    print(
+        f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
+        f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}"
+    )
     if counts.get("n_errors"):
         errored = [r for r in outcome.results if r.status == "error"]
         first = errored[0].error if errored else ""
-        print(f"WARNING: {int(counts['n_errors'])} sample(s) errored and have no scores; the means are over the "
-              f"{int(counts.get('n_scored', 0))} scored. A rerun of the same command retries them. "
-              f"First error: {first[:300]}", file=sys.stderr)
+        print(
+            f"WARNING: {int(counts['n_errors'])} sample(s) errored and have no scores; the means are over the "
+            f"{int(counts.get('n_scored', 0))} scored. A rerun of the same command retries them. "
+            f"First error: {first[:300]}",
+            file=sys.stderr,
+        )
     if outcome.mlflow_run_id:
         print(f"MLflow run: {outcome.mlflow_run_id}")
     for p in outcome.log_paths_all:
@@ -67,8 +86,9 @@ def _short(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 
 
-def write_sweep_reports(points: list[dict], sweep_dir: Path, *, headline_metrics: tuple[str, ...] = (),
-                        log2_axes: tuple[str, ...] = ()) -> tuple[list[Path], str]:
+def write_sweep_reports(
+    points: list[dict], sweep_dir: Path, *, headline_metrics: tuple[str, ...] = (), log2_axes: tuple[str, ...] = ()
+) -> tuple[list[Path], str]:
     """The sweep table and plot: x is the first numeric swept key (e.g. suite.resolution),
     lines are split by the other swept keys (e.g. suite.setting). The suite declares which
     metrics lead (`headline_metrics`) and which swept keys read on a log2 axis (`log2_axes`);
@@ -112,8 +132,14 @@ def write_sweep_reports(points: list[dict], sweep_dir: Path, *, headline_metrics
     md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
     artifacts = [md]
     if x_key and numeric(x_key):
-        png = plot_sweep(rows, x=x_name, metrics=metric_names, path=sweep_dir / "sweep_plot.png",
-                         by=by_name if by_keys else None, title=f"{' / '.join(metric_names).upper()} vs {x_name}",
-                         log2_x=x_key in log2_axes)
+        png = plot_sweep(
+            rows,
+            x=x_name,
+            metrics=metric_names,
+            path=sweep_dir / "sweep_plot.png",
+            by=by_name if by_keys else None,
+            title=f"{' / '.join(metric_names).upper()} vs {x_name}",
+            log2_x=x_key in log2_axes,
+        )
         artifacts.append(Path(png))
     return artifacts, md.read_text()

@@ -103,14 +103,27 @@ def ordering_report(answers: list[ScoredAnswer], targets: dict[str, float] | Non
                     correct += 1
                     tally[0] += 1
                 elif len(examples) < MAX_EXAMPLES:
-                    examples.append({"sample": sample_id, "better": hi.tier.name, "worse": lo.tier.name,
-                                     "better_score": a, "worse_score": b, "strict": strict,
-                                     "better_answer": hi.answer[:400], "worse_answer": lo.answer[:400]})
+                    examples.append(
+                        {
+                            "sample": sample_id,
+                            "better": hi.tier.name,
+                            "worse": lo.tier.name,
+                            "better_score": a,
+                            "worse_score": b,
+                            "strict": strict,
+                            "better_answer": hi.answer[:400],
+                            "worse_answer": lo.answer[:400],
+                        }
+                    )
         target = float(targets.get(metric, DEFAULT_TARGET))
         accuracy = correct / pairs if pairs else float("nan")
         report[metric] = {
-            "pairs": pairs, "correct": correct, "violations": pairs - correct,
-            "n_not_applicable": not_applicable, "accuracy": accuracy, "target": target,
+            "pairs": pairs,
+            "correct": correct,
+            "violations": pairs - correct,
+            "n_not_applicable": not_applicable,
+            "accuracy": accuracy,
+            "target": target,
             "met": bool(pairs) and accuracy >= target - 1e-12,
             "by_worse_tier": {k: {"correct": v[0], "pairs": v[1]} for k, v in sorted(by_tier.items())},
             "examples": examples,

@@ -37,20 +37,30 @@ def provenance(spec: Any, suite: Any) -> dict[str, Any]:
     if model:
         parts.append(f"the model {spec.model.name} is an offline scripted agent, not a language model")
     if judges:
-        parts.append(f"the judge{'s' if len(judges) > 1 else ''} {', '.join(judges)} "
-                     f"{'are' if len(judges) > 1 else 'is a'} rule-based offline stand-in"
-                     f"{'s' if len(judges) > 1 else ''} for the paper's LLM judges")
-    note = ("Offline stand-ins: " + "; ".join(parts) + ". These scores check the harness and order agents; "
-            "they are not comparable with the paper's numbers.") if parts else ""
+        parts.append(
+            f"the judge{'s' if len(judges) > 1 else ''} {', '.join(judges)} "
+            f"{'are' if len(judges) > 1 else 'is a'} rule-based offline stand-in"
+            f"{'s' if len(judges) > 1 else ''} for the paper's LLM judges"
+        )
+    note = (
+        (
+            "Offline stand-ins: " + "; ".join(parts) + ". These scores check the harness and order agents; "
+            "they are not comparable with the paper's numbers."
+        )
+        if parts
+        else ""
+    )
     return {"offline_model": model, "offline_judges": judges, "comparable_with_papers": not parts, "note": note}
 
 
 def mlflow_tags(spec: Any, suite: Any) -> dict[str, str]:
     """The run's provenance as MLflow tags; the note becomes the run's description."""
     p = provenance(spec, suite)
-    tags = {"geoeval.offline_model": str(p["offline_model"]).lower(),
-            "geoeval.offline_judges": ",".join(p["offline_judges"]) or "none",
-            "geoeval.comparable_with_papers": str(p["comparable_with_papers"]).lower()}
+    tags = {
+        "geoeval.offline_model": str(p["offline_model"]).lower(),
+        "geoeval.offline_judges": ",".join(p["offline_judges"]) or "none",
+        "geoeval.comparable_with_papers": str(p["comparable_with_papers"]).lower(),
+    }
     if p["note"]:
         tags["mlflow.note.content"] = p["note"]
     return tags

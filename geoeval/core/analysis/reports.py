@@ -47,9 +47,7 @@ def format_cell(value: Any, floatfmt: str = ".3f") -> str:
     return text.replace("|", "\\|").replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
-def markdown_table(
-    rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, floatfmt: str = ".3f"
-) -> str:
+def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, floatfmt: str = ".3f") -> str:
     """A GitHub pipe table of `rows` (no trailing newline).
 
     `columns` picks and orders the columns; by default every key, in order of first appearance.
@@ -63,9 +61,7 @@ def markdown_table(
         return ""
     cells = [[format_cell(row.get(column), floatfmt) for column in columns] for row in rows]
     header = [format_cell(column) for column in columns]
-    widths = [
-        max([3, len(header[i]), *(len(line[i]) for line in cells)]) for i in range(len(columns))
-    ]
+    widths = [max([3, len(header[i]), *(len(line[i]) for line in cells)]) for i in range(len(columns))]
     numeric = [
         any(row.get(column) is not None for row in rows)
         and all(_is_number(row.get(column)) for row in rows if row.get(column) is not None)
@@ -74,14 +70,15 @@ def markdown_table(
 
     def line(values: list[str]) -> str:
         padded = [
-            value.rjust(width) if right else value.ljust(width)
-            for value, width, right in zip(values, widths, numeric)
+            value.rjust(width) if right else value.ljust(width) for value, width, right in zip(values, widths, numeric)
         ]
         return "| " + " | ".join(padded) + " |"
 
-    rule = "| " + " | ".join(
-        "-" * (width - 1) + ":" if right else "-" * width for width, right in zip(widths, numeric)
-    ) + " |"
+    rule = (
+        "| "
+        + " | ".join("-" * (width - 1) + ":" if right else "-" * width for width, right in zip(widths, numeric))
+        + " |"
+    )
     return "\n".join([line(header), rule, *(line(values) for values in cells)])
 
 
@@ -107,15 +104,19 @@ def summary_markdown(
     counts = error_counts(list(results))
     intro = f"{len(results)} samples"
     if counts["n_errors"]:
-        intro = (f"{len(results)} samples: {int(counts['n_scored'])} scored, **{int(counts['n_errors'])} errors** "
-                 "(errors have no scores: means are over the scored samples)")
+        intro = (
+            f"{len(results)} samples: {int(counts['n_scored'])} scored, **{int(counts['n_errors'])} errors** "
+            "(errors have no scores: means are over the scored samples)"
+        )
     if models:
         intro += f"; model{'s' if len(models) > 1 else ''}: {', '.join(models)}"
     summed = [m for m in metrics if m in sum_metrics]
     intro += ". Metrics are means over samples"
     intro += f", except {', '.join(summed)} (summed)." if summed else "."
-    intro += (" Brackets: 95% bootstrap interval (clustered where samples share a map; none from a single"
-              " cluster); n: samples.")
+    intro += (
+        " Brackets: 95% bootstrap interval (clustered where samples share a map; none from a single"
+        " cluster); n: samples."
+    )
     sections = [f"# {title}", intro]
     legend = metric_legend(metrics, sorted({r.dims.suite for r in results}))
     if legend:
@@ -162,8 +163,9 @@ def metric_legend(metrics: Sequence[str], suites: Sequence[str]) -> str:
     return "Metrics:\n\n" + "\n".join(lines) if lines else ""
 
 
-def _table_with_intervals(results: Sequence[SampleResult], by: list[str], metrics: list[str],
-                          sum_metrics: frozenset[str], floatfmt: str) -> str:
+def _table_with_intervals(
+    results: Sequence[SampleResult], by: list[str], metrics: list[str], sum_metrics: frozenset[str], floatfmt: str
+) -> str:
     """A summary table whose every metric has its 95% interval beside it, `[low, high]`."""
     from geoeval.core.analysis.stats import summary_with_intervals
 
@@ -198,9 +200,7 @@ def _x_value(point: dict[str, Any], x: str) -> float:
     try:
         return float(point[x])
     except (TypeError, ValueError):
-        raise GeoevalError(
-            f"sweep point {point!r} has a non-numeric {x!r} ({point[x]!r}): plot a numeric x"
-        ) from None
+        raise GeoevalError(f"sweep point {point!r} has a non-numeric {x!r} ({point[x]!r}): plot a numeric x") from None
 
 
 def _is_numeric_x(points: Sequence[dict[str, Any]], x: str) -> bool:
@@ -262,9 +262,15 @@ def _line_style(index: int, n_lines: int) -> dict[str, Any]:
     lines before it, so that a line lying exactly on another (e.g. two settings with equal
     scores) still shows around it instead of hiding under it."""
     shrink = index / max(n_lines - 1, 1)
-    return {"marker": _MARKERS[index % len(_MARKERS)], "linestyle": _LINESTYLES[index % len(_LINESTYLES)],
-            "markersize": 10 - 5 * shrink, "linewidth": 3.2 - 2.0 * shrink, "alpha": 0.85,
-            "markerfacecolor": "none" if index % 2 else None, "zorder": 2 + index}
+    return {
+        "marker": _MARKERS[index % len(_MARKERS)],
+        "linestyle": _LINESTYLES[index % len(_LINESTYLES)],
+        "markersize": 10 - 5 * shrink,
+        "linewidth": 3.2 - 2.0 * shrink,
+        "alpha": 0.85,
+        "markerfacecolor": "none" if index % 2 else None,
+        "zorder": 2 + index,
+    }
 
 
 def plot_sweep(
@@ -289,10 +295,7 @@ def plot_sweep(
 
     xs = sorted({_x_value(point, x) for point in points})
     if log2_x and any(value <= 0 for value in xs):
-        raise GeoevalError(
-            f"a log2 axis needs positive {x!r} values, got {fraction_label(min(xs))}: "
-            "pass log2_x=False"
-        )
+        raise GeoevalError(f"a log2 axis needs positive {x!r} values, got {fraction_label(min(xs))}: pass log2_x=False")
     # one panel per metric, one line per group: curves of different metrics never overlap
     figure = Figure(figsize=(5.2 * len(metrics), 4.4), dpi=120)
     FigureCanvasAgg(figure)

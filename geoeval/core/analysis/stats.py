@@ -242,7 +242,9 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n <= _EXACT_BINOMIAL_MAX:
         tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n)
         return float(min(Fraction(1), 2 * tail))
-    log_terms = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2) for i in range(k + 1)]
+    log_terms = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) - n * math.log(2) for i in range(k + 1)
+    ]
     top = max(log_terms)
     log_tail = top + math.log(math.fsum(math.exp(t - top) for t in log_terms))
     return min(1.0, 2 * math.exp(log_tail))
@@ -338,11 +340,23 @@ def paired_comparison(
     if singletons and is_binary(list(va)) and is_binary(list(vb)):
         only_a = int(np.sum((va == 1) & (vb == 0)))
         only_b = int(np.sum((va == 0) & (vb == 1)))
-        return PairedComparison(n, estimate.n_clusters, mean_a, mean_b, mean_b - mean_a, estimate.low,
-                                estimate.high, "mcnemar_exact", mcnemar_exact(only_a, only_b), only_a, only_b)
+        return PairedComparison(
+            n,
+            estimate.n_clusters,
+            mean_a,
+            mean_b,
+            mean_b - mean_a,
+            estimate.low,
+            estimate.high,
+            "mcnemar_exact",
+            mcnemar_exact(only_a, only_b),
+            only_a,
+            only_b,
+        )
     p_value, test = sign_flip_test(differences, kept_clusters, n_perm=n_perm, seed=seed)
-    return PairedComparison(n, estimate.n_clusters, mean_a, mean_b, mean_b - mean_a, estimate.low,
-                            estimate.high, test, p_value)
+    return PairedComparison(
+        n, estimate.n_clusters, mean_a, mean_b, mean_b - mean_a, estimate.low, estimate.high, test, p_value
+    )
 
 
 def _has_value(value: float | None) -> bool:
@@ -392,8 +406,9 @@ def summary_with_intervals(
     return rows
 
 
-def interval_metrics(results: Sequence[SampleResult], metrics: Sequence[str], *,
-                     sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS) -> dict[str, float]:
+def interval_metrics(
+    results: Sequence[SampleResult], metrics: Sequence[str], *, sum_metrics: frozenset[str] = DEFAULT_SUM_METRICS
+) -> dict[str, float]:
     """Each overall metric's 95% interval and n as MLflow metrics: `<metric>/ci95_low`,
     `<metric>/ci95_high` and `<metric>/n` (the same numbers as the summary table's Overall row;
     no key where the metric has no value, NaN bounds from a single cluster are left out)."""
@@ -408,5 +423,3 @@ def interval_metrics(results: Sequence[SampleResult], metrics: Sequence[str], *,
         if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
             out[f"{metric}/ci95_low"], out[f"{metric}/ci95_high"] = float(low), float(high)
     return out
-
-

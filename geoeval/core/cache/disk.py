@@ -192,7 +192,9 @@ def usage(root: str | Path | None = None) -> list[CacheUsage]:
 def clear(root: str | Path | None = None, namespace: str | None = None) -> int:
     """Remove the cache (or one namespace of it); returns the number of entries removed."""
     home = cache_home(root)
-    targets = [home / _safe(namespace)] if namespace else ([p for p in home.iterdir() if p.is_dir()] if home.is_dir() else [])
+    targets = (
+        [home / _safe(namespace)] if namespace else ([p for p in home.iterdir() if p.is_dir()] if home.is_dir() else [])
+    )
     removed = 0
     for target in targets:
         if target.is_dir():

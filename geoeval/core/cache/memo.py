@@ -88,4 +88,3 @@ class CopyingMemo(LruMemo):
 
 #: file_key -> sha256, for file_digest
 _DIGESTS = LruMemo(maxsize=4096)
-

@@ -9,6 +9,7 @@ left to Hydra's sweeper and to `SweepCallback`, which validates every job before
 from __future__ import annotations
 
 import re
+
 from geoeval.core.errors import GeoevalError
 
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
@@ -69,7 +70,7 @@ def _unknown_key_message(args: list[str], exc: Exception) -> str | None:
 
         node = compose(config_name="config", overrides=others)
         node = OmegaConf.select(node, parent) if parent else node
-        allowed = sorted(str(k) for k in node.keys()) if hasattr(node, "keys") else []
+        allowed = sorted(str(k) for k in node) if hasattr(node, "keys") else []
     except Exception:  # the hint is a courtesy: the key is named either way
         pass
     hint = f" (allowed keys: {', '.join(allowed)})" if allowed else ""

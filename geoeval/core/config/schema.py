@@ -41,8 +41,9 @@ class GenerateSettings(Strict):
 
 
 #: `model.serve` keys that say how a local server runs, not what it answers.
-SERVE_EXECUTION_KEYS = frozenset({"base_url", "log_path", "startup_timeout_s", "interrupt_on_crash", "n_threads",
-                                  "n_threads_batch"})
+SERVE_EXECUTION_KEYS = frozenset(
+    {"base_url", "log_path", "startup_timeout_s", "interrupt_on_crash", "n_threads", "n_threads_batch"}
+)
 
 #: GenerateSettings that change how a request is sent, not what the model answers: they are left
 #: out of the run identity (a rerun with more connections or a longer timeout resumes the run).
@@ -102,13 +103,22 @@ class RunnerSpec(Strict):
     connect_timeout_s: float = Field(default=30.0, gt=0)
     max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
     log_realtime: bool | Literal["auto"] = Field(
-        default="auto", description="Inspect's live sample buffer, for `inspect view` of running samples (a "
-        "SQLite write per event, ~3 ms a sample); auto: on for real models, off for geoeval's offline agents")
-    env_vars: list[str] = Field(default_factory=list, description="more environment variables for the workers "
-                                "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'")
+        default="auto",
+        description="Inspect's live sample buffer, for `inspect view` of running samples (a "
+        "SQLite write per event, ~3 ms a sample); auto: on for real models, off for geoeval's offline agents",
+    )
+    env_vars: list[str] = Field(
+        default_factory=list,
+        description="more environment variables for the workers "
+        "(names, or prefixes ending in *), besides geoeval's, Inspect's and the providers'",
+    )
     ship_code: bool = Field(default=True, description="ship the driver's geoeval and plugins to a cluster's workers")
-    max_concurrent_jobs: int = Field(default=1, ge=1, description="jobs of a sweep (-m) run at once; 1: one "
-                                     "after another in the sweep's process, more: a process each (docs/cluster.md)")
+    max_concurrent_jobs: int = Field(
+        default=1,
+        ge=1,
+        description="jobs of a sweep (-m) run at once; 1: one "
+        "after another in the sweep's process, more: a process each (docs/cluster.md)",
+    )
 
 
 class TrackingSpec(Strict):
@@ -119,7 +129,8 @@ class TrackingSpec(Strict):
     artifact_location: str | None = None
     experiment_name: str | None = None
     traces: Literal["all", "errors", "none"] = Field(
-        default="all", description="samples logged as MLflow traces: all, only errored ones, or none")
+        default="all", description="samples logged as MLflow traces: all, only errored ones, or none"
+    )
     max_traces: int = Field(default=500, ge=0, description="traces logged per job at most (the rest are counted)")
 
 
@@ -192,18 +203,20 @@ class RunSpec(Strict):
         agent_version = getattr(suite, "agent_versions", {}).get(agent) if provider == "geoeval" else None
         if agent_version is not None:  # a changed offline agent answers differently: a new run
             model["agent_version"] = agent_version
-        return strip_secrets({
-            **extra,
-            "geoeval_version": geoeval.__version__,
-            "scoring_version": str(getattr(suite, "scoring_version", "1")),
-            "seed": self.seed,
-            "epochs": self.epochs,
-            "env": self.env.model_dump(mode="json"),
-            "suite": identity_dict() if identity_dict else self.suite.model_dump(mode="json"),
-            "model": model,
-            "judge": self.judge.model_dump(mode="json"),
-            "metrics": self.metrics.model_dump(mode="json"),
-        })
+        return strip_secrets(
+            {
+                **extra,
+                "geoeval_version": geoeval.__version__,
+                "scoring_version": str(getattr(suite, "scoring_version", "1")),
+                "seed": self.seed,
+                "epochs": self.epochs,
+                "env": self.env.model_dump(mode="json"),
+                "suite": identity_dict() if identity_dict else self.suite.model_dump(mode="json"),
+                "model": model,
+                "judge": self.judge.model_dump(mode="json"),
+                "metrics": self.metrics.model_dump(mode="json"),
+            }
+        )
 
     def config_hash(self) -> str:
         """Keys the warehouse: the run identity's hash (see `identity`)."""
@@ -242,9 +255,25 @@ class RunSpec(Strict):
 
 
 _TOP_LEVEL = {
-    "seed", "experiment_name", "results_db", "log_dir", "work_dir", "limit", "epochs",
-    "fail_on_error", "retry_on_error", "retry_errors_on_resume", "preflight", "job_plots",
-    "env", "suite", "model", "judge", "metrics", "runner", "tracking",
+    "seed",
+    "experiment_name",
+    "results_db",
+    "log_dir",
+    "work_dir",
+    "limit",
+    "epochs",
+    "fail_on_error",
+    "retry_on_error",
+    "retry_errors_on_resume",
+    "preflight",
+    "job_plots",
+    "env",
+    "suite",
+    "model",
+    "judge",
+    "metrics",
+    "runner",
+    "tracking",
 }
 
 
@@ -275,7 +304,7 @@ def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         try:
             # Hydra's own node is not ours to validate, and holds values only set per job
-            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
         except Exception as exc:  # omegaconf raises several types; all mean a bad value
             raise GeoevalError(f"Invalid config: {exc}") from None
@@ -308,8 +337,7 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     unknown = sorted(set(data) - _TOP_LEVEL)
     if unknown:
         raise GeoevalError(
-            f"Invalid config: unknown top-level key(s) {', '.join(unknown)} "
-            f"(allowed: {', '.join(sorted(_TOP_LEVEL))})"
+            f"Invalid config: unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_TOP_LEVEL))})"
         )
     for group in ("env", "suite", "model", "judge", "metrics", "runner", "tracking"):
         if group not in data or data[group] is None:
@@ -340,9 +368,11 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     leaked = sorted(k for k in spec.model.args if k != "api_key" and is_secret_key(k))
     if leaked:
         # Inspect writes model_args into every log; only `api_key` travels apart from them
-        raise GeoevalError(f"Invalid config: model.args.{leaked[0]}: a secret here would be written to the "
-                           "Inspect logs; pass the key as model.args.api_key or, better, through the "
-                           "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)")
+        raise GeoevalError(
+            f"Invalid config: model.args.{leaked[0]}: a secret here would be written to the "
+            "Inspect logs; pass the key as model.args.api_key or, better, through the "
+            "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)"
+        )
     registry.check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:
         if j != "rules":

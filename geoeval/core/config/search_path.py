@@ -8,9 +8,9 @@ Hydra maps a group to a sub-folder of a search-path root, so a plain `file://` e
 
 from __future__ import annotations
 
+import builtins
 import os
 from pathlib import Path
-from typing import List, Optional
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
@@ -37,7 +37,7 @@ class ExperimentsDirConfigSource(ConfigSource):
     def scheme() -> str:
         return "geoeval-experiments"
 
-    def _real(self, config_path: str) -> Optional[Path]:
+    def _real(self, config_path: str) -> Path | None:
         config_path = config_path.strip("/")
         if config_path == GROUP:
             return Path(self.path)
@@ -73,8 +73,8 @@ class ExperimentsDirConfigSource(ConfigSource):
         real = self._real(self._normalize_file_name(config_path))
         return real is not None and real.is_file()
 
-    def list(self, config_path: str, results_filter: Optional[ObjectType]) -> List[str]:
-        files: List[str] = []
+    def list(self, config_path: str, results_filter: ObjectType | None) -> builtins.list[str]:
+        files: list[str] = []
         if config_path.strip("/") == "":
             if results_filter in (None, ObjectType.GROUP):
                 files.append(GROUP)
@@ -83,7 +83,9 @@ class ExperimentsDirConfigSource(ConfigSource):
         if real is None or not real.is_dir():
             return files
         for entry in sorted(os.listdir(real)):
-            self._list_add_result(files=files, file_path=f"{config_path}/{entry}", file_name=entry, results_filter=results_filter)
+            self._list_add_result(
+                files=files, file_path=f"{config_path}/{entry}", file_name=entry, results_filter=results_filter
+            )
         return sorted(set(files))
 
 
@@ -92,7 +94,9 @@ class GeoevalExperimentsSearchPath(SearchPathPlugin):
         folder = experiments_dir()
         if folder.is_dir():
             # prepend so that a user's experiment of the same name wins over the shipped one
-            search_path.prepend(provider="geoeval-experiments", path=f"{ExperimentsDirConfigSource.scheme()}://{folder}")
+            search_path.prepend(
+                provider="geoeval-experiments", path=f"{ExperimentsDirConfigSource.scheme()}://{folder}"
+            )
 
 
 def register() -> None:

@@ -58,29 +58,121 @@ MIN_SECRET_CHARS = 4
 #: Placeholder keys that servers accept and Inspect uses as defaults (vLLM's `inspectai`,
 #: Ollama's `ollama`, vLLM's documented `EMPTY`). They guard nothing, and scrubbing them from free
 #: text would mangle model names such as `ollama/llama3.2`.
-PLACEHOLDER_VALUES = frozenset({"inspectai", "ollama", "empty", "none", "null", "dummy", "placeholder",
-                                "changeme", "not-needed", "no-key", REDACTED})
+PLACEHOLDER_VALUES = frozenset(
+    {
+        "inspectai",
+        "ollama",
+        "empty",
+        "none",
+        "null",
+        "dummy",
+        "placeholder",
+        "changeme",
+        "not-needed",
+        "no-key",
+        REDACTED,
+    }
+)
 
 #: Words before `key`/`keys` that name a data key, not a credential.
-NON_SECRET_KEY_QUALIFIERS = frozenset({
-    # geoeval's own names (suites, warehouse, reports)
-    "attribute", "x", "y", "env", "metric", "map", "best", "src", "dst", "cand", "shard", "sort",
-    "argument", "station", "osm", "line", "group", "by", "extra", "item", "finished", "style",
-    # database, cache and dict keys (Inspect's and OpenAI's `prompt_cache_key` among them)
-    "primary", "foreign", "unique", "composite", "partition", "cluster", "hash", "join", "lookup",
-    "dict", "cache", "index", "row", "column", "field", "record", "sample", "seed", "order",
-    "idempotency", "dedup", "public", "name", "id", "task", "result", "score", "ref", "tag", "label",
-})
+NON_SECRET_KEY_QUALIFIERS = frozenset(
+    {
+        # geoeval's own names (suites, warehouse, reports)
+        "attribute",
+        "x",
+        "y",
+        "env",
+        "metric",
+        "map",
+        "best",
+        "src",
+        "dst",
+        "cand",
+        "shard",
+        "sort",
+        "argument",
+        "station",
+        "osm",
+        "line",
+        "group",
+        "by",
+        "extra",
+        "item",
+        "finished",
+        "style",
+        # database, cache and dict keys (Inspect's and OpenAI's `prompt_cache_key` among them)
+        "primary",
+        "foreign",
+        "unique",
+        "composite",
+        "partition",
+        "cluster",
+        "hash",
+        "join",
+        "lookup",
+        "dict",
+        "cache",
+        "index",
+        "row",
+        "column",
+        "field",
+        "record",
+        "sample",
+        "seed",
+        "order",
+        "idempotency",
+        "dedup",
+        "public",
+        "name",
+        "id",
+        "task",
+        "result",
+        "score",
+        "ref",
+        "tag",
+        "label",
+    }
+)
 
 # words before (`max_token`) or after (`token_limit`) `token` that make it a count or a limit
-_TOKEN_COUNT_BEFORE = frozenset({
-    "max", "min", "num", "n", "count", "total", "input", "output", "prompt", "completion",
-    "reasoning", "cached", "per", "estimate",
-})
-_TOKEN_COUNT_AFTER = frozenset({
-    "limit", "limits", "count", "counts", "usage", "budget", "length", "len", "rate", "ratio",
-    "metric", "metrics", "estimate", "id", "ids", "type",
-})
+_TOKEN_COUNT_BEFORE = frozenset(
+    {
+        "max",
+        "min",
+        "num",
+        "n",
+        "count",
+        "total",
+        "input",
+        "output",
+        "prompt",
+        "completion",
+        "reasoning",
+        "cached",
+        "per",
+        "estimate",
+    }
+)
+_TOKEN_COUNT_AFTER = frozenset(
+    {
+        "limit",
+        "limits",
+        "count",
+        "counts",
+        "usage",
+        "budget",
+        "length",
+        "len",
+        "rate",
+        "ratio",
+        "metric",
+        "metrics",
+        "estimate",
+        "id",
+        "ids",
+        "type",
+    }
+)
 _SECRET_SUBSTRINGS = ("password", "passwd", "passphrase", "secret")
 _SECRET_WORDS = frozenset({"auth", "authorization", "credential", "credentials", "creds", "cookie", "cookies"})
 # what may follow such a word in a key that still holds the secret itself (`auth_header`); any
@@ -145,7 +237,7 @@ def is_secret_key(key: Any) -> bool:
     joined = "".join(words)
     if any(s in joined for s in _SECRET_SUBSTRINGS):
         return True
-    for i, word in enumerate(words):
+    for i in range(len(words)):
         if _is_secret_word(words, i) or _is_secret_key_word(words, i) or _is_secret_token_word(words, i):
             return True
     return False

@@ -98,8 +98,9 @@ def _parse_manifest(text: str, url_base: str) -> tuple[DataFile, ...]:
     files = []
     for line in text.strip().splitlines():
         sha256, size, path, *remote = line.split()
-        files.append(DataFile(path=path, url=url_base + quote(remote[0] if remote else path),
-                              size=int(size), sha256=sha256))
+        files.append(
+            DataFile(path=path, url=url_base + quote(remote[0] if remote else path), size=int(size), sha256=sha256)
+        )
     return tuple(files)
 
 
@@ -195,7 +196,9 @@ _MAPTAB_SAMPLE_FILES = """
     b603aece3bc4ac27ea85877778310e1374ccc76942085028293cefaec9fa2a6a 3346 travelmap/tabulars/cambodia/angkorWar_vertex.json
 """
 
-_MAPSATISFY_DEMO_BASE = "https://raw.githubusercontent.com/wanzw404/MapSatisfyBench/7ec4455b0755b140d0f49071b33d7114aa1e7cc4/"
+_MAPSATISFY_DEMO_BASE = (
+    "https://raw.githubusercontent.com/wanzw404/MapSatisfyBench/7ec4455b0755b140d0f49071b33d7114aa1e7cc4/"
+)
 _MAPSATISFY_DEMO_FILES = """
     0d7af2c9a755ca332fe397a78976b3d552582c66e810147f655a4232a5414d94 1065 LICENSE
     c4e7c908728b2f12fa97c1a251a2fe29844765d0bfe337266baa0974e97aa555 30864 demo_bench.xlsx data/inputs/demo_bench.xlsx

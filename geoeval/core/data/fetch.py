@@ -139,25 +139,36 @@ def _hub_files(hub: HubSource, endpoint: str) -> tuple[DataFile, ...]:
     files: list[DataFile] = []
     while url:
         try:
-            with urlopen(Request(url, headers={"User-Agent": _USER_AGENT, "Accept": "application/json"}),
-                         timeout=TIMEOUT_S) as response:
+            with urlopen(
+                Request(url, headers={"User-Agent": _USER_AGENT, "Accept": "application/json"}), timeout=TIMEOUT_S
+            ) as response:
                 entries = json.loads(response.read().decode("utf-8"))
                 url = _next_link(response.headers.get("Link", ""))
         except HTTPError as error:
             raise FetchError(f"listing {hub.repo_id} failed: HTTP {error.code} from {url}") from None
         except (URLError, OSError, ValueError) as error:
-            raise FetchError(f"listing {hub.repo_id} failed ({_reason(error)}) at {url}: check the network "
-                             "or give a Hub mirror with --url-base") from None
+            raise FetchError(
+                f"listing {hub.repo_id} failed ({_reason(error)}) at {url}: check the network "
+                "or give a Hub mirror with --url-base"
+            ) from None
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, dict) or entry.get("type") != "file":
                 continue
             path = _safe_relative(str(entry.get("path", "")))
             lfs = entry.get("lfs") if isinstance(entry.get("lfs"), dict) else None
             if lfs and lfs.get("oid"):
-                files.append(DataFile(path, hub.file_url(endpoint, path), int(lfs.get("size", entry.get("size"))),
-                                      sha256=str(lfs["oid"])))
+                files.append(
+                    DataFile(
+                        path,
+                        hub.file_url(endpoint, path),
+                        int(lfs.get("size", entry.get("size"))),
+                        sha256=str(lfs["oid"]),
+                    )
+                )
             elif entry.get("oid"):
-                files.append(DataFile(path, hub.file_url(endpoint, path), int(entry["size"]), git_sha1=str(entry["oid"])))
+                files.append(
+                    DataFile(path, hub.file_url(endpoint, path), int(entry["size"]), git_sha1=str(entry["oid"]))
+                )
             else:
                 raise FetchError(f"the Hub listing of {hub.repo_id} gives no checksum for {path}")
     if not files:
@@ -182,8 +193,9 @@ def _manifest_from_json(value: Any) -> tuple[DataFile, ...] | None:
     if not isinstance(value, list):
         return None
     try:
-        return tuple(DataFile(_safe_relative(v["path"]), v["url"], v["size"], v.get("sha256"), v.get("git_sha1"))
-                     for v in value)
+        return tuple(
+            DataFile(_safe_relative(v["path"]), v["url"], v["size"], v.get("sha256"), v.get("git_sha1")) for v in value
+        )
     except (KeyError, TypeError, FetchError):
         return None
 
@@ -252,8 +264,10 @@ def _download(expected: DataFile, part: Path) -> None:
             return
         last_problem = f"got {got} of {expected.size} bytes"
     if unreachable:
-        raise FetchError(f"{expected.path}: cannot reach {expected.url} ({last_problem}): check the network, "
-                         "or fetch from a mirror with --url-base")
+        raise FetchError(
+            f"{expected.path}: cannot reach {expected.url} ({last_problem}): check the network, "
+            "or fetch from a mirror with --url-base"
+        )
     got = part.stat().st_size if part.exists() else 0
     raise FetchError(
         f"{expected.path}: download from {expected.url} was interrupted ({last_problem}; {got} bytes kept) "
@@ -269,14 +283,18 @@ def _fetch_one(folder: Path, expected: DataFile) -> None:
     size = part.stat().st_size
     if expected.size is not None and size != expected.size:
         part.unlink()
-        raise FetchError(f"{expected.path}: size mismatch ({size} bytes, expected {expected.size}); "
-                         "the download was deleted: run the command again")
+        raise FetchError(
+            f"{expected.path}: size mismatch ({size} bytes, expected {expected.size}); "
+            "the download was deleted: run the command again"
+        )
     found = file_digest(part, expected)
     if found != expected.checksum:
         part.unlink()
-        raise FetchError(f"{expected.path}: checksum mismatch (got {found}, expected {expected.checksum}); the "
-                         f"download from {expected.url} was deleted: run the command again, and if it "
-                         "persists the published file has changed")
+        raise FetchError(
+            f"{expected.path}: checksum mismatch (got {found}, expected {expected.checksum}); the "
+            f"download from {expected.url} was deleted: run the command again, and if it "
+            "persists the published file has changed"
+        )
     os.replace(part, target)
 
 
@@ -314,8 +332,11 @@ def fetch(
             summary.already += 1
             continue
         # a file put there by hand (or by an older fetch) counts when it checks out
-        if target.is_file() and (expected.size is None or target.stat().st_size == expected.size) \
-                and file_digest(target, expected) == expected.checksum:
+        if (
+            target.is_file()
+            and (expected.size is None or target.stat().st_size == expected.size)
+            and file_digest(target, expected) == expected.checksum
+        ):
             summary.already += 1
         else:
             if progress is not None:
@@ -367,8 +388,9 @@ def cache_state(name: str, cache: str | Path | None = None) -> CacheState:
     return CacheState(folder, verified, len(files), sum(f.size or 0 for f in files))
 
 
-def resolve_root(configured: str | Path | None, name: str, *, key: str = "env.root",
-                 cache: str | Path | None = None) -> Path:
+def resolve_root(
+    configured: str | Path | None, name: str, *, key: str = "env.root", cache: str | Path | None = None
+) -> Path:
     """Where an environment should read dataset `name`.
 
     `configured` set (a path): that folder, which must exist: a mistyped root is an error, never
@@ -402,5 +424,3 @@ def format_size(size: int | None) -> str:
         if size >= scale:
             return f"{size / scale:.1f} {unit}"
     return f"{size} B"
-
-

@@ -52,7 +52,8 @@ def check_code(expected: str) -> None:
     if here != expected:
         raise GeoevalError(
             f"this node runs geoeval {here}, the driver {expected}: install the driver's geoeval on every node, "
-            "or keep runner.ship_code=true so that the driver's code is shipped")
+            "or keep runner.ship_code=true so that the driver's code is shipped"
+        )
 
 
 def shipped_env_vars() -> dict[str, str]:
@@ -130,8 +131,9 @@ def _tree_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def evict_node_cache(root: Path, *, keep: Path | None = None, max_bytes: int | None = None,
-                     now: float | None = None) -> list[str]:
+def evict_node_cache(
+    root: Path, *, keep: Path | None = None, max_bytes: int | None = None, now: float | None = None
+) -> list[str]:
     """Remove the least recently used unpacked environments under `root` until the rest fit in
     `max_bytes`, never `keep` nor one used in the last `IN_USE_GRACE_S` seconds; also remove
     unpack folders abandoned by a killed worker. Returns the names removed. Each removal renames
@@ -141,8 +143,11 @@ def evict_node_cache(root: Path, *, keep: Path | None = None, max_bytes: int | N
 
     if not root.is_dir():
         return []
-    limit = max_bytes if max_bytes is not None else int(os.environ.get("GEOEVAL_NODE_CACHE_MAX_BYTES")
-                                                         or DEFAULT_NODE_CACHE_MAX_BYTES)
+    limit = (
+        max_bytes
+        if max_bytes is not None
+        else int(os.environ.get("GEOEVAL_NODE_CACHE_MAX_BYTES") or DEFAULT_NODE_CACHE_MAX_BYTES)
+    )
     now = time.time() if now is None else now
     removed: list[str] = []
     entries = []
@@ -178,8 +183,11 @@ def localize_env(env: Any, pack: Any) -> Any:
     here, when needed)."""
     if not dataclasses.is_dataclass(env) or pack is None:
         return env
-    names = [f.name for f in dataclasses.fields(env)
-             if isinstance(getattr(env, f.name), str) and os.path.isabs(getattr(env, f.name) or "x")]
+    names = [
+        f.name
+        for f in dataclasses.fields(env)
+        if isinstance(getattr(env, f.name), str) and os.path.isabs(getattr(env, f.name) or "x")
+    ]
     if all(os.path.exists(getattr(env, n)) for n in names):
         return env
     data = pack[0]

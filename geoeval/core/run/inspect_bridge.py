@@ -21,9 +21,9 @@ from inspect_ai.hooks import Hooks, SampleEnd, hooks
 from inspect_ai.log import EvalSample
 from inspect_ai.model import GenerateConfig, Model, get_model
 
-from geoeval.core.run.preflight import sample_http_retries
 from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.run.preflight import sample_http_retries
 from geoeval.core.text import clean_text, clean_value
 
 # Inspect estimates tokens with an encoding tiktoken downloads: offline, estimate instead
@@ -106,14 +106,24 @@ class ResultStreamHook(Hooks):
         sink, on_sample = _STATE.sink, _STATE.on_sample
         if sink is None:
             return
-        sink(sample_to_result(data.sample, run_hash=_STATE.run_hash, model=_STATE.model, metric_names=_STATE.metric_names))
+        sink(
+            sample_to_result(
+                data.sample, run_hash=_STATE.run_hash, model=_STATE.model, metric_names=_STATE.metric_names
+            )
+        )
         if on_sample is not None:
             on_sample(data.sample)
 
 
 @contextmanager
-def streaming_to(sink: Sink, *, run_hash: str, model: str, metric_names: list[str],
-                 on_sample: Callable[[EvalSample], None] | None = None):
+def streaming_to(
+    sink: Sink,
+    *,
+    run_hash: str,
+    model: str,
+    metric_names: list[str],
+    on_sample: Callable[[EvalSample], None] | None = None,
+):
     with _STATE.lock:
         _STATE.sink, _STATE.run_hash, _STATE.model, _STATE.metric_names = sink, run_hash, model, list(metric_names)
         _STATE.on_sample = on_sample
@@ -131,7 +141,7 @@ def clean_model_output(output: Any) -> Any:
     cut. Without it one `"\\ud800"` in a reply fails Inspect's sample log and with it the whole eval."""
     from geoeval.core.text import nesting_depth
 
-    result, call = (output if isinstance(output, tuple) else (output, None))
+    result, call = output if isinstance(output, tuple) else (output, None)
     for choice in getattr(result, "choices", None) or []:
         message = choice.message
         if isinstance(message.content, str):
@@ -191,14 +201,22 @@ def build_model(spec: Any) -> Model:
     return model
 
 
-def undelivered_error(sample: Any, *, epoch: int, run_hash: str, model: str, metric_names: list[str],
-                      reason: str) -> SampleResult:
+def undelivered_error(
+    sample: Any, *, epoch: int, run_hash: str, model: str, metric_names: list[str], reason: str
+) -> SampleResult:
     """The error result of a sample that Inspect never delivered (its eval failed as a whole, or
     was cancelled): it keeps its dimensions, so it is counted where it belongs."""
     meta = getattr(sample, "metadata", None) or {}
     dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
-    return SampleResult(run_hash=run_hash, sample_id=str(sample.id), epoch=epoch, model=model,
-                        scores={m: 0.0 for m in metric_names}, dims=dims, error=clean_text(reason, max_chars=4000))
+    return SampleResult(
+        run_hash=run_hash,
+        sample_id=str(sample.id),
+        epoch=epoch,
+        model=model,
+        scores={m: 0.0 for m in metric_names},
+        dims=dims,
+        error=clean_text(reason, max_chars=4000),
+    )
 
 
 def live_sample_buffer(spec: Any) -> bool:
@@ -227,15 +245,29 @@ def warm_up() -> None:
         from inspect_ai.solver import generate
 
         with tempfile.TemporaryDirectory(prefix="geoeval-warm-up-") as folder:
-            inspect_eval(Task(dataset=[Sample(input="ok", target="ok")], solver=[generate()], scorer=match()),
-                         model="mockllm/model", log_dir=folder, log_format="eval", display="none",
-                         log_realtime=False, score_display=False)
+            inspect_eval(
+                Task(dataset=[Sample(input="ok", target="ok")], solver=[generate()], scorer=match()),
+                model="mockllm/model",
+                log_dir=folder,
+                log_format="eval",
+                display="none",
+                log_realtime=False,
+                score_display=False,
+            )
     except Exception:  # a worker that could not warm up still runs its shards
         pass
 
 
-def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink, log_dir: str | Path,
-              on_sample: Callable[[EvalSample], None] | None = None) -> list[str]:
+def run_shard(
+    spec: Any,
+    env: Any,
+    samples: list[Any],
+    *,
+    shard: int,
+    sink: Sink,
+    log_dir: str | Path,
+    on_sample: Callable[[EvalSample], None] | None = None,
+) -> list[str]:
     """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
 
     Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
@@ -257,8 +289,9 @@ def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink
 
     reason = ""
     logs = []
-    with streaming_to(tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics,
-                      on_sample=on_sample):
+    with streaming_to(
+        tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics, on_sample=on_sample
+    ):
         try:
             logs = inspect_eval(
                 task,
@@ -287,7 +320,14 @@ def run_shard(spec: Any, env: Any, samples: list[Any], *, shard: int, sink: Sink
     for sample in samples:
         for epoch in range(1, spec.epochs + 1):
             if (str(sample.id), epoch) not in delivered:
-                sink(undelivered_error(sample, epoch=epoch, run_hash=run_hash, model=spec.model.name,
-                                       metric_names=spec.metrics.metrics,
-                                       reason=reason or "Inspect did not deliver this sample"))
+                sink(
+                    undelivered_error(
+                        sample,
+                        epoch=epoch,
+                        run_hash=run_hash,
+                        model=spec.model.name,
+                        metric_names=spec.metrics.metrics,
+                        reason=reason or "Inspect did not deliver this sample",
+                    )
+                )
     return [str(log.location) for log in logs]

@@ -22,11 +22,11 @@ from tqdm import tqdm
 from geoeval.core import registry
 from geoeval.core.analysis import provenance
 from geoeval.core.analysis.aggregate import aggregate
-from geoeval.core.records import SampleResult, error_counts
-from geoeval.core.config.secrets import collect_secret_values, redact, scrub_zip
 from geoeval.core.analysis.stats import interval_metrics
-from geoeval.core.text import clean_text
+from geoeval.core.config.secrets import collect_secret_values, redact, scrub_zip
+from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run.runner import run_samples
+from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 from geoeval.core.warehouse.store import Warehouse
 
@@ -145,20 +145,31 @@ def _dataset_rows(samples: list[Any]) -> Any:
     for s in samples:
         dims = (s.metadata or {}).get("dims") or {}
         target = s.target if isinstance(s.target, str) else "\n".join(s.target or [])
-        rows.append({"sample_id": str(s.id), "target": clean_text(target, max_chars=2000),
-                     **{k: str(dims.get(k, "")) for k in ("task_family", "task", "level", "setting")}})
+        rows.append(
+            {
+                "sample_id": str(s.id),
+                "target": clean_text(target, max_chars=2000),
+                **{k: str(dims.get(k, "")) for k in ("task_family", "task", "level", "setting")},
+            }
+        )
     return pd.DataFrame(rows, dtype=object)
 
 
-def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, run_name: str = "run",
-            parent_run_id: str | None = None) -> JobOutcome:
+def run_job(
+    spec: Any,
+    *,
+    out_dir: Path | None = None,
+    progress: bool = True,
+    run_name: str = "run",
+    parent_run_id: str | None = None,
+) -> JobOutcome:
     """Run one job to the end: its MLflow run (when tracking is on) is RUNNING from the start,
     shows progress while samples finish, and ends FINISHED, FAILED (errors past
     `fail_on_error`, or an exception) or KILLED (interrupted)."""
-    from geoeval.core.tracking import runs as tracking
-    from geoeval.core.tracking.traces import writer as traces
-    from geoeval.core.tracking import values as tracking_values
     from geoeval.core.analysis.job_reports import write_job_reports
+    from geoeval.core.tracking import runs as tracking
+    from geoeval.core.tracking import values as tracking_values
+    from geoeval.core.tracking.traces import writer as traces
 
     started = time.time()
     suite = registry.get_suite(spec.suite.name)
@@ -166,8 +177,11 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     warehouse = Warehouse(spec.results_db, config_key="results_db=")
     env_name = getattr(spec.env, "name", "") or suite.name
     if progress:  # the first minute of a cold run is building: say so instead of going silent
-        print(f"[geoeval] {suite.name}: building the environment ({env_name}; cached for later runs) ...",
-              file=sys.stderr, flush=True)
+        print(
+            f"[geoeval] {suite.name}: building the environment ({env_name}; cached for later runs) ...",
+            file=sys.stderr,
+            flush=True,
+        )
     with stage("env_build"):
         env = suite.build_env(spec)
     fingerprint = getattr(env, "fingerprint", "")
@@ -184,8 +198,12 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     if spec.limit:
         samples = samples[: spec.limit]
     if progress:
-        print(f"[geoeval] {suite.name}: {len(samples)} sample(s) ready after {time.time() - started:.1f} s; "
-              f"evaluating with {spec.model.name} (runner={spec.runner.name})", file=sys.stderr, flush=True)
+        print(
+            f"[geoeval] {suite.name}: {len(samples)} sample(s) ready after {time.time() - started:.1f} s; "
+            f"evaluating with {spec.model.name} (runner={spec.runner.name})",
+            file=sys.stderr,
+            flush=True,
+        )
     wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
 
     mlflow_run = None
@@ -195,19 +213,47 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         run_key = hashlib.sha256(f"{run_hash}|{Path(spec.results_db).resolve()}".encode()).hexdigest()[:16]
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
-                spec.tracking, spec.experiment_name, run_hash=run_hash, run_name=run_name,
-                params=tracking_values.flatten(config), parent_run_id=parent_run_id, run_key=run_key, reuse_finished=True,
-                tags={"geoeval.suite": suite.name, "geoeval.model": spec.model.name,
-                      **provenance.mlflow_tags(spec, suite)})
+                spec.tracking,
+                spec.experiment_name,
+                run_hash=run_hash,
+                run_name=run_name,
+                params=tracking_values.flatten(config),
+                parent_run_id=parent_run_id,
+                run_key=run_key,
+                reuse_finished=True,
+                tags={
+                    "geoeval.suite": suite.name,
+                    "geoeval.model": spec.model.name,
+                    **provenance.mlflow_tags(spec, suite),
+                },
+            )
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
     trace_stream = None
     if mlflow_run is not None and spec.tracking.traces != "none" and spec.runner.name == "local":
-        trace_stream = traces.TraceStream(spec.tracking, mlflow_run.run_id, mode=spec.tracking.traces,
-                                          cap=spec.tracking.max_traces, dataset_name=suite.name, model=spec.model.name)
+        trace_stream = traces.TraceStream(
+            spec.tracking,
+            mlflow_run.run_id,
+            mode=spec.tracking.traces,
+            cap=spec.tracking.max_traces,
+            dataset_name=suite.name,
+            model=spec.model.name,
+        )
     try:
-        outcome = _evaluate(spec, warehouse, config, suite, env, samples, wanted, run_hash, out_dir, progress, mlflow_run,
-                            trace_stream.put if trace_stream is not None else None)
+        outcome = _evaluate(
+            spec,
+            warehouse,
+            config,
+            suite,
+            env,
+            samples,
+            wanted,
+            run_hash,
+            out_dir,
+            progress,
+            mlflow_run,
+            trace_stream.put if trace_stream is not None else None,
+        )
         traced_while_running = trace_stream is not None
         if trace_stream is not None:
             trace_stream, stream = None, trace_stream  # closed once, even if what follows raises
@@ -216,24 +262,40 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
             with stage("mlflow"):
-                traces.log_dataset(spec.tracking, spec.experiment_name, mlflow_run.run_id, _dataset_rows(samples),
-                                   name=f"{suite.name}-{run_hash}", digest=run_hash)
+                traces.log_dataset(
+                    spec.tracking,
+                    spec.experiment_name,
+                    mlflow_run.run_id,
+                    _dataset_rows(samples),
+                    name=f"{suite.name}-{run_hash}",
+                    digest=run_hash,
+                )
             with stage("mlflow_traces"):
                 if spec.tracking.traces != "none" and not traced_while_running:
-                    traces.log_sample_traces(spec.tracking, spec.experiment_name, mlflow_run.run_id, outcome.log_paths,
-                                             mode=spec.tracking.traces, cap=spec.tracking.max_traces,
-                                             dataset_name=suite.name, model=spec.model.name,
-                                             errored=int(outcome.counts.get("n_errors", 0)))
+                    traces.log_sample_traces(
+                        spec.tracking,
+                        spec.experiment_name,
+                        mlflow_run.run_id,
+                        outcome.log_paths,
+                        mode=spec.tracking.traces,
+                        cap=spec.tracking.max_traces,
+                        dataset_name=suite.name,
+                        model=spec.model.name,
+                        errored=int(outcome.counts.get("n_errors", 0)),
+                    )
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
             with stage("mlflow"):
-                description = tracking_values.run_description(outcome.metrics, getattr(suite, "headline_metrics", ()),
-                                                       provenance.provenance(spec, suite)["note"])
-                mlflow_run.finish({**outcome.metrics, "wall_seconds": outcome.seconds},
-                                  artifacts + ([resolved] if resolved.exists() else []),
-                                  status="FAILED" if outcome.failed else "FINISHED",
-                                  tags={"mlflow.note.content": description} if description else None)
+                description = tracking_values.run_description(
+                    outcome.metrics, getattr(suite, "headline_metrics", ()), provenance.provenance(spec, suite)["note"]
+                )
+                mlflow_run.finish(
+                    {**outcome.metrics, "wall_seconds": outcome.seconds},
+                    artifacts + ([resolved] if resolved.exists() else []),
+                    status="FAILED" if outcome.failed else "FINISHED",
+                    tags={"mlflow.note.content": description} if description else None,
+                )
         else:
             with stage("reports"):
                 write_job_reports(outcome)
@@ -246,22 +308,44 @@ def run_job(spec: Any, *, out_dir: Path | None = None, progress: bool = True, ru
     return outcome
 
 
-def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env: Any, samples: list[Any],
-              wanted: set[tuple[str, int]], run_hash: str, out_dir: Path, progress: bool, mlflow_run: Any,
-              on_sample: Any = None) -> JobOutcome:
+def _evaluate(
+    spec: Any,
+    wh: Warehouse,
+    config: dict[str, Any],
+    suite: Any,
+    env: Any,
+    samples: list[Any],
+    wanted: set[tuple[str, int]],
+    run_hash: str,
+    out_dir: Path,
+    progress: bool,
+    mlflow_run: Any,
+    on_sample: Any = None,
+) -> JobOutcome:
     """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
     with wh:
         with wh.held():
-            wh.register_run(run_hash, suite=suite.name, model=spec.model.name, config=config,
-                            experiment=spec.experiment_name)
+            wh.register_run(
+                run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
+            )
             # errored samples are not finished: a rerun retries them (unless told not to)
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
-            print(f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run", file=sys.stderr)
-        bar = tqdm(total=len(wanted), initial=len(done), desc=f"{suite.name} {spec.model.name}", unit="sample",
-                   disable=not progress, file=sys.stderr, dynamic_ncols=True)
+            print(
+                f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run",
+                file=sys.stderr,
+            )
+        bar = tqdm(
+            total=len(wanted),
+            initial=len(done),
+            desc=f"{suite.name} {spec.model.name}",
+            unit="sample",
+            disable=not progress,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
         n_errors = n_retries = 0
 
         def on_written(batch: list[SampleResult]) -> None:
@@ -317,8 +401,10 @@ def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env:
             if missing:
                 failed = f"{missing} sample(s) missing from the warehouse"
             elif error_threshold_exceeded(int(counts["n_errors"]), len(results), spec.fail_on_error):
-                failed = (f"{int(counts['n_errors'])} of {len(results)} sample(s) errored, past "
-                          f"fail_on_error={spec.fail_on_error}")
+                failed = (
+                    f"{int(counts['n_errors'])} of {len(results)} sample(s) errored, past "
+                    f"fail_on_error={spec.fail_on_error}"
+                )
             status = "finished" if failed is None else "failed"
             wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
             log_paths_all = wh.run_logs(run_hash)
@@ -327,15 +413,30 @@ def _evaluate(spec: Any, wh: Warehouse, config: dict[str, Any], suite: Any, env:
 
     retries = sum(int(r.details.get("http_retries", 0)) for r in results)
     with stage("scoring"):
-        metrics = {**aggregate(results, sum_metrics=frozenset(spec.metrics.sum_metrics),
-                                report_dimensions=tuple(getattr(suite, "report_dimensions", ()))), **counts,
-                   "http_retries": float(retries)}
+        metrics = {
+            **aggregate(
+                results,
+                sum_metrics=frozenset(spec.metrics.sum_metrics),
+                report_dimensions=tuple(getattr(suite, "report_dimensions", ())),
+            ),
+            **counts,
+            "http_retries": float(retries),
+        }
         # every overall metric's interval and n beside it, as the summary tables show them
-        metrics.update(interval_metrics(results, list(spec.metrics.metrics),
-                                        sum_metrics=frozenset(spec.metrics.sum_metrics)))
+        metrics.update(
+            interval_metrics(results, list(spec.metrics.metrics), sum_metrics=frozenset(spec.metrics.sum_metrics))
+        )
     outcome = JobOutcome(
-        run_hash=run_hash, spec=spec, results=results, metrics=metrics, log_paths=log_paths,
-        resumed=len(done), ran=len(todo), out_dir=out_dir, counts=counts, failed=failed,
+        run_hash=run_hash,
+        spec=spec,
+        results=results,
+        metrics=metrics,
+        log_paths=log_paths,
+        resumed=len(done),
+        ran=len(todo),
+        out_dir=out_dir,
+        counts=counts,
+        failed=failed,
     )
     outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
     with stage("reports_suite"):

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
 from geoeval.core.config.secrets import redact_url, scrub_text
+from geoeval.core.errors import GeoevalError
 from geoeval.core.text import clean_text
 
 #: Seconds to wait for the probe's connection and for its answer.
@@ -73,9 +73,9 @@ ROLE_EVALUATED = "evaluated model"
 ROLE_JUDGE = "judge"
 #: Suite config fields that name an Inspect model, and the role each plays.
 SUITE_MODEL_FIELDS: dict[str, str] = {
-    "user_model": "user simulator",        # MapSatisfy's C.1 LLM user (Inspect role `user`)
-    "tool_simulator": "tool simulator",    # MapSatisfy's sandbox stage 3 (role `tool_simulator`)
-    "phrasing_model": "query rephraser",   # LifePlanner's templated-query rewriter
+    "user_model": "user simulator",  # MapSatisfy's C.1 LLM user (Inspect role `user`)
+    "tool_simulator": "tool simulator",  # MapSatisfy's sandbox stage 3 (role `tool_simulator`)
+    "phrasing_model": "query rephraser",  # LifePlanner's templated-query rewriter
 }
 
 Check = tuple[str, str, "str | None", "str | None"]  # (role, model_name, base_url, api_key)
@@ -120,8 +120,9 @@ def _base_url(explicit: str | None, env_vars: Sequence[str], environ: Mapping[st
     return None
 
 
-def resolve_endpoint(model_name: str, base_url: str | None, api_key: str | None,
-                     environ: Mapping[str, str] | None = None) -> Endpoint | str:
+def resolve_endpoint(
+    model_name: str, base_url: str | None, api_key: str | None, environ: Mapping[str, str] | None = None
+) -> Endpoint | str:
     """The OpenAI-compatible endpoint `model_name` talks to, or a sentence saying why it is not
     probed (offline provider, no base URL known, not an OpenAI-compatible provider)."""
     environ = os.environ if environ is None else environ
@@ -155,8 +156,9 @@ def resolve_endpoint(model_name: str, base_url: str | None, api_key: str | None,
 
 # --- one probe --------------------------------------------------------------------------------
 def _probe_request(endpoint: Endpoint) -> urllib.request.Request:
-    body = json.dumps({"model": endpoint.model, "messages": [{"role": "user", "content": "ping"}],
-                       "max_tokens": 1}).encode()
+    body = json.dumps(
+        {"model": endpoint.model, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+    ).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
@@ -249,16 +251,18 @@ def _read_error_body(error: urllib.error.HTTPError) -> bytes:
         return b""
 
 
-def _probe(model_name: str, base_url: str | None, api_key: str | None, timeout_s: float,
-           environ: Mapping[str, str] | None) -> _Outcome:
+def _probe(
+    model_name: str, base_url: str | None, api_key: str | None, timeout_s: float, environ: Mapping[str, str] | None
+) -> _Outcome:
     resolved = resolve_endpoint(model_name, base_url, api_key, environ)
     if isinstance(resolved, str):
         return _Outcome(None, None, ok=True, fatal=False, what=resolved)
     shown = redact_url(resolved.base_url)
     parsed = urllib.parse.urlsplit(resolved.base_url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return _Outcome(shown, None, ok=False, fatal=True,
-                        what="is not a usable URL (it needs http:// or https:// and a host)")
+        return _Outcome(
+            shown, None, ok=False, fatal=True, what="is not a usable URL (it needs http:// or https:// and a host)"
+        )
     try:
         with urllib.request.urlopen(_probe_request(resolved), timeout=timeout_s) as reply:
             status, reason, raw = reply.status, reply.reason, reply.read()
@@ -270,8 +274,9 @@ def _probe(model_name: str, base_url: str | None, api_key: str | None, timeout_s
         return _Outcome(shown, None, ok=False, fatal=True, what=_why_unreachable(error, timeout_s))
     except http.client.HTTPException as error:  # not HTTP at all, or a body cut short
         detail = clean_text(str(error), max_chars=BODY_CHARS)
-        return _Outcome(shown, None, ok=False, fatal=True,
-                        what=f"did not answer in HTTP: {type(error).__name__} {detail}")
+        return _Outcome(
+            shown, None, ok=False, fatal=True, what=f"did not answer in HTTP: {type(error).__name__} {detail}"
+        )
     ok, fatal, what = _classify(status, _reason(status, reason), raw, resolved.api_key)
     return _Outcome(shown, status, ok=ok, fatal=fatal, what=what)
 
@@ -284,9 +289,15 @@ def _result(role: str, model_name: str, outcome: _Outcome) -> PreflightResult:
     return PreflightResult(role, model_name, outcome.endpoint, outcome.status, outcome.ok, outcome.fatal, message)
 
 
-def check_endpoint(role: str, model_name: str, base_url: str | None, api_key: str | None,
-                   timeout_s: float = DEFAULT_TIMEOUT_S, *,
-                   environ: Mapping[str, str] | None = None) -> PreflightResult:
+def check_endpoint(
+    role: str,
+    model_name: str,
+    base_url: str | None,
+    api_key: str | None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> PreflightResult:
     """Probe the endpoint `model_name` talks to with one 1-token chat request (at most
     `timeout_s` to connect and as much again to answer) and classify the outcome (module
     docstring). `environ` (default: this process's) supplies `<SERVICE>_BASE_URL` and
@@ -296,9 +307,15 @@ def check_endpoint(role: str, model_name: str, base_url: str | None, api_key: st
 
 #: The environment variable each hosted provider reads its key from (Inspect's names).
 PROVIDER_KEY_VARS: dict[str, str] = {
-    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GOOGLE_API_KEY",
-    "mistral": "MISTRAL_API_KEY", "grok": "XAI_API_KEY", "together": "TOGETHER_API_KEY",
-    "groq": "GROQ_API_KEY", "fireworks": "FIREWORKS_API_KEY", "perplexity": "PERPLEXITY_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GOOGLE_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "grok": "XAI_API_KEY",
+    "together": "TOGETHER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "fireworks": "FIREWORKS_API_KEY",
+    "perplexity": "PERPLEXITY_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
 }
 
@@ -316,13 +333,16 @@ def missing_keys(checks: Sequence[Check], environ: Mapping[str, str] | None = No
         else:
             var = PROVIDER_KEY_VARS.get(provider, "")
         if var and not api_key and not environ.get(var):
-            lines.append(f"{role} {model_name} needs an API key: set the environment variable {var} "
-                         f"(for a local server without keys, any value: {var}=x)")
+            lines.append(
+                f"{role} {model_name} needs an API key: set the environment variable {var} "
+                f"(for a local server without keys, any value: {var}=x)"
+            )
     return lines
 
 
-def preflight(checks: Sequence[Check], *, timeout_s: float = DEFAULT_TIMEOUT_S,
-              environ: Mapping[str, str] | None = None) -> list[PreflightResult]:
+def preflight(
+    checks: Sequence[Check], *, timeout_s: float = DEFAULT_TIMEOUT_S, environ: Mapping[str, str] | None = None
+) -> list[PreflightResult]:
     """Probe every check `(role, model_name, base_url, api_key)`, each distinct endpoint once
     and all in parallel, and raise `GeoevalError` with one line per failing role when any is
     fatal, e.g. `model endpoint http://127.0.0.1:9911/v1 (role: evaluated model) answered HTTP

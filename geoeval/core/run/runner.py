@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.config.secrets import is_secret_key
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
-from geoeval.core.config.secrets import is_secret_key
 from geoeval.core.timing import stage
 
 Sink = Callable[[SampleResult], None]
@@ -49,8 +49,9 @@ def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
     return [sorted(sh, key=lambda s: position[id(s)]) for sh in shards if sh]
 
 
-def run_local(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
-              on_sample: Callable[[Any], None] | None = None) -> list[str]:
+def run_local(
+    spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path, on_sample: Callable[[Any], None] | None = None
+) -> list[str]:
     from geoeval.core.run.inspect_bridge import run_shard
 
     if not samples:
@@ -155,7 +156,11 @@ def ensure_ray(spec: Any) -> None:
     t.start()
     t.join(spec.runner.connect_timeout_s)
     if t.is_alive() or failure:
-        why = f"{type(failure[0]).__name__}: {failure[0]}" if failure else f"no answer within {spec.runner.connect_timeout_s:g} s"
+        why = (
+            f"{type(failure[0]).__name__}: {failure[0]}"
+            if failure
+            else f"no answer within {spec.runner.connect_timeout_s:g} s"
+        )
         raise GeoevalError(
             f"Cannot reach the Ray cluster at runner.address={address!r} ({why}). "
             "Start the cluster, fix the address, or use runner.address=null for a local Ray."
@@ -167,12 +172,17 @@ def _warn_about_loopback_endpoints(spec: Any) -> None:
     """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
     from urllib.parse import urlsplit
 
-    urls = [("model.base_url", spec.model.base_url)] + [(k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")]
+    urls = [("model.base_url", spec.model.base_url)] + [
+        (k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")
+    ]
     for key, url in urls:
         host = (urlsplit(url).hostname or "") if url else ""
         if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
-            print(f"[geoeval] warning: {key}={url} is a loopback address: on a cluster each worker reaches "
-                  "its own machine there, not the driver's; use an address the workers can reach", file=sys.stderr)
+            print(
+                f"[geoeval] warning: {key}={url} is a loopback address: on a cluster each worker reaches "
+                "its own machine there, not the driver's; use an address the workers can reach",
+                file=sys.stderr,
+            )
 
 
 _WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
@@ -186,9 +196,14 @@ def worker_env(spec: Any = None) -> dict[str, str]:
     extra = list(getattr(getattr(spec, "runner", None), "env_vars", None) or [])
     names = {e for e in extra if not e.endswith("*")}
     prefixes = tuple(e[:-1] for e in extra if e.endswith("*"))
-    return {k: v for k, v in os.environ.items()
-            if k.startswith(_WORKER_ENV_PREFIXES) or k.endswith(("_API_KEY", "_BASE_URL"))
-            or k in names or (prefixes and k.startswith(prefixes))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(_WORKER_ENV_PREFIXES)
+        or k.endswith(("_API_KEY", "_BASE_URL"))
+        or k in names
+        or (prefixes and k.startswith(prefixes))
+    }
 
 
 def worker_runtime_env(spec: Any = None) -> dict[str, Any] | None:
@@ -266,8 +281,16 @@ def _remote_shard_fn():
     import ray
 
     @ray.remote(num_cpus=1, max_retries=0)
-    def run_shard_remote(spec: Any, env: Any, samples: list[Any], shard: int, queue: Any, log_dir: str,
-                         secrets: dict[str, str] | None = None, job: dict[str, Any] | None = None) -> list[Any]:
+    def run_shard_remote(
+        spec: Any,
+        env: Any,
+        samples: list[Any],
+        shard: int,
+        queue: Any,
+        log_dir: str,
+        secrets: dict[str, str] | None = None,
+        job: dict[str, Any] | None = None,
+    ) -> list[Any]:
         # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         from geoeval.core.run import cluster
@@ -383,8 +406,14 @@ def _results_queue() -> Any:
     queue = _RESULT_QUEUES.get(key)
     if queue is None:
         _RESULT_QUEUES.clear()
-        queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(
-            node_id=ray.get_runtime_context().get_node_id(), soft=False)})
+        queue = Queue(
+            actor_options={
+                "num_cpus": 0,
+                "scheduling_strategy": NodeAffinitySchedulingStrategy(
+                    node_id=ray.get_runtime_context().get_node_id(), soft=False
+                ),
+            }
+        )
         _RESULT_QUEUES[key] = queue
     return queue
 
@@ -409,8 +438,9 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
     with stage("ray_submit"):
         secrets = worker_secrets(spec)
         job = _job_context(spec, env, log_dir)
-        pending = {remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i
-                   for i, shard in enumerate(shards)}
+        pending = {
+            remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i for i, shard in enumerate(shards)
+        }
     log_paths: list[str] = []
 
     def drain() -> None:
@@ -424,8 +454,10 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
             return
         except ray.exceptions.RayError as exc:
             _RESULT_QUEUES.clear()  # the next job starts a new queue
-            raise GeoevalError(f"the results queue on the driver's node failed ({_last_line(exc)}); finished samples "
-                               "are stored, the rest can be resumed by rerunning") from exc
+            raise GeoevalError(
+                f"the results queue on the driver's node failed ({_last_line(exc)}); finished samples "
+                "are stored, the rest can be resumed by rerunning"
+            ) from exc
         for item in items:
             if item.get("run_hash") != run_hash:  # left by an earlier job of this process that was interrupted
                 continue
@@ -452,8 +484,11 @@ def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) 
                         f"{len(left)} sample(s) unfinished and can be resumed by rerunning. Last error: "
                         f"{_last_line(exc)}"
                     ) from exc
-                print(f"[geoeval] shard {i}: retry {attempts[i]}/{spec.runner.max_retries} "
-                      f"with {len(left)} unfinished sample(s)", file=sys.stderr)
+                print(
+                    f"[geoeval] shard {i}: retry {attempts[i]}/{spec.runner.max_retries} "
+                    f"with {len(left)} unfinished sample(s)",
+                    file=sys.stderr,
+                )
                 if left:
                     shards[i] = left
                     pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets, job)] = i
@@ -478,8 +513,9 @@ def _last_line(exc: BaseException) -> str:
     return lines[-1].strip() if lines else type(exc).__name__
 
 
-def run_samples(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path,
-                on_sample: Callable[[Any], None] | None = None) -> list[str]:
+def run_samples(
+    spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path, on_sample: Callable[[Any], None] | None = None
+) -> list[str]:
     """Run the samples; `on_sample` also sees each finished Inspect sample where it finishes in
     this process (the local runner; Ray's shards finish in workers)."""
     if spec.runner.name == "ray":

@@ -28,8 +28,10 @@ def served_model(spec: Any) -> Iterator[Any]:
     options = dict(serve)
     target = options.pop("_target_", None)
     if not target:
-        raise GeoevalError("Invalid config: model.serve._target_: name the server factory "
-                           "(e.g. geoeval.agents.local_llm.serve_local_llm)")
+        raise GeoevalError(
+            "Invalid config: model.serve._target_: name the server factory "
+            "(e.g. geoeval.agents.local_llm.serve_local_llm)"
+        )
     factory = load_target(str(target))
     if spec.model.base_url:
         options.setdefault("base_url", spec.model.base_url)

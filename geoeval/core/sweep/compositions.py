@@ -26,12 +26,22 @@ def share_compositions(loader: Any) -> None:
     compose = loader.load_configuration
     kept: dict[tuple, Any] = {}
 
-    def load_configuration(config_name: Any, overrides: list[str], run_mode: Any, from_shell: bool = True,
-                           validate_sweep_overrides: bool = True) -> Any:
+    def load_configuration(
+        config_name: Any,
+        overrides: list[str],
+        run_mode: Any,
+        from_shell: bool = True,
+        validate_sweep_overrides: bool = True,
+    ) -> Any:
         key = (config_name, tuple(overrides), str(run_mode), from_shell, validate_sweep_overrides)
         if key not in kept:
-            kept[key] = compose(config_name=config_name, overrides=list(overrides), run_mode=run_mode,
-                                from_shell=from_shell, validate_sweep_overrides=validate_sweep_overrides)
+            kept[key] = compose(
+                config_name=config_name,
+                overrides=list(overrides),
+                run_mode=run_mode,
+                from_shell=from_shell,
+                validate_sweep_overrides=validate_sweep_overrides,
+            )
         return copy.deepcopy(kept[key])
 
     loader.load_configuration = load_configuration

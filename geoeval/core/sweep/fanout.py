@@ -112,8 +112,9 @@ class _FanOut:
     each a copy of this sweep that takes jobs no other worker has taken (claim files), and
     reports each job as its point appears. A worker that dies is replaced while jobs remain."""
 
-    def __init__(self, launcher: GeoevalLauncher, sweep_dir: Path, progress: SweepProgress,
-                 headline: Sequence[str]) -> None:
+    def __init__(
+        self, launcher: GeoevalLauncher, sweep_dir: Path, progress: SweepProgress, headline: Sequence[str]
+    ) -> None:
         self.launcher, self.sweep_dir, self.progress, self.headline = launcher, sweep_dir, progress, headline
         self.workers: list[_Worker] = []
         self.started = 0
@@ -151,8 +152,14 @@ class _FanOut:
         first, count = self.batch
         env = {**os.environ, SWEEP_WORKER_ENV: f"{os.getpid()}:{first}:{count}"}
         with open(log, "ab") as out:
-            proc = subprocess.Popen(self.launcher.worker_command(self.sweep_dir), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                self.launcher.worker_command(self.sweep_dir),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
         return _Worker(index, proc, log)
 
     def _report(self, labels: dict[int, str]) -> None:
@@ -172,14 +179,21 @@ class _FanOut:
         new worker takes its place while jobs are left that nobody took."""
         rc = worker.proc.returncode
         done = {p["job"] for p in read_points(self.sweep_dir / SWEEP_POINTS)}
-        lost = [(n, o, self.launcher.job_log(self.sweep_dir, n, o)) for n, o, _ in jobs
-                if n not in done and _claimant(self.sweep_dir, n) == worker.proc.pid]
+        lost = [
+            (n, o, self.launcher.job_log(self.sweep_dir, n, o))
+            for n, o, _ in jobs
+            if n not in done and _claimant(self.sweep_dir, n) == worker.proc.pid
+        ]
         for num, overrides, log in lost:
-            append_point(self.sweep_dir / SWEEP_POINTS, crash_point(
-                num, overrides, f"its worker process died (exit code {rc}); log: {log}"))
+            append_point(
+                self.sweep_dir / SWEEP_POINTS,
+                crash_point(num, overrides, f"its worker process died (exit code {rc}); log: {log}"),
+            )
         for log in [log for _, _, log in lost] or ([worker.log] if rc != 0 else []):
-            print(f"[geoeval] sweep worker {worker.index} exited with code {rc}; the end of {log}:\n{_tail(log)}",
-                  file=sys.stderr)
+            print(
+                f"[geoeval] sweep worker {worker.index} exited with code {rc}; the end of {log}:\n{_tail(log)}",
+                file=sys.stderr,
+            )
         unclaimed = any(not (self.sweep_dir / CLAIMS / str(n)).exists() for n, _, _ in jobs)
         # a worker that failed before taking any job would fail again: no replacement for it
         if unclaimed and (rc == 0 or lost) and self.started < concurrency + len(jobs):
@@ -189,14 +203,20 @@ class _FanOut:
         done = {p["job"] for p in read_points(self.sweep_dir / SWEEP_POINTS)}
         for num, overrides, _ in jobs:
             if num not in done:
-                append_point(self.sweep_dir / SWEEP_POINTS, crash_point(
-                    num, overrides, f"never ran: no worker process could start (see {self.sweep_dir / WORKERS})"))
+                append_point(
+                    self.sweep_dir / SWEEP_POINTS,
+                    crash_point(
+                        num, overrides, f"never ran: no worker process could start (see {self.sweep_dir / WORKERS})"
+                    ),
+                )
 
     def _stop_all(self) -> None:
         """Ctrl-C: each worker gets SIGINT (its job marks its MLflow run KILLED), then SIGKILL."""
         if not self.workers:
             return
-        print(f"[geoeval] sweep interrupted: stopping {len(self.workers)} worker process(es)", file=sys.stderr, flush=True)
+        print(
+            f"[geoeval] sweep interrupted: stopping {len(self.workers)} worker process(es)", file=sys.stderr, flush=True
+        )
         (self.sweep_dir / CLAIMS / STOP).touch()
         for worker in self.workers:
             _signal_group(worker.proc, signal.SIGINT)
@@ -224,6 +244,7 @@ def _tail(path: Path, lines: int = 25) -> str:
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
     """A SIGTERM to the sweep stops its workers as Ctrl-C does, instead of leaving them running."""
+
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 

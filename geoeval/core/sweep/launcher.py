@@ -111,12 +111,19 @@ class GeoevalLauncher(Launcher):
             return self._work(jobs, sweep_dir)
         runner = self.config.get("runner") or {}
         concurrency = max(1, min(int(runner.get("max_concurrent_jobs", 1) or 1), len(jobs)))
-        where = f"runner={runner.get('name', 'local')}" + (f" at {runner.get('address')}" if runner.get("address") else "")
+        where = f"runner={runner.get('name', 'local')}" + (
+            f" at {runner.get('address')}" if runner.get("address") else ""
+        )
         how = "one after another" if concurrency == 1 else f"{concurrency} at a time ({concurrency} worker processes)"
-        print(f"[geoeval] sweep: {len(jobs)} job(s), {how}, {where}; outputs in {sweep_dir}", file=sys.stderr, flush=True)
+        print(
+            f"[geoeval] sweep: {len(jobs)} job(s), {how}, {where}; outputs in {sweep_dir}", file=sys.stderr, flush=True
+        )
         if concurrency > 1 and runner.get("name") == "ray" and not runner.get("address"):
-            print("[geoeval] note: runner=ray without runner.address: each worker process starts its own local Ray; "
-                  "for one shared Ray, `ray start --head` and pass runner.address=auto", file=sys.stderr)
+            print(
+                "[geoeval] note: runner=ray without runner.address: each worker process starts its own local Ray; "
+                "for one shared Ray, `ray start --head` and pass runner.address=auto",
+                file=sys.stderr,
+            )
         progress = SweepProgress(len(jobs), concurrency)
         headline = _headline(self.config)
         if concurrency == 1:
@@ -136,8 +143,13 @@ class GeoevalLauncher(Launcher):
         context = SweepJob(num, str(sweep_dir), label, self.job_tables)
         _CURRENT.append(context)
         try:
-            ret = run_job(hydra_context=self.hydra_context, task_function=self.task_function, config=sweep_config,
-                          job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+            ret = run_job(
+                hydra_context=self.hydra_context,
+                task_function=self.task_function,
+                config=sweep_config,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+            )
             why = _failure(ret)
         except SystemExit as exc:  # geoeval's own error for this job was printed; the others go on
             why = getattr(exc, "reason", None) or f"exit code {exc.code}"
@@ -182,10 +194,20 @@ class GeoevalLauncher(Launcher):
     def worker_command(self, sweep_dir: Path) -> list[str]:
         """A worker: this very sweep (its overrides, its folder) as a multirun of its own."""
         assert self.config is not None
-        hydra_overrides = [str(o) for o in (self.config.hydra.overrides.hydra or [])
-                           if not str(o).lstrip("+~").startswith(("hydra.mode", "hydra.sweep.dir"))]
-        return [sys.executable, "-m", "geoeval.cli.app", "--multirun", *hydra_overrides,
-                f"hydra.sweep.dir={_quote(str(sweep_dir))}", *map(str, self.config.hydra.overrides.task)]
+        hydra_overrides = [
+            str(o)
+            for o in (self.config.hydra.overrides.hydra or [])
+            if not str(o).lstrip("+~").startswith(("hydra.mode", "hydra.sweep.dir"))
+        ]
+        return [
+            sys.executable,
+            "-m",
+            "geoeval.cli.app",
+            "--multirun",
+            *hydra_overrides,
+            f"hydra.sweep.dir={_quote(str(sweep_dir))}",
+            *map(str, self.config.hydra.overrides.task),
+        ]
 
 
 def _failure(ret: JobReturn) -> str | None:

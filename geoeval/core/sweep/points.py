@@ -94,8 +94,17 @@ def read_points(path: Path) -> list[dict]:
 
 
 def crash_point(num: int, overrides: Sequence[str], why: str) -> dict:
-    return {"job": num, "overrides": _pairs(overrides), "metrics": {}, "counts": {}, "failed": why,
-            "crashed": True, "run_hash": None, "mlflow_run_id": None, "n": 0}
+    return {
+        "job": num,
+        "overrides": _pairs(overrides),
+        "metrics": {},
+        "counts": {},
+        "failed": why,
+        "crashed": True,
+        "run_hash": None,
+        "mlflow_run_id": None,
+        "n": 0,
+    }
 
 
 def _completed(config: DictConfig, overrides: Sequence[str], value: Any = None) -> JobReturn:

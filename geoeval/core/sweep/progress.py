@@ -30,7 +30,9 @@ def point_summary(point: dict | None, headline: Sequence[str] = ()) -> str:
     names = [m for m in headline if m in metrics] or sorted(m for m in metrics if "/" not in m and m not in _COUNTS)[:3]
     text = " ".join(f"{m}={metrics[m]:.3f}" for m in names if isinstance(metrics[m], (int, float)))
     counts = point.get("counts") or {}
-    text += f" (n={point.get('n', 0)}" + (f", {int(counts['n_errors'])} errored" if counts.get("n_errors") else "") + ")"
+    text += (
+        f" (n={point.get('n', 0)}" + (f", {int(counts['n_errors'])} errored" if counts.get("n_errors") else "") + ")"
+    )
     return f"FAILED: {point['failed']} · {text}" if point.get("failed") else text
 
 
@@ -57,5 +59,9 @@ class SweepProgress:
             self.seconds.append(seconds)
         self.failed += int(point is None or bool(point.get("failed")))
         failed = f", {self.failed} failed" if self.failed else ""
-        print(f"[geoeval] sweep {self.done}/{self.total} done{failed}{self.eta()} | job {num} {label}: "
-              f"{point_summary(point, headline)} [{_duration(seconds)}]", file=self.stream, flush=True)
+        print(
+            f"[geoeval] sweep {self.done}/{self.total} done{failed}{self.eta()} | job {num} {label}: "
+            f"{point_summary(point, headline)} [{_duration(seconds)}]",
+            file=self.stream,
+            flush=True,
+        )

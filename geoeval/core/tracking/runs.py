@@ -87,14 +87,23 @@ def _search_identity(client: Any, experiment_id: str, tag: str, value: str, pare
 
     value = value.replace("'", "")
     runs = client.search_runs(
-        [experiment_id], filter_string=f"tags.`{tag}` = '{value}'", run_view_type=ViewType.ACTIVE_ONLY,
-        max_results=200, order_by=["attributes.start_time DESC"],
+        [experiment_id],
+        filter_string=f"tags.`{tag}` = '{value}'",
+        run_view_type=ViewType.ACTIVE_ONLY,
+        max_results=200,
+        order_by=["attributes.start_time DESC"],
     )
     return [r for r in runs if r.data.tags.get(TAG_PARENT) == parent_run_id]
 
 
-def claim_reusable_run(client: Any, experiment_id: str, tag: str, value: str, parent_run_id: str | None,
-                       statuses: tuple[str, ...] = ("KILLED", "FAILED")) -> Any | None:
+def claim_reusable_run(
+    client: Any,
+    experiment_id: str,
+    tag: str,
+    value: str,
+    parent_run_id: str | None,
+    statuses: tuple[str, ...] = ("KILLED", "FAILED"),
+) -> Any | None:
     """Marks every RUNNING run of this identity whose owner is dead KILLED, and returns the most
     recent one whose status is in `statuses` (None when there is none). Call under `store_lock`."""
     reusable = None
@@ -103,8 +112,10 @@ def claim_reusable_run(client: Any, experiment_id: str, tag: str, value: str, pa
         if status == "RUNNING" and owner_is_dead(run.data.tags):
             client.set_terminated(run.info.run_id, status="KILLED")
             status = "KILLED"
-            print(f"[geoeval] MLflow run {run.info.run_id} was left RUNNING by a process that is gone: marked KILLED",
-                  file=sys.stderr)
+            print(
+                f"[geoeval] MLflow run {run.info.run_id} was left RUNNING by a process that is gone: marked KILLED",
+                file=sys.stderr,
+            )
         if reusable is None and status in statuses:
             reusable = run
     return reusable
@@ -162,8 +173,10 @@ def log_metrics(client: Any, run_id: str, metrics: Mapping[str, float], *, step:
         try:
             value = float(metrics[name])
         except (TypeError, ValueError):
-            print(f"[geoeval] warning: MLflow metric {name!r} is not a number ({metrics[name]!r}); not logged",
-                  file=sys.stderr)
+            print(
+                f"[geoeval] warning: MLflow metric {name!r} is not a number ({metrics[name]!r}); not logged",
+                file=sys.stderr,
+            )
             continue
         items.append(Metric(mlflow_key(name), value, now, step))
     for i in range(0, len(items), METRICS_PER_BATCH):
@@ -198,9 +211,17 @@ class JobRun:
 
     @classmethod
     def start(
-        cls, tracking: Any, experiment_name: str, *, run_hash: str, run_name: str,
-        params: Mapping[str, Any] | None = None, tags: Mapping[str, Any] | None = None,
-        parent_run_id: str | None = None, run_key: str | None = None, reuse_finished: bool = False,
+        cls,
+        tracking: Any,
+        experiment_name: str,
+        *,
+        run_hash: str,
+        run_name: str,
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, Any] | None = None,
+        parent_run_id: str | None = None,
+        run_key: str | None = None,
+        reuse_finished: bool = False,
     ) -> JobRun:
         """Opens the job's run (RUNNING), reusing a killed or failed one (and, with
         `reuse_finished`, a finished one) of the same identity and parent; returns at once. The
@@ -209,34 +230,57 @@ class JobRun:
         else `run_hash`."""
         identity = (TAG_RUN_KEY, run_key) if run_key else (TAG_RUN_HASH, run_hash)
         statuses = ("KILLED", "FAILED", "FINISHED") if reuse_finished else ("KILLED", "FAILED")
-        return cls._open(tracking, experiment_name, kind="job", identity=identity, run_name=run_name,
-                         params=params, tags={TAG_RUN_HASH: run_hash, **(tags or {})}, parent_run_id=parent_run_id,
-                         statuses=statuses)
+        return cls._open(
+            tracking,
+            experiment_name,
+            kind="job",
+            identity=identity,
+            run_name=run_name,
+            params=params,
+            tags={TAG_RUN_HASH: run_hash, **(tags or {})},
+            parent_run_id=parent_run_id,
+            statuses=statuses,
+        )
 
     @classmethod
     def attach(cls, tracking: Any, run_id: str) -> JobRun:
         """A handle on an existing run (for example a sweep parent opened by another call)."""
         client = client_for(tracking)
         run = client.get_run(run_id)
-        return cls(client=client, run_id=run_id, experiment_id=run.info.experiment_id,
-                   tracking_uri=tracking_uri_for(tracking))
+        return cls(
+            client=client, run_id=run_id, experiment_id=run.info.experiment_id, tracking_uri=tracking_uri_for(tracking)
+        )
 
     @classmethod
     def _open(
-        cls, tracking: Any, experiment_name: str, *, kind: str, identity: tuple[str, str] | None, run_name: str,
-        params: Mapping[str, Any] | None, tags: Mapping[str, Any] | None, parent_run_id: str | None,
+        cls,
+        tracking: Any,
+        experiment_name: str,
+        *,
+        kind: str,
+        identity: tuple[str, str] | None,
+        run_name: str,
+        params: Mapping[str, Any] | None,
+        tags: Mapping[str, Any] | None,
+        parent_run_id: str | None,
         statuses: tuple[str, ...] = ("KILLED", "FAILED"),
     ) -> JobRun:
         client = client_for(tracking)
         experiment_id = ensure_experiment(client, tracking, experiment_name)
         uri = tracking_uri_for(tracking)
-        run_tags: dict[str, str] = {TAG_KIND: kind, **{k: tag_value(v) for k, v in (tags or {}).items()}, **owner_tags()}
+        run_tags: dict[str, str] = {
+            TAG_KIND: kind,
+            **{k: tag_value(v) for k, v in (tags or {}).items()},
+            **owner_tags(),
+        }
         if identity is not None:
             run_tags[identity[0]] = identity[1]
         if parent_run_id:
             run_tags[TAG_PARENT] = parent_run_id
         with store_lock(uri):
-            previous = claim_reusable_run(client, experiment_id, *identity, parent_run_id, statuses) if identity else None
+            previous = (
+                claim_reusable_run(client, experiment_id, *identity, parent_run_id, statuses) if identity else None
+            )
             if previous is not None:
                 run_id = previous.info.run_id
                 client.update_run(run_id, status="RUNNING", name=clean_text(run_name, max_chars=200))
@@ -246,17 +290,24 @@ class JobRun:
                 existing = dict(previous.data.params)
             else:
                 run_tags[TAG_ATTEMPT] = "1"
-                run = client.create_run(experiment_id, run_name=clean_text(run_name, max_chars=200),
-                                        tags=_context_tags({mlflow_key(k): v for k, v in run_tags.items()}))
+                run = client.create_run(
+                    experiment_id,
+                    run_name=clean_text(run_name, max_chars=200),
+                    tags=_context_tags({mlflow_key(k): v for k, v in run_tags.items()}),
+                )
                 run_id = run.info.run_id
                 existing = {}
-        job_run = cls(client=client, run_id=run_id, experiment_id=experiment_id, tracking_uri=uri, reused=previous is not None)
+        job_run = cls(
+            client=client, run_id=run_id, experiment_id=experiment_id, tracking_uri=uri, reused=previous is not None
+        )
         if params:
             job_run.changed_params = _log_params(client, run_id, params, existing)
             if job_run.changed_params:
-                print(f"[geoeval] warning: resumed MLflow run {run_id} had other values for "
-                      f"{', '.join(job_run.changed_params)}; the new ones are in tags {TAG_PARAM_CHANGED}*",
-                      file=sys.stderr)
+                print(
+                    f"[geoeval] warning: resumed MLflow run {run_id} had other values for "
+                    f"{', '.join(job_run.changed_params)}; the new ones are in tags {TAG_PARAM_CHANGED}*",
+                    file=sys.stderr,
+                )
         return job_run
 
     def progress(self, done: int, errors: int, total: int, *, force: bool = False) -> None:
@@ -269,14 +320,23 @@ class JobRun:
                 return
             self._last_progress = now
             try:
-                log_metrics(self.client, self.run_id, {
-                    "progress/samples_done": done, "progress/errors": errors, "progress/samples_total": total,
-                }, step=int(done))
+                log_metrics(
+                    self.client,
+                    self.run_id,
+                    {
+                        "progress/samples_done": done,
+                        "progress/errors": errors,
+                        "progress/samples_total": total,
+                    },
+                    step=int(done),
+                )
             except Exception as exc:
                 if not self._progress_failed:
                     self._progress_failed = True
-                    print(f"[geoeval] warning: MLflow progress not logged: {clean_text(str(exc), max_chars=300)}",
-                          file=sys.stderr)
+                    print(
+                        f"[geoeval] warning: MLflow progress not logged: {clean_text(str(exc), max_chars=300)}",
+                        file=sys.stderr,
+                    )
 
     def log_metrics(self, metrics: Mapping[str, float], *, step: int = 0) -> None:
         log_metrics(self.client, self.run_id, metrics, step=step)
@@ -284,8 +344,13 @@ class JobRun:
     def set_tags(self, tags: Mapping[str, Any]) -> None:
         _log_tags(self.client, self.run_id, tags)
 
-    def finish(self, metrics: Mapping[str, float] | None = None, artifacts: Iterable[Path | str] = (),
-               status: str = "FINISHED", tags: Mapping[str, Any] | None = None) -> None:
+    def finish(
+        self,
+        metrics: Mapping[str, float] | None = None,
+        artifacts: Iterable[Path | str] = (),
+        status: str = "FINISHED",
+        tags: Mapping[str, Any] | None = None,
+    ) -> None:
         """Logs the final metrics, tags and the artifacts, then ends the run with `status`. The run
         is ended even if logging fails (the failure is re-raised after); a second call is a no-op."""
         if status not in RUN_STATUSES:
@@ -318,28 +383,47 @@ class JobRun:
 
 
 def start_parent_run(
-    tracking: Any, experiment_name: str, run_name: str, params: Mapping[str, Any] | None = None, *,
-    sweep_hash: str | None = None, tags: Mapping[str, Any] | None = None,
+    tracking: Any,
+    experiment_name: str,
+    run_name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    sweep_hash: str | None = None,
+    tags: Mapping[str, Any] | None = None,
 ) -> str:
     """Opens a sweep's parent run and leaves it RUNNING (end it with `end_parent_run`). With a
     `sweep_hash` (the sweep's identity, chosen by the caller), a parent of the same identity that
     was killed, failed or left RUNNING by a dead process is reused, so a rerun sweep keeps one
     parent (and its jobs, which reuse their own runs under it)."""
-    run = JobRun._open(tracking, experiment_name, kind="sweep", identity=(TAG_SWEEP_HASH, sweep_hash) if sweep_hash else None,
-                       run_name=run_name, params=params, tags=tags, parent_run_id=None)
+    run = JobRun._open(
+        tracking,
+        experiment_name,
+        kind="sweep",
+        identity=(TAG_SWEEP_HASH, sweep_hash) if sweep_hash else None,
+        run_name=run_name,
+        params=params,
+        tags=tags,
+        parent_run_id=None,
+    )
     return run.run_id
 
 
 def end_parent_run(
-    tracking: Any, experiment_name: str, run_id: str, *, metrics: Mapping[str, float] | None = None,
-    artifacts: Iterable[Path | str] = (), status: str = "FINISHED",
+    tracking: Any,
+    experiment_name: str,
+    run_id: str,
+    *,
+    metrics: Mapping[str, float] | None = None,
+    artifacts: Iterable[Path | str] = (),
+    status: str = "FINISHED",
 ) -> None:
     """Logs the sweep's summary metrics and artifacts (table, plot) to its parent and ends it."""
     JobRun.attach(tracking, run_id).finish(metrics=metrics, artifacts=artifacts, status=status)
 
 
-def log_parent_artifacts(tracking: Any, experiment_name: str, run_id: str, artifacts: Iterable[Path],
-                         metrics: dict[str, float] | None = None) -> None:
+def log_parent_artifacts(
+    tracking: Any, experiment_name: str, run_id: str, artifacts: Iterable[Path], metrics: dict[str, float] | None = None
+) -> None:
     """The former name of `end_parent_run` (logs, then ends the parent FINISHED), kept for
     callers written before the parent stayed open."""
     end_parent_run(tracking, experiment_name, run_id, metrics=metrics, artifacts=artifacts, status="FINISHED")
@@ -350,8 +434,12 @@ def log_job(outcome: Any, *, parent_run_id: str | None, artifacts: Iterable[Path
     config), metrics and artifacts. Jobs that track their run live use `JobRun` instead."""
     spec = outcome.spec
     run = JobRun.start(
-        spec.tracking, spec.experiment_name, run_hash=outcome.run_hash, run_name=run_name,
-        params=flatten(spec.to_dict()), tags={"geoeval.suite": spec.suite.name, "geoeval.model": spec.model.name},
+        spec.tracking,
+        spec.experiment_name,
+        run_hash=outcome.run_hash,
+        run_name=run_name,
+        params=flatten(spec.to_dict()),
+        tags={"geoeval.suite": spec.suite.name, "geoeval.model": spec.model.name},
         parent_run_id=parent_run_id,
     )
     metrics = {k: float(v) for k, v in outcome.metrics.items()}

@@ -46,7 +46,7 @@ def sqlite_path(uri: str) -> Path | None:
     """The database file of a `sqlite:///` URI (None for any other store)."""
     if not uri.startswith("sqlite:///"):
         return None
-    return Path(uri[len("sqlite:///"):].split("?", 1)[0])
+    return Path(uri[len("sqlite:///") :].split("?", 1)[0])
 
 
 def _artifact_location(tracking: Any, uri: str) -> str | None:
@@ -125,7 +125,9 @@ def _schema_template() -> bytes | None:
 
     from geoeval.core.cache.disk import DiskCache, installed_versions
 
-    cache = DiskCache("mlflow-store-schema", "-".join(installed_versions("mlflow-skinny", "sqlalchemy", "alembic")) or "unknown")
+    cache = DiskCache(
+        "mlflow-store-schema", "-".join(installed_versions("mlflow-skinny", "sqlalchemy", "alembic")) or "unknown"
+    )
     template = cache.get("sqlite")
     if template is not None:
         return template

@@ -36,14 +36,8 @@ def open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
             f"{key} at another file"
         )
     if "different configuration" in message:
-        return (
-            f"cannot open {path} read-only: this process already has it open for writing; "
-            "use that Warehouse instead"
-        )
-    return (
-        f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval "
-        "results file"
-    )
+        return f"cannot open {path} read-only: this process already has it open for writing; use that Warehouse instead"
+    return f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval results file"
 
 
 @contextmanager
@@ -71,7 +65,8 @@ def file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterat
                 if time.monotonic() > deadline:
                     raise GeoevalError(
                         f"{path} stayed busy for {timeout_s:g} s (another geoeval process holds its lock): "
-                        f"wait for it, or point {key} at another file") from None
+                        f"wait for it, or point {key} at another file"
+                    ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
         try:
@@ -80,4 +75,3 @@ def file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterat
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-

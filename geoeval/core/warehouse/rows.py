@@ -18,9 +18,7 @@ from geoeval.core.text import clean_text, clean_value
 from geoeval.core.warehouse.schema import SAMPLES_ARROW, SCORES_ARROW
 
 
-def batch_tables(
-    results: Sequence[SampleResult], *, completed_at: datetime
-) -> tuple[pa.Table, pa.Table]:
+def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> tuple[pa.Table, pa.Table]:
     """The `samples` and `scores` rows of a batch, as Arrow tables with the tables' types."""
     samples: dict[str, list[Any]] = {name: [] for name in SAMPLES_ARROW.names}
     scores: dict[str, list[Any]] = {name: [] for name in SCORES_ARROW.names}

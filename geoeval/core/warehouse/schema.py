@@ -149,4 +149,3 @@ SCORES_SELECT = """
     LEFT JOIN samples p USING (run_hash, sample_id, epoch)
     LEFT JOIN runs r USING (run_hash)
 """
-

@@ -34,7 +34,6 @@ return results to it).
 Every value reaches DuckDB as a bound parameter, never interpolated into SQL text.
 """
 
-
 from __future__ import annotations
 
 import json
@@ -80,8 +79,9 @@ class Warehouse:
     messages name the file (`--db` for the CLI, `results_db=` for a run).
     """
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, config_key: str = "--db",
-                 lock_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self, path: str | Path, *, read_only: bool = False, config_key: str = "--db", lock_timeout_s: float = 120.0
+    ) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self.config_key = config_key
@@ -102,8 +102,10 @@ class Warehouse:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as error:
-                raise GeoevalError(f"cannot create the folder of {self.path} ({error.strerror}): "
-                                   f"point {config_key} at a writable place") from None
+                raise GeoevalError(
+                    f"cannot create the folder of {self.path} ({error.strerror}): "
+                    f"point {config_key} at a writable place"
+                ) from None
             if not read_only and self.path.exists() and not os.access(self.path, os.W_OK):
                 raise GeoevalError(f"{self.path} is read-only: point {config_key} at a writable file")
         with self._session() as con:
@@ -142,8 +144,7 @@ class Warehouse:
             if self._active is not None:  # a nested call of this thread shares the open session
                 yield self._active
                 return
-            with file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s,
-                            key=self.config_key):
+            with file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s, key=self.config_key):
                 try:
                     con = duckdb.connect(str(self.path), read_only=self.read_only)
                 except duckdb.Error as error:
@@ -313,8 +314,9 @@ class Warehouse:
     def run_logs(self, run_hash: str) -> list[str]:
         """The Inspect logs recorded for `run_hash`, oldest first."""
         with self._session() as con:
-            rows = con.execute("SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path",
-                                    [run_hash]).fetchall()
+            rows = con.execute(
+                "SELECT path FROM run_logs WHERE run_hash = ? ORDER BY added_at, path", [run_hash]
+            ).fetchall()
         return [row[0] for row in rows]
 
     # -- samples and scores ------------------------------------------------------------------
@@ -449,5 +451,3 @@ class Warehouse:
                 return columns, cursor.fetchall()
             except duckdb.Error as error:
                 raise GeoevalError(f"SQL failed: {first_line(error)}") from None
-
-

@@ -19,7 +19,9 @@ from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 def calls_made(messages: list[ChatMessage]) -> list[Any]:
     """Every tool call the agent has made so far, in order."""
-    return [c for m in messages if getattr(m, "role", "") == "assistant" for c in (getattr(m, "tool_calls", None) or [])]
+    return [
+        c for m in messages if getattr(m, "role", "") == "assistant" for c in (getattr(m, "tool_calls", None) or [])
+    ]
 
 
 def lifeplanner_oracle(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:

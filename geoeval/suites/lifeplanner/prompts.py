@@ -50,17 +50,20 @@ NEARBY_SCHEMA = """{
 
 SCHEMAS = {"place": PLACE_SCHEMA, "nearby": NEARBY_SCHEMA, "routing": ROUTE_SCHEMA, "trip": ROUTE_SCHEMA}
 
-SUBMIT_DESCRIPTION = ("Submit the final structured JSON answer. The evaluated agent must call this last instead of "
-                      "printing plain JSON.")
+SUBMIT_DESCRIPTION = (
+    "Submit the final structured JSON answer. The evaluated agent must call this last instead of printing plain JSON."
+)
 SUBMIT_PARAMETER = "Your final answer as a JSON object or array following the required format"
 
 
 def system_prompt(task: str) -> str:
     """Figure 9 for a task family (the question follows in the user message)."""
-    return (f"{FIGURE9_RULES}\n\n---\n\nYou MUST call submit_answer(result=<your_answer>) where <your_answer> is a "
-            f"single JSON object containing ALL of the following fields:\n\n{SCHEMAS[task]}\n\n"
-            "IMPORTANT: Pass the ENTIRE object above as the `result` parameter. Do NOT split fields into separate "
-            "parameters. Use the EXACT field names shown above.")
+    return (
+        f"{FIGURE9_RULES}\n\n---\n\nYou MUST call submit_answer(result=<your_answer>) where <your_answer> is a "
+        f"single JSON object containing ALL of the following fields:\n\n{SCHEMAS[task]}\n\n"
+        "IMPORTANT: Pass the ENTIRE object above as the `result` parameter. Do NOT split fields into separate "
+        "parameters. Use the EXACT field names shown above."
+    )
 
 
 def user_prompt(question: str) -> str:

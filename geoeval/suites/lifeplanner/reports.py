@@ -20,9 +20,15 @@ from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS
 
 # Table 3's rows, in its order (process, then outcome metrics, then tokens)
 LEVEL_TABLE_ROWS: tuple[tuple[str, str], ...] = (
-    ("ig", "Information Grounding"), ("te", "Tool Efficiency"), ("rp", "Reasoning Purity"),
-    ("a", "Attribute Accuracy"), ("piou", "Place-set IoU"), ("rd_distance", "Routing Deviation (distance)"),
-    ("rd_time", "Routing Deviation (time)"), ("oc", "Order Consistency"), ("sc", "Semantic Constraint"),
+    ("ig", "Information Grounding"),
+    ("te", "Tool Efficiency"),
+    ("rp", "Reasoning Purity"),
+    ("a", "Attribute Accuracy"),
+    ("piou", "Place-set IoU"),
+    ("rd_distance", "Routing Deviation (distance)"),
+    ("rd_time", "Routing Deviation (time)"),
+    ("oc", "Order Consistency"),
+    ("sc", "Semantic Constraint"),
     ("pr", "Pass Rate"),
 )
 EXCEEDANCE_METRICS = ("sc", "rp", "ig", "te")
@@ -81,8 +87,14 @@ def level_table(results: Sequence[Any]) -> str:
     lines = ["| metric | L0 | L1 | L2 |", "| --- | ---: | ---: | ---: |"]
     for metric, title in LEVEL_TABLE_ROWS:
         lines.append(f"| {title} | " + " | ".join(_cell(means[metric][lvl]) for lvl in LEVELS) + " |")
-    tokens = {lvl: (None if means["input_tokens"][lvl] is None
-                    else means["input_tokens"][lvl] + (means["output_tokens"][lvl] or 0.0)) for lvl in LEVELS}
+    tokens = {
+        lvl: (
+            None
+            if means["input_tokens"][lvl] is None
+            else means["input_tokens"][lvl] + (means["output_tokens"][lvl] or 0.0)
+        )
+        for lvl in LEVELS
+    }
     lines.append("| Token Usage (k) | " + " | ".join(_cell(tokens[lvl], 1e-3) for lvl in LEVELS) + " |")
     for metric in JUDGED_METRICS:
         cells = [judged_cell(results, metric, lvl) for lvl in LEVELS]
@@ -120,8 +132,9 @@ def thresholds(n: int = 101) -> list[float]:
     return [round(i / (n - 1), 10) for i in range(n)]
 
 
-def exceedance_curves(results: Sequence[Any], metrics: Sequence[str] = EXCEEDANCE_METRICS,
-                      ts: Sequence[float] | None = None) -> dict[str, dict[str, list[float]]]:
+def exceedance_curves(
+    results: Sequence[Any], metrics: Sequence[str] = EXCEEDANCE_METRICS, ts: Sequence[float] | None = None
+) -> dict[str, dict[str, list[float]]]:
     """metric -> level -> the exceedance curve over `ts` (levels where the metric never applies
     are left out)."""
     ts = list(ts) if ts is not None else thresholds()
@@ -147,25 +160,35 @@ def failure_split(counts: Iterable[tuple[str, Mapping[str, int]]]) -> dict[str, 
         if key not in totals:
             continue
         calls = sum(totals[key].values())
-        out[key] = {"calls": float(calls),
-                    **{cls: (totals[key][cls] / calls if calls else 0.0) for cls in FAILURE_CLASSES}}
+        out[key] = {
+            "calls": float(calls),
+            **{cls: (totals[key][cls] / calls if calls else 0.0) for cls in FAILURE_CLASSES},
+        }
     return out
 
 
 def failure_table(split: Mapping[str, Mapping[str, float]]) -> str:
-    lines = ["| level | calls | parameter errors (%) | truncated (%) | empty (%) |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| level | calls | parameter errors (%) | truncated (%) | empty (%) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for key, row in split.items():
-        lines.append(f"| {key.upper() if key != 'all' else 'all'} | {int(row['calls'])} | "
-                     + " | ".join(_cell(row[c]) for c in FAILURE_CLASSES) + " |")
+        lines.append(
+            f"| {key.upper() if key != 'all' else 'all'} | {int(row['calls'])} | "
+            + " | ".join(_cell(row[c]) for c in FAILURE_CLASSES)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def failure_counts_from_results(results: Sequence[Any]) -> list[tuple[str, dict[str, int]]]:
     """(level, failure classes) per sample from the results' stored details (the judging step
     keeps them there, so Figure 6 needs no log, wherever the sample ran)."""
-    return [(r.dims.level, dict(r.details["failure_classes"])) for r in sorted(results, key=lambda r: (r.sample_id, r.epoch))
-            if "failure_classes" in (r.details or {})]
+    return [
+        (r.dims.level, dict(r.details["failure_classes"]))
+        for r in sorted(results, key=lambda r: (r.sample_id, r.epoch))
+        if "failure_classes" in (r.details or {})
+    ]
 
 
 def _plot_exceedance(curves: Mapping[str, Mapping[str, list[float]]], ts: Sequence[float], path: Path) -> Path:
@@ -207,9 +230,13 @@ def _plot_failures(split: Mapping[str, Mapping[str, float]], path: Path) -> Path
     return path
 
 
-def write_reports(results: Sequence[Any], out_dir: Path,
-                  failure_counts: Sequence[tuple[str, Mapping[str, int]]] | None = None, *,
-                  plots: bool = True) -> list[Path]:
+def write_reports(
+    results: Sequence[Any],
+    out_dir: Path,
+    failure_counts: Sequence[tuple[str, Mapping[str, int]]] | None = None,
+    *,
+    plots: bool = True,
+) -> list[Path]:
     """Write `lifeplanner_report.md` and, with `plots`, `exceedance.png` and (with failure counts)
     `tool_failures.png`."""
     out_dir = Path(out_dir)
@@ -218,16 +245,27 @@ def write_reports(results: Sequence[Any], out_dir: Path,
         return []
     ts = thresholds()
     curves = exceedance_curves(results, ts=ts)
-    parts = ["# LifePlanner report\n", "## PR@α in % per task and level (Table 2)\n", pr_table(results),
-             "\n## Mean per level in % (Table 3)\n", level_table(results)]
+    parts = [
+        "# LifePlanner report\n",
+        "## PR@α in % per task and level (Table 2)\n",
+        pr_table(results),
+        "\n## Mean per level in % (Table 3)\n",
+        level_table(results),
+    ]
     paths = []
     if curves:
-        parts += ["\n## Exceedance (Figure 5): share of cases with the metric ≥ t\n",
-                  "| metric | level | t=0.5 | t=0.8 | t=0.9 | t=1.0 |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+        parts += [
+            "\n## Exceedance (Figure 5): share of cases with the metric ≥ t\n",
+            "| metric | level | t=0.5 | t=0.8 | t=0.9 | t=1.0 |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
         for metric, by_level in curves.items():
             for lvl, ys in by_level.items():
-                parts.append(f"| {metric} | {lvl.upper()} | " + " | ".join(
-                    f"{100 * ys[ts.index(t)]:.1f}" for t in (0.5, 0.8, 0.9, 1.0)) + " |")
+                parts.append(
+                    f"| {metric} | {lvl.upper()} | "
+                    + " | ".join(f"{100 * ys[ts.index(t)]:.1f}" for t in (0.5, 0.8, 0.9, 1.0))
+                    + " |"
+                )
         if plots:
             parts.append("\n![exceedance](exceedance.png)\n")
             paths.append(_plot_exceedance(curves, ts, out_dir / "exceedance.png"))

@@ -33,21 +33,25 @@ from geoeval.core.scoring import MetricInput, compute_metrics
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner.city import handle as city_handle
-from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import answer_place, attribute_accuracy_of, place_records
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, trajectory_from_messages
+from geoeval.suites.lifeplanner.tools import notes as note_tools
 
 SUITE = "lifeplanner"
 RECORD_KEY = "lifeplanner"
 _JUDGE_EVIDENCE_CHARS = 24_000
 
-SC_RUBRIC = ("Score 1 when the answer satisfies every constraint of the user's request below, 0 when it satisfies "
-             "none; give partial credit in proportion. Check each against the evidence (the database records of the "
-             "places involved, with their social-media memory, and the notes cited).\n")
-RP_RUBRIC = ("Score how faithful the agent's answer and reasoning are to the database: 1 when every place, note, "
-             "attribute and number it states appears in the tool results below (the evidence) as stated, lower for "
-             "each hallucinated or distorted fact.")
+SC_RUBRIC = (
+    "Score 1 when the answer satisfies every constraint of the user's request below, 0 when it satisfies "
+    "none; give partial credit in proportion. Check each against the evidence (the database records of the "
+    "places involved, with their social-media memory, and the notes cited).\n"
+)
+RP_RUBRIC = (
+    "Score how faithful the agent's answer and reasoning are to the database: 1 when every place, note, "
+    "attribute and number it states appears in the tool results below (the evidence) as stated, lower for "
+    "each hallucinated or distorted fact."
+)
 
 
 @dataclass
@@ -101,13 +105,27 @@ def _judge_evidence(city: city_handle.City, case: dict[str, Any], parsed: Parsed
     return "\n".join(lines)[:_JUDGE_EVIDENCE_CHARS]
 
 
-async def evaluate_sample(case: dict[str, Any], messages: list[Any], db_path: str, ensemble: JudgeEnsemble, *,
-                          alpha: float = M.DEFAULT_ALPHA, tokens: dict[str, int] | None = None) -> SampleRecord:
+async def evaluate_sample(
+    case: dict[str, Any],
+    messages: list[Any],
+    db_path: str,
+    ensemble: JudgeEnsemble,
+    *,
+    alpha: float = M.DEFAULT_ALPHA,
+    tokens: dict[str, int] | None = None,
+) -> SampleRecord:
     """Read the finished sample (its case and messages) and run the judges on it."""
     traj: Trajectory = trajectory_from_messages(messages)
-    record = SampleRecord(db_path=db_path, alpha=alpha, submitted=load_answer(traj.submitted),
-                          tool_calls=traj.n_calls, refused_calls=traj.refused, failure_classes=traj.failure_counts(),
-                          observed_evidence=sorted(set(case["evidence"]) & traj.observed), tokens=dict(tokens or {}))
+    record = SampleRecord(
+        db_path=db_path,
+        alpha=alpha,
+        submitted=load_answer(traj.submitted),
+        tool_calls=traj.n_calls,
+        refused_calls=traj.refused,
+        failure_classes=traj.failure_counts(),
+        observed_evidence=sorted(set(case["evidence"]) & traj.observed),
+        tokens=dict(tokens or {}),
+    )
     try:
         parsed = parse_answer(case["task"], case["level"], traj.submitted)
     except AnswerSchemaError as exc:
@@ -123,19 +141,37 @@ async def evaluate_sample(case: dict[str, Any], messages: list[Any], db_path: st
     reference = json.dumps(case["answer"], ensure_ascii=False)
     base = {"db_path": db_path, "case": case, "parsed": parsed, "trajectory": traj}
     if "sc" in M.applicable(case["task"], case["level"]):
-        rubric = SC_RUBRIC + f"Request: {case['question']}\nConstraints:\n" + "\n".join(
-            f"- {c['text']}" for c in case["constraints"])
-        request = JudgeRequest(rubric=rubric, answer=answer_text, reference=reference,
-                               evidence=_judge_evidence(city, case, parsed), context={**base, "metric": "sc"})
+        rubric = (
+            SC_RUBRIC
+            + f"Request: {case['question']}\nConstraints:\n"
+            + "\n".join(f"- {c['text']}" for c in case["constraints"])
+        )
+        request = JudgeRequest(
+            rubric=rubric,
+            answer=answer_text,
+            reference=reference,
+            evidence=_judge_evidence(city, case, parsed),
+            context={**base, "metric": "sc"},
+        )
         record.sc_judges = await _judge(ensemble, request, "sc", record)
-    record.rp_judges = await _judge(ensemble, JudgeRequest(
-        rubric=RP_RUBRIC, answer=answer_text, reference="",
-        evidence=traj.observed_text()[:_JUDGE_EVIDENCE_CHARS], context={**base, "metric": "rp"}), "rp", record)
+    record.rp_judges = await _judge(
+        ensemble,
+        JudgeRequest(
+            rubric=RP_RUBRIC,
+            answer=answer_text,
+            reference="",
+            evidence=traj.observed_text()[:_JUDGE_EVIDENCE_CHARS],
+            context={**base, "metric": "rp"},
+        ),
+        "rp",
+        record,
+    )
     return record
 
 
-async def _judge(ensemble: JudgeEnsemble, request: JudgeRequest, metric: str,
-                 record: SampleRecord) -> dict[str, float] | None:
+async def _judge(
+    ensemble: JudgeEnsemble, request: JudgeRequest, metric: str, record: SampleRecord
+) -> dict[str, float] | None:
     """The judges' scores for `metric`, every vote kept in `record.judge_votes`. When every judge
     fails the case cannot be judged: `record.judge_error` makes the sample an error (counted in
     n_errors), instead of a metric that silently drops out of the mean."""
@@ -211,16 +247,19 @@ def _sc(s: _Sample) -> float:
 _COMPUTE = {
     "a": lambda s: attribute_accuracy_of(s.city, s.case, s.parsed),
     "piou": _piou,
-    "rd_distance": lambda s: M.routing_deviation(s.parsed.total_distance_m, s.case["answer"]["total_distance_m"],
-                                                 _piou(s)),
+    "rd_distance": lambda s: M.routing_deviation(
+        s.parsed.total_distance_m, s.case["answer"]["total_distance_m"], _piou(s)
+    ),
     "rd_time": lambda s: M.routing_deviation(s.parsed.total_time_s, s.case["answer"]["total_time_s"], _piou(s)),
     "oc": lambda s: M.order_consistency(s.parsed.order, s.case["reference_order"], _piou(s)),
     "sc": _sc,
 }
 DESCRIPTIONS = {
-    "a": "Attribute Accuracy (eq. 1)", "piou": "Place-set IoU (eq. 2)",
+    "a": "Attribute Accuracy (eq. 1)",
+    "piou": "Place-set IoU (eq. 2)",
     "rd_distance": "Routing Deviation of the total distance (eq. 3)",
-    "rd_time": "Routing Deviation of the total time (eq. 3)", "oc": "Order Consistency (eq. 4)",
+    "rd_time": "Routing Deviation of the total time (eq. 3)",
+    "oc": "Order Consistency (eq. 4)",
     "sc": "Semantic Constraint satisfaction: mean of the judge ensemble",
 }
 for _name, _fn in _COMPUTE.items():
@@ -280,11 +319,16 @@ def extract_answer(raw: str) -> tuple[str, str]:
     return raw.strip(), "; ".join(record.get("notes") or [])
 
 
-def metric_values(case: dict[str, Any], record: SampleRecord, metric_names: list[str]) \
-        -> tuple[dict[str, float], list[str]]:
+def metric_values(
+    case: dict[str, Any], record: SampleRecord, metric_names: list[str]
+) -> tuple[dict[str, float], list[str]]:
     """The core scorer's computation for one evaluated case, without Inspect (tests, tools)."""
-    inp = MetricInput(answer=json.dumps(record.submitted, ensure_ascii=False), raw="", target=[],
-                      metadata={"suite": SUITE, "case": case, RECORD_KEY: record.to_dict()},
-                      tokens=dict(record.tokens))
+    inp = MetricInput(
+        answer=json.dumps(record.submitted, ensure_ascii=False),
+        raw="",
+        target=[],
+        metadata={"suite": SUITE, "case": case, RECORD_KEY: record.to_dict()},
+        tokens=dict(record.tokens),
+    )
     values, problems = compute_metrics(metric_names, inp)
     return values, record.notes + problems

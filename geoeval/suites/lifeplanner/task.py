@@ -36,13 +36,16 @@ def submit_answer_tool() -> Any:
         store().set(ANSWER_KEY, result)
         return "Answer submitted."
 
-    return ToolDef(submit_answer, name=SUBMIT_TOOL, description=SUBMIT_DESCRIPTION,
-                   parameters={"result": SUBMIT_PARAMETER}).as_tool()
+    return ToolDef(
+        submit_answer, name=SUBMIT_TOOL, description=SUBMIT_DESCRIPTION, parameters={"result": SUBMIT_PARAMETER}
+    ).as_tool()
 
 
 def budget_message(budget: int) -> str:
-    return (f"Tool budget exhausted: {budget} tool calls were already made. This call was not run. "
-            f"Call {SUBMIT_TOOL}(result=...) now with your final answer.")
+    return (
+        f"Tool budget exhausted: {budget} tool calls were already made. This call was not run. "
+        f"Call {SUBMIT_TOOL}(result=...) now with your final answer."
+    )
 
 
 @solver
@@ -108,9 +111,14 @@ async def _agent_loop(state: TaskState, sources: list[Any], tool_budget: int) ->
             result = await execute_tools([*state.messages[:-1], runnable], tools)
             state.messages.extend(result.messages)
         for call in refused:
-            state.messages.append(ChatMessageTool(
-                content=budget_message(tool_budget), tool_call_id=call.id, function=call.function,
-                error=ToolCallError("limit", budget_message(tool_budget))))
+            state.messages.append(
+                ChatMessageTool(
+                    content=budget_message(tool_budget),
+                    tool_call_id=call.id,
+                    function=call.function,
+                    error=ToolCallError("limit", budget_message(tool_budget)),
+                )
+            )
         submitted = any(c.function == SUBMIT_TOOL for c in allowed) and _submitted(state)
         if submitted:
             break
@@ -154,14 +162,15 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
     model calls, which the core scorer's synchronous metric functions cannot make."""
     from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
     from geoeval.judges.ensemble import JudgeEnsemble
-    from geoeval.suites.lifeplanner.scoring.judging import rules_judge
     from geoeval.suites.lifeplanner.scorers import RECORD_KEY, evaluate_sample
+    from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
     ensemble = JudgeEnsemble(judge, rules=rules_judge)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        record = await evaluate_sample(state.metadata["case"], state.messages, db_path, ensemble, alpha=alpha,
-                                       tokens=_evaluated_tokens(state))
+        record = await evaluate_sample(
+            state.metadata["case"], state.messages, db_path, ensemble, alpha=alpha, tokens=_evaluated_tokens(state)
+        )
         state.metadata[RECORD_KEY] = record.to_dict()
         state.metadata[DETAILS_KEY] = {"judges": record.judge_votes, "failure_classes": record.failure_classes}
         if record.judge_error:
@@ -178,8 +187,10 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
     return Task(
         name="lifeplanner",
         dataset=MemoryDataset(samples, name="lifeplanner"),
-        solver=[lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport),
-                lifeplanner_judging(env.db_path, judge, suite_cfg.alpha)],
+        solver=[
+            lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport),
+            lifeplanner_judging(env.db_path, judge, suite_cfg.alpha),
+        ],
         scorer=geoeval_scorer(list(metric_names), extract_answer),
         metadata={"suite": "lifeplanner"},
     )
@@ -204,18 +215,41 @@ def lifeplanner(
     def split(v: str | list[str]) -> list[str]:
         return v.split(",") if isinstance(v, str) else list(v)
 
-    spec = validate_config({
-        "seed": seed, "work_dir": work_dir,
-        "env": {"name": "lifeplanner_synthetic", "n_places": n_places, "n_notes": n_notes},
-        "suite": {"name": "lifeplanner", "n_cases": n_cases, "tasks": split(tasks), "levels": split(levels),
-                  "tool_budget": tool_budget},
-        "model": {"name": "geoeval/oracle"},
-        "judge": {"models": ["rules"]},
-        "metrics": {"name": "lifeplanner", "metrics": ["pr", "a", "piou", "rd_distance", "rd_time", "oc", "sc", "ig",
-                                                       "te", "rp", "input_tokens", "output_tokens"]},
-        "runner": {"name": "local"},
-        "tracking": {"enabled": False},
-    })
+    spec = validate_config(
+        {
+            "seed": seed,
+            "work_dir": work_dir,
+            "env": {"name": "lifeplanner_synthetic", "n_places": n_places, "n_notes": n_notes},
+            "suite": {
+                "name": "lifeplanner",
+                "n_cases": n_cases,
+                "tasks": split(tasks),
+                "levels": split(levels),
+                "tool_budget": tool_budget,
+            },
+            "model": {"name": "geoeval/oracle"},
+            "judge": {"models": ["rules"]},
+            "metrics": {
+                "name": "lifeplanner",
+                "metrics": [
+                    "pr",
+                    "a",
+                    "piou",
+                    "rd_distance",
+                    "rd_time",
+                    "oc",
+                    "sc",
+                    "ig",
+                    "te",
+                    "rp",
+                    "input_tokens",
+                    "output_tokens",
+                ],
+            },
+            "runner": {"name": "local"},
+            "tracking": {"enabled": False},
+        }
+    )
     suite = get_suite("lifeplanner")
     env = suite.build_env(spec)
     return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics, spec.judge)

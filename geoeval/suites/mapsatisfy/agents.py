@@ -57,7 +57,7 @@ def _leaves(obj: Any) -> list[str]:
 
 
 def _safe(piece: str) -> bool:
-    return 2 <= len(piece) <= 60 and not any(q in piece for q in "「」“”\"") and not is_request(piece)
+    return 2 <= len(piece) <= 60 and not any(q in piece for q in '「」“”"') and not is_request(piece)
 
 
 def snippets(content: str) -> list[str]:
@@ -108,14 +108,20 @@ def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         content = _tool_output(message_text(m))
         call = requested.get(getattr(m, "tool_call_id", None) or "")
         ok = getattr(m, "error", None) is None and _served(content)
-        calls.append({"name": getattr(m, "function", "") or "", "arguments": dict(call.arguments) if call else {},
-                      "content": content, "match_type": "exact" if ok else "no_record", "error": None})
+        calls.append(
+            {
+                "name": getattr(m, "function", "") or "",
+                "arguments": dict(call.arguments) if call else {},
+                "content": content,
+                "match_type": "exact" if ok else "no_record",
+                "error": None,
+            }
+        )
     return calls
 
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
     from geoeval.core.private_api import sample_state
-
     from geoeval.suites.mapsatisfy.generate.reference import reference_answer
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
@@ -166,8 +172,9 @@ def _clarify_baseline(messages: list[ChatMessage], tools: list[ToolInfo], ctx: d
     if len(asked) < len(missing):
         return PolicyReply(content=CLARIFY_QUESTIONS[missing[len(asked)]])
     if _tool_calls_made(messages) == 0 and any(t.name == "search_poi" for t in tools):
-        return PolicyReply(tool="search_poi", arguments={"query": query, "cur_adcode": _context_city(messages),
-                                                          "city_limit": True})
+        return PolicyReply(
+            tool="search_poi", arguments={"query": query, "cur_adcode": _context_city(messages), "city_limit": True}
+        )
     return PolicyReply(content=answer_from_tools(messages))
 
 

@@ -33,10 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
-from geoeval.suites.mapsatisfy.judging.answer_facts import _number_grounded, evidence_of, norm
-from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
+from geoeval.suites.mapsatisfy.judging.answer_facts import _number_grounded, evidence_of, norm
 from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
+from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 
 TOKENS_PER_TURN = 1000
 _COMPOSITE = frozenset({"ar", "ses", "cei"})
@@ -54,9 +54,22 @@ TIERS = {
 #: ordering-accuracy targets: the rules judge's metrics 0.9 (offline rules judge), the rest 1.0
 TARGETS = {"ecr": 0.9, "iisr": 0.9, "ifs": 0.9, "ar": 0.9, "ses": 0.9, "cei": 0.9, "ts": 1.0, "eff": 1.0}
 CLARIFY_QUESTION = "请问您打算怎么去？"
-_TOPIC_PARTS = {"route": {"route", "distance"}, "distance": {"distance", "route"}, "price": {"price"},
-                "traffic": {"traffic"}, "booking": {"booking"}, "order": {"order"}, "recommend": {"recommend"}}
-_OTHER_MODE_ORDER = ("transit", "drive", "walk", "taxi", "bike")  # the mode a violation switches to: the first not asked
+_TOPIC_PARTS = {
+    "route": {"route", "distance"},
+    "distance": {"distance", "route"},
+    "price": {"price"},
+    "traffic": {"traffic"},
+    "booking": {"booking"},
+    "order": {"order"},
+    "recommend": {"recommend"},
+}
+_OTHER_MODE_ORDER = (
+    "transit",
+    "drive",
+    "walk",
+    "taxi",
+    "bike",
+)  # the mode a violation switches to: the first not asked
 _FAKE_NAMES = ("翠微阁", "云栖里", "星河湾", "澜庭轩", "枫丹苑", "听涛居")
 
 
@@ -69,8 +82,16 @@ def replay(instance: Any, plan: list[dict[str, Any]], sandbox: Any) -> list[dict
     calls = []
     for step in plan:
         r = sandbox.lookup(step["tool"], step["arguments"], trace_id=instance.task_id)
-        calls.append({"name": step["tool"], "arguments": dict(step["arguments"]), "content": r.content,
-                      "match_type": r.match_type, "error": r.error, "score": r.score})
+        calls.append(
+            {
+                "name": step["tool"],
+                "arguments": dict(step["arguments"]),
+                "content": r.content,
+                "match_type": r.match_type,
+                "error": r.error,
+                "score": r.score,
+            }
+        )
     return calls
 
 
@@ -165,9 +186,11 @@ def invented_fact(instance: Any, reference: str, sources: list[str]) -> str:
 
 def invented_answer(instance: Any, sources: list[str], implicit: list[Segment]) -> str:
     name = _fake_name(instance, sources, _place_word(instance))
-    return (f"关于您的需求“{instance.query}”：为您推荐「{name}」，距离约{_fake_number(sources, '米', 873.41)}米，"
-            f"人均{_fake_number(sources, '元', 91.29)}元。驾车前往全程约{_fake_number(sources, '公里', 13.67)}公里，"
-            f"约{_fake_number(sources, '分钟', 29.53)}分钟。" + render(implicit))
+    return (
+        f"关于您的需求“{instance.query}”：为您推荐「{name}」，距离约{_fake_number(sources, '米', 873.41)}米，"
+        f"人均{_fake_number(sources, '元', 91.29)}元。驾车前往全程约{_fake_number(sources, '公里', 13.67)}公里，"
+        f"约{_fake_number(sources, '分钟', 29.53)}分钟。" + render(implicit)
+    )
 
 
 def refusal(instance: Any) -> str:
@@ -212,8 +235,11 @@ def constructed(instance: Any, calls: list[dict[str, Any]], given: list[str]) ->
     out.append(("missed_tool", _dialogue(render(compose(instance, fewer)), fewer, given)))
     # the invented answer addresses the rubrics too, with no fact of the outputs (no record to cite)
     implicit = implicit_segments(instance, None, dataclasses.replace(ev, records=[]))
-    out += [("empty", _dialogue("", calls, given)), ("refusal", _dialogue(refusal(instance), calls, given)),
-            ("invented", _dialogue(invented_answer(instance, ev.sources, implicit), calls, given))]
+    out += [
+        ("empty", _dialogue("", calls, given)),
+        ("refusal", _dialogue(refusal(instance), calls, given)),
+        ("invented", _dialogue(invented_answer(instance, ev.sources, implicit), calls, given)),
+    ]
     return out
 
 
@@ -234,8 +260,9 @@ async def _judge_all(instance: Any, records: list[dict[str, Any]], judge: Callab
         record["verdicts"] = (await judge(instance, Trajectory.from_record(record))).to_record()
 
 
-def sample_answers(instance: Any, calls: list[dict[str, Any]], given: list[str],
-                   judge: Callable[..., Any]) -> list[ScoredAnswer]:
+def sample_answers(
+    instance: Any, calls: list[dict[str, Any]], given: list[str], judge: Callable[..., Any]
+) -> list[ScoredAnswer]:
     """Every tier's answer to one case, judged by `judge(instance, trajectory) -> Verdicts`."""
     from geoeval.suites.mapsatisfy.scorers import scores_from_record
 
@@ -246,8 +273,9 @@ def sample_answers(instance: Any, calls: list[dict[str, Any]], given: list[str],
     for key, record in built:
         raw = scores_from_record(instance, record)
         scores = {m: math.nan if raw[m] is None else float(raw[m]) for m in METRIC_NAMES}
-        answers.append(ScoredAnswer(instance.task_id, TIERS[key], record["answer"],
-                                    _not_applicable(scores, record, reference)))
+        answers.append(
+            ScoredAnswer(instance.task_id, TIERS[key], record["answer"], _not_applicable(scores, record, reference))
+        )
     return answers
 
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
-Verdict = Union[bool, int, float, None]
+Verdict = bool | int | float | None
 
 METRIC_NAMES = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses", "cei")
 
@@ -129,9 +129,12 @@ def _carried(value: Any) -> bool:
     return True
 
 
-def tool_selection(calls: Iterable[Any], expected_tools: Iterable[str],
-                   required_parameters: Mapping[str, Sequence[str]] | None = None,
-                   aliases: Mapping[str, Mapping[str, str]] | None = None) -> ToolSelection:
+def tool_selection(
+    calls: Iterable[Any],
+    expected_tools: Iterable[str],
+    required_parameters: Mapping[str, Sequence[str]] | None = None,
+    aliases: Mapping[str, Mapping[str, str]] | None = None,
+) -> ToolSelection:
     """Classify the called and the gold tool names (both deduplicated).
 
     A gold tool is correct when at least one of its calls carries every required parameter
@@ -158,9 +161,12 @@ def tool_selection(calls: Iterable[Any], expected_tools: Iterable[str],
     )
 
 
-def ts(calls: Iterable[Any], expected_tools: Iterable[str],
-       required_parameters: Mapping[str, Sequence[str]] | None = None,
-       aliases: Mapping[str, Mapping[str, str]] | None = None) -> float:
+def ts(
+    calls: Iterable[Any],
+    expected_tools: Iterable[str],
+    required_parameters: Mapping[str, Sequence[str]] | None = None,
+    aliases: Mapping[str, Mapping[str, str]] | None = None,
+) -> float:
     """Tool Selection accuracy (see `tool_selection`)."""
     return tool_selection(calls, expected_tools, required_parameters, aliases).score
 
@@ -258,20 +264,31 @@ def assistant_turns(messages: Iterable[Any]) -> int:
 # One case
 
 
-def case_scores(instance: Any, *, explicit_met: Sequence[Verdict], implicit_satisfied: Sequence[Verdict],
-                tool_calls: Iterable[Any], fact_rows: Sequence[Iterable[FactCheck | Verdict] | None],
-                turns: int, total_tokens: int,
-                aliases: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, float | None]:
+def case_scores(
+    instance: Any,
+    *,
+    explicit_met: Sequence[Verdict],
+    implicit_satisfied: Sequence[Verdict],
+    tool_calls: Iterable[Any],
+    fact_rows: Sequence[Iterable[FactCheck | Verdict] | None],
+    turns: int,
+    total_tokens: int,
+    aliases: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, float | None]:
     """All eight metrics of one case (`schema.MapSatisfyInstance`) from the judges' verdicts, in
     the ground truth's order: one per explicit factor, one per implicit rubric, one row of fact
     checks per factual-rubric row. `aliases` defaults to the sandbox's parameter aliases."""
     gt = instance.ground_truth
-    checks = [("explicit_met", explicit_met, gt.explicit_intent),
-              ("implicit_satisfied", implicit_satisfied, gt.implicit_intent),
-              ("fact_rows", fact_rows, instance.factual_answer_rubric)]
+    checks = [
+        ("explicit_met", explicit_met, gt.explicit_intent),
+        ("implicit_satisfied", implicit_satisfied, gt.implicit_intent),
+        ("fact_rows", fact_rows, instance.factual_answer_rubric),
+    ]
     for name, given, expected in checks:
         if len(given) != len(expected):
-            raise ValueError(f"case {instance.task_id}: {name} has {len(given)} entries for {len(expected)} rubric items")
+            raise ValueError(
+                f"case {instance.task_id}: {name} has {len(given)} entries for {len(expected)} rubric items"
+            )
     if aliases is None:
         from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES
 

@@ -38,7 +38,9 @@ def _usable(results: list[Any]) -> list[Any]:
     return [r for r in results if not r.error]
 
 
-def model_table(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS) -> dict[tuple[str, str], dict[str, float]]:
+def model_table(
+    results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS
+) -> dict[tuple[str, str], dict[str, float]]:
     """(model, thinking) -> metric -> mean over cases (NaN skipped), plus `n` cases."""
     rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for r in _usable(results):
@@ -50,7 +52,9 @@ def model_table(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS) ->
     return out
 
 
-def grouped(results: list[Any], key: str, metrics: tuple[str, ...] = TABLE_METRICS) -> dict[tuple[str, str], dict[str, float]]:
+def grouped(
+    results: list[Any], key: str, metrics: tuple[str, ...] = TABLE_METRICS
+) -> dict[tuple[str, str], dict[str, float]]:
     """(model, group label) -> metric -> mean (NaN skipped), plus `n`: the Figure 5 groupings."""
     rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for r in _usable(results):
@@ -73,15 +77,20 @@ def tables_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS
     table = model_table(results, metrics)
     head = "| model | n | " + " | ".join(m.upper() for m in metrics) + " |"
     rule = "| --- | ---: | " + " | ".join("---:" for _ in metrics) + " |"
-    titles = {"off": "Table 1 layout: thinking off", "default": "Table 1 layout: thinking not set (model default)",
-              "on": "Table 2 layout: thinking on"}
+    titles = {
+        "off": "Table 1 layout: thinking off",
+        "default": "Table 1 layout: thinking not set (model default)",
+        "on": "Table 2 layout: thinking on",
+    }
     lines = ["# MapSatisfy results", ""]
     for thinking in ("off", "default", "on"):
         rows = [(model, vals) for (model, t), vals in table.items() if t == thinking]
         if not rows:
             continue
         lines += [f"## {titles[thinking]}", "", head, rule]
-        lines += [f"| {model} | {int(v['n'])} | " + " | ".join(_cell(v[m]) for m in metrics) + " |" for model, v in rows]
+        lines += [
+            f"| {model} | {int(v['n'])} | " + " | ".join(_cell(v[m]) for m in metrics) + " |" for model, v in rows
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -104,7 +113,12 @@ def profile_call_markdown(results: list[Any]) -> str:
     rates = profile_call_rates(results)
     if not rates:
         return ""
-    lines = ["## Profile-tool call rate (Figure 4 layout)", "", "| model | cases | rate | n |", "| --- | --- | ---: | ---: |"]
+    lines = [
+        "## Profile-tool call rate (Figure 4 layout)",
+        "",
+        "| model | cases | rate | n |",
+        "| --- | --- | ---: | ---: |",
+    ]
     lines += [f"| {model} | {which} | {_cell(rate)} | {n} |" for (model, which), (rate, n) in rates.items()]
     return "\n".join(lines) + "\n"
 
@@ -112,9 +126,12 @@ def profile_call_markdown(results: list[Any]) -> str:
 def groupings_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
     lines = ["# MapSatisfy results by group (Figure 5 layout)", ""]
     for key, title in GROUP_BY.items():
-        lines += [f"## By {title.lower()}", "",
-                  f"| model | {title.lower()} | n | " + " | ".join(m.upper() for m in metrics) + " |",
-                  "| --- | --- | ---: | " + " | ".join("---:" for _ in metrics) + " |"]
+        lines += [
+            f"## By {title.lower()}",
+            "",
+            f"| model | {title.lower()} | n | " + " | ".join(m.upper() for m in metrics) + " |",
+            "| --- | --- | ---: | " + " | ".join("---:" for _ in metrics) + " |",
+        ]
         for (model, label), v in grouped(results, key, metrics).items():
             lines.append(f"| {model} | {label} | {int(v['n'])} | " + " | ".join(_cell(v[m]) for m in metrics) + " |")
         lines.append("")
@@ -180,8 +197,9 @@ def leaderboard_frame(db_path: str | Path, *, experiment: str | None = None) -> 
     from geoeval.core.warehouse.store import Warehouse
 
     with Warehouse(db_path, read_only=True) as wh:
-        runs = [r["run_hash"] for r in wh.runs(suite="mapsatisfy")
-                if experiment is None or r["experiment"] == experiment]
+        runs = [
+            r["run_hash"] for r in wh.runs(suite="mapsatisfy") if experiment is None or r["experiment"] == experiment
+        ]
         frame = wh.scores_frame(runs) if runs else pd.DataFrame()
     columns = ["setting", "model", "thinking", "metric", "value", "n"]
     if frame.empty:
@@ -210,8 +228,12 @@ def leaderboard_markdown(table: Any) -> str:
         cells = {(r.model, r.thinking, r.metric): r.value for r in part.itertuples()}
         cases = part.groupby(["model", "thinking"])["n"].max().to_dict()
         head = ["model"] + [f"n ({t})" for t in modes] + [f"{m.upper()} ({t})" for m in TABLE_METRICS for t in modes]
-        lines += [f"## Setting: {setting}", "", "| " + " | ".join(head) + " |",
-                  "| --- | " + " | ".join("---:" for _ in head[1:]) + " |"]
+        lines += [
+            f"## Setting: {setting}",
+            "",
+            "| " + " | ".join(head) + " |",
+            "| --- | " + " | ".join("---:" for _ in head[1:]) + " |",
+        ]
         for model in sorted(part["model"].unique()):
             row = [model] + [str(int(cases[(model, t)])) if (model, t) in cases else "-" for t in modes]
             row += [_cell(cells.get((model, t, m), math.nan)) for m in TABLE_METRICS for t in modes]
@@ -234,8 +256,12 @@ def _table_png(markdown: str, path: Path) -> Path:
         elif line.startswith("|") and blocks and not line.startswith("| ---"):
             blocks[-1][1].append([c.strip() for c in line.strip("|").split("|")])
     blocks = [b for b in blocks if len(b[1]) > 1] or [("no runs", [["-"], ["-"]])]
-    fig, axes = plt.subplots(len(blocks), 1, figsize=(max(8, 1.1 * len(blocks[0][1][0])), 0.6 + 0.8 * len(blocks) + 0.3 * sum(len(r) for _, r in blocks)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(blocks),
+        1,
+        figsize=(max(8, 1.1 * len(blocks[0][1][0])), 0.6 + 0.8 * len(blocks) + 0.3 * sum(len(r) for _, r in blocks)),
+        squeeze=False,
+    )
     for ax, (title, rows) in zip(axes[:, 0], blocks):
         ax.axis("off")
         ax.set_title(title)

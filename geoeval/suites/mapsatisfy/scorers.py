@@ -48,9 +48,15 @@ def scores_from_record(instance: Any, record: dict[str, Any]) -> dict[str, float
 
     verdicts = Verdicts.from_record(record["verdicts"])
     calls = [(c["name"], c.get("arguments") or {}) for c in record["tool_calls"]]
-    return case_scores(instance, explicit_met=verdicts.explicit_met, implicit_satisfied=verdicts.implicit_satisfied,
-                       tool_calls=calls, fact_rows=verdicts.fact_rows, turns=int(record["turns"]),
-                       total_tokens=int(record["tokens"]))
+    return case_scores(
+        instance,
+        explicit_met=verdicts.explicit_met,
+        implicit_satisfied=verdicts.implicit_satisfied,
+        tool_calls=calls,
+        fact_rows=verdicts.fact_rows,
+        turns=int(record["turns"]),
+        total_tokens=int(record["tokens"]),
+    )
 
 
 def _metric(name: str):
@@ -78,5 +84,6 @@ def profile_call_metric(inp: MetricInput) -> float:
     return float(any(c["name"] in PROFILE_TOOLS for c in record["tool_calls"]))
 
 
-register_metric("profile_call", suites=["mapsatisfy"],
-                description="a profile tool was called (Figure 4 call rate)")(profile_call_metric)
+register_metric("profile_call", suites=["mapsatisfy"], description="a profile tool was called (Figure 4 call rate)")(
+    profile_call_metric
+)

@@ -32,8 +32,13 @@ def make_user(instance: Any, user_model: Any | None) -> Any:
     if user_model is None:
         return RuleBasedUser(instance.query, instance.full_intent)
     persona = instance.user_profile.summary if instance.user_profile is not None else ""
-    prompt = fill_user_prompt(instance.query, instance.full_intent, instance.context.time,
-                              instance.context.user_loc_name or instance.context.user_current_loc, persona)
+    prompt = fill_user_prompt(
+        instance.query,
+        instance.full_intent,
+        instance.context.time,
+        instance.context.user_loc_name or instance.context.user_current_loc,
+        persona,
+    )
     return LLMUser(user_model, prompt)
 
 
@@ -45,22 +50,31 @@ def _user_role_model() -> Any | None:
 
 
 @solver
-def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 40, judges: list[str] | None = None,
-                        votes: int = 3, temperature: float = 1.0, evidence_chars: int | None = None) -> Solver:
+def mapsatisfy_dialogue(
+    env: Any,
+    *,
+    max_turns: int = 8,
+    max_tool_calls: int = 40,
+    judges: list[str] | None = None,
+    votes: int = 3,
+    temperature: float = 1.0,
+    evidence_chars: int | None = None,
+) -> Solver:
     """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
+        from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
         from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
-        from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
         instance = parse_instance(state.metadata["instance"])
         sandbox = env.sandbox()
         responses: list[Any] = []
-        tools = inspect_tools(sandbox, state.metadata.get("tools"), trace_id=instance.task_id,
-                              on_response=responses.append)
+        tools = inspect_tools(
+            sandbox, state.metadata.get("tools"), trace_id=instance.task_id, on_response=responses.append
+        )
         model = get_model()
         user = make_user(instance, _user_role_model())
         dialogue: list[tuple[str, str]] = [("user", instance.query)]
@@ -95,8 +109,17 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
             state.messages.append(ChatMessageUser(content=reply))
             if not finished:
                 given.append(reply)
-        calls = [{"name": r.tool, "arguments": r.arguments, "content": r.content, "match_type": r.match_type,
-                  "error": r.error, "score": r.score} for r in responses]
+        calls = [
+            {
+                "name": r.tool,
+                "arguments": r.arguments,
+                "content": r.content,
+                "match_type": r.match_type,
+                "error": r.error,
+                "score": r.score,
+            }
+            for r in responses
+        ]
         # a call the sandbox never saw (Inspect rejected its arguments, or the tool raised) is still
         # a call of the trajectory: TS counts its name, but its arguments were refused, so it
         # carried no valid parameter (they are kept for review as `rejected_arguments`)
@@ -104,16 +127,31 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
         for m in state.messages:
             if isinstance(m, ChatMessageTool) and m.error is not None:
                 call = requested.get(m.tool_call_id or "")
-                calls.append({"name": m.function or "", "arguments": {},
-                              "rejected_arguments": dict(call.arguments) if call else {},
-                              "content": message_text(m), "match_type": "no_record", "error": m.error.message,
-                              "score": None})
-        record = {"answer": answer, "turns": turns, "tool_calls": calls, "dialogue": dialogue, "given": given,
-                  "tokens": tokens, "finished": finished,
-                  "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None}
+                calls.append(
+                    {
+                        "name": m.function or "",
+                        "arguments": {},
+                        "rejected_arguments": dict(call.arguments) if call else {},
+                        "content": message_text(m),
+                        "match_type": "no_record",
+                        "error": m.error.message,
+                        "score": None,
+                    }
+                )
+        record = {
+            "answer": answer,
+            "turns": turns,
+            "tool_calls": calls,
+            "dialogue": dialogue,
+            "given": given,
+            "tokens": tokens,
+            "finished": finished,
+            "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None,
+        }
         budget = {} if evidence_chars is None else {"evidence_chars": evidence_chars}
-        verdicts = await judge_dialogue(instance, Trajectory.from_record(record), judges or ["rules"], votes,
-                                        temperature, **budget)
+        verdicts = await judge_dialogue(
+            instance, Trajectory.from_record(record), judges or ["rules"], votes, temperature, **budget
+        )
         record["verdicts"] = verdicts.to_record()
         state.metadata["mapsatisfy"] = record
         state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
@@ -122,4 +160,3 @@ def mapsatisfy_dialogue(env: Any, *, max_turns: int = 8, max_tool_calls: int = 4
         return state
 
     return solve
-

@@ -37,8 +37,11 @@ class MapSatisfyDemoEnvConfig(Strict):
     """`env=mapsatisfy_demo`: the authors' demo release under `root`."""
 
     name: Literal["mapsatisfy_demo"] = "mapsatisfy_demo"
-    root: str | None = Field(default="../shared/peers/mapsatisfy", description="release root (relative to the working "
-                             "directory); null: the download cache of `geoeval data fetch mapsatisfy-demo`")
+    root: str | None = Field(
+        default="../shared/peers/mapsatisfy",
+        description="release root (relative to the working "
+        "directory); null: the download cache of `geoeval data fetch mapsatisfy-demo`",
+    )
     bench: str = Field(default="demo_bench.xlsx", description="instances (.xlsx/.json/.jsonl), relative to root")
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
@@ -52,12 +55,15 @@ class MapSatisfyGeneratedEnvConfig(Strict):
     n: int = Field(default=60, ge=1, description="instances (the six domains in turn)")
     seed: int = Field(default=0, description="the generation seed: same seed, same instances and store")
     city: Literal["synthetic", "lifeplanner"] = Field(
-        default="synthetic", description="synthetic: a seeded POI table; lifeplanner: the places of `lifeplanner_db`")
+        default="synthetic", description="synthetic: a seeded POI table; lifeplanner: the places of `lifeplanner_db`"
+    )
     n_pois: int = Field(default=360, ge=24, description="POIs of the synthetic city")
     lifeplanner_db: str | None = Field(default=None, description="a LifePlanner city DuckDB (city=lifeplanner)")
-    out_dir: str = Field(default="results/mapsatisfy_generated",
-                         description="where instances.jsonl, mock_data/ and coverage.md are written "
-                                     "(relative to the working directory), one folder per seed/n/city")
+    out_dir: str = Field(
+        default="results/mapsatisfy_generated",
+        description="where instances.jsonl, mock_data/ and coverage.md are written "
+        "(relative to the working directory), one folder per seed/n/city",
+    )
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
 
@@ -66,24 +72,44 @@ class MapSatisfySuiteConfig(Strict):
 
     name: Literal["mapsatisfy"] = "mapsatisfy"
     setting: Literal["normal", "profile"] = Field(
-        default="normal", description="normal: the main sandbox; profile: the profile is in the prompt (B.4)")
-    map_tools: list[str] | None = Field(default=None, description="sandbox tools offered to the agent; null: the whole catalogue")
+        default="normal", description="normal: the main sandbox; profile: the profile is in the prompt (B.4)"
+    )
+    map_tools: list[str] | None = Field(
+        default=None, description="sandbox tools offered to the agent; null: the whole catalogue"
+    )
     max_turns: int = Field(default=8, ge=1, description="assistant turns before the dialogue is cut")
     max_tool_calls: int = Field(default=40, ge=1)
-    user_model: str | None = Field(default=None, description="model of the C.1 user simulator (the `user` role); "
-                                   "null: the rule-based simulator")
-    tool_simulator: str | None = Field(default=None, description="model simulating unrecorded tool responses "
-                                       "(the `tool_simulator` role); null: typed no_record")
-    judge_votes: int = Field(default=3, ge=1, description="evaluations of each model judge, majority-voted "
-                             "(section 4.2: three); the judge group's `votes` does not apply to this suite")
+    user_model: str | None = Field(
+        default=None, description="model of the C.1 user simulator (the `user` role); null: the rule-based simulator"
+    )
+    tool_simulator: str | None = Field(
+        default=None,
+        description="model simulating unrecorded tool responses (the `tool_simulator` role); null: typed no_record",
+    )
+    judge_votes: int = Field(
+        default=3,
+        ge=1,
+        description="evaluations of each model judge, majority-voted "
+        "(section 4.2: three); the judge group's `votes` does not apply to this suite",
+    )
     judge_temperature: float | None = Field(
-        default=1.0, ge=0.0, le=2.0, description="sampling temperature of the model judges (section 4.2: 1.0, "
-        "so the three votes can differ); null: the judge group's `temperature`")
+        default=1.0,
+        ge=0.0,
+        le=2.0,
+        description="sampling temperature of the model judges (section 4.2: 1.0, "
+        "so the three votes can differ); null: the judge group's `temperature`",
+    )
     judge_evidence_chars: int = Field(
-        default=200_000, ge=1_000, description="tool-output characters a model judge's prompt carries; a response "
-        "cut to fit is marked and counted in the verdicts (raw.evidence)")
-    record_simulated: bool = Field(default=False, description="record mode: simulated responses are added to the "
-                                   "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)")
+        default=200_000,
+        ge=1_000,
+        description="tool-output characters a model judge's prompt carries; a response "
+        "cut to fit is marked and counted in the verdicts (raw.evidence)",
+    )
+    record_simulated: bool = Field(
+        default=False,
+        description="record mode: simulated responses are added to the "
+        "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)",
+    )
 
 
 @dataclass(frozen=True)
@@ -140,10 +166,17 @@ def agent_prompt(instance: Any, setting: str, tool_names: list[str]) -> str:
     """The C.2 business-agent prompt of `setting` filled for `instance`."""
     template = (PROMPTS / f"agent_{setting}.txt").read_text(encoding="utf-8")
     context = json.dumps(instance.context.model_dump(mode="json"), ensure_ascii=False)
-    profile = ("(no profile)" if instance.user_profile is None else
-               json.dumps(instance.user_profile.model_dump(mode="json"), ensure_ascii=False))
-    for key, value in (("{query}", instance.query), ("{context}", context), ("{user_profile}", profile),
-                       ("{tools_brief}", tools_brief(tool_names))):
+    profile = (
+        "(no profile)"
+        if instance.user_profile is None
+        else json.dumps(instance.user_profile.model_dump(mode="json"), ensure_ascii=False)
+    )
+    for key, value in (
+        ("{query}", instance.query),
+        ("{context}", context),
+        ("{user_profile}", profile),
+        ("{tools_brief}", tools_brief(tool_names)),
+    ):
         template = template.replace(key, value)
     return template
 
@@ -183,7 +216,9 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
             if all(_carried(args.get(p)) for p in required):
                 chosen = args
                 break
-        plan.append({"tool": tool, "arguments": chosen if chosen is not None else _synthesized_call(instance, tool, required)})
+        plan.append(
+            {"tool": tool, "arguments": chosen if chosen is not None else _synthesized_call(instance, tool, required)}
+        )
     return plan
 
 
@@ -218,19 +253,35 @@ def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any,
 
     meta = instance.metadata
     dims = Dimensions(
-        suite="mapsatisfy", task_family="dialogue", task=(meta.sub_task[0] if meta.sub_task else ""),
-        level=(meta.difficulty or "").lower(), setting=setting, capabilities=capabilities_of(instance),
-        extra={"domain": ";".join(meta.domain), "sub_task": ";".join(meta.sub_task),
-               "implicit_factor_source": ";".join(meta.implicit_factor_source), "thinking": thinking},
+        suite="mapsatisfy",
+        task_family="dialogue",
+        task=(meta.sub_task[0] if meta.sub_task else ""),
+        level=(meta.difficulty or "").lower(),
+        setting=setting,
+        capabilities=capabilities_of(instance),
+        extra={
+            "domain": ";".join(meta.domain),
+            "sub_task": ";".join(meta.sub_task),
+            "implicit_factor_source": ";".join(meta.implicit_factor_source),
+            "thinking": thinking,
+        },
     )
     return Sample(
         id=instance.task_id,
-        input=[ChatMessageSystem(content=agent_prompt(instance, setting, tool_names)),
-               ChatMessageUser(content=instance.query)],
+        input=[
+            ChatMessageSystem(content=agent_prompt(instance, setting, tool_names)),
+            ChatMessageUser(content=instance.query),
+        ],
         target="",
-        metadata={"suite": "mapsatisfy", "setting": setting, "tools": tool_names, "shard_key": instance.task_id,
-                  "instance": instance_to_record(instance), "oracle_plan": oracle_plan(instance, store),
-                  "dims": dims.model_dump(mode="json")},
+        metadata={
+            "suite": "mapsatisfy",
+            "setting": setting,
+            "tools": tool_names,
+            "shard_key": instance.task_id,
+            "instance": instance_to_record(instance),
+            "oracle_plan": oracle_plan(instance, store),
+            "dims": dims.model_dump(mode="json"),
+        },
     )
 
 
@@ -249,9 +300,12 @@ def judge_settings(spec: Any) -> dict[str, Any]:
     """The judges' settings of a run, as `judges.judge_dialogue` takes them: the judge group's
     models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
     temperature = spec.suite.judge_temperature
-    return {"judges": list(spec.judge.models), "votes": spec.suite.judge_votes,
-            "temperature": spec.judge.temperature if temperature is None else temperature,
-            "evidence_chars": spec.suite.judge_evidence_chars}
+    return {
+        "judges": list(spec.judge.models),
+        "votes": spec.suite.judge_votes,
+        "temperature": spec.judge.temperature if temperature is None else temperature,
+        "evidence_chars": spec.suite.judge_evidence_chars,
+    }
 
 
 def thinking_of(spec: Any) -> str:
@@ -286,22 +340,30 @@ class MapSatisfySuite:
         bench, mock = root / spec.env.bench, root / spec.env.mock_data
         for path, what in ((bench, "env.bench"), (mock, "env.mock_data")):
             if not path.exists():
-                raise GeoevalError(f"Invalid config: {what}: {path} does not exist (env.root={spec.env.root!r}, "
-                                   f"relative to the working directory {Path.cwd()}); the authors' demo is one "
-                                   "`geoeval data fetch mapsatisfy-demo` away")
-        return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()),
-                             embedder=spec.env.embedder, record=spec.suite.record_simulated,
-                             fingerprint=_fingerprint([bench, mock]))
+                raise GeoevalError(
+                    f"Invalid config: {what}: {path} does not exist (env.root={spec.env.root!r}, "
+                    f"relative to the working directory {Path.cwd()}); the authors' demo is one "
+                    "`geoeval data fetch mapsatisfy-demo` away"
+                )
+        return MapSatisfyEnv(
+            bench_path=str(bench.resolve()),
+            mock_dir=str(mock.resolve()),
+            embedder=spec.env.embedder,
+            record=spec.suite.record_simulated,
+            fingerprint=_fingerprint([bench, mock]),
+        )
 
     def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
-        from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
         from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
+        from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
 
         e = spec.env
         if e.city == "lifeplanner":
             if not e.lifeplanner_db or not Path(e.lifeplanner_db).is_file():
-                raise GeoevalError(f"Invalid config: env.lifeplanner_db: {e.lifeplanner_db!r} is not a file "
-                                   "(city=lifeplanner reads its places table)")
+                raise GeoevalError(
+                    f"Invalid config: env.lifeplanner_db: {e.lifeplanner_db!r} is not a file "
+                    "(city=lifeplanner reads its places table)"
+                )
             city = city_from_lifeplanner(e.lifeplanner_db)
             tag = f"lifeplanner_{hashlib.sha256(Path(e.lifeplanner_db).read_bytes()).hexdigest()[:8]}"
         else:
@@ -309,8 +371,13 @@ class MapSatisfySuite:
         # regenerated on every run (a second or two): the files are a cache for reading, never an input
         gen = generate(e.n, seed=e.seed, city=city)
         bench, mock = write_generated(gen, Path(e.out_dir) / f"seed{e.seed}_n{e.n}_{tag}")
-        return MapSatisfyEnv(bench_path=str(bench.resolve()), mock_dir=str(mock.resolve()), embedder=e.embedder,
-                             record=spec.suite.record_simulated, fingerprint=_fingerprint([bench, mock]))
+        return MapSatisfyEnv(
+            bench_path=str(bench.resolve()),
+            mock_dir=str(mock.resolve()),
+            embedder=e.embedder,
+            record=spec.suite.record_simulated,
+            fingerprint=_fingerprint([bench, mock]),
+        )
 
     def meta_eval_answers(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> list[Any]:
         """Answers of known quality per sample, scored by the run's judges (meta_eval.py)."""
@@ -335,8 +402,10 @@ class MapSatisfySuite:
         names = list(spec.suite.map_tools) if spec.suite.map_tools else sorted(TOOL_SPECS)
         unknown = [n for n in names if n not in TOOL_SPECS]
         if unknown:
-            raise GeoevalError(f"Invalid config: suite.map_tools: unknown MapSatisfy tool(s) {unknown} "
-                               f"(available: {', '.join(sorted(TOOL_SPECS))})")
+            raise GeoevalError(
+                f"Invalid config: suite.map_tools: unknown MapSatisfy tool(s) {unknown} "
+                f"(available: {', '.join(sorted(TOOL_SPECS))})"
+            )
         store = env.sandbox().store
         thinking = thinking_of(spec)
         return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
@@ -360,8 +429,9 @@ class MapSatisfySuite:
         return Task(
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),
-            solver=mapsatisfy_dialogue(env, max_turns=spec.suite.max_turns, max_tool_calls=spec.suite.max_tool_calls,
-                                       **judge_settings(spec)),
+            solver=mapsatisfy_dialogue(
+                env, max_turns=spec.suite.max_turns, max_tool_calls=spec.suite.max_tool_calls, **judge_settings(spec)
+            ),
             scorer=geoeval_scorer(list(spec.metrics.metrics), extract_answer),
             model_roles=roles or None,
             metadata={"suite": "mapsatisfy"},

@@ -68,9 +68,9 @@ def _image_bytes(ref: str) -> bytes:
 def solve_from_tables(parsed: Any) -> str | None:
     """The route a table reader computes, or None when the tables do not carry the network."""
     from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
-    from geoeval.suites.maptab.routing.transfers import annotate, format_route
     from geoeval.suites.maptab.routing.reference import fewest_station_routes
     from geoeval.suites.maptab.routing.search import optimal_routes
+    from geoeval.suites.maptab.routing.transfers import annotate, format_route
 
     edges = parsed.tables.get("Edge Table")
     if not edges:
@@ -193,9 +193,9 @@ def _restrict_to_perceived(g: Any, pm: Any) -> Any:
 def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     from geoeval.suites.maptab.baselines.prompt_reading import is_qa_system_prompt, parse_prompt
     from geoeval.suites.maptab.perception.answers import route_on_perceived
-    from geoeval.suites.maptab.routing.transfers import annotate, format_route
     from geoeval.suites.maptab.routing.reference import fewest_station_routes
     from geoeval.suites.maptab.routing.search import optimal_routes
+    from geoeval.suites.maptab.routing.transfers import annotate, format_route
 
     system, user, image_ref = _texts_and_image(messages)
     if is_qa_system_prompt(system):
@@ -211,10 +211,12 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
             if parsed.weights and parsed.tables.get("Edge Table"):
                 from geoeval.suites.maptab.baselines.table_reader import graph_from_tables
 
-                g = graph_from_tables(parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None,
-                                      parsed.scenario)
-                route = _solve_on_graph(_restrict_to_perceived(g, pm), parsed, annotate, fewest_station_routes,
-                                        format_route, optimal_routes)
+                g = graph_from_tables(
+                    parsed.tables["Edge Table"], parsed.tables.get("Vertex Table"), None, parsed.scenario
+                )
+                route = _solve_on_graph(
+                    _restrict_to_perceived(g, pm), parsed, annotate, fewest_station_routes, format_route, optimal_routes
+                )
             else:
                 route = route_on_perceived(pm, parsed.source, parsed.target)
     except Exception:  # unreadable image or prompt: the agent fails this sample, visibly
@@ -228,8 +230,8 @@ def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
     (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
     from geoeval.suites.maptab.baselines.prompt_reading import question_from_prompt, tables_from_prompt
     from geoeval.suites.maptab.perception.answers import answer_from_image
-    from geoeval.suites.maptab.qa.wording import parse_question
     from geoeval.suites.maptab.qa.questions import setting_of
+    from geoeval.suites.maptab.qa.wording import parse_question
 
     try:
         scenario = "travelmap" if "Scenic Area" in system else "metromap"

@@ -13,8 +13,8 @@ internal (`tests/core/test_architecture.py` checks that the example plugins use 
 from __future__ import annotations
 
 from geoeval.suites.maptab.env.environment import station_neighbors
+from geoeval.suites.maptab.env.tables import edge_table, format_table
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.graph import Edge, MetroMap, Station
-from geoeval.suites.maptab.env.tables import edge_table, format_table
 
 __all__ = ["Edge", "MetroMap", "Station", "edge_table", "format_table", "generate_metro_map", "station_neighbors"]

@@ -133,8 +133,9 @@ def clean_item(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if not dirty:
         return item, []
     names = ", ".join(_BRIEF.repr(clean_text(k)) for k in dirty[:5]) + (", ..." if len(dirty) > 5 else "")
-    return clean_value(item), [f"lone surrogates or control characters in {names} replaced by U+FFFD; "
-                               "scored as cleaned"]
+    return clean_value(item), [
+        f"lone surrogates or control characters in {names} replaced by U+FFFD; scored as cleaned"
+    ]
 
 
 def _tagged_route(value: Any) -> str:
@@ -185,11 +186,14 @@ def score_item(item: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     query_level = item.get("Query_Difficulty", item.get("query_difficulty", ""))
     weight = metrics.difficulty_weight(map_level, query_level)
     if weight == 0:
-        problems.append(f"difficulty {_BRIEF.repr(map_level)}/{_BRIEF.repr(query_level)} is not Easy/Medium/Hard: "
-                        "Difficulty_score 0")
+        problems.append(
+            f"difficulty {_BRIEF.repr(map_level)}/{_BRIEF.repr(query_level)} is not Easy/Medium/Hard: "
+            "Difficulty_score 0"
+        )
     scored = dict(item)
-    scored.update({"parsed_route": "-".join(predicted), "all_acc": exact, "part_acc": partial,
-                   "Difficulty_score": weight})
+    scored.update(
+        {"parsed_route": "-".join(predicted), "all_acc": exact, "part_acc": partial, "Difficulty_score": weight}
+    )
     return scored, problems
 
 
@@ -229,8 +233,9 @@ def score_files(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]
             problems.extend(f"{where}: {p}" for p in text_problems + item_problems)
             scenario = scenario_of_item(entry)
             if scenario is None:
-                problems.append(f"{where}: keys name no scenario (station_1/station_2 or spot_1/spot_2); "
-                                "counted as 'unknown'")
+                problems.append(
+                    f"{where}: keys name no scenario (station_1/station_2 or spot_1/spot_2); counted as 'unknown'"
+                )
             by_scenario.setdefault(scenario or "unknown", []).append(scored)
             scored_file.append(scored)
         per_file[_shown(path)] = summarize(scored_file)
@@ -250,8 +255,10 @@ def _table(summary: dict[str, Any]) -> str:
     width = max([len("scope")] + [len(name) for name, _ in rows])
     lines = [f"{'scope':<{width}}  {'items':>5}  {'EMA (all_acc)':>13}  {'PMA (part_acc)':>14}  {'DS total':>8}"]
     for name, s in rows:
-        lines.append(f"{name:<{width}}  {s['count']:>5}  {s['all_acc']:>13.4f}  {s['part_acc']:>14.4f}  "
-                     f"{s['difficulty_score_total']:>8}")
+        lines.append(
+            f"{name:<{width}}  {s['count']:>5}  {s['all_acc']:>13.4f}  {s['part_acc']:>14.4f}  "
+            f"{s['difficulty_score_total']:>8}"
+        )
     return "\n".join(lines)
 
 
@@ -267,8 +274,13 @@ def _parser() -> argparse.ArgumentParser:
         "'response' route string) exactly as the authors' evaluator does.",
     )
     parser.add_argument("results", nargs="+", type=Path, help="results file(s): JSON lists of test-set items")
-    parser.add_argument("--output", "-o", required=True, type=Path,
-                        help="where to write the scored items (a JSON list); the summary goes next to it")
+    parser.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        type=Path,
+        help="where to write the scored items (a JSON list); the summary goes next to it",
+    )
     return parser
 
 
@@ -286,8 +298,9 @@ def score(argv: list[str] | None = None) -> int:
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(scored, ensure_ascii=False, indent=2), encoding="utf-8")
-        summary_path.write_text(json.dumps({**summary, "problems": problems}, ensure_ascii=False, indent=2),
-                                encoding="utf-8")
+        summary_path.write_text(
+            json.dumps({**summary, "problems": problems}, ensure_ascii=False, indent=2), encoding="utf-8"
+        )
     except OSError as exc:
         print(f"geoeval: error: cannot write {_shown(output)}: {_one_line(str(exc.strerror or exc))}", file=sys.stderr)
         return 2

@@ -68,13 +68,19 @@ class MapTabAuthorsEnvConfig(Strict):
     scenario, with images/, tabulars/ and data/test_set/), evaluated as they are."""
 
     name: Literal["maptab_authors"] = "maptab_authors"
-    root: str | None = Field(default="../shared/peers/maptab", description="the release root (relative to the working "
-                             "directory); null: the download cache of `geoeval data fetch maptab-sample`")
+    root: str | None = Field(
+        default="../shared/peers/maptab",
+        description="the release root (relative to the working "
+        "directory); null: the download cache of `geoeval data fetch maptab-sample`",
+    )
     scenario: Literal["metromap", "travelmap", "both"] = "both"
     categories: list[Category] | None = Field(
-        default=None, min_length=1, description="test-set categories to load; null: every one present")
+        default=None, min_length=1, description="test-set categories to load; null: every one present"
+    )
     on_quality_failure: Literal["exclude", "fail"] = Field(
-        default="exclude", description="a map or item failing the B.5/B.6 checks is left out (reported), or stops the run")
+        default="exclude",
+        description="a map or item failing the B.5/B.6 checks is left out (reported), or stops the run",
+    )
 
 
 class MapTabRealEnvConfig(Strict):
@@ -82,13 +88,16 @@ class MapTabRealEnvConfig(Strict):
 
     name: Literal["maptab_real"] = "maptab_real"
     source: Literal["tokyo", "gtfs"] = Field(
-        default="tokyo", description="tokyo: Tokyo Metro + Toei lines of the tokyo-train-board package; gtfs: gtfs_path")
+        default="tokyo", description="tokyo: Tokyo Metro + Toei lines of the tokyo-train-board package; gtfs: gtfs_path"
+    )
     gtfs_path: str | None = Field(default=None, description="GTFS feed folder (stops/routes/trips/stop_times.txt)")
     # five connected Tokyo Metro lines (94 stations) by default, as the YAML says: on the whole
     # network the exact solver exceeds its search limit on criteria queries
     lines: list[str] | None = Field(
-        default_factory=lambda: ["ginza", "marunouchi", "hibiya", "tozai", "chiyoda"], min_length=1,
-        description="lines to keep: tokyo keys/names/symbols, or GTFS route ids/names; null: all")
+        default_factory=lambda: ["ginza", "marunouchi", "hibiya", "tozai", "chiyoda"],
+        min_length=1,
+        description="lines to keep: tokyo keys/names/symbols, or GTFS route ids/names; null: all",
+    )
     n_maps: int = Field(default=1, ge=1, le=500, description="maps sharing the topology, attributes drawn per map")
     seed: int | None = None
 
@@ -100,19 +109,24 @@ class MapTabSuiteConfig(Strict):
     task_family: Literal["rp", "qa"] = Field(default="rp", description="rp: route planning; qa: diagnostic QA")
     scenario: Literal["metromap", "travelmap", "both"] = "metromap"
     categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
-    qa_types: list[QAType] = Field(default_factory=lambda: list(QA_TYPES), min_length=1,
-                                   description="QA types asked when task_family=qa")
-    setting: Literal["all", "map", "edge_tab", "vertex_tab", "map_edge_tab", "map_edge_tab_vertex_tab",
-                     "map_mix_tab"] = "all"
-    n_per_category: int = Field(default=4, ge=1, le=10000,
-                                description="rp: origin-destination pairs per map; qa: questions per type per map")
+    qa_types: list[QAType] = Field(
+        default_factory=lambda: list(QA_TYPES), min_length=1, description="QA types asked when task_family=qa"
+    )
+    setting: Literal[
+        "all", "map", "edge_tab", "vertex_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"
+    ] = "all"
+    n_per_category: int = Field(
+        default=4, ge=1, le=10000, description="rp: origin-destination pairs per map; qa: questions per type per map"
+    )
     resolution: float = Field(default=1.0, gt=0.0, le=1.0, description="image size factor, 0 < r <= 1")
     table_format: Literal["csv", "json"] = "csv"
     language: Literal["en", "zh"] = "en"
     style: Literal["all", 0, 1, 2, 3, 4] = Field(
-        default="all", description="instruction style: all (cycled, B.3) or one of 0-4 for every query")
+        default="all", description="instruction style: all (cycled, B.3) or one of 0-4 for every query"
+    )
     row_order: Literal["shuffled", "fixed"] = Field(
-        default="shuffled", description="table rows: shuffled per sample, seeded (the paper), or fixed map order")
+        default="shuffled", description="table rows: shuffled per sample, seeded (the paper), or fixed map order"
+    )
     solver: Literal["generate", "react"] = "generate"
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
@@ -129,8 +143,11 @@ class MapTabSuiteConfig(Strict):
         from geoeval.suites.maptab.qa.questions import setting_of
 
         try:
-            settings = ({setting_of(t) for t in self.selected_qa_types()} if self.task_family == "qa"
-                        else {SETTING_OF[c] for c in self.selected_categories()})
+            settings = (
+                {setting_of(t) for t in self.selected_qa_types()}
+                if self.task_family == "qa"
+                else {SETTING_OF[c] for c in self.selected_categories()}
+            )
         except GeoevalError:
             return True  # an empty selection is reported by validation, not here
         return any(s.startswith("map") for s in settings)

@@ -47,12 +47,12 @@ from typing import Any
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
 from geoeval.core.analysis.meta_eval import ScoredAnswer, Tier
-from geoeval.suites.maptab.routing import transfers as routing_transfers
+from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
+from geoeval.suites.maptab.routing import transfers as routing_transfers
 
 RP_METRICS = frozenset({"ema", "pma", "ds"})
 ANSWER_METRICS = RP_METRICS | {"acc"}
@@ -69,10 +69,29 @@ EMPTY = Tier("empty", 2)
 REFUSAL = Tier("refusal", 2)
 INVENTED = Tier("invented", 2)
 
-REFUSAL_TEXT = ("I'm sorry - I cannot work out a reliable route from this map and these tables, "
-                "so I would rather not guess.")
-_SYLLABLES = ("zor", "vath", "quen", "til", "lion", "bla", "ven", "dorp", "mir", "kesh", "ulm", "yth",
-              "prax", "ond", "wyr", "gha", "zel", "trup")
+REFUSAL_TEXT = (
+    "I'm sorry - I cannot work out a reliable route from this map and these tables, so I would rather not guess."
+)
+_SYLLABLES = (
+    "zor",
+    "vath",
+    "quen",
+    "til",
+    "lion",
+    "bla",
+    "ven",
+    "dorp",
+    "mir",
+    "kesh",
+    "ulm",
+    "yth",
+    "prax",
+    "ond",
+    "wyr",
+    "gha",
+    "zel",
+    "trup",
+)
 _SUFFIXES = ("Plaza", "Heights", "Junction", "Market", "Gardens", "Crossing")
 MAX_LONGER_PATHS = 200  # simple paths looked at (in length order) for a longer valid route
 
@@ -87,8 +106,10 @@ def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[Score
 
     names = [n for n in spec.metrics.metrics if n in ANSWER_METRICS]
     if not names:
-        raise GeoevalError(f"meta-eval: none of metrics.metrics {list(spec.metrics.metrics)} judges an answer "
-                           f"(MapTab's: {sorted(ANSWER_METRICS)})")
+        raise GeoevalError(
+            f"meta-eval: none of metrics.metrics {list(spec.metrics.metrics)} judges an answer "
+            f"(MapTab's: {sorted(ANSWER_METRICS)})"
+        )
     maps: dict[str, MetroMap] = {}
     out: list[ScoredAnswer] = []
     for sample in samples:
@@ -169,7 +190,7 @@ def wrong_station(ref: str, refs: list[str], m: MetroMap, rng: random.Random) ->
     if not options:
         return None
     k, other = rng.choice(options)
-    return "-".join(pieces[:k] + [other] + pieces[k + 1:])
+    return "-".join(pieces[:k] + [other] + pieces[k + 1 :])
 
 
 def missing_station(ref: str, refs: list[str], rng: random.Random) -> str | None:
@@ -179,7 +200,7 @@ def missing_station(ref: str, refs: list[str], rng: random.Random) -> str | None
     if not options:
         return None
     k = rng.choice(options)
-    return "-".join(pieces[:k] + pieces[k + 1:])
+    return "-".join(pieces[:k] + pieces[k + 1 :])
 
 
 def wrong_transfer(ref: str, refs: list[str], rng: random.Random) -> str | None:
@@ -188,13 +209,14 @@ def wrong_transfer(ref: str, refs: list[str], rng: random.Random) -> str | None:
     pieces = split_route(ref)
     path = [_name(p) for p in pieces]
     same = [split_route(r) for r in refs if [_name(p) for p in split_route(r)] == path]
-    options = [k for k in range(1, len(pieces) - 1)
-               if len({routing_transfers.TRANSFER_MARK in r[k] for r in same}) == 1]
+    options = [
+        k for k in range(1, len(pieces) - 1) if len({routing_transfers.TRANSFER_MARK in r[k] for r in same}) == 1
+    ]
     if not options:
         return None
     k = rng.choice(options)
     toggled = path[k] if routing_transfers.TRANSFER_MARK in pieces[k] else f"{path[k]}{routing_transfers.TRANSFER_MARK}"
-    return "-".join(pieces[:k] + [toggled] + pieces[k + 1:])
+    return "-".join(pieces[:k] + [toggled] + pieces[k + 1 :])
 
 
 def longer_route(ref: str, refs: list[str], m: MetroMap, time_weight: float = 0.0) -> str | None:
@@ -248,8 +270,11 @@ def invented_stations(n: int, m: MetroMap, rng: random.Random) -> list[str]:
 
 def invented_answer(n: int, m: MetroMap, rng: random.Random) -> str:
     names = invented_stations(max(n, 2), m, rng)
-    return ("I studied the map and the tables carefully. The best route is:\n"
-            + "-".join(names) + "\nIt keeps to one line all the way, so no transfer is needed.")
+    return (
+        "I studied the map and the tables carefully. The best route is:\n"
+        + "-".join(names)
+        + "\nIt keeps to one line all the way, so no transfer is needed."
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 TRANSFER_MARK = "(transfer)"
 MATCH_THRESHOLD = 0.5
@@ -39,17 +39,62 @@ ROUTE_BEGIN, ROUTE_END = "<route_begin>", "<route_end>"
 _LABEL = re.compile(
     r"^(?:so,?\s+)?(?:the\s+|my\s+)?(?:(?:final|optimal|best|shortest|fastest|cheapest|recommended)\s+)*"
     r"(?:route|answer|path)(?:\s+is)?\s*[:：]?\s+|^(?:final\s+|optimal\s+|best\s+)?(?:route|answer|path)\s*[:：]\s*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 # Words of English prose that a station name does not contain (whole words, any case; articles,
 # prepositions, "No" (as in "No. 2 Middle School") and "I" (a numeral) are not listed, names
 # contain them): a hyphenated line with one of them is a sentence ("That has 2 transfers - none",
 # "I'm sorry - I cannot tell"), not a route.
-_PROSE_WORDS = frozenset({
-    "is", "are", "was", "were", "be", "been", "has", "have", "had", "does", "do", "did", "that", "this",
-    "these", "those", "there", "it", "its", "i'm", "we", "you", "then", "which", "will", "would",
-    "should", "could", "can", "cannot", "can't", "not", "none", "because", "so", "take", "takes",
-    "taking", "change", "changes", "transfers", "using", "exists", "exist", "fewest", "shortest",
-})
+_PROSE_WORDS = frozenset(
+    {
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+        "that",
+        "this",
+        "these",
+        "those",
+        "there",
+        "it",
+        "its",
+        "i'm",
+        "we",
+        "you",
+        "then",
+        "which",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "cannot",
+        "can't",
+        "not",
+        "none",
+        "because",
+        "so",
+        "take",
+        "takes",
+        "taking",
+        "change",
+        "changes",
+        "transfers",
+        "using",
+        "exists",
+        "exist",
+        "fewest",
+        "shortest",
+    }
+)
 _WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
 MAX_NAME_WORDS = 6
 
@@ -114,8 +159,11 @@ def looks_like_route(line: str) -> bool:
         return False
     for p in pieces:
         words = _WORD.findall(p)
-        if len(p.split()) > MAX_NAME_WORDS or any(ch in p for ch in ";!?") or any(
-                w.lower() in _PROSE_WORDS for w in words):
+        if (
+            len(p.split()) > MAX_NAME_WORDS
+            or any(ch in p for ch in ";!?")
+            or any(w.lower() in _PROSE_WORDS for w in words)
+        ):
             return False
     return True
 

@@ -12,8 +12,9 @@ plus the same two as bar charts in one PNG. Accuracies are percentages, as the p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.reports import markdown_table, save_figure
@@ -34,7 +35,9 @@ def qa_tables(results: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     qa = [r for r in results if r.dims.task_family == "qa" and "acc" in r.scores]
     scenarios = [s for s in SCENARIO_NAMES if any(r.dims.extra.get("scenario") == s for r in qa)]
     by_type = {(row["scenario"], row["task"]): row for row in group_table(qa, ["scenario", "task"], ["acc"])}
-    by_cap = {(row["scenario"], row["capabilities"]): row for row in group_table(qa, ["scenario", "capabilities"], ["acc"])}
+    by_cap = {
+        (row["scenario"], row["capabilities"]): row for row in group_table(qa, ["scenario", "capabilities"], ["acc"])
+    }
     overall_cap = {row["capabilities"]: row for row in group_table(qa, ["capabilities"], ["acc"])}
     type_rows, cap_rows = [], []
     for s in scenarios:
@@ -43,13 +46,21 @@ def qa_tables(results: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[s
         row["n"] = sum(by_type[(s, t)]["n"] for t in QA_TYPES if (s, t) in by_type)
         type_rows.append(row)
         cap = {"scenario": SCENARIO_NAMES[s]}
-        cap.update({CAPABILITY_ABBREVIATIONS[c]: _percent(by_cap[(s, c)]["acc"]) if (s, c) in by_cap else None
-                    for c in CAPABILITIES})
+        cap.update(
+            {
+                CAPABILITY_ABBREVIATIONS[c]: _percent(by_cap[(s, c)]["acc"]) if (s, c) in by_cap else None
+                for c in CAPABILITIES
+            }
+        )
         cap_rows.append(cap)
     if len(scenarios) > 1:
         cap = {"scenario": "Both"}
-        cap.update({CAPABILITY_ABBREVIATIONS[c]: _percent(overall_cap[c]["acc"]) if c in overall_cap else None
-                    for c in CAPABILITIES})
+        cap.update(
+            {
+                CAPABILITY_ABBREVIATIONS[c]: _percent(overall_cap[c]["acc"]) if c in overall_cap else None
+                for c in CAPABILITIES
+            }
+        )
         cap_rows.append(cap)
     return type_rows, cap_rows
 
@@ -62,15 +73,20 @@ def write_qa_report(results: Sequence[Any], out_dir: Path, *, plots: bool = True
         return []
     models = sorted({r.model for r in results if r.model})
     legend = ", ".join(f"{a} = {c.replace('_', ' ')}" for c, a in CAPABILITY_ABBREVIATIONS.items())
-    text = "\n\n".join([
-        "# MapTab QA",
-        f"Acc (%) of {', '.join(models) or 'the model'}; {sum(r['n'] for r in type_rows)} questions.",
-        "## Acc per QA type (Table 8 layout)",
-        markdown_table(type_rows, ["scenario", *QA_TYPES, "n"], floatfmt=".2f"),
-        "## Acc per capability (Table 3 layout)",
-        "Each capability's score is the mean Acc over the problems Table 1 maps to it. " + legend + ".",
-        markdown_table(cap_rows, ["scenario", *CAPABILITY_ABBREVIATIONS.values()], floatfmt=".2f"),
-    ]) + "\n"
+    text = (
+        "\n\n".join(
+            [
+                "# MapTab QA",
+                f"Acc (%) of {', '.join(models) or 'the model'}; {sum(r['n'] for r in type_rows)} questions.",
+                "## Acc per QA type (Table 8 layout)",
+                markdown_table(type_rows, ["scenario", *QA_TYPES, "n"], floatfmt=".2f"),
+                "## Acc per capability (Table 3 layout)",
+                "Each capability's score is the mean Acc over the problems Table 1 maps to it. " + legend + ".",
+                markdown_table(cap_rows, ["scenario", *CAPABILITY_ABBREVIATIONS.values()], floatfmt=".2f"),
+            ]
+        )
+        + "\n"
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / QA_REPORT_MD
     md.write_text(text, encoding="utf-8")
@@ -86,8 +102,10 @@ def _plot(type_rows: list[dict[str, Any]], cap_rows: list[dict[str, Any]], path:
 
     figure = Figure(figsize=(13, 7.5), dpi=110)
     FigureCanvasAgg(figure)
-    panels = ((type_rows, list(QA_TYPES), "Acc per QA type"),
-              (cap_rows, list(CAPABILITY_ABBREVIATIONS.values()), "Acc per capability"))
+    panels = (
+        (type_rows, list(QA_TYPES), "Acc per QA type"),
+        (cap_rows, list(CAPABILITY_ABBREVIATIONS.values()), "Acc per capability"),
+    )
     for k, (rows, columns, heading) in enumerate(panels, start=1):
         axes = figure.add_subplot(2, 1, k)
         width = 0.8 / max(1, len(rows))

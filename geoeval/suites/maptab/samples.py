@@ -15,7 +15,11 @@ from geoeval.suites.maptab.config import SETTING_OF, MapTabSuiteConfig, capabili
 
 
 def rp_sample(
-    q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig, *,
+    q: Any,
+    tables: dict[str, str],
+    image_uri: str | None,
+    suite_cfg: MapTabSuiteConfig,
+    *,
     objective: str | None = None,
 ) -> Sample:
     """The Inspect sample of one RP query (`queries.RPQuery`): system prompt (stating `objective`,
@@ -24,8 +28,8 @@ def rp_sample(
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
-    from geoeval.suites.maptab.rp.prompts import system_prompt, user_prompt
     from geoeval.suites.maptab.routing.cost import objective_for
+    from geoeval.suites.maptab.rp.prompts import system_prompt, user_prompt
 
     objective = objective or objective_for(q.scenario)
     setting = SETTING_OF[q.category]
@@ -37,22 +41,43 @@ def rp_sample(
             raise GeoevalError(f"sample {q.id}: setting {setting!r} shows a map but no map image was given")
         content.append(ContentImage(image=image_uri))
     dims = Dimensions(
-        suite="maptab", task_family="rp", task=q.category, level=q.map_difficulty.lower(), setting=setting,
+        suite="maptab",
+        task_family="rp",
+        task=q.category,
+        level=q.map_difficulty.lower(),
+        setting=setting,
         capabilities=capabilities_of(q.category),
-        extra={"query_level": q.query_difficulty.lower(), "resolution": f"{suite_cfg.resolution:g}",
-               "scenario": q.scenario, "map": q.map_name, "table_format": suite_cfg.table_format,
-               "language": suite_cfg.language, "style": str(q.style) if q.style >= 0 else "unknown"},
+        extra={
+            "query_level": q.query_difficulty.lower(),
+            "resolution": f"{suite_cfg.resolution:g}",
+            "scenario": q.scenario,
+            "map": q.map_name,
+            "table_format": suite_cfg.table_format,
+            "language": suite_cfg.language,
+            "style": str(q.style) if q.style >= 0 else "unknown",
+        },
     )
     return Sample(
         id=q.id,
         input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
         target=list(q.routes),
         metadata={
-            "suite": "maptab", "scenario": q.scenario, "category": q.category, "setting": setting,
-            "map": q.map_name, "shard_key": q.map_name, "source": q.source, "destination": q.target,
-            "weights": list(q.weights) if q.weights else None, "routes": list(q.routes),
-            "totals": q.totals, "map_difficulty": q.map_difficulty, "query_difficulty": q.query_difficulty,
-            "task_family": "rp", **_token_counts(system, user, tables), "dims": dims.model_dump(mode="json"),
+            "suite": "maptab",
+            "scenario": q.scenario,
+            "category": q.category,
+            "setting": setting,
+            "map": q.map_name,
+            "shard_key": q.map_name,
+            "source": q.source,
+            "destination": q.target,
+            "weights": list(q.weights) if q.weights else None,
+            "routes": list(q.routes),
+            "totals": q.totals,
+            "map_difficulty": q.map_difficulty,
+            "query_difficulty": q.query_difficulty,
+            "task_family": "rp",
+            **_token_counts(system, user, tables),
+            "dims": dims.model_dump(mode="json"),
         },
     )
 
@@ -62,8 +87,10 @@ def _token_counts(system: str, user: str, tables: dict[str, str]) -> dict[str, i
     tables alone (appendix G.3's Table 9), with `tokens.estimate_tokens`."""
     from geoeval.suites.maptab.tokens import estimate_tokens
 
-    return {"prompt_tokens": estimate_tokens(system) + estimate_tokens(user),
-            "table_tokens": sum(estimate_tokens(text) for text in tables.values())}
+    return {
+        "prompt_tokens": estimate_tokens(system) + estimate_tokens(user),
+        "table_tokens": sum(estimate_tokens(text) for text in tables.values()),
+    }
 
 
 def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig) -> Sample:
@@ -80,21 +107,41 @@ def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: 
             raise GeoevalError(f"sample {q.id}: setting {q.setting!r} shows a map but no map image was given")
         content.append(ContentImage(image=image_uri))
     dims = Dimensions(
-        suite="maptab", task_family="qa", task=q.qa_type, level=q.map_difficulty.lower(), setting=q.setting,
+        suite="maptab",
+        task_family="qa",
+        task=q.qa_type,
+        level=q.map_difficulty.lower(),
+        setting=q.setting,
         capabilities=qa.capabilities_of(q.scenario, q.qa_type),
-        extra={"scenario": q.scenario, "map": q.map_name, "qa_category": q.qa_type.split("-")[1],
-               "resolution": f"{suite_cfg.resolution:g}", "table_format": suite_cfg.table_format,
-               "language": suite_cfg.language, "style": str(q.style)},
+        extra={
+            "scenario": q.scenario,
+            "map": q.map_name,
+            "qa_category": q.qa_type.split("-")[1],
+            "resolution": f"{suite_cfg.resolution:g}",
+            "table_format": suite_cfg.table_format,
+            "language": suite_cfg.language,
+            "style": str(q.style),
+        },
     )
     return Sample(
         id=q.id,
         input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
         target=[q.answer],
         metadata={
-            "suite": "maptab", "task_family": "qa", "scenario": q.scenario, "qa_type": q.qa_type,
-            "setting": q.setting, "map": q.map_name, "shard_key": q.map_name, "params": q.params,
-            "answer": q.answer, "answer_kind": q.kind, "answer_value": q.value, "hidden_rows": list(q.hidden_rows),
-            "map_difficulty": q.map_difficulty, **_token_counts(system, user, tables),
+            "suite": "maptab",
+            "task_family": "qa",
+            "scenario": q.scenario,
+            "qa_type": q.qa_type,
+            "setting": q.setting,
+            "map": q.map_name,
+            "shard_key": q.map_name,
+            "params": q.params,
+            "answer": q.answer,
+            "answer_kind": q.kind,
+            "answer_value": q.value,
+            "hidden_rows": list(q.hidden_rows),
+            "map_difficulty": q.map_difficulty,
+            **_token_counts(system, user, tables),
             "dims": dims.model_dump(mode="json"),
         },
     )

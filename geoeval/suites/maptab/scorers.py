@@ -18,15 +18,17 @@ def extract_answer(raw: str) -> tuple[str, str]:
     return route, ""
 
 
-def score_completion(raw: str, target: list[str], metadata: dict[str, Any],
-                     metric_names: list[str]) -> tuple[dict[str, float], list[str]]:
+def score_completion(
+    raw: str, target: list[str], metadata: dict[str, Any], metric_names: list[str]
+) -> tuple[dict[str, float], list[str]]:
     """A completion scored as the Inspect scorer (`core.scoring.geoeval_scorer`) scores it: the
     family's extractor, then `compute_metrics` over the registered metrics. Returns the values and
     the failures (a metric that raised). The meta-evaluation scores its answers through this."""
     extract = extract_qa_answer if metadata.get("task_family") == "qa" else extract_answer
     answer, _problem = extract(raw or "")
-    return compute_metrics(list(metric_names), MetricInput(answer=answer, raw=raw or "", target=list(target),
-                                                           metadata=dict(metadata)))
+    return compute_metrics(
+        list(metric_names), MetricInput(answer=answer, raw=raw or "", target=list(target), metadata=dict(metadata))
+    )
 
 
 @register_metric("ema", suites=["maptab"], description="Exact Match Accuracy (appendix C.1)")
@@ -68,13 +70,19 @@ def acc_metric(inp: MetricInput) -> float:
         return 0.0
 
 
-@register_metric("prompt_tokens", suites=["maptab"],
-                 description="estimated prompt tokens, text only (tokens.estimate_tokens; appendix G.3)")
+@register_metric(
+    "prompt_tokens",
+    suites=["maptab"],
+    description="estimated prompt tokens, text only (tokens.estimate_tokens; appendix G.3)",
+)
 def prompt_tokens_metric(inp: MetricInput) -> float:
     return float(inp.metadata["prompt_tokens"])
 
 
-@register_metric("table_tokens", suites=["maptab"],
-                 description="estimated tokens of the tables in the prompt (tokens.estimate_tokens; Table 9)")
+@register_metric(
+    "table_tokens",
+    suites=["maptab"],
+    description="estimated tokens of the tables in the prompt (tokens.estimate_tokens; Table 9)",
+)
 def table_tokens_metric(inp: MetricInput) -> float:
     return float(inp.metadata["table_tokens"])

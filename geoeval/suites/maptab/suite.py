@@ -31,18 +31,24 @@ from typing import Any, ClassVar
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 
-from geoeval.core.errors import GeoevalError
 from geoeval.core.cache.memo import CopyingMemo
+from geoeval.core.errors import GeoevalError
 from geoeval.core.registry import register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
 # the schemas, the sample builders and the synthetic maps live in their own modules; their names
 # stay importable from here
 from geoeval.suites.maptab.config import (
-    QA_METRICS, RP_METRICS, SETTING_OF, MapTabAuthorsEnvConfig, MapTabEnvConfig,
-    MapTabRealEnvConfig, MapTabSuiteConfig)
-from geoeval.suites.maptab.samples import qa_sample, rp_sample
+    QA_METRICS,
+    RP_METRICS,
+    SETTING_OF,
+    MapTabAuthorsEnvConfig,
+    MapTabEnvConfig,
+    MapTabRealEnvConfig,
+    MapTabSuiteConfig,
+)
 from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficulty
+from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 
 def _env_seed(spec: Any) -> int:
@@ -65,23 +71,30 @@ class MapTabSuite:
     report_dimensions: tuple[str, ...] = ("scenario",)
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
-    env_schema = {"maptab_synthetic": MapTabEnvConfig, "maptab_authors": MapTabAuthorsEnvConfig,
-                  "maptab_real": MapTabRealEnvConfig}
+    env_schema = {
+        "maptab_synthetic": MapTabEnvConfig,
+        "maptab_authors": MapTabAuthorsEnvConfig,
+        "maptab_real": MapTabRealEnvConfig,
+    }
 
     # ------------------------------------------------------------ environment
     def build_env(self, spec: Any):
         check_metrics(spec)
         if spec.env.name == "maptab_authors":
             if spec.suite.task_family == "qa":
-                raise GeoevalError("Invalid config: suite.task_family=qa: QA is generated on synthetic maps; "
-                                   "use env=maptab_synthetic (the authors' sample ships no QA items)")
+                raise GeoevalError(
+                    "Invalid config: suite.task_family=qa: QA is generated on synthetic maps; "
+                    "use env=maptab_synthetic (the authors' sample ships no QA items)"
+                )
             from geoeval.suites.maptab.authors.env import build_authors_env
 
             return build_authors_env(spec.env, Path(spec.work_dir))
         if spec.env.name == "maptab_real":
             if spec.suite.scenarios() != ("metromap",):
-                raise GeoevalError(f"Invalid config: env=maptab_real builds Metromaps only; "
-                                   f"suite.scenario={spec.suite.scenario} (use suite.scenario=metromap)")
+                raise GeoevalError(
+                    f"Invalid config: env=maptab_real builds Metromaps only; "
+                    f"suite.scenario={spec.suite.scenario} (use suite.scenario=metromap)"
+                )
             from geoeval.suites.maptab.env.real import build_real_env
 
             return build_real_env(spec.env, _env_seed(spec), Path(spec.work_dir))
@@ -103,8 +116,12 @@ class MapTabSuite:
             save_maps(db, maps, diff, {"env_key": key, "seed": str(seed)})
         maps = load_maps(db)
         levels = map_levels(db)
-        return MapTabEnv(db_path=str(db.resolve()), image_dir=str((root / "images").resolve()),
-                         map_names=tuple(m.name for m in maps), map_difficulty=levels)
+        return MapTabEnv(
+            db_path=str(db.resolve()),
+            image_dir=str((root / "images").resolve()),
+            map_names=tuple(m.name for m in maps),
+            map_difficulty=levels,
+        )
 
     # ------------------------------------------------------------ samples
     def build_samples(self, spec: Any, env: Any) -> list[Sample]:
@@ -134,8 +151,9 @@ class MapTabSuite:
                 if SETTING_OF[q.category].startswith("map") and image_uri is None:
                     image_uri = image_data_uri(map_image(env, m, suite_cfg.resolution, suite_cfg.language))
                 # only the columns the query needs are given to the model (appendix B.2)
-                tables = prompt_tables(m, q.category, suite_cfg.table_format,
-                                       row_seed=row_seed(spec.seed, q.id, suite_cfg.row_order))
+                tables = prompt_tables(
+                    m, q.category, suite_cfg.table_format, row_seed=row_seed(spec.seed, q.id, suite_cfg.row_order)
+                )
                 samples.append(rp_sample(q, tables, image_uri, suite_cfg))
         return samples
 
@@ -159,11 +177,27 @@ class MapTabSuite:
         categories, style = suite_cfg.selected_categories(), suite_cfg.fixed_style()
         # every input of the queries: the environment file, the maps chosen and localised, the
         # categories, the count, the seed, the map levels and the style
-        key = (file_key(env.db_path), suite_cfg.language, tuple(suite_cfg.scenarios()), tuple(categories),
-               suite_cfg.n_per_category, _env_seed(spec), tuple(sorted(env.map_difficulty.items())), repr(style))
-        return _QUERIES.get(key, lambda: synthetic_rp_queries(
-            self._maps(spec, env), categories, suite_cfg.n_per_category, _env_seed(spec) * 7919,
-            env.map_difficulty, style))
+        key = (
+            file_key(env.db_path),
+            suite_cfg.language,
+            tuple(suite_cfg.scenarios()),
+            tuple(categories),
+            suite_cfg.n_per_category,
+            _env_seed(spec),
+            tuple(sorted(env.map_difficulty.items())),
+            repr(style),
+        )
+        return _QUERIES.get(
+            key,
+            lambda: synthetic_rp_queries(
+                self._maps(spec, env),
+                categories,
+                suite_cfg.n_per_category,
+                _env_seed(spec) * 7919,
+                env.map_difficulty,
+                style,
+            ),
+        )
 
     def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
@@ -173,10 +207,19 @@ class MapTabSuite:
         suite_cfg: MapTabSuiteConfig = spec.suite
         types = suite_cfg.selected_qa_types()
         return [
-            (m, build_qa_queries(m, types, suite_cfg.n_per_category, seed=_env_seed(spec),
-                                 map_difficulty=env.map_difficulty.get(m.name, "Easy"),
-                                 style=suite_cfg.fixed_style(), style_offset=i,
-                                 shuffle_seed=spec.seed if suite_cfg.row_order == "shuffled" else None))
+            (
+                m,
+                build_qa_queries(
+                    m,
+                    types,
+                    suite_cfg.n_per_category,
+                    seed=_env_seed(spec),
+                    map_difficulty=env.map_difficulty.get(m.name, "Easy"),
+                    style=suite_cfg.fixed_style(),
+                    style_offset=i,
+                    shuffle_seed=spec.seed if suite_cfg.row_order == "shuffled" else None,
+                ),
+            )
             for i, m in enumerate(self._maps(spec, env))
         ]
 
@@ -269,8 +312,10 @@ def check_metrics(spec: Any) -> None:
     wrong = names & (RP_METRICS if spec.suite.task_family == "qa" else QA_METRICS)
     if wrong:
         fix = "metrics=maptab_qa" if spec.suite.task_family == "qa" else "metrics=maptab_rp"
-        raise GeoevalError(f"Invalid config: metrics.metrics: {sorted(wrong)} do not score "
-                           f"suite.task_family={spec.suite.task_family} samples (use {fix})")
+        raise GeoevalError(
+            f"Invalid config: metrics.metrics: {sorted(wrong)} do not score "
+            f"suite.task_family={spec.suite.task_family} samples (use {fix})"
+        )
 
 
 register_suite(MapTabSuite)

@@ -27,7 +27,9 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
         name="maptab",
         dataset=MemoryDataset(samples, name="maptab"),
         solver=solver,
-        scorer=geoeval_scorer(list(metric_names), extract_qa_answer if suite_cfg.task_family == "qa" else extract_answer),
+        scorer=geoeval_scorer(
+            list(metric_names), extract_qa_answer if suite_cfg.task_family == "qa" else extract_answer
+        ),
         message_limit=suite_cfg.message_limit,
         metadata={"suite": "maptab"},
     )
@@ -52,16 +54,32 @@ def maptab(
     from geoeval.core.config.schema import validate_config
     from geoeval.core.registry import get_suite
 
-    given = {"suite.resolution": resolution, "suite.setting": setting, "suite.n_per_category": n_per_category,
-             "env.n_maps": n_maps, "seed": seed, "suite.table_format": table_format, "work_dir": work_dir}
+    given = {
+        "suite.resolution": resolution,
+        "suite.setting": setting,
+        "suite.n_per_category": n_per_category,
+        "env.n_maps": n_maps,
+        "seed": seed,
+        "suite.table_format": table_format,
+        "work_dir": work_dir,
+    }
     overrides = [f"{key}={value}" for key, value in given.items() if value is not None]
     if categories is not None:
         cats = categories.split(",") if isinstance(categories, str) else list(categories)
         overrides.append(f"suite.categories=[{','.join(cats)}]")
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        cfg = compose(config_name="config", overrides=[
-            "env=maptab_synthetic", "suite=maptab", "metrics=maptab_rp", "model=oracle", "runner=local",
-            "tracking=none", *overrides])
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "env=maptab_synthetic",
+                "suite=maptab",
+                "metrics=maptab_rp",
+                "model=oracle",
+                "runner=local",
+                "tracking=none",
+                *overrides,
+            ],
+        )
     spec = validate_config(cfg)
     suite = get_suite("maptab")
     env = suite.build_env(spec)

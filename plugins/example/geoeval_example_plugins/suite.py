@@ -63,20 +63,31 @@ class StationLinesSuite:
             for k, station in enumerate(rng.sample(names, min(spec.suite.n_questions, len(names)))):
                 answer = ", ".join(sorted(m.stations[station].lines))
                 level = "hard" if len(m.stations[station].lines) > 1 else "easy"
-                dims = Dimensions(suite="station_lines", task_family="qa", task="lines_of_station", level=level,
-                                  setting="edge_tab", capabilities=("table_understanding",))
-                samples.append(Sample(
-                    id=f"{m.name}-{k}",
-                    input=f"Edge Table (csv):\n```csv\n{table}\n```\nWhich lines serve station {station}? "
-                          "Answer with the line names separated by ', '.",
-                    target=answer,
-                    metadata={"suite": "station_lines", "station": station, "dims": dims.model_dump(mode="json")},
-                ))
+                dims = Dimensions(
+                    suite="station_lines",
+                    task_family="qa",
+                    task="lines_of_station",
+                    level=level,
+                    setting="edge_tab",
+                    capabilities=("table_understanding",),
+                )
+                samples.append(
+                    Sample(
+                        id=f"{m.name}-{k}",
+                        input=f"Edge Table (csv):\n```csv\n{table}\n```\nWhich lines serve station {station}? "
+                        "Answer with the line names separated by ', '.",
+                        target=answer,
+                        metadata={"suite": "station_lines", "station": station, "dims": dims.model_dump(mode="json")},
+                    )
+                )
         return samples
 
     def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
-        return Task(dataset=MemoryDataset(samples), solver=generate(),
-                    scorer=geoeval_scorer(list(spec.metrics.metrics), lambda raw: (raw.strip(), "")))
+        return Task(
+            dataset=MemoryDataset(samples),
+            solver=generate(),
+            scorer=geoeval_scorer(list(spec.metrics.metrics), lambda raw: (raw.strip(), "")),
+        )
 
     def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
         return []

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from geoeval.core.tracking import values as tracking_values
 from geoeval.core.text import clean_text
+from geoeval.core.tracking import values as tracking_values
 from geoeval.core.tracking.traces.content import _clip, _completion, _json, _ns, _prompt, _text
 
 PREVIEW_CHARS = 1000  # MLflow OSS's request/response preview length
@@ -33,24 +33,47 @@ class _TraceBuilder:
         self.trace_id = f"tr-{self.otel_trace_id:032x}"
         self.spans: list[Any] = []
 
-    def add(self, name: str, span_type: str, *, parent: Any, start_ns: int, end_ns: int, inputs: Any, outputs: Any,
-            error: str | None = None, attributes: Mapping[str, Any] | None = None) -> Any:
+    def add(
+        self,
+        name: str,
+        span_type: str,
+        *,
+        parent: Any,
+        start_ns: int,
+        end_ns: int,
+        inputs: Any,
+        outputs: Any,
+        error: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Any:
         from mlflow.entities.span import Span
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import ReadableSpan
         from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
-        context = SpanContext(self.otel_trace_id, self._ids.generate_span_id(), is_remote=False,
-                              trace_flags=TraceFlags(TraceFlags.SAMPLED))
+        context = SpanContext(
+            self.otel_trace_id,
+            self._ids.generate_span_id(),
+            is_remote=False,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
         attrs = {
-            "mlflow.traceRequestId": _json(self.trace_id), "mlflow.spanType": _json(span_type),
-            "mlflow.spanInputs": _json(inputs), "mlflow.spanOutputs": _json(outputs),
+            "mlflow.traceRequestId": _json(self.trace_id),
+            "mlflow.spanType": _json(span_type),
+            "mlflow.spanInputs": _json(inputs),
+            "mlflow.spanOutputs": _json(outputs),
         }
         attrs.update({k: _json(v) for k, v in (attributes or {}).items()})
         status = Status(StatusCode.ERROR, clean_text(error, max_chars=1000)) if error else Status(StatusCode.OK)
         span = ReadableSpan(
-            name=clean_text(name, max_chars=200), context=context, parent=parent, start_time=start_ns,
-            end_time=max(end_ns, start_ns), attributes=attrs, status=status, resource=Resource.get_empty(),
+            name=clean_text(name, max_chars=200),
+            context=context,
+            parent=parent,
+            start_time=start_ns,
+            end_time=max(end_ns, start_ns),
+            attributes=attrs,
+            status=status,
+            resource=Resource.get_empty(),
         )
         self.spans.append(Span(span))
         return context
@@ -69,7 +92,9 @@ def _model_span(builder: _TraceBuilder, root: Any, event: Any, turn: int, fallba
     last = messages[-1] if messages else None
     output = event.output
     message = output.choices[0].message if output is not None and output.choices else None
-    tool_calls = [{"function": c.function, "arguments": _clip(c.arguments)} for c in (getattr(message, "tool_calls", None) or [])]
+    tool_calls = [
+        {"function": c.function, "arguments": _clip(c.arguments)} for c in (getattr(message, "tool_calls", None) or [])
+    ]
     outputs: dict[str, Any] = {"text": _text(output.completion if output is not None else "")}
     if tool_calls:
         outputs["tool_calls"] = tool_calls
@@ -81,14 +106,28 @@ def _model_span(builder: _TraceBuilder, root: Any, event: Any, turn: int, fallba
     attributes: dict[str, Any] = {"mlflow.llm.model": clean_text(str(event.model), max_chars=200)}
     usage = output.usage if output is not None else None
     if usage is not None:
-        attributes["mlflow.chat.tokenUsage"] = {"input_tokens": int(usage.input_tokens or 0),
-                                                "output_tokens": int(usage.output_tokens or 0),
-                                                "total_tokens": int(usage.total_tokens or 0)}
+        attributes["mlflow.chat.tokenUsage"] = {
+            "input_tokens": int(usage.input_tokens or 0),
+            "output_tokens": int(usage.output_tokens or 0),
+            "total_tokens": int(usage.total_tokens or 0),
+        }
     inputs = {"n_messages": len(messages)}
     if last is not None:
-        inputs["last_message"] = {"role": str(getattr(last, "role", "")), "content": _text(getattr(last, "text", None) or last.content)}
-    builder.add(f"turn {turn}", "LLM", parent=root, start_ns=start, end_ns=_event_end(event, start),
-                inputs=inputs, outputs=outputs, error=error, attributes=attributes)
+        inputs["last_message"] = {
+            "role": str(getattr(last, "role", "")),
+            "content": _text(getattr(last, "text", None) or last.content),
+        }
+    builder.add(
+        f"turn {turn}",
+        "LLM",
+        parent=root,
+        start_ns=start,
+        end_ns=_event_end(event, start),
+        inputs=inputs,
+        outputs=outputs,
+        error=error,
+        attributes=attributes,
+    )
 
 
 def _tool_span(builder: _TraceBuilder, root: Any, event: Any, fallback_ns: int) -> None:
@@ -99,9 +138,17 @@ def _tool_span(builder: _TraceBuilder, root: Any, event: Any, fallback_ns: int) 
         outputs: dict[str, Any] = {"error": error}
     else:
         outputs = {"result": _text(event.result)}
-    builder.add(str(event.function), "TOOL", parent=root, start_ns=start, end_ns=_event_end(event, start),
-                inputs=_clip(event.arguments or {}), outputs=outputs, error=error,
-                attributes={"inspect.tool_call_id": clean_text(str(event.id), max_chars=200)})
+    builder.add(
+        str(event.function),
+        "TOOL",
+        parent=root,
+        start_ns=start,
+        end_ns=_event_end(event, start),
+        inputs=_clip(event.arguments or {}),
+        outputs=outputs,
+        error=error,
+        attributes={"inspect.tool_call_id": clean_text(str(event.id), max_chars=200)},
+    )
 
 
 # --- assessments ------------------------------------------------------------------------------
@@ -150,10 +197,16 @@ def _assessments(sample: Any, run_id: str) -> list[Any]:
     out: list[Any] = []
     for name, raw, rationale in _score_items(sample):
         value, note = _feedback_value(raw)
-        out.append(Feedback(
-            name=tracking_values.mlflow_key(name), value=value, source=source, rationale=rationale, metadata=meta,
-            error=AssessmentError(error_code="METRIC_NOT_COMPUTED", error_message=note) if note else None,
-        ))
+        out.append(
+            Feedback(
+                name=tracking_values.mlflow_key(name),
+                value=value,
+                source=source,
+                rationale=rationale,
+                metadata=meta,
+                error=AssessmentError(error_code="METRIC_NOT_COMPUTED", error_message=note) if note else None,
+            )
+        )
     target = sample.target
     if target not in (None, "", []):
         expected = _text(target) if isinstance(target, str) else _clip(list(target))
@@ -179,7 +232,9 @@ def sample_key(dataset_name: str, sample_id: Any, epoch: int) -> str:
     return clean_text(f"{dataset_name}:{sample_id}:{epoch}" if dataset_name else f"{sample_id}:{epoch}", max_chars=250)
 
 
-def build_trace(sample: Any, *, run_id: str, experiment_id: str, dataset_name: str, model: str = "") -> tuple[Any, list[Any]]:
+def build_trace(
+    sample: Any, *, run_id: str, experiment_id: str, dataset_name: str, model: str = ""
+) -> tuple[Any, list[Any]]:
     """(TraceInfo with its assessments, spans) for one Inspect sample; pure (writes nothing)."""
     from mlflow.entities import TraceInfo, TraceLocation, TraceState
 
@@ -198,8 +253,17 @@ def build_trace(sample: Any, *, run_id: str, experiment_id: str, dataset_name: s
     outputs: dict[str, Any] = {"completion": _completion(sample)}
     if error:
         outputs["error"] = error
-    root = builder.add(name, "AGENT", parent=None, start_ns=start, end_ns=end, inputs=inputs, outputs=outputs, error=error,
-                       attributes={"geoeval.sample_id": str(sample.id), "geoeval.epoch": int(sample.epoch)})
+    root = builder.add(
+        name,
+        "AGENT",
+        parent=None,
+        start_ns=start,
+        end_ns=end,
+        inputs=inputs,
+        outputs=outputs,
+        error=error,
+        attributes={"geoeval.sample_id": str(sample.id), "geoeval.epoch": int(sample.epoch)},
+    )
     turn = 0
     for event in events:
         kind = getattr(event, "event", None)
@@ -210,9 +274,12 @@ def build_trace(sample: Any, *, run_id: str, experiment_id: str, dataset_name: s
             _tool_span(builder, root, event, start)
     key = sample_key(dataset_name, sample.id, int(sample.epoch))
     tags = {
-        "mlflow.traceName": clean_text(name, max_chars=250), "geoeval.sample_key": key,
-        "geoeval.sample_id": clean_text(str(sample.id), max_chars=250), "geoeval.epoch": str(sample.epoch),
-        "geoeval.status": "error" if error else "scored", **_dims_tags(sample),
+        "mlflow.traceName": clean_text(name, max_chars=250),
+        "geoeval.sample_key": key,
+        "geoeval.sample_id": clean_text(str(sample.id), max_chars=250),
+        "geoeval.epoch": str(sample.epoch),
+        "geoeval.status": "error" if error else "scored",
+        **_dims_tags(sample),
     }
     if model:
         tags["geoeval.model"] = clean_text(model, max_chars=250)
@@ -222,10 +289,16 @@ def build_trace(sample: Any, *, run_id: str, experiment_id: str, dataset_name: s
     if dataset_name:
         metadata["geoeval.dataset"] = clean_text(dataset_name, max_chars=METADATA_CHARS)
     info = TraceInfo(
-        trace_id=builder.trace_id, trace_location=TraceLocation.from_experiment_id(experiment_id),
-        request_time=start // 1_000_000, execution_duration=(end - start) // 1_000_000,
+        trace_id=builder.trace_id,
+        trace_location=TraceLocation.from_experiment_id(experiment_id),
+        request_time=start // 1_000_000,
+        execution_duration=(end - start) // 1_000_000,
         state=TraceState.ERROR if error else TraceState.OK,
-        request_preview=_json(inputs)[:PREVIEW_CHARS], response_preview=_json(outputs)[:PREVIEW_CHARS],
-        client_request_id=key, trace_metadata=metadata, tags=tags, assessments=_assessments(sample, run_id),
+        request_preview=_json(inputs)[:PREVIEW_CHARS],
+        response_preview=_json(outputs)[:PREVIEW_CHARS],
+        client_request_id=key,
+        trace_metadata=metadata,
+        tags=tags,
+        assessments=_assessments(sample, run_id),
     )
     return info, builder.spans

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.text import clean_text, clean_value
 from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking import store as tracking_store
-from geoeval.core.text import clean_text, clean_value
 
 # Building a trace, its text and values, and the choice of samples have modules of their own;
 # their names are re-exported here, where the job, the benchmarks and the tests import them.
@@ -71,8 +71,11 @@ class TraceCounts:
     warnings: tuple[str, ...] = field(default=())
 
     def as_metrics(self) -> dict[str, float]:
-        return {"traces_logged": float(self.logged), "traces_skipped": float(self.skipped),
-                "traces_failed": float(self.failed)}
+        return {
+            "traces_logged": float(self.logged),
+            "traces_skipped": float(self.skipped),
+            "traces_failed": float(self.failed),
+        }
 
 
 def _existing_traces(client: Any, experiment_id: str, run_id: str) -> dict[str, list[str]]:
@@ -80,8 +83,9 @@ def _existing_traces(client: Any, experiment_id: str, run_id: str) -> dict[str, 
     out: dict[str, list[str]] = {}
     token = None
     while True:
-        page = client.search_traces(locations=[experiment_id], run_id=run_id, include_spans=False,
-                                    max_results=500, page_token=token)
+        page = client.search_traces(
+            locations=[experiment_id], run_id=run_id, include_spans=False, max_results=500, page_token=token
+        )
         for trace in page:
             key = trace.info.tags.get("geoeval.sample_key")
             if key:
@@ -91,7 +95,9 @@ def _existing_traces(client: Any, experiment_id: str, run_id: str) -> dict[str, 
             return out
 
 
-def _write_batch(tracing_client: Any, experiment_id: str, batch: list[tuple[Any, list[Any]]], warn: list[str]) -> tuple[list[str], int]:
+def _write_batch(
+    tracing_client: Any, experiment_id: str, batch: list[tuple[Any, list[Any]]], warn: list[str]
+) -> tuple[list[str], int]:
     """Writes one batch: each trace (with its assessments) in one transaction, then all their
     spans in one. Returns (sample keys written, number failed)."""
     started: list[tuple[Any, list[Any]]] = []
@@ -130,8 +136,13 @@ class _Writer:
 
     def add(self, sample: Any) -> None:
         try:
-            trace = build_trace(sample, run_id=self.run_id, experiment_id=self.experiment_id,
-                                dataset_name=self.dataset_name, model=self.model)
+            trace = build_trace(
+                sample,
+                run_id=self.run_id,
+                experiment_id=self.experiment_id,
+                dataset_name=self.dataset_name,
+                model=self.model,
+            )
         except Exception as exc:
             self.failed += 1
             self.warnings.append(f"trace of sample {getattr(sample, 'id', '?')} not built: {_short(exc)}")
@@ -165,8 +176,9 @@ class _Writer:
             return {}
 
 
-def log_samples(tracking_spec: Any, run_id: str, samples: Iterable[Any], *, dataset_name: str = "",
-                model: str = "") -> TraceCounts:
+def log_samples(
+    tracking_spec: Any, run_id: str, samples: Iterable[Any], *, dataset_name: str = "", model: str = ""
+) -> TraceCounts:
     """Logs one trace per given Inspect `EvalSample` (no selection: the caller chose them, e.g.
     from an Inspect hook as samples finish) to the run. Never raises."""
     writer = None
@@ -181,7 +193,8 @@ def log_samples(tracking_spec: Any, run_id: str, samples: Iterable[Any], *, data
     except Exception as exc:
         warnings.append(f"traces not logged: {_short(exc)}")
     counts = TraceCounts(
-        logged=len(writer.written) if writer else 0, failed=writer.failed if writer else 0,
+        logged=len(writer.written) if writer else 0,
+        failed=writer.failed if writer else 0,
         warnings=tuple((writer.warnings if writer else []) + warnings),
     )
     return _report(counts, writer.client if writer else None, run_id, log_counts=False)
@@ -196,8 +209,17 @@ class TraceStream:
 
     _STOP = object()
 
-    def __init__(self, tracking_spec: Any, run_id: str, *, mode: TraceMode = "all", cap: int | None = None,
-                 dataset_name: str = "", model: str = "", window_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        tracking_spec: Any,
+        run_id: str,
+        *,
+        mode: TraceMode = "all",
+        cap: int | None = None,
+        dataset_name: str = "",
+        model: str = "",
+        window_s: float = 0.5,
+    ) -> None:
         import queue
         import threading
 
@@ -266,7 +288,9 @@ class TraceStream:
         if writer is not None:
             writer.replace_earlier(self._existing)
         counts = TraceCounts(
-            logged=len(writer.written) if writer else 0, skipped=self._skipped, failed=writer.failed if writer else 0,
+            logged=len(writer.written) if writer else 0,
+            skipped=self._skipped,
+            failed=writer.failed if writer else 0,
             warnings=tuple(self._warnings + (writer.warnings if writer else [])),
         )
         if self._mode == "none" and not counts.warnings:
@@ -275,8 +299,15 @@ class TraceStream:
 
 
 def log_sample_traces(
-    tracking_spec: Any, experiment: str, run_id: str, eval_log_paths: Sequence[str | Path], *,
-    mode: TraceMode = "all", cap: int | None = None, dataset_name: str = "", model: str = "",
+    tracking_spec: Any,
+    experiment: str,
+    run_id: str,
+    eval_log_paths: Sequence[str | Path],
+    *,
+    mode: TraceMode = "all",
+    cap: int | None = None,
+    dataset_name: str = "",
+    model: str = "",
     errored: int | None = None,
 ) -> TraceCounts:
     """Logs one MLflow trace per sample of the given Inspect logs to the run `run_id` (see the
@@ -319,7 +350,9 @@ def log_sample_traces(
     except Exception as exc:
         warnings.append(f"traces not logged: {_short(exc)}")
     counts = TraceCounts(
-        logged=len(writer.written) if writer else 0, skipped=skipped, failed=writer.failed if writer else 0,
+        logged=len(writer.written) if writer else 0,
+        skipped=skipped,
+        failed=writer.failed if writer else 0,
         warnings=tuple(warnings + (writer.warnings if writer else [])),
     )
     return _report(counts, writer.client if writer else None, run_id)
@@ -341,8 +374,16 @@ def _report(counts: TraceCounts, client: Any, run_id: str, *, log_counts: bool =
     return counts
 
 
-def log_dataset(tracking_spec: Any, experiment: str, run_id: str, rows: Any, name: str, digest: str | None = None, *,
-                context: str = "evaluation") -> None:
+def log_dataset(
+    tracking_spec: Any,
+    experiment: str,
+    run_id: str,
+    rows: Any,
+    name: str,
+    digest: str | None = None,
+    *,
+    context: str = "evaluation",
+) -> None:
     """Logs the evaluated samples as the run's input dataset (`mlflow.log_input` with context
     "evaluation", addressed by run id): `rows` is a pandas DataFrame (one row per sample; its
     text is cleaned), `digest` identifies its content (MLflow computes one when None)."""
@@ -354,7 +395,11 @@ def log_dataset(tracking_spec: Any, experiment: str, run_id: str, rows: Any, nam
     frame = rows.copy()
     for column in frame.columns:
         if frame[column].dtype == object:
-            frame[column] = frame[column].map(lambda v: clean_value(v) if isinstance(v, (str, list, dict, tuple)) else v)
-    dataset = mlflow.data.from_pandas(frame, name=clean_text(name, max_chars=500), digest=digest[:36] if digest else None)
+            frame[column] = frame[column].map(
+                lambda v: clean_value(v) if isinstance(v, (str, list, dict, tuple)) else v
+            )
+    dataset = mlflow.data.from_pandas(
+        frame, name=clean_text(name, max_chars=500), digest=digest[:36] if digest else None
+    )
     tags = [InputTag(key="mlflow.data.context", value=context)]
     client.log_inputs(run_id, datasets=[DatasetInput(dataset=dataset._to_mlflow_entity(), tags=tags)])

@@ -118,8 +118,12 @@ def _choose_among(s: Session, q: str, cands: list[Found]) -> dict[str, Any]:
     want, avoid = _need_words(q, [c.name for c in cands])
     best, notes, keys = rank_by_keywords(s, cands, want, avoid)
     best = best or cands[0]
-    return {"answer": best.name, "reason": "Its tags and posts match the request best.",
-            "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])), "implicit_logic": "True"}
+    return {
+        "answer": best.name,
+        "reason": "Its tags and posts match the request best.",
+        "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])),
+        "implicit_logic": "True",
+    }
 
 
 def plan_place(s: Session, q: str) -> dict[str, Any]:
@@ -148,14 +152,19 @@ def _choose_nearby(s: Session, q: str, anchor: Found) -> dict[str, Any]:
     want, avoid = _need_words(q, [anchor.name])
     best, notes, keys = rank_by_keywords(s, cands, want, avoid)
     best = best or cands[0]
-    return {"answer": best.name, "reason": "Its tags and posts match the request best.",
-            "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])), "implicit_logic": "True"}
+    return {
+        "answer": best.name,
+        "reason": "Its tags and posts match the request best.",
+        "ref": _ref(keys.get(best.place_id, []), notes.get(best.place_id, [])),
+        "implicit_logic": "True",
+    }
 
 
 def _filters(q: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    rating = (re.search(r"(?:at least|minimum of|min(?:imum)?|above|over)\s+(\d(?:\.\d+)?)", q, re.IGNORECASE)
-              or re.search(r"(\d(?:\.\d+)?)\s*(?:stars?\s*)?(?:or (?:more|higher|better|above)|\+)", q, re.IGNORECASE))
+    rating = re.search(
+        r"(?:at least|minimum of|min(?:imum)?|above|over)\s+(\d(?:\.\d+)?)", q, re.IGNORECASE
+    ) or re.search(r"(\d(?:\.\d+)?)\s*(?:stars?\s*)?(?:or (?:more|higher|better|above)|\+)", q, re.IGNORECASE)
     if rating and re.search(r"rat|star|score|review", q, re.IGNORECASE):
         out["min_rating"] = float(rating.group(1))
     cost = re.search(r"(\d+(?:\.\d+)?)\s*(?:CNY|yuan|RMB|¥)", q, re.IGNORECASE)
@@ -199,7 +208,11 @@ def plan_nearby(s: Session, q: str) -> dict[str, Any]:
             if s.left() < 1:
                 break
             if not (day and hhmm) or open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm):
-                keys = ["opentime_week"] * bool(day) + ["rating"] * ("min_rating" in filters) + ["cost"] * ("max_cost" in filters)
+                keys = (
+                    ["opentime_week"] * bool(day)
+                    + ["rating"] * ("min_rating" in filters)
+                    + ["cost"] * ("max_cost" in filters)
+                )
                 return {"answer": [_item(p, "Meets the filters and is open then.", keys)]}
         return {"answer": [_item(cands[0], "Closest match.", [])] if cands else []}
     if _wants_a_set(q, type_word, sub):
@@ -211,18 +224,20 @@ def plan_nearby(s: Session, q: str) -> dict[str, Any]:
         if tagged:
             pool = [Found(r["place_id"], r["name"], r) for r in tagged]
     if day and hhmm:
-        pool = [p for p in pool if s.left() > 1 and open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm)] or pool
+        pool = [
+            p for p in pool if s.left() > 1 and open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm)
+        ] or pool
     if len(pool) > 1:
         best, notes, keys = rank_by_keywords(s, pool[:5], want, avoid)
     else:
         best, notes, keys = (pool[0] if pool else None), {}, {}
     if best is None:
         return {"answer": []}
-    out = _item(best, "Its tags and posts match the request best.", keys.get(best.place_id, []),
-                notes.get(best.place_id, []))
+    out = _item(
+        best, "Its tags and posts match the request best.", keys.get(best.place_id, []), notes.get(best.place_id, [])
+    )
     out["implicit_logic"] = "True"
     return {"answer": [out]}
-
 
 
 def _family(system: str) -> str:

@@ -29,12 +29,13 @@ from geoeval.suites.lifeplanner.city.opening_hours import DAYS
 from geoeval.suites.lifeplanner.tools.trip_timing import open_on_arrival, readable_hours
 
 
-def legs_for(s: Session, ids: list[str], vehicle: str, mode: str, skip: tuple[str, str] | None = None) \
-        -> dict[tuple[str, str], tuple[float, float]]:
+def legs_for(
+    s: Session, ids: list[str], vehicle: str, mode: str, skip: tuple[str, str] | None = None
+) -> dict[tuple[str, str], tuple[float, float]]:
     """Route every pair once (roads are undirected) and use it both ways."""
     legs: dict[tuple[str, str], tuple[float, float]] = {}
     for i, a in enumerate(ids):
-        for b in ids[i + 1:]:
+        for b in ids[i + 1 :]:
             if skip and {a, b} == set(skip) and len(ids) > 2:
                 continue
             out = s.call("routing", start_place_id=a, end_place_id=b, mode=mode, vehicle=vehicle) or {}
@@ -44,8 +45,9 @@ def legs_for(s: Session, ids: list[str], vehicle: str, mode: str, skip: tuple[st
     return legs
 
 
-def best_order(start: str, end: str, stops: list[str], legs: dict, mode: str, ok=lambda order: True) \
-        -> tuple[list[str], float, float] | None:
+def best_order(
+    start: str, end: str, stops: list[str], legs: dict, mode: str, ok=lambda order: True
+) -> tuple[list[str], float, float] | None:
     """Try every permutation of the stops between fixed start and end."""
     best = None
     for perm in itertools.permutations(stops):
@@ -60,36 +62,63 @@ def best_order(start: str, end: str, stops: list[str], legs: dict, mode: str, ok
     return None if best is None else (best[1], best[2], best[3])
 
 
-def route_answer(start: Found, end: Found, stops: list[Found], order: list[str], vehicle: str, mode: str,
-                 d: float, t: float, reasons: dict[str, str] | None = None, notes: dict[str, list[str]] | None = None,
-                 keys: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def route_answer(
+    start: Found,
+    end: Found,
+    stops: list[Found],
+    order: list[str],
+    vehicle: str,
+    mode: str,
+    d: float,
+    t: float,
+    reasons: dict[str, str] | None = None,
+    notes: dict[str, list[str]] | None = None,
+    keys: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
     names = {p.place_id: p.name for p in [start, end, *stops]}
     return {
         "start": {"name": start.name, "place_id": start.place_id, "reason": "User-specified origin."},
         "end": {"name": end.name, "place_id": end.place_id, "reason": "User-specified destination."},
-        "waypoints": [{"name": p.name, "place_id": p.place_id, "reason": (reasons or {}).get(p.place_id, "Requested stop."),
-                       "ref": {"note_id": ",".join((notes or {}).get(p.place_id, [])),
-                               "attribute_key": ",".join((keys or {}).get(p.place_id, []))}}
-                      for p in stops],
+        "waypoints": [
+            {
+                "name": p.name,
+                "place_id": p.place_id,
+                "reason": (reasons or {}).get(p.place_id, "Requested stop."),
+                "ref": {
+                    "note_id": ",".join((notes or {}).get(p.place_id, [])),
+                    "attribute_key": ",".join((keys or {}).get(p.place_id, [])),
+                },
+            }
+            for p in stops
+        ],
         "optimal_order": [{"name": names[pid], "place_id": pid, "visit_order": k + 1} for k, pid in enumerate(order)],
-        "vehicle": vehicle, "mode": mode, "total_distance_m": round(d), "total_time_s": round(t),
+        "vehicle": vehicle,
+        "mode": mode,
+        "total_distance_m": round(d),
+        "total_time_s": round(t),
     }
 
 
 def _ends(q: str, found: list[Found]) -> tuple[Found, Found, list[Found]]:
     """Start: the place after "from" (else the first named); end: the place after "to" that
     follows the start (else the last named); the others are stops."""
+
     def after(word: str, places: list[Found]) -> Found | None:
         return next((p for p in places if re.search(rf"\b{word}\s+(?:\w+\s+){{0,4}}$", q[: p.at], re.IGNORECASE)), None)
+
     start = after("from", found) or found[0]
     rest = [p for p in found if p is not start]
-    end = after("to", [p for p in rest if p.at > start.at]) or after("at", [p for p in rest if p.at > start.at]) \
+    end = (
+        after("to", [p for p in rest if p.at > start.at])
+        or after("at", [p for p in rest if p.at > start.at])
         or rest[-1]
+    )
     return start, end, [p for p in found if p is not start and p is not end]
 
 
-def _stops_by_need(s: Session, q: str, route: dict[str, Any], a: Found, names: list[str], taken: set[str]) \
-        -> list[tuple[Found, str, list[str], list[str]]]:
+def _stops_by_need(
+    s: Session, q: str, route: dict[str, Any], a: Found, names: list[str], taken: set[str]
+) -> list[tuple[Found, str, list[str], list[str]]]:
     """Stops the question asks for by kind or need rather than by name: one per clause that asks
     for the nearest X, or for something within a distance of the route or of a named place."""
     out = []
@@ -99,7 +128,9 @@ def _stops_by_need(s: Session, q: str, route: dict[str, Any], a: Found, names: l
             continue
         nearest = re.search(r"nearest|closest", low)
         dist = _distance(clause)
-        wants_stop = re.search(r"on the way|along the way|stop somewhere|stop at an? |stop for|off (?:my|the) route", low)
+        wants_stop = re.search(
+            r"on the way|along the way|stop somewhere|stop at an? |stop for|off (?:my|the) route", low
+        )
         near_start = re.search(rf"\b(?:near|around|close to)\s+{re.escape(a.name.lower())}", low)
         if not (nearest or dist or near_start or (wants_stop and not any(n.lower() in low for n in names))):
             continue
@@ -122,8 +153,14 @@ def _stops_by_need(s: Session, q: str, route: dict[str, Any], a: Found, names: l
             continue
         pick, notes, keys = rank_by_keywords(s, cands, want, avoid) if len(cands) > 1 else (cands[0], {}, {})
         if pick:
-            out.append((pick, "Its tags and posts match the request best.", keys.get(pick.place_id, []),
-                        notes.get(pick.place_id, [])))
+            out.append(
+                (
+                    pick,
+                    "Its tags and posts match the request best.",
+                    keys.get(pick.place_id, []),
+                    notes.get(pick.place_id, []),
+                )
+            )
             taken.add(pick.place_id)
     return out
 
@@ -135,7 +172,9 @@ def _nearest_stop(s: Session, text: str, route: dict[str, Any], names: list[str]
     if not sub:
         return None
     for radius in (300.0, 800.0, 1500.0):
-        listed = (s.call("nearby_search", center=route, radius_meters=radius, place_types=[sub]) or {}).get("results") or []
+        listed = (s.call("nearby_search", center=route, radius_meters=radius, place_types=[sub]) or {}).get(
+            "results"
+        ) or []
         cands = [Found(r["place_id"], r["name"], r) for r in listed if r["place_id"] not in taken]
         if cands:
             taken.add(cands[0].place_id)
@@ -144,7 +183,7 @@ def _nearest_stop(s: Session, text: str, route: dict[str, Any], names: list[str]
 
 
 def _before_rule(q: str, stops: list[Found]) -> tuple[str, str] | None:
-    """"A before B": the two stops named in the clause, in the order named."""
+    """ "A before B": the two stops named in the clause, in the order named."""
     for clause in _clauses(q):
         if " before " not in clause.lower():
             continue
@@ -171,8 +210,9 @@ def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
         reasons[p.place_id], keys[p.place_id], notes[p.place_id] = why, k, n
     stops = stops[:5]
     dwell = re.search(r"(\d+)\s*(?:minutes|mins|min)\b", q)
-    hours = {p.place_id: detail(s, p.place_id).get("opentime_week") or "" for p in stops} if day and hhmm and dwell \
-        else {}
+    hours = (
+        {p.place_id: detail(s, p.place_id).get("opentime_week") or "" for p in stops} if day and hhmm and dwell else {}
+    )
     ids = [a.place_id, *[p.place_id for p in stops], b.place_id]
     legs = legs_for(s, ids, vehicle, mode, skip=(a.place_id, b.place_id))
     first_then = _before_rule(q, stops)
@@ -183,12 +223,14 @@ def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
         if hours:
             departure = int(hhmm[:2]) * 60 + int(hhmm[3:])
             secs = [legs[(u, v)][1] for u, v in itertools.pairwise(order)]
-            return open_on_arrival(order, secs, DAYS.index(day), departure, int(dwell.group(1)),
-                                   lambda p: readable_hours(hours[p]))
+            return open_on_arrival(
+                order, secs, DAYS.index(day), departure, int(dwell.group(1)), lambda p: readable_hours(hours[p])
+            )
         return True
 
-    found_order = best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode, ok) \
-        or best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode)
+    found_order = best_order(a.place_id, b.place_id, [p.place_id for p in stops], legs, mode, ok) or best_order(
+        a.place_id, b.place_id, [p.place_id for p in stops], legs, mode
+    )
     if found_order is None:
         return route_answer(a, b, stops, ids, vehicle, mode, 0, 0, reasons, notes, keys)
     order, d, t = found_order

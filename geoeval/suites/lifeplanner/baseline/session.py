@@ -46,9 +46,13 @@ class Session:
                     except (json.JSONDecodeError, TypeError):
                         payload = None
                 results[m.tool_call_id] = payload
-        self.past = [_Past(c.function, dict(c.arguments or {}), results.get(c.id))
-                     for m in messages if getattr(m, "role", "") == "assistant" for c in (m.tool_calls or [])
-                     if c.function != SUBMIT_TOOL]
+        self.past = [
+            _Past(c.function, dict(c.arguments or {}), results.get(c.id))
+            for m in messages
+            if getattr(m, "role", "") == "assistant"
+            for c in (m.tool_calls or [])
+            if c.function != SUBMIT_TOOL
+        ]
         self.i = 0
         self.budget = budget - 1  # keep a turn for submit_answer
         self.memo: dict[str, Any] = {}  # a call repeated within the plan is answered, not made again

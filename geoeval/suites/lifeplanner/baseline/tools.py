@@ -32,7 +32,6 @@ class Found:
     at: int = 0  # where the question names it
 
 
-
 def name_at(s: Session, q: str, pos: int) -> Found | None:
     """The place whose name the question spells at `pos`, confirmed by place_search."""
     words = _run_words(q[pos:])
@@ -90,8 +89,11 @@ def probe_type(s: Session, q: str, names: list[str], search: dict[str, Any]) -> 
     capitalised = {w.lower() for w in re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]+", text)}  # names, not kinds
     words = [w for w in _content_words(text, limit=3 * MAX_TYPE_PROBES) if w not in capitalised]
     # a kind of place is usually a noun phrase: words after an article first ("a bakery", "any bars")
-    after_article = [w for w in _words(" ".join(re.findall(r"\b(?:a|an|any|the|some|every)\s+([\w-]+(?:\s+[\w-]+)?)",
-                                                              text.lower()))) if w in words]
+    after_article = [
+        w
+        for w in _words(" ".join(re.findall(r"\b(?:a|an|any|the|some|every)\s+([\w-]+(?:\s+[\w-]+)?)", text.lower())))
+        if w in words
+    ]
     words = list(dict.fromkeys([*after_article, *words]))
     for word in words[:MAX_TYPE_PROBES]:
         stem = _stem(word).replace("-", " ")
@@ -104,8 +106,9 @@ def probe_type(s: Session, q: str, names: list[str], search: dict[str, Any]) -> 
     return None, None
 
 
-def rank_by_keywords(s: Session, cands: list[Found], words: list[str], avoid: list[str]) \
-        -> tuple[Found | None, dict[str, list[str]], dict[str, list[str]]]:
+def rank_by_keywords(
+    s: Session, cands: list[Found], words: list[str], avoid: list[str]
+) -> tuple[Found | None, dict[str, list[str]], dict[str, list[str]]]:
     """The candidate whose tags and notes mention the most of `words` (and fewest of `avoid`);
     returns it with the note ids and tag keys that matched."""
     best, best_score = None, None

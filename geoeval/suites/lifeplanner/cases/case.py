@@ -14,10 +14,17 @@ from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 ENGINE_VERSION = "lifeplanner-cases-2"
 # Table 4: cases per task and level (667 in all).
 TABLE4: dict[tuple[str, str], int] = {
-    ("place", "l0"): 100, ("place", "l1"): 72, ("place", "l2"): 35,
-    ("nearby", "l0"): 104, ("nearby", "l1"): 52, ("nearby", "l2"): 35,
-    ("routing", "l0"): 100, ("routing", "l1"): 50, ("routing", "l2"): 31,
-    ("trip", "l1"): 53, ("trip", "l2"): 35,
+    ("place", "l0"): 100,
+    ("place", "l1"): 72,
+    ("place", "l2"): 35,
+    ("nearby", "l0"): 104,
+    ("nearby", "l1"): 52,
+    ("nearby", "l2"): 35,
+    ("routing", "l0"): 100,
+    ("routing", "l1"): 50,
+    ("routing", "l2"): 31,
+    ("trip", "l1"): 53,
+    ("trip", "l2"): 35,
 }
 TASK_TITLES = {"place": "Place Perception", "nearby": "Nearby Discovery", "routing": "Routing", "trip": "Trip Design"}
 # τ* must leave room in the 30-call budget for an agent that is not omniscient
@@ -32,22 +39,21 @@ class Reject(Exception):
     """One attempt at a case failed a check; the engine draws again."""
 
 
-
 @dataclass
 class Case:
     id: str
-    task: str          # place | nearby | routing | trip
-    level: str         # l0 | l1 | l2
+    task: str  # place | nearby | routing | trip
+    level: str  # l0 | l1 | l2
     question: str
-    answer: Any        # a*, Table 5 schema with the Table 6 fields
-    tau_star: list[dict[str, Any]]      # [{"tool", "arguments"}], standard toolset
-    evidence: list[str]                 # identities IG requires (see trajectory.py)
+    answer: Any  # a*, Table 5 schema with the Table 6 fields
+    tau_star: list[dict[str, Any]]  # [{"tool", "arguments"}], standard toolset
+    evidence: list[str]  # identities IG requires (see trajectory.py)
     implicit_logic: bool
     requirements: list[dict[str, Any]]  # A (judging.attribute_accuracy_of)
-    constraints: list[dict[str, Any]]   # SC (judging.constraint_results)
-    reference_places: list[str]         # p*
-    reference_order: list[str]          # visiting order (routing/trip)
-    context: dict[str, Any]             # anchor, vehicle, mode, weekday, departure, scenario, ...
+    constraints: list[dict[str, Any]]  # SC (judging.constraint_results)
+    reference_places: list[str]  # p*
+    reference_order: list[str]  # visiting order (routing/trip)
+    context: dict[str, Any]  # anchor, vehicle, mode, weekday, departure, scenario, ...
     engine_path: list[dict[str, Any]] = field(default_factory=list)  # data-engine verification calls
 
     @property

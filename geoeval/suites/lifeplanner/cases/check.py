@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
-from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
-from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.cases.case import Case
 from geoeval.suites.lifeplanner.cases.reference_path import replay
+from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import attribute_accuracy_of, constraint_results, purity_checks
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, observed_items, route_legs
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 
 
 def trajectory_of(tau: list[dict[str, Any]], results: list[tool_arguments.ToolResult]) -> Trajectory:
@@ -45,15 +45,19 @@ def check_case(city: city_handle.City, case: Case) -> list[str]:
     except ValueError as exc:
         return problems + [f"the reference answer does not follow the schema: {exc}"]
     if case.task in ("routing", "trip"):
-        legs = [traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(case.reference_order, case.reference_order[1:])]
+        legs = [
+            traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(case.reference_order, case.reference_order[1:])
+        ]
         if any(leg is None for leg in legs):
             problems.append("τ* does not compute every leg of the reference order")
         else:
             d = sum(leg[0] for leg in legs)  # type: ignore[index]
             t = sum(leg[1] for leg in legs)  # type: ignore[index]
             if (d, t) != (case.answer["total_distance_m"], case.answer["total_time_s"]):
-                problems.append(f"the legs of τ* add up to ({d}, {t}), not the reference totals "
-                                f"({case.answer['total_distance_m']}, {case.answer['total_time_s']})")
+                problems.append(
+                    f"the legs of τ* add up to ({d}, {t}), not the reference totals "
+                    f"({case.answer['total_distance_m']}, {case.answer['total_time_s']})"
+                )
     if attribute_accuracy_of(city, case.to_dict(), parsed) != 1.0:
         problems.append("the reference answer fails its own attribute requirements (A < 1)")
     failed = [c["text"] for c, ok in zip(case.constraints, constraint_results(city, case.to_dict(), parsed)) if not ok]

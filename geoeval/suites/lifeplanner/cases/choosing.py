@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
 from geoeval.suites.lifeplanner.cases.lexicon import PERSONAS, Preference
+from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, open_at_minute
 
 if TYPE_CHECKING:  # the draft's module builds on these steps
     from geoeval.suites.lifeplanner.cases.reference_path import Draft
 
-RADIUS_BAND_M = 20   # no candidate this close to a stated radius (rounding must not decide)
-AREA_FLOOR_M = 150   # an unstated "near"/"on the way" reaches at least this far past the answer
+RADIUS_BAND_M = 20  # no candidate this close to a stated radius (rounding must not decide)
+AREA_FLOOR_M = 150  # an unstated "near"/"on the way" reaches at least this far past the answer
 
 
 class EngineState:
@@ -52,7 +52,9 @@ class ChoosingSteps(EngineState):
     def weekday_time(self, lo: int = 6 * 60, hi: int = 23 * 60 + 55) -> tuple[int, int]:
         return int(self.rng.integers(7)), int(self.rng.integers(lo // 5, hi // 5 + 1)) * 5
 
-    def time_when_exactly_one_is_open(self, hours: list[Any], *, earliest: int, margin: int) -> tuple[int, int, list[bool]]:
+    def time_when_exactly_one_is_open(
+        self, hours: list[Any], *, earliest: int, margin: int
+    ) -> tuple[int, int, list[bool]]:
         """A (weekday, minute) from `earliest` to 23:55 when exactly one of `hours` is open, at
         least `margin` minutes from any of them opening or closing (so that the answer does not
         hang on a boundary), and which of them is open; 60 draws at most."""
@@ -97,5 +99,8 @@ class ChoosingSteps(EngineState):
         """The area "near X" means when the query states no radius: twice the answer's distance and
         at least `AREA_FLOOR_M` beyond it, clear by the rounding band of every place in `places`
         (the ones that could change the answer: the candidates' type, or everything that fits)."""
-        return self.clean_radius(max(2.0 * d_answer, d_answer + AREA_FLOOR_M),
-                                 self.idx.distances(center, [p for p in places if p.id != center.id]), step=10)
+        return self.clean_radius(
+            max(2.0 * d_answer, d_answer + AREA_FLOOR_M),
+            self.idx.distances(center, [p for p in places if p.id != center.id]),
+            step=10,
+        )

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.cases.case import Reject
+from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 from geoeval.suites.lifeplanner.scoring.judging import parse_fact_groups
 
@@ -45,13 +45,29 @@ class CityIndex:
     def __init__(self, db_path: str) -> None:
         self.city = city_handle.open_city(db_path)
         cur = self.city.cursor()
-        rows = cur.execute("SELECT id, name, place_type, opentime_week, rating, cost, tag, alias, long_mem, short_mem, "
-                           "x_m, y_m FROM places ORDER BY id").fetchall()
+        rows = cur.execute(
+            "SELECT id, name, place_type, opentime_week, rating, cost, tag, alias, long_mem, short_mem, "
+            "x_m, y_m FROM places ORDER BY id"
+        ).fetchall()
         self.places: list[Place] = []
         for pid, name, ptype, hours, rating, cost, tag, alias, lm, sm, x, y in rows:
             facts = parse_fact_groups(tag, "tag") | parse_fact_groups(lm, "long") | parse_fact_groups(sm, "short")
-            self.places.append(Place(pid, name, ptype, ptype.split("|")[-1], hours or "", rating, cost, tag or "",
-                                     alias or "", float(x), float(y), frozenset(facts)))
+            self.places.append(
+                Place(
+                    pid,
+                    name,
+                    ptype,
+                    ptype.split("|")[-1],
+                    hours or "",
+                    rating,
+                    cost,
+                    tag or "",
+                    alias or "",
+                    float(x),
+                    float(y),
+                    frozenset(facts),
+                )
+            )
         self.by_id = {p.id: p for p in self.places}
         self.xy = np.array([(p.x, p.y) for p in self.places]) if self.places else np.zeros((0, 2))
         counts: dict[str, int] = {}
@@ -67,7 +83,8 @@ class CityIndex:
             "SELECT f.place_id, f.fact, f.note_id, m.mention_kind, n.liked_count FROM note_facts f "
             "JOIN note_mentions m ON m.note_id = f.note_id AND m.place_id = f.place_id AND m.role = 'subject' "
             "JOIN notes n ON n.note_id = f.note_id WHERE f.source = 'desc' "
-            "ORDER BY f.place_id, f.fact, n.liked_count DESC, f.note_id").fetchall()
+            "ORDER BY f.place_id, f.fact, n.liked_count DESC, f.note_id"
+        ).fetchall()
         self.evidence: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for pid, fact, nid, kind, _ in ev:
             lst = self.evidence.setdefault((pid, fact), [])
@@ -89,4 +106,3 @@ class CityIndex:
             return np.zeros(0)
         xy = np.array([(o.x, o.y) for o in others])
         return np.hypot(xy[:, 0] - p.x, xy[:, 1] - p.y)
-

@@ -36,10 +36,17 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
         self.d: Draft = Draft(self.city)
 
     GENERATORS = {
-        ("place", "l0"): "place_l0", ("place", "l1"): "place_l1", ("place", "l2"): "place_l2",
-        ("nearby", "l0"): "nearby_l0", ("nearby", "l1"): "nearby_l1", ("nearby", "l2"): "nearby_l2",
-        ("routing", "l0"): "routing_l0", ("routing", "l1"): "routing_l1", ("routing", "l2"): "routing_l2",
-        ("trip", "l1"): "trip_l1", ("trip", "l2"): "trip_l2",
+        ("place", "l0"): "place_l0",
+        ("place", "l1"): "place_l1",
+        ("place", "l2"): "place_l2",
+        ("nearby", "l0"): "nearby_l0",
+        ("nearby", "l1"): "nearby_l1",
+        ("nearby", "l2"): "nearby_l2",
+        ("routing", "l0"): "routing_l0",
+        ("routing", "l1"): "routing_l1",
+        ("routing", "l2"): "routing_l2",
+        ("trip", "l1"): "trip_l1",
+        ("trip", "l2"): "trip_l2",
     }
 
     def generate(self, counts: dict[tuple[str, str], int]) -> list[Case]:
@@ -60,7 +67,8 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
                 if attempts > budget:
                     raise CaseGenerationError(
                         f"could make only {len(made)} of {want} {combo[0]}_{combo[1]} cases from this city in "
-                        f"{budget} attempts; use a larger city (env.n_places / env.n_notes) or fewer cases")
+                        f"{budget} attempts; use a larger city (env.n_places / env.n_notes) or fewer cases"
+                    )
                 self.d = Draft(self.city)
                 try:
                     fields = getattr(self, self.GENERATORS[combo])()
@@ -69,9 +77,15 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
                 sig = fields.pop("signature")
                 if sig in seen:
                     continue
-                case = Case(id=f"{combo[0]}_{combo[1]}_{len(made):04d}", task=combo[0], level=combo[1],
-                            tau_star=self.d.tau, evidence=list(self.d.evidence), engine_path=self.d.engine_path,
-                            **fields)
+                case = Case(
+                    id=f"{combo[0]}_{combo[1]}_{len(made):04d}",
+                    task=combo[0],
+                    level=combo[1],
+                    tau_star=self.d.tau,
+                    evidence=list(self.d.evidence),
+                    engine_path=self.d.engine_path,
+                    **fields,
+                )
                 if len(case.tau_star) > MAX_REFERENCE_CALLS or check_case(self.city, case):
                     continue
                 seen.add(sig)
@@ -80,9 +94,15 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
         return cases
 
 
-def generate_cases(db_path: str, *, n_cases: int, seed: int,
-                   combos: list[tuple[str, str]] | None = None, l2_phrasing: str = "paper",
-                   l1_social: bool = True) -> list[Case]:
+def generate_cases(
+    db_path: str,
+    *,
+    n_cases: int,
+    seed: int,
+    combos: list[tuple[str, str]] | None = None,
+    l2_phrasing: str = "paper",
+    l1_social: bool = True,
+) -> list[Case]:
     """`n_cases` cases over `combos` (default: all 11) in Table 4's proportions, deterministic in
     the city and `seed`. `l2_phrasing`: "paper" (no place type, radius or candidate list where
     Figure 8 gives none) or "explicit" (the earlier wording); `l1_social`: Place L1 includes

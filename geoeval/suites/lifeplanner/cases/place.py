@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
+from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCES, TYPE_NOUNS
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
 from geoeval.suites.lifeplanner.cases.wording import list_words, or_words
-from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS
-from geoeval.suites.lifeplanner.cases.lexicon import DISLIKES, PREFERENCES, TYPE_NOUNS
+from geoeval.suites.lifeplanner.city.vocabulary import CATEGORIES, LONG_MEM_VOCAB, PROFILE_OF, SHORT_MEM_VOCAB
+from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
 
 
@@ -26,9 +26,13 @@ class PlaceCases(RouteSteps):
         if kind == "opentime_week":
             if not p.hours:
                 raise Reject("hours not available")
-            q = self.pick([f"What are the opening hours of {p.name}?",
-                           f"{persona}When is {p.name} open during the week?",
-                           f"Could you tell me the business hours of {p.name}?"])
+            q = self.pick(
+                [
+                    f"What are the opening hours of {p.name}?",
+                    f"{persona}When is {p.name} open during the week?",
+                    f"Could you tell me the business hours of {p.name}?",
+                ]
+            )
         elif kind == "rating":
             if p.rating is None:
                 raise Reject("no rating")
@@ -36,8 +40,12 @@ class PlaceCases(RouteSteps):
         elif kind == "cost":
             if p.cost is None:
                 raise Reject("no cost")
-            q = self.pick([f"How much does {p.name} cost per person?",
-                           f"{persona}What's the average spend per person at {p.name}?"])
+            q = self.pick(
+                [
+                    f"How much does {p.name} cost per person?",
+                    f"{persona}What's the average spend per person at {p.name}?",
+                ]
+            )
         elif kind == "address":
             q = self.pick([f"What is the address of {p.name}?", f"{persona}Where exactly is {p.name}?"])
         else:
@@ -53,7 +61,9 @@ class PlaceCases(RouteSteps):
                 raise Reject("no tag to ask about")
             fact = self.pick(pool)
             value = fact.split(":", 2)[2]
-            q = self.pick([f"Does {p.name} have {value.lower()}?", f"{persona}Can I expect {value.lower()} at {p.name}?"])
+            q = self.pick(
+                [f"Does {p.name} have {value.lower()}?", f"{persona}Can I expect {value.lower()} at {p.name}?"]
+            )
         self.only_place_named(p)
         self.find_place(p)
         if kind in ("rating", "cost"):
@@ -69,12 +79,16 @@ class PlaceCases(RouteSteps):
                 key = kind
         self.d.need(f"place:{p.id}:{'tag' if kind == 'tag' else kind}")
         return dict(
-            signature=("place_l0", p.id, kind, key), question=q.strip(),
+            signature=("place_l0", p.id, kind, key),
+            question=q.strip(),
             answer={"answer": value_out, "ref": ref_block("l0", [key], [], notes_field=True)},
             implicit_logic=False,
             requirements=[{"scope": "answer", "requirements": [["value", "==", value_out]]}],
-            constraints=[], reference_places=[p.id], reference_order=[],
-            context={"kind": kind, "place": p.id})
+            constraints=[],
+            reference_places=[p.id],
+            reference_order=[],
+            context={"kind": kind, "place": p.id},
+        )
 
     def _neighbours(self, p: Place, pool: list[Place], k: int, max_d: float = 1500.0) -> list[Place]:
         others = [o for o in pool if o.id != p.id]
@@ -96,8 +110,13 @@ class PlaceCases(RouteSteps):
             note, keyword, hits = self.findable_note(p, fact)
         else:
             profile = PROFILE_OF.get(p.place_type, "shop")
-            vocab = [f"{src}:{k}:{v}" for src, table in (("long", LONG_MEM_VOCAB), ("short", SHORT_MEM_VOCAB))
-                     for k, entries in table for v, profiles in entries if profile in profiles.split()]
+            vocab = [
+                f"{src}:{k}:{v}"
+                for src, table in (("long", LONG_MEM_VOCAB), ("short", SHORT_MEM_VOCAB))
+                for k, entries in table
+                for v, profiles in entries
+                if profile in profiles.split()
+            ]
             fact = self.pick([f for f in vocab if f not in p.facts])
             meaning = [pref for pref in (*PREFERENCES, *DISLIKES) if fact in pref.facts]
             if any(self.satisfies(p, pref) for pref in meaning):
@@ -111,8 +130,12 @@ class PlaceCases(RouteSteps):
         if key == "Atmosphere":
             q = f"{persona}Is {p.name} {value}, according to social-media posts?"
         else:
-            q = self.pick([f"{persona}Do social-media posts about {p.name} mention {value}?",
-                           f"I saw something online. Do people's posts about {p.name} mention {value}?"])
+            q = self.pick(
+                [
+                    f"{persona}Do social-media posts about {p.name} mention {value}?",
+                    f"I saw something online. Do people's posts about {p.name} mention {value}?",
+                ]
+            )
         self.only_place_named(p)
         self.find_place(p)
         self.d.call("search_notes", keyword=keyword)
@@ -120,16 +143,26 @@ class PlaceCases(RouteSteps):
             self.d.call("note_detail", note_id=note)
             self.d.need(f"note:{note}")
         return dict(
-            signature=("place_l1", "social_verdict", p.id, fact), question=q.strip(),
-            answer={"answer": want,
-                    "reason": (f"A post about {p.name} says so." if want else
-                               f"No post about {p.name} mentions {value}."),
-                    "ref": ref_block("l1", [], hits if want else [], notes_field=True)},
+            signature=("place_l1", "social_verdict", p.id, fact),
+            question=q.strip(),
+            answer={
+                "answer": want,
+                "reason": (f"A post about {p.name} says so." if want else f"No post about {p.name} mentions {value}."),
+                "ref": ref_block("l1", [], hits if want else [], notes_field=True),
+            },
             implicit_logic=False,
             requirements=[{"scope": "answer", "requirements": [["value", "==", want]]}],
-            constraints=[{"kind": "value_equals", "expected": want,
-                          "text": f"The verdict follows what posts about {p.name} say about {value}."}],
-            reference_places=[p.id], reference_order=[], context={"kind": "social_verdict", "fact": fact})
+            constraints=[
+                {
+                    "kind": "value_equals",
+                    "expected": want,
+                    "text": f"The verdict follows what posts about {p.name} say about {value}.",
+                }
+            ],
+            reference_places=[p.id],
+            reference_order=[],
+            context={"kind": "social_verdict", "fact": fact},
+        )
 
     def place_l1(self) -> dict[str, Any]:
         kinds = ["open_verdict", "open_verdict", "compare", "which_open"]
@@ -153,24 +186,39 @@ class PlaceCases(RouteSteps):
         else:
             raise Reject("no time with the wanted verdict")
         day, hhmm = DAYS[wd], minute_to_hhmm(t)
-        q = self.pick([f"{persona}I'll pass by {p.name} on {day} at {hhmm}. Will it be open?",
-                       f"Is {p.name} open on {day} at {hhmm}?",
-                       f"{persona}Can I still go to {p.name} at {hhmm} on a {day}?"])
+        q = self.pick(
+            [
+                f"{persona}I'll pass by {p.name} on {day} at {hhmm}. Will it be open?",
+                f"Is {p.name} open on {day} at {hhmm}?",
+                f"{persona}Can I still go to {p.name} at {hhmm} on a {day}?",
+            ]
+        )
         self.only_place_named(p)
         self.find_place(p)
         self.d.call("place_detail", place_id=p.id)
         self.d.need(f"place:{p.id}:opentime_week")
         verdict = bool(open_at_minute(h, wd, t))
         return dict(
-            signature=("place_l1", "open_verdict", p.id, wd, t), question=q.strip(),
-            answer={"answer": verdict,
-                    "reason": f"{p.name} opens {p.hours}; on {day} at {hhmm} it is {'open' if verdict else 'closed'}.",
-                    "ref": ref_block("l1", ["opentime_week"], [], notes_field=True)},
+            signature=("place_l1", "open_verdict", p.id, wd, t),
+            question=q.strip(),
+            answer={
+                "answer": verdict,
+                "reason": f"{p.name} opens {p.hours}; on {day} at {hhmm} it is {'open' if verdict else 'closed'}.",
+                "ref": ref_block("l1", ["opentime_week"], [], notes_field=True),
+            },
             implicit_logic=False,
             requirements=[{"scope": "answer", "requirements": [["value", "==", verdict]]}],
-            constraints=[{"kind": "value_equals", "expected": verdict,
-                          "text": f"The verdict follows {p.name}'s opening hours on {day} at {hhmm}."}],
-            reference_places=[p.id], reference_order=[], context={"kind": "open_verdict", "weekday": day, "time": hhmm})
+            constraints=[
+                {
+                    "kind": "value_equals",
+                    "expected": verdict,
+                    "text": f"The verdict follows {p.name}'s opening hours on {day} at {hhmm}.",
+                }
+            ],
+            reference_places=[p.id],
+            reference_order=[],
+            context={"kind": "open_verdict", "weekday": day, "time": hhmm},
+        )
 
     def _choice_among_named(self, kind: str, persona: str) -> dict[str, Any]:
         """Place L1: which of two or three named places of one type near each other has the
@@ -197,12 +245,20 @@ class PlaceCases(RouteSteps):
                 raise Reject("too close to call")
             winner = group[vals.index(best_val)]
             if attr == "rating":
-                q = self.pick([f"{persona}Between {list_words(names)}, which one has the best rating?",
-                               f"Which is rated highest: {or_words(names)}?"])
+                q = self.pick(
+                    [
+                        f"{persona}Between {list_words(names)}, which one has the best rating?",
+                        f"Which is rated highest: {or_words(names)}?",
+                    ]
+                )
                 req = ["rating", ">=", best_val]
             else:
-                q = self.pick([f"{persona}Which is cheapest per person: {or_words(names)}?",
-                               f"I'm on a budget. Among {list_words(names)}, which costs the least per person?"])
+                q = self.pick(
+                    [
+                        f"{persona}Which is cheapest per person: {or_words(names)}?",
+                        f"I'm on a budget. Among {list_words(names)}, which costs the least per person?",
+                    ]
+                )
                 req = ["cost", "<=", best_val]
             for g in group:
                 self.only_place_named(g)
@@ -218,8 +274,12 @@ class PlaceCases(RouteSteps):
             wd, t, opens = self.time_when_exactly_one_is_open(hs, earliest=6 * 60, margin=20)
             winner = group[opens.index(True)]
             day, hhmm = DAYS[wd], minute_to_hhmm(t)
-            q = self.pick([f"{persona}It's {day}, {hhmm}. Which of {list_words(names)} is open right now?",
-                           f"Which of these {noun_pl} can I still visit on {day} at {hhmm}: {list_words(names)}?"])
+            q = self.pick(
+                [
+                    f"{persona}It's {day}, {hhmm}. Which of {list_words(names)} is open right now?",
+                    f"Which of these {noun_pl} can I still visit on {day} at {hhmm}: {list_words(names)}?",
+                ]
+            )
             req = ["opentime_week", "open_at", [day, hhmm]]
             for g in group:
                 self.only_place_named(g)
@@ -231,15 +291,29 @@ class PlaceCases(RouteSteps):
             keys = ["opentime_week"]
         cands = [g.id for g in group]
         return dict(
-            signature=("place_l1", kind, tuple(sorted(cands)), str(req)), question=q.strip(),
+            signature=("place_l1", kind, tuple(sorted(cands)), str(req)),
+            question=q.strip(),
             answer={"answer": winner.name, "reason": reason, "ref": ref_block("l1", keys, [], notes_field=True)},
             implicit_logic=False,
             requirements=[{"scope": "answer_place", "requirements": [req, ["place_id", "in", cands]]}],
-            constraints=[{"kind": "place_requirement", "role": "answer_place", "requirement": req,
-                          "text": f"The chosen place satisfies {req[0]} {req[1]} {req[2]}."},
-                         {"kind": "place_requirement", "role": "answer_place", "requirement": ["place_id", "in", cands],
-                          "text": f"The chosen place is one of {list_words(names)}."}],
-            reference_places=[winner.id], reference_order=[], context={"kind": kind, "candidates": cands})
+            constraints=[
+                {
+                    "kind": "place_requirement",
+                    "role": "answer_place",
+                    "requirement": req,
+                    "text": f"The chosen place satisfies {req[0]} {req[1]} {req[2]}.",
+                },
+                {
+                    "kind": "place_requirement",
+                    "role": "answer_place",
+                    "requirement": ["place_id", "in", cands],
+                    "text": f"The chosen place is one of {list_words(names)}.",
+                },
+            ],
+            reference_places=[winner.id],
+            reference_order=[],
+            context={"kind": kind, "candidates": cands},
+        )
 
     def place_l2(self) -> dict[str, Any]:
         return self._place_l2_paper() if self.paper else self._place_l2_explicit()
@@ -274,9 +348,13 @@ class PlaceCases(RouteSteps):
         if dislike:
             phrase = self.pick(dislike.phrases)
             dis = f", and {phrase[0].lower()}{phrase[1:]}"
-        q = self.pick([f"{self.persona()}I'm near {anchor.name}. {need[0].upper()}{need[1:]}{dis}. "
-                       f"Which {noun} should I choose?",
-                       f"{need[0].upper()}{need[1:]}{dis}. Which {noun} around {anchor.name} should I go to?"])
+        q = self.pick(
+            [
+                f"{self.persona()}I'm near {anchor.name}. {need[0].upper()}{need[1:]}{dis}. "
+                f"Which {noun} should I choose?",
+                f"{need[0].upper()}{need[1:]}{dis}. Which {noun} around {anchor.name} should I go to?",
+            ]
+        )
         self.find_place(anchor)
         out = self.d.call("nearby_search", center=anchor.id, radius_meters=radius, place_types=[a.sub])
         listed = [r["place_id"] for r in out["results"]]
@@ -288,26 +366,60 @@ class PlaceCases(RouteSteps):
             self.show_dislike(trap[0], dislike)
         ids = [c.id for c in cands]
         constraints = [
-            {"kind": "has_preference", "role": "answer_place", "facts": list(pref.facts),
-             "text": f"The chosen place fits the need: {need}."},
-            {"kind": "place_requirement", "role": "answer_place", "requirement": ["place_type", "contains", a.sub],
-             "text": f"The chosen place is a {noun}."},
-            {"kind": "within_radius", "role": "answer_place", "center": anchor.id, "radius_m": radius,
-             "text": f"The chosen place is near {anchor.name} (within {radius} m)."}]
+            {
+                "kind": "has_preference",
+                "role": "answer_place",
+                "facts": list(pref.facts),
+                "text": f"The chosen place fits the need: {need}.",
+            },
+            {
+                "kind": "place_requirement",
+                "role": "answer_place",
+                "requirement": ["place_type", "contains", a.sub],
+                "text": f"The chosen place is a {noun}.",
+            },
+            {
+                "kind": "within_radius",
+                "role": "answer_place",
+                "center": anchor.id,
+                "radius_m": radius,
+                "text": f"The chosen place is near {anchor.name} (within {radius} m).",
+            },
+        ]
         if dislike:
-            constraints.append({"kind": "lacks_preference", "role": "answer_place", "facts": list(dislike.facts),
-                                "text": f"The chosen place avoids what the user dislikes ({dislike.phrases[0]})."})
+            constraints.append(
+                {
+                    "kind": "lacks_preference",
+                    "role": "answer_place",
+                    "facts": list(dislike.facts),
+                    "text": f"The chosen place avoids what the user dislikes ({dislike.phrases[0]}).",
+                }
+            )
         return dict(
-            signature=("place_l2", a.id, pref.key, anchor.id), question=q.strip(),
-            answer={"answer": a.name,
-                    "reason": f"{a.name} is the only {noun} near {anchor.name} whose {'tags' if keys else 'posts'} "
-                              f"show it fits: {need}.",
-                    "ref": ref_block("l2", keys, notes, notes_field=True), "implicit_logic": "True"},
+            signature=("place_l2", a.id, pref.key, anchor.id),
+            question=q.strip(),
+            answer={
+                "answer": a.name,
+                "reason": f"{a.name} is the only {noun} near {anchor.name} whose {'tags' if keys else 'posts'} "
+                f"show it fits: {need}.",
+                "ref": ref_block("l2", keys, notes, notes_field=True),
+                "implicit_logic": "True",
+            },
             implicit_logic=True,
             requirements=[{"scope": "answer_place", "requirements": [["place_id", "in", ids]]}],
-            constraints=constraints, reference_places=[a.id], reference_order=[],
-            context={"kind": "preference", "preference": pref.key, "dislike": dislike.key if dislike else None,
-                     "candidates": ids, "anchor": anchor.id, "radius_m": radius, "phrasing": "paper"})
+            constraints=constraints,
+            reference_places=[a.id],
+            reference_order=[],
+            context={
+                "kind": "preference",
+                "preference": pref.key,
+                "dislike": dislike.key if dislike else None,
+                "candidates": ids,
+                "anchor": anchor.id,
+                "radius_m": radius,
+                "phrasing": "paper",
+            },
+        )
 
     def _place_l2_explicit(self) -> dict[str, Any]:
         pref = self.pick(PREFERENCES)
@@ -326,7 +438,7 @@ class PlaceCases(RouteSteps):
                 raise Reject("no distractor with the dislike")
             others.append(trap[0])
         plain = [o for o in near if not self.satisfies(o, pref) and o not in others]
-        n_plain = (1 if others else int(self.pick([1, 2])))
+        n_plain = 1 if others else int(self.pick([1, 2]))
         if len(plain) < n_plain:
             raise Reject("no plain candidates")
         others += plain[:n_plain]
@@ -346,8 +458,12 @@ class PlaceCases(RouteSteps):
         if dislike:
             phrase = self.pick(dislike.phrases)
             dis = f", and {phrase[0].lower()}{phrase[1:]}"
-        q = self.pick([f"{self.persona()}{need[0].upper()}{need[1:]}{dis}. Which {noun} should I choose: {or_words(names)}?",
-                       f"{need[0].upper()}{need[1:]}{dis}. Between {list_words(names)}, where should I go?"])
+        q = self.pick(
+            [
+                f"{self.persona()}{need[0].upper()}{need[1:]}{dis}. Which {noun} should I choose: {or_words(names)}?",
+                f"{need[0].upper()}{need[1:]}{dis}. Between {list_words(names)}, where should I go?",
+            ]
+        )
         for g in group:
             self.find_place(g)
         keys, notes = self.show_preference(a, pref, others)
@@ -355,20 +471,46 @@ class PlaceCases(RouteSteps):
             self.show_dislike(others[0], dislike)
         cands = [g.id for g in group]
         constraints = [
-            {"kind": "has_preference", "role": "answer_place", "facts": list(pref.facts),
-             "text": f"The chosen place fits the need: {need}."},
-            {"kind": "place_requirement", "role": "answer_place", "requirement": ["place_id", "in", cands],
-             "text": f"The chosen place is one of {list_words(names)}."}]
+            {
+                "kind": "has_preference",
+                "role": "answer_place",
+                "facts": list(pref.facts),
+                "text": f"The chosen place fits the need: {need}.",
+            },
+            {
+                "kind": "place_requirement",
+                "role": "answer_place",
+                "requirement": ["place_id", "in", cands],
+                "text": f"The chosen place is one of {list_words(names)}.",
+            },
+        ]
         if dislike:
-            constraints.append({"kind": "lacks_preference", "role": "answer_place", "facts": list(dislike.facts),
-                                "text": f"The chosen place avoids what the user dislikes ({dislike.phrases[0]})."})
+            constraints.append(
+                {
+                    "kind": "lacks_preference",
+                    "role": "answer_place",
+                    "facts": list(dislike.facts),
+                    "text": f"The chosen place avoids what the user dislikes ({dislike.phrases[0]}).",
+                }
+            )
         return dict(
-            signature=("place_l2", a.id, pref.key, tuple(sorted(cands))), question=q.strip(),
-            answer={"answer": a.name,
-                    "reason": f"{a.name} is the only one whose {'tags' if keys else 'posts'} show it fits: {need}.",
-                    "ref": ref_block("l2", keys, notes, notes_field=True), "implicit_logic": "True"},
+            signature=("place_l2", a.id, pref.key, tuple(sorted(cands))),
+            question=q.strip(),
+            answer={
+                "answer": a.name,
+                "reason": f"{a.name} is the only one whose {'tags' if keys else 'posts'} show it fits: {need}.",
+                "ref": ref_block("l2", keys, notes, notes_field=True),
+                "implicit_logic": "True",
+            },
             implicit_logic=True,
             requirements=[{"scope": "answer_place", "requirements": [["place_id", "in", cands]]}],
-            constraints=constraints, reference_places=[a.id], reference_order=[],
-            context={"kind": "preference", "preference": pref.key, "dislike": dislike.key if dislike else None,
-                     "candidates": cands})
+            constraints=constraints,
+            reference_places=[a.id],
+            reference_order=[],
+            context={
+                "kind": "preference",
+                "preference": pref.key,
+                "dislike": dislike.key if dislike else None,
+                "candidates": cands,
+            },
+        )

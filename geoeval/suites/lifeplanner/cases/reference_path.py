@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from geoeval.suites.lifeplanner.cases.case import Reject
+from geoeval.suites.lifeplanner.cases.city_index import Place
+from geoeval.suites.lifeplanner.cases.lexicon import Preference
+from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
 from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.scoring.trajectory import route_item
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
-from geoeval.suites.lifeplanner.cases.case import Reject
-from geoeval.suites.lifeplanner.cases.city_index import Place
-from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
-from geoeval.suites.lifeplanner.cases.lexicon import Preference
-from geoeval.suites.lifeplanner.scoring.trajectory import route_item
 
 
 class Draft:
@@ -51,8 +51,14 @@ class Draft:
 
 def run_standard(city: city_handle.City, tool: str, arguments: dict[str, Any]) -> tool_arguments.ToolResult:
     """One call of the standard agent toolset (Table 7) on `city`."""
-    fns = {"place_search": place_tools.place_search, "place_detail": place_tools.place_detail, "nearby_search": nearby_tools.nearby_search,
-           "routing": routing_tools.routing, "search_notes": note_tools.search_notes, "note_detail": note_tools.note_detail}
+    fns = {
+        "place_search": place_tools.place_search,
+        "place_detail": place_tools.place_detail,
+        "nearby_search": nearby_tools.nearby_search,
+        "routing": routing_tools.routing,
+        "search_notes": note_tools.search_notes,
+        "note_detail": note_tools.note_detail,
+    }
     if tool not in fns:
         raise ValueError(f"{tool!r} is not a standard agent tool")
     if tool in ("place_search", "nearby_search", "search_notes"):
@@ -63,7 +69,6 @@ def run_standard(city: city_handle.City, tool: str, arguments: dict[str, Any]) -
 def replay(city: city_handle.City, tau: list[dict[str, Any]]) -> list[tool_arguments.ToolResult]:
     """Run τ* with the standard tools."""
     return [run_standard(city, step["tool"], dict(step["arguments"])) for step in tau]
-
 
 
 class ReferencePathSteps(VerifyingSteps):
@@ -85,8 +90,9 @@ class ReferencePathSteps(VerifyingSteps):
         self.d.need(f"note:{note}")
 
     # ---------------------------------------------------------------- evidence for one preference
-    def show_preference(self, p: Place, pref: Preference, others: list[Place],
-                        search: dict[str, Any] | None = None) -> tuple[list[str], list[str]]:
+    def show_preference(
+        self, p: Place, pref: Preference, others: list[Place], search: dict[str, Any] | None = None
+    ) -> tuple[list[str], list[str]]:
         """τ* steps that show `p` meets `pref` and `others` do not; returns the ref's
         (attribute_keys, note_ids). A tag shows in the records: with `search` (nearby_search
         arguments of the candidate area) one geo_tag search singles `p` out, else each
@@ -121,7 +127,7 @@ class ReferencePathSteps(VerifyingSteps):
         consecutive = set(zip(order, order[1:]))
         start, end = order[0], order[-1]
         for i, u in enumerate(stops):
-            for v in stops[i + 1:]:
+            for v in stops[i + 1 :]:
                 if {u, v} == {start, end} and len(stops) > 2:
                     continue
                 a, b = (v, u) if (v, u) in consecutive else (u, v)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.scoring.answers import optimal_order, place_stop
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.reference_path import ReferencePathSteps
+from geoeval.suites.lifeplanner.scoring.answers import optimal_order, place_stop
 
-_TIME_GAP_S = 5       # a reference order must beat the next admissible one by this much (time) ...
-_DIST_GAP_M = 10      # ... or this much (distance), so that the optimum is unique
+_TIME_GAP_S = 5  # a reference order must beat the next admissible one by this much (time) ...
+_DIST_GAP_M = 10  # ... or this much (distance), so that the optimum is unique
 
 
 class RouteSteps(ReferencePathSteps):
@@ -20,8 +20,9 @@ class RouteSteps(ReferencePathSteps):
 
     def ranked_orders(self, stops: list[str], vehicle: str, mode: str) -> dict[str, Any]:
         """multi_stop_routing with the first stop fixed as start and the last as end."""
-        out = self.de("multi_stop_routing", stop_ids=stops, start_id=stops[0], end_id=stops[-1], vehicle=vehicle,
-                      mode=mode)
+        out = self.de(
+            "multi_stop_routing", stop_ids=stops, start_id=stops[0], end_id=stops[-1], vehicle=vehicle, mode=mode
+        )
         return out
 
     @staticmethod
@@ -45,19 +46,36 @@ class RouteSteps(ReferencePathSteps):
     @staticmethod
     def route_requirements(a: Place, b: Place, vehicle: str, mode: str) -> dict[str, Any]:
         """A's requirement group on a route answer's own fields: vehicle, mode, start and end."""
-        return {"scope": "answer", "requirements": [["vehicle", "==", vehicle], ["mode", "==", mode],
-                                                    ["start_id", "==", a.id], ["end_id", "==", b.id]]}
+        return {
+            "scope": "answer",
+            "requirements": [
+                ["vehicle", "==", vehicle],
+                ["mode", "==", mode],
+                ["start_id", "==", a.id],
+                ["end_id", "==", b.id],
+            ],
+        }
 
     @staticmethod
     def endpoint_constraints(a: Place, b: Place, what: str) -> list[dict[str, Any]]:
         """SC's fixed start and end of a route or a trip (`what`)."""
-        return [{"kind": "starts_at", "place_id": a.id, "text": f"The {what} starts at {a.name}."},
-                {"kind": "ends_at", "place_id": b.id, "text": f"The {what} ends at {b.name}."}]
+        return [
+            {"kind": "starts_at", "place_id": a.id, "text": f"The {what} starts at {a.name}."},
+            {"kind": "ends_at", "place_id": b.id, "text": f"The {what} ends at {b.name}."},
+        ]
 
-    def stop_answer(self, start: Place, end: Place, stops: list[tuple[Place, str, dict[str, str] | None, bool]],
-                    order: list[str], vehicle: str, mode: str, totals: tuple[int, int],
-                    start_reason: str = "User-specified origin.", end_reason: str = "User-specified destination.") \
-            -> dict[str, Any]:
+    def stop_answer(
+        self,
+        start: Place,
+        end: Place,
+        stops: list[tuple[Place, str, dict[str, str] | None, bool]],
+        order: list[str],
+        vehicle: str,
+        mode: str,
+        totals: tuple[int, int],
+        start_reason: str = "User-specified origin.",
+        end_reason: str = "User-specified destination.",
+    ) -> dict[str, Any]:
         ans: dict[str, Any] = {"start": place_stop(start, start_reason), "end": place_stop(end, end_reason)}
         if stops:
             wps = []

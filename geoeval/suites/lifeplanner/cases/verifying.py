@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from geoeval.suites.lifeplanner.cases.case import Reject
+from geoeval.suites.lifeplanner.cases.choosing import ChoosingSteps
+from geoeval.suites.lifeplanner.cases.city_index import Place, norm_name
+from geoeval.suites.lifeplanner.cases.lexicon import TYPES_MEANING, Preference
+from geoeval.suites.lifeplanner.scoring.judging import parse_fact_groups
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.cases.case import Reject
-from geoeval.suites.lifeplanner.cases.choosing import ChoosingSteps
-from geoeval.suites.lifeplanner.cases.city_index import Place, norm_name
-from geoeval.suites.lifeplanner.scoring.judging import parse_fact_groups
-from geoeval.suites.lifeplanner.cases.lexicon import TYPES_MEANING, Preference
 
 
 class VerifyingSteps(ChoosingSteps):
@@ -22,8 +22,13 @@ class VerifyingSteps(ChoosingSteps):
 
     def de(self, tool: str, **arguments: Any) -> Any:
         """One data-engine call (Table 8), recorded in the case's engine_path."""
-        fns = {"place_search": place_tools.place_search, "nearby_search": nearby_tools.nearby_search, "search_notes": note_tools.search_notes,
-               "multi_stop_routing": routing_tools.multi_stop_routing, "place_detail": place_tools.place_detail}
+        fns = {
+            "place_search": place_tools.place_search,
+            "nearby_search": nearby_tools.nearby_search,
+            "search_notes": note_tools.search_notes,
+            "multi_stop_routing": routing_tools.multi_stop_routing,
+            "place_detail": place_tools.place_detail,
+        }
         kwargs = dict(arguments)
         if tool in ("place_search", "nearby_search", "search_notes"):
             kwargs["toolset"] = "data_engine"
@@ -40,8 +45,9 @@ class VerifyingSteps(ChoosingSteps):
         if exact != [p.id]:
             raise Reject(f"{p.name!r} does not name one place")
 
-    def only_fitting_place(self, center: Any, radius: float, place_type: str, pref: Preference, answer: Place,
-                           reason: str) -> None:
+    def only_fitting_place(
+        self, center: Any, radius: float, place_type: str, pref: Preference, answer: Place, reason: str
+    ) -> None:
         """Figure 10's uniqueness check within a stated area of one type: the data engine's memory
         (`social_mem`) and tag searches for `pref` find `answer` and nothing else (else reject
         with `reason`)."""
@@ -50,8 +56,11 @@ class VerifyingSteps(ChoosingSteps):
         found: set[str] = set()
         for key, values in (("social_mem", mem), ("geo_tag", tags)):
             if values:
-                area = {"center": dict(center) if isinstance(center, dict) else center, "radius_meters": radius,
-                        "place_types": [place_type]}
+                area = {
+                    "center": dict(center) if isinstance(center, dict) else center,
+                    "radius_meters": radius,
+                    "place_types": [place_type],
+                }
                 found |= {r["place_id"] for r in self.de("nearby_search", **area, **{key: values})["results"]}
         if found != {answer.id}:
             raise Reject(reason)
@@ -62,8 +71,11 @@ class VerifyingSteps(ChoosingSteps):
         rec = next((r for r in res["results"] if r["place_id"] == p.id), None)
         if rec is None:
             raise Reject("the data engine cannot find the place")
-        return frozenset(parse_fact_groups(rec["tag"], "tag") | parse_fact_groups(rec["long_mem"], "long")
-                         | parse_fact_groups(rec["short_mem"], "short"))
+        return frozenset(
+            parse_fact_groups(rec["tag"], "tag")
+            | parse_fact_groups(rec["long_mem"], "long")
+            | parse_fact_groups(rec["short_mem"], "short")
+        )
 
     def findable_note(self, p: Place, fact: str) -> tuple[str, str, list[str]]:
         """An evidence note of `fact` about `p` that a keyword search finds: (note_id, keyword, every
@@ -81,11 +93,20 @@ class VerifyingSteps(ChoosingSteps):
         return exact[0], keyword, hits
 
     def record_facts(self, rec: dict[str, Any]) -> frozenset[str]:
-        return frozenset(parse_fact_groups(rec.get("tag"), "tag") | parse_fact_groups(rec.get("long_mem"), "long")
-                         | parse_fact_groups(rec.get("short_mem"), "short"))
+        return frozenset(
+            parse_fact_groups(rec.get("tag"), "tag")
+            | parse_fact_groups(rec.get("long_mem"), "long")
+            | parse_fact_groups(rec.get("short_mem"), "short")
+        )
 
-    def fitting_in_area(self, center: str, radius: float, pref: Preference, dislike: Preference | None = None,
-                         place_types: list[str] | None = None) -> list[str]:
+    def fitting_in_area(
+        self,
+        center: str,
+        radius: float,
+        pref: Preference,
+        dislike: Preference | None = None,
+        place_types: list[str] | None = None,
+    ) -> list[str]:
         """Figure 10's uniqueness check for an area the query only implies: every place (of
         `place_types`, else of any type) within `radius` of `center` whose full record (memory
         included) fits `pref` and has none of `dislike`'s facts."""

@@ -9,4 +9,3 @@ def list_words(items: list[str]) -> str:
 
 def or_words(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
-

@@ -63,9 +63,17 @@ def _arrow(columns: dict[str, list], schema: list[tuple[str, pa.DataType]]) -> p
     return pa.table({name: pa.array(columns[name], type=t) for name, t in schema})
 
 
-def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes: int, area_km2: float = 10.0,
-                         comments_per_note: float = 4.0, road_spacing_m: float = 120.0,
-                         center: tuple[float, float] = (114.36, 30.53)) -> CityInfo:
+def build_synthetic_city(
+    path: str | Path,
+    *,
+    seed: int,
+    n_places: int,
+    n_notes: int,
+    area_km2: float = 10.0,
+    comments_per_note: float = 4.0,
+    road_spacing_m: float = 120.0,
+    center: tuple[float, float] = (114.36, 30.53),
+) -> CityInfo:
     """Build a seeded synthetic city into one DuckDB file at `path` (replaced if it exists).
 
     Paper scale (section 3.1): `n_places=3600, n_notes=40000` with the default 4 comments per note
@@ -97,13 +105,49 @@ def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes:
         return np.round(lat_sw + np.asarray(ym) / _M_PER_DEG_LAT, 7)
 
     x, y = roads["x"], roads["y"]
-    nodes = {"node_id": list(range(len(x))), "lon": lon(x).tolist(), "lat": lat(y).tolist(),
-             "x_m": np.round(x, 2).tolist(), "y_m": np.round(y, 2).tolist()}
+    nodes = {
+        "node_id": list(range(len(x))),
+        "lon": lon(x).tolist(),
+        "lat": lat(y).tolist(),
+        "x_m": np.round(x, 2).tolist(),
+        "y_m": np.round(y, 2).tolist(),
+    }
     ways_cols = list(zip(*roads["ways"]))
-    ways = dict(zip(("gid", "name", "highway", "source", "target", "node_ids", "length_m", "speed_walking",
-                     "speed_cycling", "speed_driving"), (list(c) for c in ways_cols)))
-    pcols = ("id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias", "long_mem",
-             "short_mem", "x_m", "y_m", "node_id", "access_m", "popularity")
+    ways = dict(
+        zip(
+            (
+                "gid",
+                "name",
+                "highway",
+                "source",
+                "target",
+                "node_ids",
+                "length_m",
+                "speed_walking",
+                "speed_cycling",
+                "speed_driving",
+            ),
+            (list(c) for c in ways_cols),
+        )
+    )
+    pcols = (
+        "id",
+        "name",
+        "place_type",
+        "address",
+        "opentime_week",
+        "rating",
+        "cost",
+        "tag",
+        "alias",
+        "long_mem",
+        "short_mem",
+        "x_m",
+        "y_m",
+        "node_id",
+        "access_m",
+        "popularity",
+    )
     pl = {c: [p[c] for p in places] for c in pcols}
     pl["lon"] = lon(pl["x_m"]).tolist()
     pl["lat"] = lat(pl["y_m"]).tolist()
@@ -111,30 +155,93 @@ def build_synthetic_city(path: str | Path, *, seed: int, n_places: int, n_notes:
     S, I, D, T = pa.string(), pa.int32(), pa.float64(), pa.timestamp("s")
     tables = {
         "nodes": _arrow(nodes, [("node_id", I), ("lon", D), ("lat", D), ("x_m", D), ("y_m", D)]),
-        "ways": _arrow(ways, [("gid", I), ("name", S), ("highway", S), ("source", I), ("target", I),
-                              ("node_ids", pa.list_(I)), ("length_m", D), ("speed_walking", D),
-                              ("speed_cycling", D), ("speed_driving", D)]),
-        "places": _arrow(pl, [("id", S), ("name", S), ("place_type", S), ("address", S), ("opentime_week", S),
-                              ("rating", D), ("cost", D), ("tag", S), ("alias", S), ("long_mem", S),
-                              ("short_mem", S), ("lon", D), ("lat", D), ("x_m", D), ("y_m", D), ("node_id", I),
-                              ("access_m", D), ("popularity", D)]),
-        "notes": _arrow(social["notes"], [("note_id", S), ("title", S), ("desc", S), ("time", T),
-                                          ("liked_count", I), ("collected_count", I), ("comment_count", I),
-                                          ("share_count", I), ("tag_list", S), ("search_text", S)]),
-        "comments": _arrow(social["comments"], [("comment_id", S), ("note_id", S), ("time", T), ("content", S),
-                                                ("like_count", I)]),
-        "note_mentions": _arrow(social["mentions"], [("note_id", S), ("place_id", S), ("mention", S),
-                                                     ("mention_kind", S), ("role", S)]),
+        "ways": _arrow(
+            ways,
+            [
+                ("gid", I),
+                ("name", S),
+                ("highway", S),
+                ("source", I),
+                ("target", I),
+                ("node_ids", pa.list_(I)),
+                ("length_m", D),
+                ("speed_walking", D),
+                ("speed_cycling", D),
+                ("speed_driving", D),
+            ],
+        ),
+        "places": _arrow(
+            pl,
+            [
+                ("id", S),
+                ("name", S),
+                ("place_type", S),
+                ("address", S),
+                ("opentime_week", S),
+                ("rating", D),
+                ("cost", D),
+                ("tag", S),
+                ("alias", S),
+                ("long_mem", S),
+                ("short_mem", S),
+                ("lon", D),
+                ("lat", D),
+                ("x_m", D),
+                ("y_m", D),
+                ("node_id", I),
+                ("access_m", D),
+                ("popularity", D),
+            ],
+        ),
+        "notes": _arrow(
+            social["notes"],
+            [
+                ("note_id", S),
+                ("title", S),
+                ("desc", S),
+                ("time", T),
+                ("liked_count", I),
+                ("collected_count", I),
+                ("comment_count", I),
+                ("share_count", I),
+                ("tag_list", S),
+                ("search_text", S),
+            ],
+        ),
+        "comments": _arrow(
+            social["comments"], [("comment_id", S), ("note_id", S), ("time", T), ("content", S), ("like_count", I)]
+        ),
+        "note_mentions": _arrow(
+            social["mentions"], [("note_id", S), ("place_id", S), ("mention", S), ("mention_kind", S), ("role", S)]
+        ),
         "note_facts": _arrow(social["facts"], [("note_id", S), ("place_id", S), ("fact", S), ("source", S)]),
     }
-    info = CityInfo(path=str(path), seed=int(seed), n_places=n_places, n_notes=n_notes,
-                    n_comments=len(social["comments"]["comment_id"]), n_nodes=len(x), n_ways=len(roads["ways"]),
-                    area_km2=float(area_km2), center_lon=float(lon0), center_lat=float(lat0))
-    meta = {"generator": GENERATOR_VERSION, "seed": str(seed), "n_places": str(n_places), "n_notes": str(n_notes),
-            "n_comments": str(info.n_comments), "n_nodes": str(info.n_nodes), "n_ways": str(info.n_ways),
-            "area_km2": repr(float(area_km2)), "comments_per_note": repr(float(comments_per_note)),
-            "road_spacing_m": repr(float(road_spacing_m)), "center_lon": repr(float(lon0)),
-            "center_lat": repr(float(lat0))}
+    info = CityInfo(
+        path=str(path),
+        seed=int(seed),
+        n_places=n_places,
+        n_notes=n_notes,
+        n_comments=len(social["comments"]["comment_id"]),
+        n_nodes=len(x),
+        n_ways=len(roads["ways"]),
+        area_km2=float(area_km2),
+        center_lon=float(lon0),
+        center_lat=float(lat0),
+    )
+    meta = {
+        "generator": GENERATOR_VERSION,
+        "seed": str(seed),
+        "n_places": str(n_places),
+        "n_notes": str(n_notes),
+        "n_comments": str(info.n_comments),
+        "n_nodes": str(info.n_nodes),
+        "n_ways": str(info.n_ways),
+        "area_km2": repr(float(area_km2)),
+        "comments_per_note": repr(float(comments_per_note)),
+        "road_spacing_m": repr(float(road_spacing_m)),
+        "center_lon": repr(float(lon0)),
+        "center_lat": repr(float(lat0)),
+    }
 
     write_city_file(path, tables, meta)
     return info
@@ -167,8 +274,16 @@ def read_city_info(path: str | Path) -> CityInfo:
         meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
     finally:
         con.close()
-    return CityInfo(path=str(path), seed=int(meta["seed"]), n_places=int(meta["n_places"]),
-                    n_notes=int(meta["n_notes"]), n_comments=int(meta["n_comments"]), n_nodes=int(meta["n_nodes"]),
-                    n_ways=int(meta["n_ways"]), area_km2=float(meta["area_km2"]),
-                    center_lon=float(meta["center_lon"]), center_lat=float(meta["center_lat"]),
-                    generator=meta.get("generator", ""))
+    return CityInfo(
+        path=str(path),
+        seed=int(meta["seed"]),
+        n_places=int(meta["n_places"]),
+        n_notes=int(meta["n_notes"]),
+        n_comments=int(meta["n_comments"]),
+        n_nodes=int(meta["n_nodes"]),
+        n_ways=int(meta["n_ways"]),
+        area_km2=float(meta["area_km2"]),
+        center_lon=float(meta["center_lon"]),
+        center_lat=float(meta["center_lat"]),
+        generator=meta.get("generator", ""),
+    )

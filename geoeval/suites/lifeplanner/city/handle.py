@@ -86,15 +86,18 @@ def _load_city(path: str) -> City:
     con = duckdb.connect(path, read_only=True)
     places = con.execute("SELECT id, name, x_m, y_m, lon, lat, node_id, access_m FROM places ORDER BY id").fetchall()
     nodes = con.execute("SELECT node_id, x_m, y_m, lon, lat FROM nodes ORDER BY node_id").fetchall()
-    ways = con.execute("SELECT gid, name, source, target, length_m, speed_walking, speed_cycling, speed_driving "
-                       "FROM ways ORDER BY gid").fetchall()
+    ways = con.execute(
+        "SELECT gid, name, source, target, length_m, speed_walking, speed_cycling, speed_driving FROM ways ORDER BY gid"
+    ).fetchall()
     n_nodes = (max(r[0] for r in nodes) + 1) if nodes else 0
     node_xy = np.zeros((n_nodes, 2))
     node_lonlat = np.zeros((n_nodes, 2))
     for nid, x, y, lon, lat in nodes:
         node_xy[nid] = (x, y)
         node_lonlat[nid] = (lon, lat)
-    adjacency: dict[str, list[list[tuple[int, int, float, float]]]] = {v: [[] for _ in range(n_nodes)] for v in VEHICLES}
+    adjacency: dict[str, list[list[tuple[int, int, float, float]]]] = {
+        v: [[] for _ in range(n_nodes)] for v in VEHICLES
+    }
     way_name: dict[int, str] = {}
     for gid, name, a, b, length, sw, sc, sd in ways:
         way_name[gid] = name
@@ -104,12 +107,19 @@ def _load_city(path: str) -> City:
                 adjacency[vehicle][b].append((a, gid, length, speed))
     ids = [r[0] for r in places]
     return City(
-        db_path=path, con=con, place_ids=ids, place_index={pid: i for i, pid in enumerate(ids)},
-        place_names=[r[1] for r in places], place_xy=np.array([(r[2], r[3]) for r in places], dtype=float),
+        db_path=path,
+        con=con,
+        place_ids=ids,
+        place_index={pid: i for i, pid in enumerate(ids)},
+        place_names=[r[1] for r in places],
+        place_xy=np.array([(r[2], r[3]) for r in places], dtype=float),
         place_lonlat=np.array([(r[4], r[5]) for r in places], dtype=float),
         place_node=np.array([r[6] for r in places], dtype=np.int64),
         place_access=np.array([r[7] for r in places], dtype=float),
-        node_xy=node_xy, node_lonlat=node_lonlat, way_name=way_name, adjacency=adjacency,
+        node_xy=node_xy,
+        node_lonlat=node_lonlat,
+        way_name=way_name,
+        adjacency=adjacency,
     )
 
 
@@ -118,7 +128,8 @@ def _place(city: City, name: str, value: Any) -> int:
     idx = city.place_index.get(pid)
     if idx is None:
         raise ToolParameterError(
-            f"{name} '{_quote(pid)}' was not found. Use a place_id returned by place_search or nearby_search.")
+            f"{name} '{_quote(pid)}' was not found. Use a place_id returned by place_search or nearby_search."
+        )
     return idx
 
 
@@ -130,15 +141,32 @@ PLACE_LIGHT = ("place_id", "name", "place_type", "rating", "cost")
 PLACE_DETAIL = PLACE_LIGHT[:3] + ("address", "opentime_week", "rating", "cost", "tag", "alias")
 PLACE_FULL = PLACE_DETAIL + ("long_mem", "short_mem")
 NOTE_LIGHT = ("note_id", "title", "time", "liked_count", "collected_count", "comment_count")
-NOTE_FULL = ("note_id", "title", "desc", "time", "liked_count", "collected_count", "comment_count", "share_count",
-             "tag_list")
+NOTE_FULL = (
+    "note_id",
+    "title",
+    "desc",
+    "time",
+    "liked_count",
+    "collected_count",
+    "comment_count",
+    "share_count",
+    "tag_list",
+)
 COMMENT_FIELDS = ("comment_id", "time", "content", "like_count")
 
 # SQL select lists for those shapes (constants; `id` is exposed as place_id)
 _SQL_COLS = {
-    "place_id": "id", "name": "name", "place_type": "place_type", "address": "address",
-    "opentime_week": "opentime_week", "rating": "rating", "cost": "cost", "tag": "tag", "alias": "alias",
-    "long_mem": "long_mem", "short_mem": "short_mem",
+    "place_id": "id",
+    "name": "name",
+    "place_type": "place_type",
+    "address": "address",
+    "opentime_week": "opentime_week",
+    "rating": "rating",
+    "cost": "cost",
+    "tag": "tag",
+    "alias": "alias",
+    "long_mem": "long_mem",
+    "short_mem": "short_mem",
 }
 
 
@@ -164,7 +192,9 @@ def _list_payload(results: list[dict[str, Any]], total: int, limit: int, what: s
         payload["message"] = f"No {what} matched. {hint}"
         return ToolResult(payload, "empty")
     if total > limit:
-        payload["message"] = (f"Showing the first {limit} of {total} {what}. The search is too broad: "
-                              f"add filters or use more specific keywords to see the rest.")
+        payload["message"] = (
+            f"Showing the first {limit} of {total} {what}. The search is too broad: "
+            f"add filters or use more specific keywords to see the rest."
+        )
         return ToolResult(payload, "truncated")
     return ToolResult(payload, "ok")

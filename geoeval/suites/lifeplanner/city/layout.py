@@ -81,17 +81,24 @@ def _build_roads(rng: np.random.Generator, side_m: float, spacing_m: float) -> d
     row_class = ["primary" if i % 6 == 0 else "secondary" if i % 3 == 0 else "residential" for i in range(n)]
     suffix = {"primary": "Avenue", "secondary": "Road", "residential": "Street"}
     row_names = [f"{names[i]} {suffix[row_class[i]]}" for i in range(n)]
-    col_names = [f"{names[n + j]} {suffix[row_class[j]] if row_class[j] != 'residential' else 'Lane'}"
-                 for j in range(n)]
+    col_names = [
+        f"{names[n + j]} {suffix[row_class[j]] if row_class[j] != 'residential' else 'Lane'}" for j in range(n)
+    ]
 
     # candidate edges, rows then columns, in a fixed order
     src, dst, road, cls = [], [], [], []
     for i in range(n):
         for j in range(n - 1):
-            src.append(i * n + j); dst.append(i * n + j + 1); road.append(row_names[i]); cls.append(row_class[i])
+            src.append(i * n + j)
+            dst.append(i * n + j + 1)
+            road.append(row_names[i])
+            cls.append(row_class[i])
     for j in range(n):
         for i in range(n - 1):
-            src.append(i * n + j); dst.append((i + 1) * n + j); road.append(col_names[j]); cls.append(row_class[j])
+            src.append(i * n + j)
+            dst.append((i + 1) * n + j)
+            road.append(col_names[j])
+            cls.append(row_class[j])
     m = len(src)
     u = rng.random(m)
     residential = np.array([c == "residential" for c in cls])
@@ -181,12 +188,17 @@ def _typo(word: str, rng: np.random.Generator) -> str:
         return word.lower()
     k = int(rng.integers(1, len(word) - 1))
     if rng.random() < 0.5:
-        return word[:k] + word[k + 1:]  # a dropped letter
-    return word[:k - 1] + word[k] + word[k - 1] + word[k + 1:]  # swapped letters
+        return word[:k] + word[k + 1 :]  # a dropped letter
+    return word[: k - 1] + word[k] + word[k - 1] + word[k + 1 :]  # swapped letters
 
 
-def _build_places(rng: np.random.Generator, n_places: int, side_m: float, roads: dict[str, Any],
-                  districts: list[tuple[str, float, float]]) -> list[dict[str, Any]]:
+def _build_places(
+    rng: np.random.Generator,
+    n_places: int,
+    side_m: float,
+    roads: dict[str, Any],
+    districts: list[tuple[str, float, float]],
+) -> list[dict[str, Any]]:
     weights = np.array([c.weight for c in CATEGORIES], dtype=float)
     cat_idx = rng.choice(len(CATEGORIES), size=n_places, p=weights / weights.sum())
     # positions: half around district centres (commercial clusters), half uniform
@@ -202,8 +214,8 @@ def _build_places(rng: np.random.Generator, n_places: int, side_m: float, roads:
     nx, ny = roads["x"], roads["y"]
     node_of = np.empty(n_places, dtype=np.int64)
     for s in range(0, n_places, 2048):
-        d2 = (px[s:s + 2048, None] - nx[None, :]) ** 2 + (py[s:s + 2048, None] - ny[None, :]) ** 2
-        node_of[s:s + 2048] = np.argmin(d2, axis=1)
+        d2 = (px[s : s + 2048, None] - nx[None, :]) ** 2 + (py[s : s + 2048, None] - ny[None, :]) ** 2
+        node_of[s : s + 2048] = np.argmin(d2, axis=1)
     access = np.hypot(px - nx[node_of], py - ny[node_of])
     district_of = np.argmin((px[:, None] - centres[None, :, 0]) ** 2 + (py[:, None] - centres[None, :, 1]) ** 2, axis=1)
     popularity = rng.lognormal(0.0, 1.0, n_places)
@@ -272,14 +284,32 @@ def _build_places(rng: np.random.Generator, n_places: int, side_m: float, roads:
         address = f"No. {int(rng.integers(1, 300))} {road}"
         if rng.random() < 0.5:
             address += f" ({int(rng.integers(2, 9)) * 50}m from Metro {district} Station Exit {'ABCD'[int(rng.integers(0, 4))]})"
-        places.append({
-            "id": _place_id(rng, ids), "name": name, "place_type": cat.place_type, "address": address,
-            "opentime_week": hours, "rating": rating, "cost": cost, "tag": _format_tags(groups), "alias": alias,
-            "long_mem": _format_tags(lm_groups), "short_mem": _format_tags(sm_groups),
-            "x_m": round(float(px[k]), 2), "y_m": round(float(py[k]), 2), "node_id": node,
-            "access_m": round(float(access[k]), 1), "popularity": round(float(popularity[k]), 4),
-            # generation-only fields (not stored)
-            "_brand": brand, "_district": district, "_road": road, "_noun": cat.place_type.split("|")[1].lower(),
-            "_tags": groups, "_long": lm_groups, "_short": sm_groups,
-        })
+        places.append(
+            {
+                "id": _place_id(rng, ids),
+                "name": name,
+                "place_type": cat.place_type,
+                "address": address,
+                "opentime_week": hours,
+                "rating": rating,
+                "cost": cost,
+                "tag": _format_tags(groups),
+                "alias": alias,
+                "long_mem": _format_tags(lm_groups),
+                "short_mem": _format_tags(sm_groups),
+                "x_m": round(float(px[k]), 2),
+                "y_m": round(float(py[k]), 2),
+                "node_id": node,
+                "access_m": round(float(access[k]), 1),
+                "popularity": round(float(popularity[k]), 4),
+                # generation-only fields (not stored)
+                "_brand": brand,
+                "_district": district,
+                "_road": road,
+                "_noun": cat.place_type.split("|")[1].lower(),
+                "_tags": groups,
+                "_long": lm_groups,
+                "_short": sm_groups,
+            }
+        )
     return places

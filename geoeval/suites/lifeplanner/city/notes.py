@@ -86,8 +86,13 @@ def _utc(ts: int) -> datetime:
     return datetime.fromtimestamp(int(ts), tz=timezone.utc).replace(tzinfo=None)
 
 
-def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes: int,
-                 comments_per_note: float, districts: list[tuple[str, float, float]]) -> dict[str, list]:
+def _build_notes(
+    rng: np.random.Generator,
+    places: list[dict[str, Any]],
+    n_notes: int,
+    comments_per_note: float,
+    districts: list[tuple[str, float, float]],
+) -> dict[str, list]:
     n_places = len(places)
     # which place a note is about: popularity-weighted, at most `cap` notes per place (the paper
     # collects up to 20 per place); 5% of notes are general posts about no place.
@@ -116,8 +121,21 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
     # nearest places to each place, for crawl notes (a multi-place post mentions neighbours)
     xy = np.array([(p["x_m"], p["y_m"]) for p in places]) if n_places else np.zeros((0, 2))
 
-    notes: dict[str, list] = {k: [] for k in ("note_id", "title", "desc", "time", "liked_count", "collected_count",
-                                              "comment_count", "share_count", "tag_list", "search_text")}
+    notes: dict[str, list] = {
+        k: []
+        for k in (
+            "note_id",
+            "title",
+            "desc",
+            "time",
+            "liked_count",
+            "collected_count",
+            "comment_count",
+            "share_count",
+            "tag_list",
+            "search_text",
+        )
+    }
     mentions: dict[str, list] = {"note_id": [], "place_id": [], "mention": [], "mention_kind": [], "role": []}
     nfacts: dict[str, list] = {"note_id": [], "place_id": [], "fact": [], "source": []}
     comments: dict[str, list] = {"comment_id": [], "note_id": [], "time": [], "content": [], "like_count": []}
@@ -136,15 +154,25 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
         else:
             p = places[pk]
             text, kind = _mention(p, _MENTION_KINDS[int(kinds[k])], rng)
-            mentions["note_id"].append(nid); mentions["place_id"].append(p["id"])
-            mentions["mention"].append(text); mentions["mention_kind"].append(kind); mentions["role"].append("subject")
+            mentions["note_id"].append(nid)
+            mentions["place_id"].append(p["id"])
+            mentions["mention"].append(text)
+            mentions["mention_kind"].append(kind)
+            mentions["role"].append("subject")
             hook = _HOOKS[int(rng.integers(0, len(_HOOKS)))]
             t_kind = int(rng.integers(0, 4))
-            title = (f"{text} | {hook}", f"{hook.capitalize()} at {text}", f"{p['_district']} finds: {text}",
-                     hook.capitalize())[t_kind]
+            title = (
+                f"{text} | {hook}",
+                f"{hook.capitalize()} at {text}",
+                f"{p['_district']} finds: {text}",
+                hook.capitalize(),
+            )[t_kind]
             facts = _place_facts(p)
-            chosen = [facts[i] for i in rng.choice(len(facts), size=min(len(facts), int(rng.integers(1, 4))),
-                                                   replace=False)] if facts else []
+            chosen = (
+                [facts[i] for i in rng.choice(len(facts), size=min(len(facts), int(rng.integers(1, 4))), replace=False)]
+                if facts
+                else []
+            )
             body = [f"Finally visited {text}." if t_kind == 3 else f"Some notes on {text}."]
             body += [_fact_sentence(f, rng) for f in chosen]
             body.append(_FILLER[int(rng.integers(0, len(_FILLER)))])
@@ -155,12 +183,16 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
                     q = places[j]
                     qtext, qkind = _mention(q, _MENTION_KINDS[int(rng.choice(len(_MENTION_KINDS), p=_MENTION_P))], rng)
                     body.append(f"Then walked over to {qtext}.")
-                    mentions["note_id"].append(nid); mentions["place_id"].append(q["id"])
-                    mentions["mention"].append(qtext); mentions["mention_kind"].append(qkind)
+                    mentions["note_id"].append(nid)
+                    mentions["place_id"].append(q["id"])
+                    mentions["mention"].append(qtext)
+                    mentions["mention_kind"].append(qkind)
                     mentions["role"].append("also")
             for f in chosen:
-                nfacts["note_id"].append(nid); nfacts["place_id"].append(p["id"])
-                nfacts["fact"].append(f"{f[0]}:{f[1]}:{f[2]}"); nfacts["source"].append("desc")
+                nfacts["note_id"].append(nid)
+                nfacts["place_id"].append(p["id"])
+                nfacts["fact"].append(f"{f[0]}:{f[1]}:{f[2]}")
+                nfacts["source"].append("desc")
             tags.append(p["_noun"])
             tags.append(p["_district"])
             desc = " ".join(body)
@@ -175,18 +207,25 @@ def _build_notes(rng: np.random.Generator, places: list[dict[str, Any]], n_notes
                 f = facts[int(rng.integers(0, len(facts)))] if facts else None
                 if f is not None:
                     content = _COMMENT_FACT[int(rng.integers(0, len(_COMMENT_FACT)))].format(s=_fact_sentence(f, rng))
-                    nfacts["note_id"].append(nid); nfacts["place_id"].append(p["id"])
-                    nfacts["fact"].append(f"{f[0]}:{f[1]}:{f[2]}"); nfacts["source"].append("comment")
+                    nfacts["note_id"].append(nid)
+                    nfacts["place_id"].append(p["id"])
+                    nfacts["fact"].append(f"{f[0]}:{f[1]}:{f[2]}")
+                    nfacts["source"].append("comment")
                 else:
                     content = _COMMENT_NOISE[int(rng.integers(0, len(_COMMENT_NOISE)))]
             else:
                 content = _COMMENT_NOISE[int(rng.integers(0, len(_COMMENT_NOISE)))]
-            comments["note_id"].append(nid); comments["content"].append(content)
-            comments["like_count"].append(int(c_like[c])); comment_ts.append(int(c_ts[c]))
+            comments["note_id"].append(nid)
+            comments["content"].append(content)
+            comments["like_count"].append(int(c_like[c]))
+            comment_ts.append(int(c_ts[c]))
         tag_list = ",".join(dict.fromkeys(tags))
         lk = int(liked[k])
-        notes["note_id"].append(nid); notes["title"].append(title); notes["desc"].append(desc)
-        notes["time"].append(_utc(int(ts[k]))); notes["liked_count"].append(lk)
+        notes["note_id"].append(nid)
+        notes["title"].append(title)
+        notes["desc"].append(desc)
+        notes["time"].append(_utc(int(ts[k])))
+        notes["liked_count"].append(lk)
         notes["collected_count"].append(int(lk * rng.uniform(0.2, 1.0)))
         notes["comment_count"].append(nc + int(rng.poisson(lk * 0.02)))
         notes["share_count"].append(int(lk * rng.uniform(0.0, 0.15)))

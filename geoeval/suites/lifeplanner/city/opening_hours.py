@@ -132,7 +132,7 @@ def parse_opening_hours(text: str | None) -> OpeningHours:
         if not m:
             raise OpeningHoursError(f"no hours in segment '{seg}' of '{raw}'")
         days = _parse_days(seg[: m.start()])
-        times = _parse_times(seg[m.start():])
+        times = _parse_times(seg[m.start() :])
         for d in days:
             per_day[d] = list(times)
     intervals = sorted((d * 1440 + a, d * 1440 + b) for d, ts in per_day.items() for a, b in ts)

@@ -15,10 +15,10 @@ VEHICLES = ("walking", "cycling", "driving")
 
 # m/s per road class and vehicle; None: that vehicle may not use the way.
 ROAD_SPEEDS: dict[str, dict[str, float | None]] = {
-    "primary": {"walking": 1.4, "cycling": 4.2, "driving": 11.1},      # 40 km/h
-    "secondary": {"walking": 1.4, "cycling": 4.2, "driving": 8.3},     # 30 km/h
-    "residential": {"walking": 1.4, "cycling": 4.2, "driving": 5.6},   # 20 km/h
-    "footway": {"walking": 1.4, "cycling": 2.8, "driving": None},      # pedestrian street
+    "primary": {"walking": 1.4, "cycling": 4.2, "driving": 11.1},  # 40 km/h
+    "secondary": {"walking": 1.4, "cycling": 4.2, "driving": 8.3},  # 30 km/h
+    "residential": {"walking": 1.4, "cycling": 4.2, "driving": 5.6},  # 20 km/h
+    "footway": {"walking": 1.4, "cycling": 2.8, "driving": None},  # pedestrian street
 }
 # Speed of the short leg between a place and its nearest road node (parking, walking in).
 ACCESS_SPEED = {"walking": 1.4, "cycling": 2.8, "driving": 2.8}
@@ -30,8 +30,17 @@ ACCESS_SPEED = {"walking": 1.4, "cycling": 2.8, "driving": 2.8}
 MEMORY_FIELDS = ("long_mem", "short_mem")
 
 _PLACE_DETAIL = ("id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias")
-_NOTE_FULL = ("note_id", "title", "desc", "time", "liked_count", "collected_count", "comment_count",
-              "share_count", "tag_list")
+_NOTE_FULL = (
+    "note_id",
+    "title",
+    "desc",
+    "time",
+    "liked_count",
+    "collected_count",
+    "comment_count",
+    "share_count",
+    "tag_list",
+)
 _COMMENT_FULL = ("comment_id", "time", "content", "like_count")
 
 _AGENT_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -28,28 +28,128 @@ from geoeval.core.text import MAX_DEPTH, nesting_depth
 # Table 6: which fields an instance of each family and level carries ("start/end" expanded).
 TABLE6_FIELDS: dict[tuple[str, str], frozenset[str]] = {
     ("nearby", "l0"): frozenset({"type", "question", "answer", "name", "place_id", "reason", "ref", "attribute_key"}),
-    ("nearby", "l1"): frozenset({"type", "question", "answer", "name", "place_id", "reason", "ref", "attribute_key",
-                                 "note_id"}),
-    ("nearby", "l2"): frozenset({"type", "question", "answer", "name", "place_id", "reason", "ref", "attribute_key",
-                                 "note_id", "implicit_logic"}),
+    ("nearby", "l1"): frozenset(
+        {"type", "question", "answer", "name", "place_id", "reason", "ref", "attribute_key", "note_id"}
+    ),
+    ("nearby", "l2"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "name",
+            "place_id",
+            "reason",
+            "ref",
+            "attribute_key",
+            "note_id",
+            "implicit_logic",
+        }
+    ),
     ("place", "l0"): frozenset({"type", "question", "answer", "ref", "attribute_key", "note_id"}),
     ("place", "l1"): frozenset({"type", "question", "answer", "reason", "ref", "attribute_key", "note_id"}),
-    ("place", "l2"): frozenset({"type", "question", "answer", "reason", "ref", "attribute_key", "note_id",
-                                "implicit_logic"}),
-    ("routing", "l0"): frozenset({"type", "question", "answer", "start", "end", "name", "place_id", "vehicle", "mode",
-                                  "total_distance_m", "total_time_s", "reason"}),
-    ("routing", "l1"): frozenset({"type", "question", "answer", "start", "end", "waypoints", "optimal_order", "name",
-                                  "place_id", "vehicle", "mode", "total_distance_m", "total_time_s", "reason", "ref",
-                                  "attribute_key"}),
-    ("routing", "l2"): frozenset({"type", "question", "answer", "start", "end", "waypoints", "optimal_order", "name",
-                                  "place_id", "vehicle", "mode", "total_distance_m", "total_time_s", "reason", "ref",
-                                  "attribute_key", "note_id", "implicit_logic"}),
-    ("trip", "l1"): frozenset({"type", "question", "answer", "start", "end", "waypoints", "optimal_order", "name",
-                               "place_id", "vehicle", "mode", "total_distance_m", "total_time_s", "reason", "ref",
-                               "attribute_key"}),
-    ("trip", "l2"): frozenset({"type", "question", "answer", "start", "end", "waypoints", "optimal_order", "name",
-                               "place_id", "vehicle", "mode", "total_distance_m", "total_time_s", "reason", "ref",
-                               "attribute_key", "note_id", "implicit_logic"}),
+    ("place", "l2"): frozenset(
+        {"type", "question", "answer", "reason", "ref", "attribute_key", "note_id", "implicit_logic"}
+    ),
+    ("routing", "l0"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "start",
+            "end",
+            "name",
+            "place_id",
+            "vehicle",
+            "mode",
+            "total_distance_m",
+            "total_time_s",
+            "reason",
+        }
+    ),
+    ("routing", "l1"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "start",
+            "end",
+            "waypoints",
+            "optimal_order",
+            "name",
+            "place_id",
+            "vehicle",
+            "mode",
+            "total_distance_m",
+            "total_time_s",
+            "reason",
+            "ref",
+            "attribute_key",
+        }
+    ),
+    ("routing", "l2"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "start",
+            "end",
+            "waypoints",
+            "optimal_order",
+            "name",
+            "place_id",
+            "vehicle",
+            "mode",
+            "total_distance_m",
+            "total_time_s",
+            "reason",
+            "ref",
+            "attribute_key",
+            "note_id",
+            "implicit_logic",
+        }
+    ),
+    ("trip", "l1"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "start",
+            "end",
+            "waypoints",
+            "optimal_order",
+            "name",
+            "place_id",
+            "vehicle",
+            "mode",
+            "total_distance_m",
+            "total_time_s",
+            "reason",
+            "ref",
+            "attribute_key",
+        }
+    ),
+    ("trip", "l2"): frozenset(
+        {
+            "type",
+            "question",
+            "answer",
+            "start",
+            "end",
+            "waypoints",
+            "optimal_order",
+            "name",
+            "place_id",
+            "vehicle",
+            "mode",
+            "total_distance_m",
+            "total_time_s",
+            "reason",
+            "ref",
+            "attribute_key",
+            "note_id",
+            "implicit_logic",
+        }
+    ),
 }
 # Keys that are containers or bookkeeping rather than Table 6 fields.
 _STRUCTURAL = frozenset({"visit_order"})
@@ -112,12 +212,12 @@ class ParsedAnswer:
     task: str
     level: str
     raw: Any
-    value: Any = None                      # Place Perception: the answer value
-    places: list[str] = field(default_factory=list)   # every place_id the answer names
+    value: Any = None  # Place Perception: the answer value
+    places: list[str] = field(default_factory=list)  # every place_id the answer names
     start: str | None = None
     end: str | None = None
     waypoints: list[str] = field(default_factory=list)
-    order: list[str] = field(default_factory=list)    # the visiting order (routing/trip)
+    order: list[str] = field(default_factory=list)  # the visiting order (routing/trip)
     vehicle: str | None = None
     mode: str | None = None
     total_distance_m: Any = None
@@ -165,7 +265,7 @@ def load_answer(raw: Any) -> Any:
         text = raw.strip()
         if text.startswith("```"):
             text = text.strip("`")
-            text = text[text.find("\n") + 1:] if "\n" in text else text
+            text = text[text.find("\n") + 1 :] if "\n" in text else text
         if text[:1] in "[{":
             try:
                 return json.loads(text)

@@ -59,8 +59,9 @@ def mean_absolute_error(scores: Mapping[str, float], human: Mapping[str, float])
     return sum(abs(s - h) for s, h in pairs) / len(pairs)
 
 
-def ensemble_scores(judge_scores: Mapping[str, Mapping[str, float]], judges: Sequence[str],
-                    cases: Sequence[str]) -> dict[str, float]:
+def ensemble_scores(
+    judge_scores: Mapping[str, Mapping[str, float]], judges: Sequence[str], cases: Sequence[str]
+) -> dict[str, float]:
     """The ensemble's score per case: the mean of its judges (how SC and RP combine judges)."""
     if not judges:
         raise ValueError("an ensemble needs at least one judge")
@@ -76,21 +77,32 @@ def ensemble_scores(judge_scores: Mapping[str, Mapping[str, float]], judges: Seq
     return out
 
 
-def agreement(name: str, scores: Mapping[str, float], human: Mapping[str, float],
-              tolerances: Sequence[float] = TOLERANCES) -> Agreement:
-    return Agreement(name=name, n=len(human),
-                     within={e: within_tolerance_accuracy(scores, human, e) for e in tolerances},
-                     mae=mean_absolute_error(scores, human))
+def agreement(
+    name: str, scores: Mapping[str, float], human: Mapping[str, float], tolerances: Sequence[float] = TOLERANCES
+) -> Agreement:
+    return Agreement(
+        name=name,
+        n=len(human),
+        within={e: within_tolerance_accuracy(scores, human, e) for e in tolerances},
+        mae=mean_absolute_error(scores, human),
+    )
 
 
-def rank_judges(judge_scores: Mapping[str, Mapping[str, float]], human: Mapping[str, float],
-                tolerances: Sequence[float] = TOLERANCES) -> list[Agreement]:
+def rank_judges(
+    judge_scores: Mapping[str, Mapping[str, float]],
+    human: Mapping[str, float],
+    tolerances: Sequence[float] = TOLERANCES,
+) -> list[Agreement]:
     """Every candidate judge's agreement with the human scores, closest first."""
     return sorted((agreement(j, s, human, tolerances) for j, s in judge_scores.items()), key=Agreement.sort_key)
 
 
-def select_ensemble(judge_scores: Mapping[str, Mapping[str, float]], human: Mapping[str, float],
-                    size: int = 3, tolerances: Sequence[float] = TOLERANCES) -> tuple[list[str], Agreement]:
+def select_ensemble(
+    judge_scores: Mapping[str, Mapping[str, float]],
+    human: Mapping[str, float],
+    size: int = 3,
+    tolerances: Sequence[float] = TOLERANCES,
+) -> tuple[list[str], Agreement]:
     """The `size` judges with the closest individual agreement (appendix B.2 picks three), and
     the agreement of their mean."""
     if not 1 <= size <= len(judge_scores):
@@ -103,6 +115,7 @@ def select_ensemble(judge_scores: Mapping[str, Mapping[str, float]], human: Mapp
 def hardest_cases(preliminary: Mapping[str, Sequence[float]], k: int = 100) -> list[str]:
     """The calibration subset: the `k` cases whose preliminary judge scores vary most (population
     variance; ties by case id, so the subset is reproducible)."""
+
     def variance(xs: Sequence[float]) -> float:
         if not xs:
             raise ValueError("a case without preliminary scores")
@@ -119,6 +132,8 @@ def calibration_table(rows: Sequence[Agreement]) -> str:
     eps = list(rows[0].within)
     head = "| judge | n | " + " | ".join(f"acc@ε={e:g} (%)" for e in eps) + " | MAE |"
     sep = "| --- | ---: | " + " | ".join("---:" for _ in eps) + " | ---: |"
-    body = [f"| {r.name} | {r.n} | " + " | ".join(f"{100 * r.within[e]:.1f}" for e in eps) + f" | {r.mae:.3f} |"
-            for r in rows]
+    body = [
+        f"| {r.name} | {r.n} | " + " | ".join(f"{100 * r.within[e]:.1f}" for e in eps) + f" | {r.mae:.3f} |"
+        for r in rows
+    ]
     return "\n".join([head, sep, *body]) + "\n"

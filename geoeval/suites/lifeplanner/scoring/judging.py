@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from geoeval.suites.lifeplanner.city import handle as city_handle
-from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
-from geoeval.suites.lifeplanner.tools import routing as routing_tools
-from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
+from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.tools.trip_timing import hhmm_to_minute, open_on_arrival
 
 # --------------------------------------------------------------------------------------------
@@ -62,15 +62,39 @@ def place_records(city: city_handle.City) -> dict[str, dict[str, Any]]:
         got = _RECORDS.get(key)
     if got is not None:
         return got
-    rows = city.cursor().execute(
-        "SELECT id, name, place_type, address, opentime_week, rating, cost, tag, alias, long_mem, short_mem "
-        "FROM places ORDER BY id").fetchall()
+    rows = (
+        city.cursor()
+        .execute(
+            "SELECT id, name, place_type, address, opentime_week, rating, cost, tag, alias, long_mem, short_mem "
+            "FROM places ORDER BY id"
+        )
+        .fetchall()
+    )
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        rec = dict(zip(("place_id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias",
-                        "long_mem", "short_mem"), r))
-        rec["facts"] = frozenset(parse_fact_groups(rec["tag"], "tag") | parse_fact_groups(rec["long_mem"], "long")
-                                 | parse_fact_groups(rec["short_mem"], "short"))
+        rec = dict(
+            zip(
+                (
+                    "place_id",
+                    "name",
+                    "place_type",
+                    "address",
+                    "opentime_week",
+                    "rating",
+                    "cost",
+                    "tag",
+                    "alias",
+                    "long_mem",
+                    "short_mem",
+                ),
+                r,
+            )
+        )
+        rec["facts"] = frozenset(
+            parse_fact_groups(rec["tag"], "tag")
+            | parse_fact_groups(rec["long_mem"], "long")
+            | parse_fact_groups(rec["short_mem"], "short")
+        )
         out[rec["place_id"]] = rec
     with _RECORDS_LOCK:
         for k in [k for k in _RECORDS if k.startswith(f"{city.db_path}@")]:
@@ -175,9 +199,7 @@ def stop_places(parsed: ParsedAnswer) -> list[str]:
 
 def _req(r: Any) -> Requirement:
     attribute, op, value = r
-    if op in ("open_at", "closed_at"):
-        value = tuple(value)
-    elif op == "in":
+    if op in ("open_at", "closed_at") or op == "in":
         value = tuple(value)
     return Requirement(attribute, op, value)
 
@@ -235,8 +257,12 @@ def _check_place(city: city_handle.City, con: Mapping[str, Any], pid: str, ancho
         return d is not None and d[0] <= con["radius_m"]
     if kind == "nearest_on_route":
         recs = place_records(city)
-        same = [p for p, r in recs.items() if con["place_type"].casefold() in (r["place_type"] or "").casefold()
-                and p not in (con["start"], con["end"])]
+        same = [
+            p
+            for p, r in recs.items()
+            if con["place_type"].casefold() in (r["place_type"] or "").casefold()
+            and p not in (con["start"], con["end"])
+        ]
         if pid not in same:
             return False
         ds = nearby_tools.route_buffer_distances(city, con["start"], con["end"], con["vehicle"], con["mode"], same)
@@ -247,8 +273,14 @@ def _check_place(city: city_handle.City, con: Mapping[str, Any], pid: str, ancho
     raise ValueError(f"unknown place constraint kind {kind!r}")
 
 
-_PLACE_KINDS = {"place_requirement", "has_preference", "lacks_preference", "within_radius", "within_route_buffer",
-                "nearest_on_route"}
+_PLACE_KINDS = {
+    "place_requirement",
+    "has_preference",
+    "lacks_preference",
+    "within_radius",
+    "within_route_buffer",
+    "nearest_on_route",
+}
 
 
 def constraint_results(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> list[bool]:
@@ -277,8 +309,11 @@ def constraint_results(city: city_handle.City, case: Mapping[str, Any], parsed: 
             pids = _places_for(city, con, parsed)
             results[i] = bool(pids) and all(_check_place(city, con, p, anchor) for p in pids)
         elif kind == "value_equals":
-            results[i] = satisfies({"value": parsed.value}, Requirement("value", "==", con["expected"])) \
-                if parsed.value is not None else False
+            results[i] = (
+                satisfies({"value": parsed.value}, Requirement("value", "==", con["expected"]))
+                if parsed.value is not None
+                else False
+            )
         elif kind == "starts_at":
             results[i] = parsed.start == con["place_id"] and (not parsed.order or parsed.order[0] == con["place_id"])
         elif kind == "ends_at":
@@ -287,8 +322,9 @@ def constraint_results(city: city_handle.City, case: Mapping[str, Any], parsed: 
             results[i] = set(con["place_ids"]) <= set(parsed.order or stop_places(parsed))
         elif kind == "order_before":
             order = parsed.order
-            results[i] = (con["first"] in order and con["then"] in order
-                          and order.index(con["first"]) < order.index(con["then"]))
+            results[i] = (
+                con["first"] in order and con["then"] in order and order.index(con["first"]) < order.index(con["then"])
+            )
         elif kind == "open_on_arrival":
             results[i] = _open_on_arrival(city, con, parsed)
         else:
@@ -305,8 +341,14 @@ def _open_on_arrival(city: city_handle.City, con: Mapping[str, Any], parsed: Par
         return False
     departure, weekday = hhmm_to_minute(con["departure"]), DAYS.index(con["weekday"])
     recs = place_records(city)
-    return open_on_arrival(order, secs, weekday, departure, float(con["dwell_min"]),
-                           lambda p: parse_opening_hours(recs[p]["opentime_week"]))
+    return open_on_arrival(
+        order,
+        secs,
+        weekday,
+        departure,
+        float(con["dwell_min"]),
+        lambda p: parse_opening_hours(recs[p]["opentime_week"]),
+    )
 
 
 def semantic_constraint_score(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
@@ -341,18 +383,25 @@ def purity_checks(city: city_handle.City, parsed: ParsedAnswer, traj: Trajectory
         if pid is not None:
             checks.append((f"answered place {pid} was seen", f"place:{pid}" in traj.observed))
     if parsed.note_ids:
-        rows = city.cursor().execute("SELECT note_id FROM notes WHERE list_contains(?, note_id)",
-                                     [parsed.note_ids]).fetchall()
+        rows = (
+            city.cursor()
+            .execute("SELECT note_id FROM notes WHERE list_contains(?, note_id)", [parsed.note_ids])
+            .fetchall()
+        )
         known = {r[0] for r in rows}
         for nid in parsed.note_ids:
             checks.append((f"note {nid} exists", nid in known))
-            checks.append((f"note {nid} was seen", f"note:{nid}" in traj.observed or f"note_listed:{nid}" in traj.observed))
+            checks.append(
+                (f"note {nid} was seen", f"note:{nid}" in traj.observed or f"note_listed:{nid}" in traj.observed)
+            )
     if parsed.task in ("routing", "trip") and parsed.order and parsed.vehicle and parsed.mode:
         legs = [traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(parsed.order, parsed.order[1:])]
         if all(leg is not None for leg in legs):
             d = sum(leg[0] for leg in legs)  # type: ignore[index]
             t = sum(leg[1] for leg in legs)  # type: ignore[index]
-            checks.append(("total_distance_m is the sum of the legs seen", abs(float(parsed.total_distance_m) - d) <= 1))
+            checks.append(
+                ("total_distance_m is the sum of the legs seen", abs(float(parsed.total_distance_m) - d) <= 1)
+            )
             checks.append(("total_time_s is the sum of the legs seen", abs(float(parsed.total_time_s) - t) <= 1))
         else:
             checks.append(("every leg of the route was computed with routing", False))

@@ -81,11 +81,15 @@ def route_legs(tool: str, payload: Any) -> dict[tuple[str, str, str, str], tuple
         s, e = payload.get("start") or {}, payload.get("end") or {}
         if s.get("place_id") and e.get("place_id"):
             legs[(s["place_id"], e["place_id"], str(payload.get("vehicle")), str(payload.get("mode")))] = (
-                float(payload["total_distance_m"]), float(payload["total_time_s"]))
+                float(payload["total_distance_m"]),
+                float(payload["total_time_s"]),
+            )
     elif tool == "multi_stop_routing":
         for leg in payload.get("legs") or []:
             legs[(leg["from"], leg["to"], str(payload.get("vehicle")), str(payload.get("mode")))] = (
-                float(leg["distance_m"]), float(leg["time_s"]))
+                float(leg["distance_m"]),
+                float(leg["time_s"]),
+            )
     return legs
 
 
@@ -174,7 +178,9 @@ def trajectory_from_messages(messages: list[Any]) -> Trajectory:
                 traj.refused += 1  # past the tool budget: not run, not part of τ
                 continue
             if error is not None:
-                traj.calls.append(ToolCallRecord(tool, args, "parameter_error", None, getattr(error, "message", str(error))))
+                traj.calls.append(
+                    ToolCallRecord(tool, args, "parameter_error", None, getattr(error, "message", str(error)))
+                )
                 continue
             text = _message_text(getattr(msg, "content", ""))
             try:

@@ -51,7 +51,7 @@ def _tokenize(s: str) -> list[tuple[str, str]]:
         if not m or m.end() == pos:
             if s[pos:].lstrip().startswith('"'):
                 raise KeywordSyntaxError("unbalanced double quote")
-            raise KeywordSyntaxError(f"cannot read '{s[pos:pos + 20]}'")
+            raise KeywordSyntaxError(f"cannot read '{s[pos : pos + 20]}'")
         if m.group(1):
             tokens.append(("(", "("))
         elif m.group(2):

@@ -44,11 +44,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+if sys.version_info >= (3, 11):
+    from builtins import BaseExceptionGroup
+else:  # Python 3.10: the backport anyio (under mcp) installs there
+    from exceptiongroup import BaseExceptionGroup
+
 from geoeval.core.text import clean_text, clean_value
 from geoeval.mcp.security import TOKEN_ENV
 from geoeval.suites.lifeplanner.tools.arguments import ToolResult
-from geoeval.suites.lifeplanner.tools.toolsets import record_call
-from geoeval.suites.lifeplanner.tools.toolsets import TOOLSETS, toolset_tools
+from geoeval.suites.lifeplanner.tools.toolsets import TOOLSETS, record_call, toolset_tools
 
 TRANSPORTS = ("stdio", "http")
 SERVER_NAME = "geoeval-lifeplanner"
@@ -74,8 +78,10 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
     from mcp.server.lowlevel import Server
 
     defs = {d.name: d for d in (ToolDef(t) for t in toolset_tools(db_path, toolset, seed=seed))}
-    specs = [types.Tool(name=d.name, description=d.description,
-                        input_schema=d.parameters.model_dump(exclude_none=True)) for d in defs.values()]
+    specs = [
+        types.Tool(name=d.name, description=d.description, input_schema=d.parameters.model_dump(exclude_none=True))
+        for d in defs.values()
+    ]
 
     def error(message: str) -> types.CallToolResult:
         text = " ".join(clean_text(message).splitlines())  # an MCP error result is one line, always encodable
@@ -97,8 +103,10 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
         # and a Python TypeError would say nothing useful to an agent.
         unknown = sorted(set(args) - set(d.parameters.properties))
         if unknown:
-            return error(f"Unknown parameter(s) for {d.name}: {names(unknown)}. "
-                         f"Parameters: {', '.join(d.parameters.properties)}.")
+            return error(
+                f"Unknown parameter(s) for {d.name}: {names(unknown)}. "
+                f"Parameters: {', '.join(d.parameters.properties)}."
+            )
         missing = [p for p in d.parameters.required if p not in args]
         if missing:
             return error(f"Missing required parameter(s) for {d.name}: {', '.join(missing)}.")
@@ -111,8 +119,13 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
             return error(f"Internal error in {d.name}: {type(exc).__name__}: {str(exc)[:200]}")
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
-    return Server(SERVER_NAME, version="1", instructions=f"LifePlanner {toolset} tools over {Path(db_path).name}",
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(
+        SERVER_NAME,
+        version="1",
+        instructions=f"LifePlanner {toolset} tools over {Path(db_path).name}",
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
 
 
 def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
@@ -129,8 +142,16 @@ def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) 
     return BearerTokenMiddleware(app, token) if token else app
 
 
-def serve(db_path: str | Path, *, transport: str = "stdio", toolset: str = "standard", host: str = "127.0.0.1",
-          port: int = 8765, seed: int = 0, token: str | None = None) -> None:
+def serve(
+    db_path: str | Path,
+    *,
+    transport: str = "stdio",
+    toolset: str = "standard",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    seed: int = 0,
+    token: str | None = None,
+) -> None:
     """Run the server until stdin closes (stdio) or the process is stopped (http). `token`
     (http only): the bearer token every request must carry; required beyond loopback."""
     if transport not in TRANSPORTS:
@@ -150,16 +171,39 @@ def serve(db_path: str | Path, *, transport: str = "stdio", toolset: str = "stan
         import uvicorn
 
         app = http_app(server, host=host, token=token)
-        print(f"LifePlanner MCP ({toolset}) at http://{host}:{port}{HTTP_PATH}"
-              f"{' (bearer token required)' if token else ''}", file=sys.stderr, flush=True)
+        print(
+            f"LifePlanner MCP ({toolset}) at http://{host}:{port}{HTTP_PATH}"
+            f"{' (bearer token required)' if token else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-def server_command(db_path: str | Path, *, transport: str = "stdio", toolset: str = "standard",
-                   host: str = "127.0.0.1", port: int | None = None, seed: int = 0) -> list[str]:
+def server_command(
+    db_path: str | Path,
+    *,
+    transport: str = "stdio",
+    toolset: str = "standard",
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    seed: int = 0,
+) -> list[str]:
     """The command line that starts the server with this interpreter."""
-    cmd = [sys.executable, "-m", "geoeval.mcp", "lifeplanner", "--db", str(Path(db_path).resolve()),
-           "--transport", transport, "--toolset", toolset, "--seed", str(seed)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "geoeval.mcp",
+        "lifeplanner",
+        "--db",
+        str(Path(db_path).resolve()),
+        "--transport",
+        transport,
+        "--toolset",
+        toolset,
+        "--seed",
+        str(seed),
+    ]
     if transport == "http":
         cmd += ["--host", host, "--port", str(port)]
     return cmd
@@ -183,15 +227,26 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextlib.contextmanager
-def http_server(db_path: str | Path, *, toolset: str = "standard", host: str = "127.0.0.1",
-                port: int | None = None, seed: int = 0, token: str | None = None,
-                startup_timeout: float = 30.0) -> Iterator[str]:
+def http_server(
+    db_path: str | Path,
+    *,
+    toolset: str = "standard",
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    seed: int = 0,
+    token: str | None = None,
+    startup_timeout: float = 30.0,
+) -> Iterator[str]:
     """Start the HTTP server in a subprocess, wait until it accepts connections, yield its URL,
     and stop it on exit. With `token`, requests must carry `Authorization: Bearer <token>`."""
     port = port or free_port(host)
-    proc = subprocess.Popen(server_command(db_path, transport="http", toolset=toolset, host=host, port=port,
-                                           seed=seed),
-                            env=_repo_env(token), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        server_command(db_path, transport="http", toolset=toolset, host=host, port=port, seed=seed),
+        env=_repo_env(token),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + startup_timeout
         while True:
@@ -244,6 +299,7 @@ def _result_text(result: Any) -> str:
 
 
 def _inner_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested one-member groups (anyio wraps a task group's failure)."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
@@ -276,8 +332,13 @@ def _recording_tool(mcp_tool: Any, toolset: str) -> Any:
         record_call(d.name, arguments, ToolResult(payload, failure_class_of(payload)))
         return text
 
-    return ToolDef(execute, name=d.name, description=d.description, parameters=d.parameters,
-                   max_output=0 if toolset == "data_engine" else None).as_tool()
+    return ToolDef(
+        execute,
+        name=d.name,
+        description=d.description,
+        parameters=d.parameters,
+        max_output=0 if toolset == "data_engine" else None,
+    ).as_tool()
 
 
 def _tool_source_class() -> type:
@@ -299,9 +360,15 @@ def _tool_source_class() -> type:
     return LifePlannerMCPTools
 
 
-def mcp_agent_tools(db_path: str | Path, transport: Literal["stdio", "http"] = "stdio", *,
-                    toolset: str = "standard", url: str | None = None, seed: int = 0,
-                    token: str | None = None) -> list[Any]:
+def mcp_agent_tools(
+    db_path: str | Path,
+    transport: Literal["stdio", "http"] = "stdio",
+    *,
+    toolset: str = "standard",
+    url: str | None = None,
+    seed: int = 0,
+    token: str | None = None,
+) -> list[Any]:
     """Inspect tool sources reaching the LifePlanner tools through MCP, usable wherever
     `agent_tools(db_path)` (toolset `standard`) or `data_engine_tools(db_path, seed=seed)`
     (`data_engine`) is.

@@ -19,8 +19,6 @@ from geoeval.suites.lifeplanner.city.handle import (
     _select,
 )
 from geoeval.suites.lifeplanner.city.schema import VEHICLES
-from geoeval.suites.lifeplanner.tools.places import _place_filters, _where
-from geoeval.suites.lifeplanner.tools.routing import _half_up, _route
 from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_ARGUMENT_DEPTH,
@@ -35,6 +33,8 @@ from geoeval.suites.lifeplanner.tools.arguments import (
     _number,
     _tool,
 )
+from geoeval.suites.lifeplanner.tools.places import _place_filters, _where
+from geoeval.suites.lifeplanner.tools.routing import _half_up, _route
 
 # --------------------------------------------------------------------------------------------
 # nearby_search
@@ -47,7 +47,7 @@ def _point_polyline_distance(points: np.ndarray, line: np.ndarray) -> np.ndarray
         return np.hypot(points[:, 0] - line[0, 0], points[:, 1] - line[0, 1])
     a, b = line[:-1], line[1:]
     ab = b - a
-    denom = np.maximum((ab ** 2).sum(axis=1), 1e-12)
+    denom = np.maximum((ab**2).sum(axis=1), 1e-12)
     ap = points[:, None, :] - a[None, :, :]
     t = np.clip((ap * ab[None, :, :]).sum(axis=2) / denom[None, :], 0.0, 1.0)
     closest = a[None, :, :] + t[:, :, None] * ab[None, :, :]
@@ -71,8 +71,9 @@ def _center(city: City, center: Any) -> tuple[str, Any]:
     if isinstance(center, dict):
         extra = sorted(set(center) - {"start", "end", "vehicle", "mode"})
         if extra:
-            raise ToolParameterError(f"center route object has unknown keys {_brief(extra)}; expected 'start', "
-                                     "'end', 'vehicle', 'mode'.")
+            raise ToolParameterError(
+                f"center route object has unknown keys {_brief(extra)}; expected 'start', 'end', 'vehicle', 'mode'."
+            )
         a = _place(city, "center.start", center.get("start"))
         b = _place(city, "center.end", center.get("end"))
         if a == b:
@@ -80,8 +81,10 @@ def _center(city: City, center: Any) -> tuple[str, Any]:
         vehicle = _choice("center.vehicle", center.get("vehicle", "driving"), VEHICLES)
         mode = _choice("center.mode", center.get("mode", "time"), MODES)
         return "route", (a, b, vehicle, mode)
-    raise ToolParameterError("center must be a place_id string or a route object "
-                             "{'start': 'ID', 'end': 'ID', 'vehicle': 'driving', 'mode': 'time'}.")
+    raise ToolParameterError(
+        "center must be a place_id string or a route object "
+        "{'start': 'ID', 'end': 'ID', 'vehicle': 'driving', 'mode': 'time'}."
+    )
 
 
 def _route_line(city: City, r: _Route) -> np.ndarray:
@@ -90,8 +93,9 @@ def _route_line(city: City, r: _Route) -> np.ndarray:
     return np.vstack([city.place_xy[[r.start]], city.node_xy[nodes], city.place_xy[[r.end]]])
 
 
-def route_buffer_distances(city: City, start_id: str, end_id: str, vehicle: str, mode: str,
-                           place_ids: list[str]) -> list[float] | None:
+def route_buffer_distances(
+    city: City, start_id: str, end_id: str, vehicle: str, mode: str, place_ids: list[str]
+) -> list[float] | None:
     """Distance (m) of each place to the route from `start_id` to `end_id`, measured as
     `nearby_search` measures a route buffer; None when there is no route."""
     r = _route(city, city.place_index[start_id], city.place_index[end_id], vehicle, mode)
@@ -104,9 +108,20 @@ def route_buffer_distances(city: City, start_id: str, end_id: str, vehicle: str,
 
 
 @_tool
-def nearby_search(city: City, center: Any, radius_meters: Any = 100, place_types: Any = None, min_rating: Any = None,
-                  max_rating: Any = None, min_cost: Any = None, max_cost: Any = None, geo_tag: Any = None,
-                  social_mem: Any = None, *, toolset: str = "standard") -> ToolResult:
+def nearby_search(
+    city: City,
+    center: Any,
+    radius_meters: Any = 100,
+    place_types: Any = None,
+    min_rating: Any = None,
+    max_rating: Any = None,
+    min_cost: Any = None,
+    max_cost: Any = None,
+    geo_tag: Any = None,
+    social_mem: Any = None,
+    *,
+    toolset: str = "standard",
+) -> ToolResult:
     """Places within `radius_meters` of a place (straight line) or of a route (its buffer), nearest
     first. The centre place, or the route's endpoints, are not listed."""
     kind, c = _center(city, center)
@@ -123,8 +138,14 @@ def nearby_search(city: City, center: Any, radius_meters: Any = 100, place_types
             return ToolResult({"error": f"No {vehicle} route between the two places.", "results": []}, "empty")
         exclude = {a, b}
         line = _route_line(city, r)
-        route_info = {"start": city.place_ids[a], "end": city.place_ids[b], "vehicle": vehicle, "mode": mode,
-                      "total_distance_m": _half_up(r.distance), "total_time_s": _half_up(r.duration)}
+        route_info = {
+            "start": city.place_ids[a],
+            "end": city.place_ids[b],
+            "vehicle": vehicle,
+            "mode": mode,
+            "total_distance_m": _half_up(r.distance),
+            "total_time_s": _half_up(r.duration),
+        }
     # candidates: a bounding box around the centre/route, then the attribute filters in SQL
     lo, hi = line.min(axis=0) - radius, line.max(axis=0) + radius
     sql = ["x_m BETWEEN ? AND ?", "y_m BETWEEN ? AND ?", *filters.sql]
@@ -141,15 +162,20 @@ def nearby_search(city: City, center: Any, radius_meters: Any = 100, place_types
     rows = {}
     if shown:
         ids = [city.place_ids[i] for i in shown]
-        rows = {r[0]: r for r in city.cursor().execute(
-            f"SELECT {_select(fields)} FROM places WHERE list_contains(?, id)", [ids]).fetchall()}
+        rows = {
+            r[0]: r
+            for r in city.cursor()
+            .execute(f"SELECT {_select(fields)} FROM places WHERE list_contains(?, id)", [ids])
+            .fetchall()
+        }
     results = []
     for k in order[:limit]:
         rec = _record(fields, rows[city.place_ids[int(cand_idx[k])]])
         rec["distance_m"] = _half_up(float(dist[k]))
         results.append(rec)
-    out = _list_payload(results, len(order), limit, "places",
-                        "Try a larger radius_meters, fewer filters, or other geo_tag keywords.")
+    out = _list_payload(
+        results, len(order), limit, "places", "Try a larger radius_meters, fewer filters, or other geo_tag keywords."
+    )
     if route_info is not None:
         out.payload["route"] = route_info
     return out

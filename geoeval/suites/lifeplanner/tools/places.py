@@ -42,8 +42,16 @@ class _Filters:
     params: list[Any]
 
 
-def _place_filters(place_types: Any, min_rating: Any, max_rating: Any, min_cost: Any, max_cost: Any,
-                   geo_tag: Any, social_mem: Any, toolset: str) -> _Filters:
+def _place_filters(
+    place_types: Any,
+    min_rating: Any,
+    max_rating: Any,
+    min_cost: Any,
+    max_cost: Any,
+    geo_tag: Any,
+    social_mem: Any,
+    toolset: str,
+) -> _Filters:
     if toolset not in ("standard", "data_engine"):
         raise ValueError(f"unknown toolset {toolset!r}")
     if social_mem is not None and toolset == "standard":
@@ -64,8 +72,9 @@ def _place_filters(place_types: Any, min_rating: Any, max_rating: Any, min_cost:
         sql.append("(" + " OR ".join(["(contains(lower(tag), ?) OR contains(lower(name), ?))"] * len(tags)) + ")")
         params += [t for t in tags for _ in (0, 1)]
     if mems:  # data engine only: ANY keyword hits long_mem or short_mem
-        sql.append("(" + " OR ".join(["(contains(lower(long_mem), ?) OR contains(lower(short_mem), ?))"] * len(mems))
-                   + ")")
+        sql.append(
+            "(" + " OR ".join(["(contains(lower(long_mem), ?) OR contains(lower(short_mem), ?))"] * len(mems)) + ")"
+        )
         params += [m for m in mems for _ in (0, 1)]
     for col, op, v in (("rating", ">=", rmin), ("rating", "<=", rmax), ("cost", ">=", cmin), ("cost", "<=", cmax)):
         if v is not None:
@@ -84,9 +93,19 @@ def _where(clauses: list[str]) -> str:
 
 
 @_tool
-def place_search(city: City, query_name: Any, place_types: Any = None, min_rating: Any = None,
-                 max_rating: Any = None, min_cost: Any = None, max_cost: Any = None, geo_tag: Any = None,
-                 social_mem: Any = None, *, toolset: str = "standard") -> ToolResult:
+def place_search(
+    city: City,
+    query_name: Any,
+    place_types: Any = None,
+    min_rating: Any = None,
+    max_rating: Any = None,
+    min_cost: Any = None,
+    max_cost: Any = None,
+    geo_tag: Any = None,
+    social_mem: Any = None,
+    *,
+    toolset: str = "standard",
+) -> ToolResult:
     """Places whose name or alias contains every word of `query_name` (case-insensitive), filtered.
     Exact names first, then names starting with the query, then by rating. An empty `query_name`
     is accepted only together with a filter (the data engine searches by criteria)."""
@@ -97,22 +116,34 @@ def place_search(city: City, query_name: Any, place_types: Any = None, min_ratin
     params: list[Any] = [*words, *filters.params]
     fields = PLACE_LIGHT if toolset == "standard" else PLACE_FULL
     limit = (STANDARD_LIMITS if toolset == "standard" else DATA_ENGINE_LIMITS)["place_search"]
-    rows = city.cursor().execute(
-        f"SELECT {_select(fields)}, COUNT(*) OVER () FROM places {_where(sql)} "
-        "ORDER BY (lower(name) = ?) DESC, starts_with(lower(name), ?) DESC, rating DESC NULLS LAST, id LIMIT ?",
-        [*params, q.lower(), q.lower(), limit],
-    ).fetchall()
+    rows = (
+        city.cursor()
+        .execute(
+            f"SELECT {_select(fields)}, COUNT(*) OVER () FROM places {_where(sql)} "
+            "ORDER BY (lower(name) = ?) DESC, starts_with(lower(name), ?) DESC, rating DESC NULLS LAST, id LIMIT ?",
+            [*params, q.lower(), q.lower(), limit],
+        )
+        .fetchall()
+    )
     total = rows[0][-1] if rows else 0
-    return _list_payload([_record(fields, r[:-1]) for r in rows], total, limit, "places",
-                         "Try a shorter or different name, fewer filters, or geo_tag keywords.")
+    return _list_payload(
+        [_record(fields, r[:-1]) for r in rows],
+        total,
+        limit,
+        "places",
+        "Try a shorter or different name, fewer filters, or geo_tag keywords.",
+    )
 
 
 @_tool
 def place_detail(city: City, place_id: Any) -> ToolResult:
     """The full agent-visible record of one place (never its memory fields)."""
     idx = _place(city, "place_id", place_id)
-    row = city.cursor().execute(f"SELECT {_select(PLACE_DETAIL)} FROM places WHERE id = ?",
-                                [city.place_ids[idx]]).fetchone()
+    row = (
+        city.cursor()
+        .execute(f"SELECT {_select(PLACE_DETAIL)} FROM places WHERE id = ?", [city.place_ids[idx]])
+        .fetchone()
+    )
     return ToolResult(_record(PLACE_DETAIL, row), "ok")
 
 
@@ -123,10 +154,12 @@ def sample_place(city: City, num_samples: Any = 10, *, seed: int = 0) -> ToolRes
     n = _number("num_samples", num_samples, 1, MAX_SAMPLES)
     if n is None or not float(n).is_integer():
         raise ToolParameterError(f"num_samples must be a whole number between 1 and {MAX_SAMPLES}.")
-    picks = np.random.default_rng(seed).choice(len(city.place_ids), size=min(int(n), len(city.place_ids)),
-                                               replace=False)
+    picks = np.random.default_rng(seed).choice(
+        len(city.place_ids), size=min(int(n), len(city.place_ids)), replace=False
+    )
     ids = [city.place_ids[i] for i in picks]
-    rows = city.cursor().execute(f"SELECT {_select(PLACE_FULL)} FROM places WHERE list_contains(?, id)",
-                                 [ids]).fetchall()
+    rows = (
+        city.cursor().execute(f"SELECT {_select(PLACE_FULL)} FROM places WHERE list_contains(?, id)", [ids]).fetchall()
+    )
     by_id = {r[0]: r for r in rows}
     return ToolResult({"pois": [_record(PLACE_FULL, by_id[i]) for i in ids]}, "ok")

@@ -31,8 +31,9 @@ def _half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
 
 
-def _dijkstra(city: City, source: int, targets: set[int], vehicle: str, mode: str,
-              avoid: frozenset[int]) -> dict[int, tuple[float, float, int, int]]:
+def _dijkstra(
+    city: City, source: int, targets: set[int], vehicle: str, mode: str, avoid: frozenset[int]
+) -> dict[int, tuple[float, float, int, int]]:
     """Labels of settled nodes: node -> (distance, duration, predecessor node, gid). Stops when all
     targets are settled. Ties break on node id through the heap, so results are deterministic and
     a label does not depend on which other targets were asked for."""
@@ -98,7 +99,9 @@ def _bearing(city: City, u: int, v: int) -> float:
 
 
 def _cardinal(deg: float) -> str:
-    return ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")[int((deg + 22.5) // 45) % 8]
+    return ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")[
+        int((deg + 22.5) // 45) % 8
+    ]
 
 
 def _turn(prev: float, new: float) -> str:
@@ -113,8 +116,15 @@ def _turn(prev: float, new: float) -> str:
 def _route_steps(city: City, r: _Route, speeds: dict[int, tuple[float, float]]) -> list[dict[str, Any]]:
     access_speed = ACCESS_SPEED[r.vehicle]
     start_access, end_access = float(city.place_access[r.start]), float(city.place_access[r.end])
-    steps = [{"instruction": f"Depart from {city.place_names[r.start]}", "road_name": "", "way_ids": [],
-              "distance_m": _half_up(start_access), "duration_s": _half_up(start_access / access_speed)}]
+    steps = [
+        {
+            "instruction": f"Depart from {city.place_names[r.start]}",
+            "road_name": "",
+            "way_ids": [],
+            "distance_m": _half_up(start_access),
+            "duration_s": _half_up(start_access / access_speed),
+        }
+    ]
     groups: list[list[tuple[int, int, int]]] = []
     for e in r.edges:
         if groups and city.way_name[groups[-1][-1][0]] == city.way_name[e[0]]:
@@ -131,11 +141,25 @@ def _route_steps(city: City, r: _Route, speeds: dict[int, tuple[float, float]]) 
         for gid, _, _ in g:
             length += speeds[gid][0]
             seconds += speeds[gid][0] / speeds[gid][1]
-        steps.append({"instruction": f"{verb} {road}", "road_name": road, "way_ids": [e[0] for e in g],
-                      "distance_m": _half_up(length), "duration_s": _half_up(seconds)})
+        steps.append(
+            {
+                "instruction": f"{verb} {road}",
+                "road_name": road,
+                "way_ids": [e[0] for e in g],
+                "distance_m": _half_up(length),
+                "duration_s": _half_up(seconds),
+            }
+        )
         prev_bearing = _bearing(city, g[-1][1], g[-1][2])
-    steps.append({"instruction": f"Arrive at {city.place_names[r.end]}", "road_name": "", "way_ids": [],
-                  "distance_m": _half_up(end_access), "duration_s": _half_up(end_access / access_speed)})
+    steps.append(
+        {
+            "instruction": f"Arrive at {city.place_names[r.end]}",
+            "road_name": "",
+            "way_ids": [],
+            "distance_m": _half_up(end_access),
+            "duration_s": _half_up(end_access / access_speed),
+        }
+    )
     return steps
 
 
@@ -173,13 +197,18 @@ def _avoid_ids(city: City, value: Any) -> frozenset[int]:
 def _route_payload(city: City, r: _Route, avoid: frozenset[int]) -> dict[str, Any]:
     speeds = _edge_speeds(city, r.vehicle, r.edges)
     nodes = [r.edges[0][1]] + [e[2] for e in r.edges] if r.edges else [int(city.place_node[r.start])]
-    geometry = ([city.place_lonlat[r.start].tolist()] + [city.node_lonlat[n].tolist() for n in nodes]
-                + [city.place_lonlat[r.end].tolist()])
+    geometry = (
+        [city.place_lonlat[r.start].tolist()]
+        + [city.node_lonlat[n].tolist() for n in nodes]
+        + [city.place_lonlat[r.end].tolist()]
+    )
     return {
         "start": {"place_id": city.place_ids[r.start], "name": city.place_names[r.start]},
         "end": {"place_id": city.place_ids[r.end], "name": city.place_names[r.end]},
-        "vehicle": r.vehicle, "mode": r.mode,
-        "total_distance_m": _half_up(r.distance), "total_time_s": _half_up(r.duration),
+        "vehicle": r.vehicle,
+        "mode": r.mode,
+        "total_distance_m": _half_up(r.distance),
+        "total_time_s": _half_up(r.duration),
         "avoided_way_ids": sorted(avoid),
         "steps": _route_steps(city, r, speeds),
         "geometry": [[round(lon, 6), round(lat, 6)] for lon, lat in geometry],
@@ -187,8 +216,14 @@ def _route_payload(city: City, r: _Route, avoid: frozenset[int]) -> dict[str, An
 
 
 @_tool
-def routing(city: City, start_place_id: Any, end_place_id: Any, avoid_way_ids: Any = None, mode: Any = "time",
-            vehicle: Any = "driving") -> ToolResult:
+def routing(
+    city: City,
+    start_place_id: Any,
+    end_place_id: Any,
+    avoid_way_ids: Any = None,
+    mode: Any = "time",
+    vehicle: Any = "driving",
+) -> ToolResult:
     """The optimal route between two places (Dijkstra on the road graph): shortest time or
     distance for the vehicle, never using an avoided way. Totals are whole metres and seconds;
     the legs of `multi_stop_routing` are these same numbers."""
@@ -201,15 +236,22 @@ def routing(city: City, start_place_id: Any, end_place_id: Any, avoid_way_ids: A
     avoid = _avoid_ids(city, avoid_way_ids)
     r = _route(city, a, b, vehicle, mode, avoid)
     if r is None:
-        return ToolResult({"error": f"No {vehicle} route from {city.place_names[a]} to {city.place_names[b]}"
-                                    f"{' avoiding the given ways' if avoid else ''}.",
-                           "total_distance_m": None, "total_time_s": None}, "empty")
+        return ToolResult(
+            {
+                "error": f"No {vehicle} route from {city.place_names[a]} to {city.place_names[b]}"
+                f"{' avoiding the given ways' if avoid else ''}.",
+                "total_distance_m": None,
+                "total_time_s": None,
+            },
+            "empty",
+        )
     return ToolResult(_route_payload(city, r, avoid), "ok")
 
 
 @_tool
-def multi_stop_routing(city: City, stop_ids: Any, start_id: Any = None, end_id: Any = None, vehicle: Any = "driving",
-                       mode: Any = "time") -> ToolResult:
+def multi_stop_routing(
+    city: City, stop_ids: Any, start_id: Any = None, end_id: Any = None, vehicle: Any = "driving", mode: Any = "time"
+) -> ToolResult:
     """Every visiting order of `stop_ids` (open trip, or with a fixed start and/or end among them),
     scored with the legs `routing` returns, best first by `mode` then by the other total; ties
     break on the order of `stop_ids`. Data engine only."""
@@ -236,12 +278,14 @@ def multi_stop_routing(city: City, stop_ids: Any, start_id: Any = None, end_id: 
     middle = [i for i in idx if i not in fixed.values()]
     n_perm = math.factorial(len(middle))
     if n_perm > MAX_PERMUTATIONS:
-        raise ToolParameterError(f"{n_perm} orders to enumerate (at most {MAX_PERMUTATIONS}); fix a start/end or "
-                                 "use fewer stops.")
+        raise ToolParameterError(
+            f"{n_perm} orders to enumerate (at most {MAX_PERMUTATIONS}); fix a start/end or use fewer stops."
+        )
     legs: dict[tuple[int, int], tuple[int, int]] = {}
     for a in idx:
-        labels = _dijkstra(city, int(city.place_node[a]), {int(city.place_node[b]) for b in idx if b != a},
-                           vehicle, mode, frozenset())
+        labels = _dijkstra(
+            city, int(city.place_node[a]), {int(city.place_node[b]) for b in idx if b != a}, vehicle, mode, frozenset()
+        )
         for b in idx:
             if b == a:
                 continue
@@ -253,26 +297,45 @@ def multi_stop_routing(city: City, stop_ids: Any, start_id: Any = None, end_id: 
                 with city._lock:
                     city._routes[key] = r
             if r is None:
-                return ToolResult({"error": f"No {vehicle} route from {city.place_names[a]} to "
-                                            f"{city.place_names[b]}."}, "empty")
+                return ToolResult(
+                    {"error": f"No {vehicle} route from {city.place_names[a]} to {city.place_names[b]}."}, "empty"
+                )
             legs[(a, b)] = (_half_up(r.distance), _half_up(r.duration))
     position = {i: k for k, i in enumerate(idx)}
     routes = []
     for perm in itertools.permutations(middle):
-        order = ([fixed["start_id"]] if "start_id" in fixed else []) + list(perm) + (
-            [fixed["end_id"]] if "end_id" in fixed else [])
+        order = (
+            ([fixed["start_id"]] if "start_id" in fixed else [])
+            + list(perm)
+            + ([fixed["end_id"]] if "end_id" in fixed else [])
+        )
         dist = sum(legs[(u, v)][0] for u, v in zip(order, order[1:]))
         secs = sum(legs[(u, v)][1] for u, v in zip(order, order[1:]))
         primary, secondary = (secs, dist) if mode == "time" else (dist, secs)
         routes.append((primary, secondary, tuple(position[i] for i in order), order, dist, secs))
     routes.sort(key=lambda x: x[:3])
-    return ToolResult({
-        "vehicle": vehicle, "mode": mode, "n_stops": len(idx), "n_permutations": len(routes),
-        "start_id": city.place_ids[fixed["start_id"]] if "start_id" in fixed else None,
-        "end_id": city.place_ids[fixed["end_id"]] if "end_id" in fixed else None,
-        "stops": [{"place_id": city.place_ids[i], "name": city.place_names[i]} for i in idx],
-        "legs": [{"from": city.place_ids[a], "to": city.place_ids[b], "distance_m": d, "time_s": t}
-                 for (a, b), (d, t) in legs.items()],
-        "routes": [{"rank": k + 1, "order": [city.place_ids[i] for i in r[3]], "total_distance_m": r[4],
-                    "total_time_s": r[5]} for k, r in enumerate(routes)],
-    }, "ok")
+    return ToolResult(
+        {
+            "vehicle": vehicle,
+            "mode": mode,
+            "n_stops": len(idx),
+            "n_permutations": len(routes),
+            "start_id": city.place_ids[fixed["start_id"]] if "start_id" in fixed else None,
+            "end_id": city.place_ids[fixed["end_id"]] if "end_id" in fixed else None,
+            "stops": [{"place_id": city.place_ids[i], "name": city.place_names[i]} for i in idx],
+            "legs": [
+                {"from": city.place_ids[a], "to": city.place_ids[b], "distance_m": d, "time_s": t}
+                for (a, b), (d, t) in legs.items()
+            ],
+            "routes": [
+                {
+                    "rank": k + 1,
+                    "order": [city.place_ids[i] for i in r[3]],
+                    "total_distance_m": r[4],
+                    "total_time_s": r[5],
+                }
+                for k, r in enumerate(routes)
+            ],
+        },
+        "ok",
+    )

@@ -18,6 +18,11 @@ from typing import Any
 
 from geoeval.core.text import clean_text
 from geoeval.suites.lifeplanner.city.handle import City, open_city
+from geoeval.suites.lifeplanner.tools.arguments import (
+    MAX_LOGGED_TEXT,
+    TOOL_LOG_KEY,
+    ToolResult,
+)
 from geoeval.suites.lifeplanner.tools.nearby import nearby_search
 from geoeval.suites.lifeplanner.tools.notes import note_detail, search_notes
 from geoeval.suites.lifeplanner.tools.places import (
@@ -26,11 +31,6 @@ from geoeval.suites.lifeplanner.tools.places import (
     sample_place,
 )
 from geoeval.suites.lifeplanner.tools.routing import multi_stop_routing, routing
-from geoeval.suites.lifeplanner.tools.arguments import (
-    MAX_LOGGED_TEXT,
-    TOOL_LOG_KEY,
-    ToolResult,
-)
 
 TOOLSETS = ("standard", "data_engine")
 # full records and every permutation are long: the data engine gets them whole
@@ -69,103 +69,206 @@ class ToolSpec:
 
 # Table 7 documents the route object's start, end and vehicle; its route also depends on the mode
 # (fastest and shortest routes differ), which reference paths use, so the description names it too.
-_CENTER_DESC = ("Center: POI place_id (str) OR Route object {'start': 'ID', 'end': 'ID', 'vehicle': 'driving', "
-                "'mode': 'time'} (vehicle: 'walking', 'cycling' or 'driving', default 'driving'; mode: 'time' for "
-                "the fastest route or 'distance' for the shortest, default 'time')")
+_CENTER_DESC = (
+    "Center: POI place_id (str) OR Route object {'start': 'ID', 'end': 'ID', 'vehicle': 'driving', "
+    "'mode': 'time'} (vehicle: 'walking', 'cycling' or 'driving', default 'driving'; mode: 'time' for "
+    "the fastest route or 'distance' for the shortest, default 'time')"
+)
 _PLACE_FILTERS = (
     Param("place_types", list[str] | None, None, data_engine_type=list[str] | str | None),
-    Param("min_rating", float | None, None), Param("max_rating", float | None, None),
-    Param("min_cost", float | None, None), Param("max_cost", float | None, None),
+    Param("min_rating", float | None, None),
+    Param("max_rating", float | None, None),
+    Param("min_cost", float | None, None),
+    Param("max_cost", float | None, None),
     Param("geo_tag", list[str] | None, None),
     Param("social_mem", list[str] | str | None, None),  # data engine only (hidden memory)
 )
-_PLACE_DETAIL = ("Get full POI information for one place, including name, type, address, hours, rating, cost, tags, "
-                 "and alias.", {"place_id": "POI place_id (from place_search or nearby_search)"})
-_ROUTING_DESC = ("Calculate an optimal route between two POIs and return total distance/time, geometry, and turn "
-                 "instructions.")
+_PLACE_DETAIL = (
+    "Get full POI information for one place, including name, type, address, hours, rating, cost, tags, and alias.",
+    {"place_id": "POI place_id (from place_search or nearby_search)"},
+)
+_ROUTING_DESC = (
+    "Calculate an optimal route between two POIs and return total distance/time, geometry, and turn instructions."
+)
 _KEYWORD_DESC = {"keyword": "Search keyword; multiple keywords must be separated by 'AND'/'OR'/'NOT' logic"}
-_NOTE_DETAIL = ("Get full post details for one social media note, including description and comments.",
-                {"note_id": "Post ID (from search_notes result)"})
+_NOTE_DETAIL = (
+    "Get full post details for one social media note, including description and comments.",
+    {"note_id": "Post ID (from search_notes result)"},
+)
 
 TOOL_TABLE: tuple[ToolSpec, ...] = (
-    ToolSpec("place_search", place_search, (Param("query_name", str), *_PLACE_FILTERS), takes_toolset=True, surfaces={
-        "standard": (
-            "Search places by name with lightweight POI output (place_id, name, type, rating, cost). Supports "
-            "type, rating, cost, and geo-tag filtering.",
-            {"query_name": "REQUIRED: Place name in local language", "place_types": "POI types list",
-             "min_rating": "Min rating (1-5)", "max_rating": "Max rating (1-5)",
-             "min_cost": "Min cost per capita (CNY)", "max_cost": "Max cost per capita (CNY)",
-             "geo_tag": "Filter by tag/name keywords list in local language, matches if ANY keyword hits"}),
-        "data_engine": (
-            "Search places by name with enhanced filters and return full POI records. Data Engine version can "
-            "filter by both static geo tags and social-memory keywords.",
-            {"query_name": "REQUIRED: Place name in local language",
-             "place_types": "POI types list, separated by commas (,)", "min_rating": "Min rating (1-5)",
-             "max_rating": "Max rating (1-5)", "min_cost": "Min cost per capita", "max_cost": "Max cost per capita",
-             "geo_tag": "Filter by tag/name keywords list",
-             "social_mem": "Filter by social insights in local language"}),
-    }),
-    ToolSpec("place_detail", place_detail, (Param("place_id", str),),
-             surfaces={"standard": _PLACE_DETAIL, "data_engine": _PLACE_DETAIL}),
-    ToolSpec("nearby_search", nearby_search,
-             (Param("center", str | dict[str, str]), Param("radius_meters", float, 100), *_PLACE_FILTERS),
-             takes_toolset=True, surfaces={
-        "standard": (
-            "Search nearby places around a POI or along a route buffer. Standard agent version returns a "
-            "lightweight POI list with distance.",
-            {"center": _CENTER_DESC, "radius_meters": "Search radius/buffer in meters (default 100)",
-             "place_types": "POI types list", "min_rating": "Min rating (1-5)", "max_rating": "Max rating (1-5)",
-             "min_cost": "Min cost per capita (CNY)", "max_cost": "Max cost per capita (CNY)",
-             "geo_tag": "Filter by tag/name keywords list in local language, matches if ANY keyword hits"}),
-        "data_engine": (
-            "Search nearby places around a POI or along a route buffer and return full POI records, including "
-            "address, opentime_week, tag, alias, long_mem, and short_mem.",
-            {"center": _CENTER_DESC, "radius_meters": "Search radius/buffer in meters",
-             "place_types": "POI types list, separated by commas", "min_rating": "Min rating (1-5)",
-             "max_rating": "Max rating (1-5)", "min_cost": "Min cost per capita", "max_cost": "Max cost per capita",
-             "geo_tag": "Filter by tag/name keywords list",
-             "social_mem": "Filter by long_mem/short_mem keywords (social media insights) in local language"}),
-    }),
-    ToolSpec("routing", routing,
-             (Param("start_place_id", str), Param("end_place_id", str), Param("avoid_way_ids", list[int] | None, None),
-              Param("mode", str, "time"), Param("vehicle", str, "driving")), surfaces={
-        "standard": (_ROUTING_DESC, {
-            "start_place_id": "Start POI place_id", "end_place_id": "End POI place_id",
-            "avoid_way_ids": "Way IDs to avoid (ways.gid)",
-            "mode": "Route mode: 'time' (shortest time) or 'distance' (shortest distance)",
-            "vehicle": "Travel mode: 'walking', 'cycling', or 'driving'"}),
-        "data_engine": (_ROUTING_DESC, {
-            "start_place_id": "Start POI place_id", "end_place_id": "End POI place_id",
-            "avoid_way_ids": "Way IDs to avoid (ways.gid)", "mode": "Route mode: 'time' or 'distance'",
-            "vehicle": "Travel mode: 'walking', 'cycling', 'driving'"}),
-    }),
-    ToolSpec("sample_place", sample_place, (Param("num_samples", int, 10),), seeded=True, surfaces={
-        "data_engine": (
-            "Randomly sample POIs from the map database for prompt initialization. Returns full POI information "
-            "including memory fields.",
-            {"num_samples": "Number of random POIs to sample (typically 1-50)"}),
-    }),
-    ToolSpec("multi_stop_routing", multi_stop_routing,
-             (Param("stop_ids", list[str]), Param("start_id", str | None, None), Param("end_id", str | None, None),
-              Param("vehicle", str, "driving"), Param("mode", str, "time")), surfaces={
-        "data_engine": (
-            "Enumerate and score route permutations for multi-stop trip planning. Supports open trips and fixed "
-            "start/end settings.",
-            {"stop_ids": "List of POI place_ids to visit (typically 2-6 stops)",
-             "start_id": "Fixed start place_id (must be in stop_ids)",
-             "end_id": "Fixed end place_id (must be in stop_ids)",
-             "vehicle": "Travel mode: 'walking', 'cycling', 'driving'", "mode": "Optimize: 'time' or 'distance'"}),
-    }),
-    ToolSpec("search_notes", search_notes, (Param("keyword", str),), takes_toolset=True, surfaces={
-        "standard": (
-            "Search social media posts by keyword logic and return a lightweight post list (note_id, title, time, "
-            "counts).", _KEYWORD_DESC),
-        "data_engine": (
-            "Search social media posts and return full post information with comments. Required when generated "
-            "data cites social-memory evidence.", _KEYWORD_DESC),
-    }),
-    ToolSpec("note_detail", note_detail, (Param("note_id", str),),
-             surfaces={"standard": _NOTE_DETAIL, "data_engine": _NOTE_DETAIL}),
+    ToolSpec(
+        "place_search",
+        place_search,
+        (Param("query_name", str), *_PLACE_FILTERS),
+        takes_toolset=True,
+        surfaces={
+            "standard": (
+                "Search places by name with lightweight POI output (place_id, name, type, rating, cost). Supports "
+                "type, rating, cost, and geo-tag filtering.",
+                {
+                    "query_name": "REQUIRED: Place name in local language",
+                    "place_types": "POI types list",
+                    "min_rating": "Min rating (1-5)",
+                    "max_rating": "Max rating (1-5)",
+                    "min_cost": "Min cost per capita (CNY)",
+                    "max_cost": "Max cost per capita (CNY)",
+                    "geo_tag": "Filter by tag/name keywords list in local language, matches if ANY keyword hits",
+                },
+            ),
+            "data_engine": (
+                "Search places by name with enhanced filters and return full POI records. Data Engine version can "
+                "filter by both static geo tags and social-memory keywords.",
+                {
+                    "query_name": "REQUIRED: Place name in local language",
+                    "place_types": "POI types list, separated by commas (,)",
+                    "min_rating": "Min rating (1-5)",
+                    "max_rating": "Max rating (1-5)",
+                    "min_cost": "Min cost per capita",
+                    "max_cost": "Max cost per capita",
+                    "geo_tag": "Filter by tag/name keywords list",
+                    "social_mem": "Filter by social insights in local language",
+                },
+            ),
+        },
+    ),
+    ToolSpec(
+        "place_detail",
+        place_detail,
+        (Param("place_id", str),),
+        surfaces={"standard": _PLACE_DETAIL, "data_engine": _PLACE_DETAIL},
+    ),
+    ToolSpec(
+        "nearby_search",
+        nearby_search,
+        (Param("center", str | dict[str, str]), Param("radius_meters", float, 100), *_PLACE_FILTERS),
+        takes_toolset=True,
+        surfaces={
+            "standard": (
+                "Search nearby places around a POI or along a route buffer. Standard agent version returns a "
+                "lightweight POI list with distance.",
+                {
+                    "center": _CENTER_DESC,
+                    "radius_meters": "Search radius/buffer in meters (default 100)",
+                    "place_types": "POI types list",
+                    "min_rating": "Min rating (1-5)",
+                    "max_rating": "Max rating (1-5)",
+                    "min_cost": "Min cost per capita (CNY)",
+                    "max_cost": "Max cost per capita (CNY)",
+                    "geo_tag": "Filter by tag/name keywords list in local language, matches if ANY keyword hits",
+                },
+            ),
+            "data_engine": (
+                "Search nearby places around a POI or along a route buffer and return full POI records, including "
+                "address, opentime_week, tag, alias, long_mem, and short_mem.",
+                {
+                    "center": _CENTER_DESC,
+                    "radius_meters": "Search radius/buffer in meters",
+                    "place_types": "POI types list, separated by commas",
+                    "min_rating": "Min rating (1-5)",
+                    "max_rating": "Max rating (1-5)",
+                    "min_cost": "Min cost per capita",
+                    "max_cost": "Max cost per capita",
+                    "geo_tag": "Filter by tag/name keywords list",
+                    "social_mem": "Filter by long_mem/short_mem keywords (social media insights) in local language",
+                },
+            ),
+        },
+    ),
+    ToolSpec(
+        "routing",
+        routing,
+        (
+            Param("start_place_id", str),
+            Param("end_place_id", str),
+            Param("avoid_way_ids", list[int] | None, None),
+            Param("mode", str, "time"),
+            Param("vehicle", str, "driving"),
+        ),
+        surfaces={
+            "standard": (
+                _ROUTING_DESC,
+                {
+                    "start_place_id": "Start POI place_id",
+                    "end_place_id": "End POI place_id",
+                    "avoid_way_ids": "Way IDs to avoid (ways.gid)",
+                    "mode": "Route mode: 'time' (shortest time) or 'distance' (shortest distance)",
+                    "vehicle": "Travel mode: 'walking', 'cycling', or 'driving'",
+                },
+            ),
+            "data_engine": (
+                _ROUTING_DESC,
+                {
+                    "start_place_id": "Start POI place_id",
+                    "end_place_id": "End POI place_id",
+                    "avoid_way_ids": "Way IDs to avoid (ways.gid)",
+                    "mode": "Route mode: 'time' or 'distance'",
+                    "vehicle": "Travel mode: 'walking', 'cycling', 'driving'",
+                },
+            ),
+        },
+    ),
+    ToolSpec(
+        "sample_place",
+        sample_place,
+        (Param("num_samples", int, 10),),
+        seeded=True,
+        surfaces={
+            "data_engine": (
+                "Randomly sample POIs from the map database for prompt initialization. Returns full POI information "
+                "including memory fields.",
+                {"num_samples": "Number of random POIs to sample (typically 1-50)"},
+            ),
+        },
+    ),
+    ToolSpec(
+        "multi_stop_routing",
+        multi_stop_routing,
+        (
+            Param("stop_ids", list[str]),
+            Param("start_id", str | None, None),
+            Param("end_id", str | None, None),
+            Param("vehicle", str, "driving"),
+            Param("mode", str, "time"),
+        ),
+        surfaces={
+            "data_engine": (
+                "Enumerate and score route permutations for multi-stop trip planning. Supports open trips and fixed "
+                "start/end settings.",
+                {
+                    "stop_ids": "List of POI place_ids to visit (typically 2-6 stops)",
+                    "start_id": "Fixed start place_id (must be in stop_ids)",
+                    "end_id": "Fixed end place_id (must be in stop_ids)",
+                    "vehicle": "Travel mode: 'walking', 'cycling', 'driving'",
+                    "mode": "Optimize: 'time' or 'distance'",
+                },
+            ),
+        },
+    ),
+    ToolSpec(
+        "search_notes",
+        search_notes,
+        (Param("keyword", str),),
+        takes_toolset=True,
+        surfaces={
+            "standard": (
+                "Search social media posts by keyword logic and return a lightweight post list (note_id, title, time, "
+                "counts).",
+                _KEYWORD_DESC,
+            ),
+            "data_engine": (
+                "Search social media posts and return full post information with comments. Required when generated "
+                "data cites social-memory evidence.",
+                _KEYWORD_DESC,
+            ),
+        },
+    ),
+    ToolSpec(
+        "note_detail",
+        note_detail,
+        (Param("note_id", str),),
+        surfaces={"standard": _NOTE_DETAIL, "data_engine": _NOTE_DETAIL},
+    ),
 )
 
 
@@ -206,8 +309,13 @@ def record_call(tool: str, arguments: dict[str, Any], result: ToolResult) -> Non
 
         s = store()
         log = list(s.get(TOOL_LOG_KEY, []))
-        log.append({"tool": tool, "arguments": {k: loggable(v) for k, v in arguments.items() if v is not None},
-                    "failure_class": result.failure_class})
+        log.append(
+            {
+                "tool": tool,
+                "arguments": {k: loggable(v) for k, v in arguments.items() if v is not None},
+                "failure_class": result.failure_class,
+            }
+        )
         s.set(TOOL_LOG_KEY, log)
     except Exception:  # no sample context (direct use): nothing to record into
         pass
@@ -234,8 +342,14 @@ def _inspect_tool(spec: ToolSpec, toolset: str, path: str, next_seed: Callable[[
         raise ValueError(f"{spec.name} ({toolset}) describes parameters it does not have: {sorted(unknown)}")
     params = [p for p in spec.params if p.name in docs]
     signature = inspect.Signature(
-        [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default,
-                           annotation=p.type_in(toolset)) for p in params], return_annotation=str)
+        [
+            inspect.Parameter(
+                p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default, annotation=p.type_in(toolset)
+            )
+            for p in params
+        ],
+        return_annotation=str,
+    )
 
     async def execute(*args: Any, **kwargs: Any) -> str:
         bound = signature.bind(*args, **kwargs)
@@ -251,8 +365,9 @@ def _inspect_tool(spec: ToolSpec, toolset: str, path: str, next_seed: Callable[[
     execute.__signature__ = signature  # type: ignore[attr-defined]
     execute.__annotations__ = {**{p.name: p.type_in(toolset) for p in params}, "return": str}
     execute.__name__ = execute.__qualname__ = f"{spec.name}_tool"
-    return ToolDef(execute, name=spec.name, description=description, parameters=docs,
-                   max_output=TOOLSET_MAX_OUTPUT[toolset]).as_tool()
+    return ToolDef(
+        execute, name=spec.name, description=description, parameters=docs, max_output=TOOLSET_MAX_OUTPUT[toolset]
+    ).as_tool()
 
 
 def toolset_tools(db_path: str | Path, toolset: str, *, seed: int = 0) -> list[Any]:
@@ -262,8 +377,11 @@ def toolset_tools(db_path: str | Path, toolset: str, *, seed: int = 0) -> list[A
         raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}.")
     path = str(Path(db_path).resolve())
     calls = itertools.count()
-    return [_inspect_tool(spec, toolset, path, lambda: seed + next(calls))
-            for spec in TOOL_TABLE if toolset in spec.surfaces]
+    return [
+        _inspect_tool(spec, toolset, path, lambda: seed + next(calls))
+        for spec in TOOL_TABLE
+        if toolset in spec.surfaces
+    ]
 
 
 def agent_tools(db_path: str | Path) -> list[Any]:

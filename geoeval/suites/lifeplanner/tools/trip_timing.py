@@ -43,8 +43,9 @@ def arrival_minutes(leg_seconds: Sequence[float], departure_min: float, dwell_mi
     return out
 
 
-def stop_arrivals(order: Sequence[str], leg_seconds: Sequence[float], departure_min: float,
-                  dwell_min: float) -> list[tuple[str, float]]:
+def stop_arrivals(
+    order: Sequence[str], leg_seconds: Sequence[float], departure_min: float, dwell_min: float
+) -> list[tuple[str, float]]:
     """(stop, arrival minute) for every stop of `order` between its start and its end."""
     return list(zip(order[1:-1], arrival_minutes(leg_seconds, departure_min, dwell_min)))
 
@@ -74,16 +75,29 @@ def readable_hours(text: str | None) -> OpeningHours:
         return NEVER_OPEN
 
 
-def open_on_arrival(order: Sequence[str], leg_seconds: Sequence[float], weekday: int, departure_min: float,
-                    dwell_min: float, hours_of: Callable[[str], OpeningHours]) -> bool:
+def open_on_arrival(
+    order: Sequence[str],
+    leg_seconds: Sequence[float],
+    weekday: int,
+    departure_min: float,
+    dwell_min: float,
+    hours_of: Callable[[str], OpeningHours],
+) -> bool:
     """Whether every stop between start and end is open when the trip reaches it. Stops are
     checked in order and the first closed one decides (`hours_of` is not asked about the rest)."""
-    return all(open_at_minute(hours_of(p), weekday, t)
-               for p, t in stop_arrivals(order, leg_seconds, departure_min, dwell_min))
+    return all(
+        open_at_minute(hours_of(p), weekday, t) for p, t in stop_arrivals(order, leg_seconds, departure_min, dwell_min)
+    )
 
 
-def arrival_check(order: Sequence[str], leg_seconds: Sequence[float], weekday: int, departure_min: float,
-                  dwell_min: float, hours_of: Callable[[str], OpeningHours]) -> tuple[bool, float]:
+def arrival_check(
+    order: Sequence[str],
+    leg_seconds: Sequence[float],
+    weekday: int,
+    departure_min: float,
+    dwell_min: float,
+    hours_of: Callable[[str], OpeningHours],
+) -> tuple[bool, float]:
     """(every stop open on arrival, smallest distance in minutes of an arrival to an opening or
     closing time). Every stop's hours are read, so an unreadable one always surfaces."""
     ok, margin = True, math.inf

@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.generate.expected_calls import SEARCH_PAGE
 from geoeval.suites.mapsatisfy.generate.poi_city import POI, City, distance_m
+from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.schema import IMPLICIT_FACTOR_SOURCES
 from geoeval.suites.mapsatisfy.user.model import _PRICE_CAP, UserModel
 
@@ -47,8 +47,14 @@ class Candidate:
     party: int
 
 
-_SUB_TASKS = {"search": "nearby_search", "navigation": "route_planning", "ride_hailing": "taxi_estimate",
-              "itinerary": "multi_stop_plan", "real_time_info": "traffic_check", "local_services": "table_reservation"}
+_SUB_TASKS = {
+    "search": "nearby_search",
+    "navigation": "route_planning",
+    "ride_hailing": "taxi_estimate",
+    "itinerary": "multi_stop_plan",
+    "real_time_info": "traffic_check",
+    "local_services": "table_reservation",
+}
 
 
 def time_slot(hour: int) -> str:
@@ -69,8 +75,11 @@ def time_slot(hour: int) -> str:
 
 def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str, day0: datetime) -> Candidate:
     """Simulate one behaviour chain and restore the full need behind it."""
-    when = day0 + timedelta(days=int(rng.integers(0, 14)), hours=int(rng.choice([8, 10, 12, 15, 18, 20, 22])),
-                            minutes=int(rng.integers(0, 60)))
+    when = day0 + timedelta(
+        days=int(rng.integers(0, 14)),
+        hours=int(rng.choice([8, 10, 12, 15, 18, 20, 22])),
+        minutes=int(rng.integers(0, 60)),
+    )
     dining = city.dining_categories() or city.categories
     category = str(rng.choice(dining if domain in ("search", "local_services") else city.categories))
     hour = when.hour
@@ -87,7 +96,9 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
     second = None
     if domain == "itinerary":
         others = [p for p in city.pois if p.category != category and p.open_at(hour)]
-        second = min(others or list(city.pois), key=lambda p: (distance_m(target.lon, target.lat, p.lon, p.lat), p.poi_id))
+        second = min(
+            others or list(city.pois), key=lambda p: (distance_m(target.lon, target.lat, p.lon, p.lat), p.poi_id)
+        )
     locality = "local" if user.home_city == city.name else "non_local"
     party = int(rng.integers(1, 5))
     earlier = (when - timedelta(hours=2)).strftime("%H:%M")
@@ -100,40 +111,101 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
     # only when the anchor keeps to it (a chain whose later visit broke the price level shows no such
     # preference) and, for a nearby search, when the search the case expects can find it
     searched = domain in ("search", "local_services")
-    if (domain in ("search", "local_services", "itinerary") and 0 < target.avg_price <= cap
-            and (not searched or _on_first_page(origin, target, places))):
-        factors.append(Factor("price", "preference", False, f"推荐人均不超过{cap}元的地点",
-                              f"用户画像与历史行为：消费偏好{level}", f"人均最好别超过{cap}元"))
+    if (
+        domain in ("search", "local_services", "itinerary")
+        and 0 < target.avg_price <= cap
+        and (not searched or _on_first_page(origin, target, places))
+    ):
+        factors.append(
+            Factor(
+                "price",
+                "preference",
+                False,
+                f"推荐人均不超过{cap}元的地点",
+                f"用户画像与历史行为：消费偏好{level}",
+                f"人均最好别超过{cap}元",
+            )
+        )
     if domain in ("navigation", "itinerary", "ride_hailing"):
-        factors.append(Factor("mode", "preference", domain == "navigation",
-                              f"按用户的{mode}出行习惯规划", f"用户画像与历史行为：出行习惯{mode}",
-                              f"我一般{mode}出行"))
+        factors.append(
+            Factor(
+                "mode",
+                "preference",
+                domain == "navigation",
+                f"按用户的{mode}出行习惯规划",
+                f"用户画像与历史行为：出行习惯{mode}",
+                f"我一般{mode}出行",
+            )
+        )
     # context: an earlier same-day event that carries into this task
     with_kids = bool(rng.random() < 0.5)
     if with_kids:
         history.append(f"{earlier} 搜索了“儿童乐园”")
-        factors.append(Factor("kids", "context", False, "考虑带孩子同行，推荐适合亲子的地点或路线",
-                              "当天早些时候搜索过儿童乐园，本次出行带孩子", "今天带孩子一起"))
+        factors.append(
+            Factor(
+                "kids",
+                "context",
+                False,
+                "考虑带孩子同行，推荐适合亲子的地点或路线",
+                "当天早些时候搜索过儿童乐园，本次出行带孩子",
+                "今天带孩子一起",
+            )
+        )
     if user.has_car and domain in ("search", "local_services", "itinerary"):
         history.append(f"{earlier} 驾车导航到{origin.name}")
-        factors.append(Factor("parking", "context", False, "提示目的地附近的停车条件",
-                              "当天驾车导航到当前位置，仍在驾车状态", "我开车过去，要方便停车"))
+        factors.append(
+            Factor(
+                "parking",
+                "context",
+                False,
+                "提示目的地附近的停车条件",
+                "当天驾车导航到当前位置，仍在驾车状态",
+                "我开车过去，要方便停车",
+            )
+        )
     # spatio-temporal: the clock and the place
     # the place the user went to was open then and closes soon: it must still be open (a closed anchor shows nothing)
     if target.open_at(hour) and target.close_hour < 24 and target.close_hour - hour <= 3:
-        factors.append(Factor("open", "spatio_temporal", True, f"推荐的地点在{hour:02d}:{when.minute:02d}之后仍营业",
-                              f"当前时间{when.strftime('%H:%M')}，临近多数门店打烊", "要现在还开着的"))
+        factors.append(
+            Factor(
+                "open",
+                "spatio_temporal",
+                True,
+                f"推荐的地点在{hour:02d}:{when.minute:02d}之后仍营业",
+                f"当前时间{when.strftime('%H:%M')}，临近多数门店打烊",
+                "要现在还开着的",
+            )
+        )
     # nearness matters for choosing among places, less for a named destination; not every chain has it
     if domain in ("search", "local_services", "itinerary") and rng.random() < 0.5:
-        factors.append(Factor("near", "spatio_temporal", False, "优先考虑离当前位置近的选项",
-                              f"用户当前位于{origin.name}", "离我近一点"))
+        factors.append(
+            Factor(
+                "near",
+                "spatio_temporal",
+                False,
+                "优先考虑离当前位置近的选项",
+                f"用户当前位于{origin.name}",
+                "离我近一点",
+            )
+        )
     # only the post-query behaviour shows it: dropped by the filter, a clarification may ask it
-    factors.append(Factor("party", "post_query", False, f"按{party}人安排", f"事后到店{party}人",
-                          f"一共{party}个人"))
+    factors.append(Factor("party", "post_query", False, f"按{party}人安排", f"事后到店{party}人", f"一共{party}个人"))
     query, explicit = _query_and_explicit(domain, category, target, second)
-    return Candidate(domain=domain, sub_task=_SUB_TASKS[domain], user=user, when=when, origin=origin, target=target,
-                     second=second, history=history, query=query, explicit=explicit, factors=factors,
-                     locality=locality, party=party)
+    return Candidate(
+        domain=domain,
+        sub_task=_SUB_TASKS[domain],
+        user=user,
+        when=when,
+        origin=origin,
+        target=target,
+        second=second,
+        history=history,
+        query=query,
+        explicit=explicit,
+        factors=factors,
+        locality=locality,
+        party=party,
+    )
 
 
 def _on_first_page(origin: POI, target: POI, places: list[POI], range_m: int = 5000) -> bool:

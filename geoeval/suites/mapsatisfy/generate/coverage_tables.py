@@ -12,9 +12,21 @@ from geoeval.suites.mapsatisfy.schema import MapSatisfyInstance
 def coverage(instances: list[MapSatisfyInstance]) -> dict[str, Counter]:
     """Counts per metadata dimension. Domain, sub-task and source are multi-label hits (an instance
     counts once per label, as Table B1 counts sources); factors count hard / soft per source."""
-    out: dict[str, Counter] = {k: Counter() for k in ("domain", "sub_task", "implicit_factor_source", "time_slot",
-                                                      "day_type", "city_tier", "locality", "difficulty",
-                                                      "constraint_type", "expected_tool")}
+    out: dict[str, Counter] = {
+        k: Counter()
+        for k in (
+            "domain",
+            "sub_task",
+            "implicit_factor_source",
+            "time_slot",
+            "day_type",
+            "city_tier",
+            "locality",
+            "difficulty",
+            "constraint_type",
+            "expected_tool",
+        )
+    }
     for inst in instances:
         m = inst.metadata
         for key in ("domain", "sub_task", "implicit_factor_source"):
@@ -31,11 +43,18 @@ def coverage(instances: list[MapSatisfyInstance]) -> dict[str, Counter]:
 def coverage_markdown(instances: list[MapSatisfyInstance], funnel: Counter | None = None) -> str:
     n = len(instances)
     lines = [f"# MapSatisfy generated instances: coverage ({n} instances)", ""]
-    titles = {"domain": "Domain (Figure 3)", "sub_task": "Sub-task (Figure 3)",
-              "implicit_factor_source": "Implicit-factor source, multi-label hits (Table B1)",
-              "time_slot": "Time slot", "day_type": "Day type", "city_tier": "City tier", "locality": "Locality",
-              "difficulty": "Difficulty", "constraint_type": "Factors by source:constraint type",
-              "expected_tool": "Expected tool (instances)"}
+    titles = {
+        "domain": "Domain (Figure 3)",
+        "sub_task": "Sub-task (Figure 3)",
+        "implicit_factor_source": "Implicit-factor source, multi-label hits (Table B1)",
+        "time_slot": "Time slot",
+        "day_type": "Day type",
+        "city_tier": "City tier",
+        "locality": "Locality",
+        "difficulty": "Difficulty",
+        "constraint_type": "Factors by source:constraint type",
+        "expected_tool": "Expected tool (instances)",
+    }
     for key, counts in coverage(instances).items():
         lines += [f"## {titles[key]}", "", "| value | count | share |", "| --- | ---: | ---: |"]
         for value, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -43,14 +62,17 @@ def coverage_markdown(instances: list[MapSatisfyInstance], funnel: Counter | Non
         lines.append("")
     if funnel:
         lines += ["## restore -> identify -> filter", "", "| step | count |", "| --- | ---: |"]
-        lines += [f"| {k} | {funnel[k]} |" for k in ("restored", "identified_factors", "retained_factors",
-                                                      "dropped_factors", "rejected", "accepted")]
+        lines += [
+            f"| {k} | {funnel[k]} |"
+            for k in ("restored", "identified_factors", "retained_factors", "dropped_factors", "rejected", "accepted")
+        ]
         lines.append("")
     return "\n".join(lines)
 
 
-def print_coverage(instances: list[MapSatisfyInstance], funnel: Counter | None = None,
-                   path: str | Path | None = None) -> str:
+def print_coverage(
+    instances: list[MapSatisfyInstance], funnel: Counter | None = None, path: str | Path | None = None
+) -> str:
     """Print the coverage tables, and write them as Markdown when `path` is given."""
     text = coverage_markdown(instances, funnel)
     print(text)

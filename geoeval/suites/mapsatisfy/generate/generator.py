@@ -89,8 +89,9 @@ def difficulty_of(factors: list[Factor]) -> str:
     return "L2" if len(sources) == 2 else "L1"
 
 
-def _instance(c: Candidate, city: City, kept: list[Factor], dropped: list[Factor], index: int,
-              seed: int) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], dict[str, Any]]]]:
+def _instance(
+    c: Candidate, city: City, kept: list[Factor], dropped: list[Factor], index: int, seed: int
+) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], dict[str, Any]]]]:
     from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 
     task_id = hashlib.sha1(f"mapsatisfy-gen:{seed}:{index}".encode()).hexdigest()[:32]
@@ -101,8 +102,10 @@ def _instance(c: Candidate, city: City, kept: list[Factor], dropped: list[Factor
     rules = {}
     for tool in tools:
         required = list(dict.fromkeys([*TOOL_SPECS[tool].required, *_CASE_REQUIRED.get(tool, [])]))
-        rules[tool] = {"paramter": required,
-                       "rules": [{"param": p, "rule_description": d} for p, d in _PARAM_RULES.get(tool, {}).items()]}
+        rules[tool] = {
+            "paramter": required,
+            "rules": [{"param": p, "rule_description": d} for p, d in _PARAM_RULES.get(tool, {}).items()],
+        }
     rubric = ["回答中的地点名称、距离、时间、价格等事实须与工具返回一致"]
     if c.domain in ("search", "local_services"):
         rubric.append("推荐的门店须来自周边搜索结果")
@@ -110,31 +113,56 @@ def _instance(c: Candidate, city: City, kept: list[Factor], dropped: list[Factor
         rubric.append("路线距离与用时须来自路线规划结果")
     intent = "；".join([c.query] + [f.intent for f in c.factors])
     record = {
-        "task_id": task_id, "query": c.query, "full_intent": intent,
-        "context": {"uid": c.user.uid, "time": c.when.strftime("%Y-%m-%d %H:%M:%S"), "user_current_loc": c.origin.location,
-                    "user_loc_name": c.origin.name, "city": city.name, "history": c.history},
+        "task_id": task_id,
+        "query": c.query,
+        "full_intent": intent,
+        "context": {
+            "uid": c.user.uid,
+            "time": c.when.strftime("%Y-%m-%d %H:%M:%S"),
+            "user_current_loc": c.origin.location,
+            "user_loc_name": c.origin.name,
+            "city": city.name,
+            "history": c.history,
+        },
         "user_profile": c.user.profile(c.locality),
         "ground_truth": {
             "explicit_intent": c.explicit,
-            "implicit_intent": [{"rubric_instruction": f.rubric, "constraint_type": "hard" if f.hard else "soft",
-                                 "evidence_confidence": f.weight, "evidence": f.evidence, "source": f.source}
-                                for f in kept],
+            "implicit_intent": [
+                {
+                    "rubric_instruction": f.rubric,
+                    "constraint_type": "hard" if f.hard else "soft",
+                    "evidence_confidence": f.weight,
+                    "evidence": f.evidence,
+                    "source": f.source,
+                }
+                for f in kept
+            ],
             # what only the post-query behaviour shows cannot be inferred: the agent may ask it
-            "clarification_policy": {"max_allowed": max(1, len(dropped)),
-                                     "evidence": "；".join(f.intent for f in dropped) or "无需澄清"},
-            "truth_trajectory": {"tool_calls": {"expected_tools": tools, "parameter_rules": rules,
-                                                "factual_answer_rubric": rubric}},
+            "clarification_policy": {
+                "max_allowed": max(1, len(dropped)),
+                "evidence": "；".join(f.intent for f in dropped) or "无需澄清",
+            },
+            "truth_trajectory": {
+                "tool_calls": {"expected_tools": tools, "parameter_rules": rules, "factual_answer_rubric": rubric}
+            },
         },
-        "metadata": {"domain": [c.domain], "sub_task": [c.sub_task],
-                     "implicit_factor_source": sorted({f.source for f in kept}),
-                     "time_slot": time_slot(c.when.hour), "day_type": "weekend" if c.when.weekday() >= 5 else "weekday",
-                     "city_tier": city.tier, "locality": c.locality, "difficulty": difficulty_of(kept)},
+        "metadata": {
+            "domain": [c.domain],
+            "sub_task": [c.sub_task],
+            "implicit_factor_source": sorted({f.source for f in kept}),
+            "time_slot": time_slot(c.when.hour),
+            "day_type": "weekend" if c.when.weekday() >= 5 else "weekday",
+            "city_tier": city.tier,
+            "locality": c.locality,
+            "difficulty": difficulty_of(kept),
+        },
     }
     return record, recorded
 
 
-def generate(n: int, seed: int = 0, city: City | None = None, n_users: int = 40,
-             day0: datetime = datetime(2026, 6, 1)) -> Generated:
+def generate(
+    n: int, seed: int = 0, city: City | None = None, n_users: int = 40, day0: datetime = datetime(2026, 6, 1)
+) -> Generated:
     """`n` instances over `city` (default: `synthetic_city(seed)`), the six domains in turn, and a
     store holding every expected call of every instance (trace id = task id)."""
     from geoeval.suites.mapsatisfy.replay.store import RecordStore
@@ -165,8 +193,13 @@ def generate(n: int, seed: int = 0, city: City | None = None, n_users: int = 40,
             continue
         record, recorded = _instance(cand, city, kept, dropped, len(instances), seed)
         for tool, args, response in recorded:
-            store.add(tool, args, json.dumps(response, ensure_ascii=False), trace_id=record["task_id"],
-                      source=f"generated:{seed}")
+            store.add(
+                tool,
+                args,
+                json.dumps(response, ensure_ascii=False),
+                trace_id=record["task_id"],
+                source=f"generated:{seed}",
+            )
         instances.append(parse_instance(record))
         funnel["accepted"] += 1
     return Generated(instances=instances, store=store, city=city, funnel=funnel)

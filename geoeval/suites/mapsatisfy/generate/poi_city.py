@@ -79,8 +79,14 @@ _SYNTHETIC_CATEGORIES: tuple[tuple[str, tuple[int, int] | None, tuple[int, int],
 _DISTRICTS = ("西湖区", "上城区", "拱墅区", "滨江区", "余杭区", "萧山区")
 
 
-def synthetic_city(seed: int = 0, n_pois: int = 360, name: str = "浙江省/杭州市", adcode: str = "330100",
-                   tier: str = "new_first_tier", center: tuple[float, float] = (120.155, 30.274)) -> City:
+def synthetic_city(
+    seed: int = 0,
+    n_pois: int = 360,
+    name: str = "浙江省/杭州市",
+    adcode: str = "330100",
+    tier: str = "new_first_tier",
+    center: tuple[float, float] = (120.155, 30.274),
+) -> City:
     """A seeded POI table: categories in turn, coordinates within about 8 km of `center`,
     ratings 3.2-4.9, prices and hours per category."""
     rng = np.random.default_rng(seed)
@@ -91,11 +97,20 @@ def synthetic_city(seed: int = 0, n_pois: int = 360, name: str = "浙江省/杭�
         brand = brands[int(rng.integers(len(brands)))]
         lon = center[0] + float(rng.uniform(-0.08, 0.08))
         lat = center[1] + float(rng.uniform(-0.07, 0.07))
-        pois.append(POI(
-            poi_id=f"B0{seed % 1000:03d}{i:05d}", name=f"{brand}{category}({district[:2]}{i}店)", category=category,
-            rating=round(float(np.clip(rng.normal(4.2, 0.4), 3.2, 4.9)), 1),
-            avg_price=0 if price is None else int(rng.integers(price[0], price[1] + 1)),
-            open_hour=hours[0], close_hour=hours[1], lon=round(lon, 6), lat=round(lat, 6), district=district))
+        pois.append(
+            POI(
+                poi_id=f"B0{seed % 1000:03d}{i:05d}",
+                name=f"{brand}{category}({district[:2]}{i}店)",
+                category=category,
+                rating=round(float(np.clip(rng.normal(4.2, 0.4), 3.2, 4.9)), 1),
+                avg_price=0 if price is None else int(rng.integers(price[0], price[1] + 1)),
+                open_hour=hours[0],
+                close_hour=hours[1],
+                lon=round(lon, 6),
+                lat=round(lat, 6),
+                district=district,
+            )
+        )
     return City(name=name, adcode=adcode, tier=tier, center=center, pois=tuple(pois), districts=_DISTRICTS)
 
 
@@ -103,8 +118,13 @@ def lifeplanner_available() -> bool:
     return (Path(__file__).resolve().parents[2] / "lifeplanner" / "city" / "environment.py").is_file()
 
 
-def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市", adcode: str = "420100",
-                          tier: str = "new_first_tier", limit: int | None = None) -> City:
+def city_from_lifeplanner(
+    db_path: str | Path,
+    name: str = "湖北省/武汉市",
+    adcode: str = "420100",
+    tier: str = "new_first_tier",
+    limit: int | None = None,
+) -> City:
     """The POI table of a LifePlanner city (its DuckDB `places` table). The category is the
     second level of `place_type` ("Top|Sub"); opening hours are read with LifePlanner's own
     parser as the first and last open hour of a Monday (a place it cannot read is 08-22)."""
@@ -116,8 +136,10 @@ def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市"
 
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        rows = con.execute("SELECT id, name, place_type, opentime_week, rating, cost, lon, lat, address FROM places "
-                           "ORDER BY id" + (f" LIMIT {int(limit)}" if limit else "")).fetchall()
+        rows = con.execute(
+            "SELECT id, name, place_type, opentime_week, rating, cost, lon, lat, address FROM places "
+            "ORDER BY id" + (f" LIMIT {int(limit)}" if limit else "")
+        ).fetchall()
     finally:
         con.close()
     pois = []
@@ -127,9 +149,20 @@ def city_from_lifeplanner(db_path: str | Path, name: str = "湖北省/武汉市"
         except Exception:  # an unparseable opentime_week: LifePlanner raises its own error type
             open_hours = []
         first, last = monday_span(open_hours)
-        pois.append(POI(poi_id=str(pid), name=str(pname), category=str(ptype or "").split("|")[-1] or "Place",
-                        rating=float(rating or 0.0), avg_price=int(cost or 0), open_hour=first, close_hour=last,
-                        lon=float(lon), lat=float(lat), district=str(address or "").split(",")[0][:20]))
+        pois.append(
+            POI(
+                poi_id=str(pid),
+                name=str(pname),
+                category=str(ptype or "").split("|")[-1] or "Place",
+                rating=float(rating or 0.0),
+                avg_price=int(cost or 0),
+                open_hour=first,
+                close_hour=last,
+                lon=float(lon),
+                lat=float(lat),
+                district=str(address or "").split(",")[0][:20],
+            )
+        )
     lons, lats = [p.lon for p in pois], [p.lat for p in pois]
     center = (sum(lons) / len(lons), sum(lats) / len(lats)) if pois else (0.0, 0.0)
     districts = tuple(sorted({p.district for p in pois})) or ("centre",)

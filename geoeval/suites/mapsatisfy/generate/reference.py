@@ -25,10 +25,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from geoeval.suites.mapsatisfy.judging.answer_facts import ROUTING_TOOLS, Record, evidence_of, norm, parse_json, served
-from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, distinctive_terms, hours_of, price_of
+from geoeval.suites.mapsatisfy.judging.rules_judge import (
+    MODES,
+    constraint_checks,
+    distinctive_terms,
+    hours_of,
+    price_of,
+)
 
-MODE_WORDS = {"driving": "驾车", "驾车": "驾车", "transit": "公交地铁", "公交": "公交", "taxi": "打车",
-              "walking": "步行", "步行": "步行", "riding": "骑行", "骑行": "骑行"}
+MODE_WORDS = {
+    "driving": "驾车",
+    "驾车": "驾车",
+    "transit": "公交地铁",
+    "公交": "公交",
+    "taxi": "打车",
+    "walking": "步行",
+    "步行": "步行",
+    "riding": "骑行",
+    "骑行": "骑行",
+}
 
 
 @dataclass(frozen=True)
@@ -86,8 +101,11 @@ def choose_record(instance: Any, records: list[Record], exclude: Sequence[str] =
     """The record the reference recommends (module docstring)."""
     gt = instance.ground_truth
     checks = [c for f in gt.implicit_intent for c in constraint_checks(f.rubric_instruction)]
-    words = [(t, f.evidence_confidence) for f in gt.implicit_intent
-             for t in distinctive_terms(f.rubric_instruction, [norm(f.evidence)], instance.query)]
+    words = [
+        (t, f.evidence_confidence)
+        for f in gt.implicit_intent
+        for t in distinctive_terms(f.rubric_instruction, [norm(f.evidence)], instance.query)
+    ]
     words += [("停车", f.evidence_confidence) for f in gt.implicit_intent if "停车" in f.rubric_instruction]
     query = norm(instance.query)
     pool = [r for r in records if r.tool not in ROUTING_TOOLS and norm(r.name) not in exclude]
@@ -143,7 +161,9 @@ def _route_from_json(tool: str, obj: dict[str, Any], mode: str) -> list[Segment]
     return segs
 
 
-_TEXT_ROUTE = re.compile(r"(驾车|公交|步行|骑行|打车)路线[^\"]*?耗时([^;\"]+);路线的长度([^;\"]+)(?:;路线的花费([^;\"]+))?")
+_TEXT_ROUTE = re.compile(
+    r"(驾车|公交|步行|骑行|打车)路线[^\"]*?耗时([^;\"]+);路线的长度([^;\"]+)(?:;路线的花费([^;\"]+))?"
+)
 
 
 def _route_from_text(content: str) -> list[Segment]:
@@ -162,7 +182,9 @@ def _order_segment(calls: Sequence[dict[str, Any]]) -> list[Segment]:
             names = [str(n) for n in obj["order"]]
             return [_seg("建议先去「" + "」，再去「".join(names) + "」。", "order", "recommend")]
         if isinstance(obj, dict) and isinstance(obj.get("optimal_visit_order"), list):
-            names = [str(p.get("poi_name")) for p in obj["optimal_visit_order"] if isinstance(p, dict) and p.get("poi_name")]
+            names = [
+                str(p.get("poi_name")) for p in obj["optimal_visit_order"] if isinstance(p, dict) and p.get("poi_name")
+            ]
             if len(names) >= 2:
                 return [_seg("建议按「" + "」→「".join(names[:6]) + "」的顺序走。", "order", "recommend")]
     return []
@@ -181,8 +203,13 @@ def _booking_segment(calls: Sequence[dict[str, Any]]) -> list[Segment]:
         if isinstance(obj, dict) and isinstance(obj.get("available_slots"), list) and obj["available_slots"]:
             people = f"{obj['people_num']}人，" if obj.get("people_num") else ""
             table = f"{obj['table_type']}，" if obj.get("table_type") else ""
-            return [_seg(f"可为您预订「{obj.get('name', '')}」：{people}{table}可选时段{obj['available_slots'][0]}。",
-                         "booking", "recommend")]
+            return [
+                _seg(
+                    f"可为您预订「{obj.get('name', '')}」：{people}{table}可选时段{obj['available_slots'][0]}。",
+                    "booking",
+                    "recommend",
+                )
+            ]
     return []
 
 
@@ -227,7 +254,9 @@ def implicit_segment(i: int, factor: Any, record: Record | None, ev: Any, query:
             parts.append(f"人均{int(price)}元，符合您平时的消费水平" if price else "消费水平符合您平时的偏好")
         elif kind == "open_at" or (kind == "mention" and param == "open"):
             hours = hours_of(record) if record is not None else None
-            parts.append(f"营业到{hours[1] // 60:02d}:{hours[1] % 60:02d}，现在过去仍在营业" if hours else "目前仍在营业")
+            parts.append(
+                f"营业到{hours[1] // 60:02d}:{hours[1] % 60:02d}，现在过去仍在营业" if hours else "目前仍在营业"
+            )
         elif kind == "mention" and param == "kids":
             parts.append("适合带孩子一同前往")
         elif kind == "mention" and param == "parking":
@@ -265,7 +294,9 @@ def compose(instance: Any, calls: Sequence[dict[str, Any]], record: Record | Non
 
 def implicit_segments(instance: Any, record: Record | None, ev: Any) -> list[Segment]:
     """One sentence per implicit rubric (`implicit_segment`)."""
-    return [implicit_segment(i, f, record, ev, instance.query) for i, f in enumerate(instance.ground_truth.implicit_intent)]
+    return [
+        implicit_segment(i, f, record, ev, instance.query) for i, f in enumerate(instance.ground_truth.implicit_intent)
+    ]
 
 
 def reference_answer(instance: Any, calls: Sequence[dict[str, Any]]) -> str:

@@ -38,8 +38,13 @@ SERVED = ("exact", "vector", "simulated", "live")
 NAME_KEYS = ("name", "poi_name", "title", "station_name", "end_name", "poiName", "sightName")
 # keys of a list of names an output returns in an order (a visit order)
 NAME_LIST_KEYS = ("order", "visit_order", "via_names", "names")
-ROUTING_TOOLS = ("get_navigation", "get_taxi_route_plan", "optimize_visit_order", "get_sequential_navigation",
-                 "search_train_or_flights_tickets")
+ROUTING_TOOLS = (
+    "get_navigation",
+    "get_taxi_route_plan",
+    "optimize_visit_order",
+    "get_sequential_navigation",
+    "search_train_or_flights_tickets",
+)
 
 _FULL_TO_ASCII = str.maketrans({"（": "(", "）": ")", "：": ":", "，": ",", "；": ";", "　": ""})
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -47,23 +52,105 @@ _QUOTED = re.compile(r"「([^」]+)」|“([^”]+)”|\"([^\"]+)\"")
 _CLOCK = re.compile(r"(?<!\d)([01]?\d|2[0-4]):([0-5]\d)(?!\d)")
 # number + unit; the unit decides the conversions a source number may need to match it
 _UNIT_CLAIM = re.compile(r"(\d+(?:\.\d+)?)\s*(公里|千米|km|米|小时|分钟|min|元|块|分(?!钟)|人|位|%|％)", re.IGNORECASE)
-_SCALES = {"公里": (1.0, 0.001), "千米": (1.0, 0.001), "km": (1.0, 0.001), "米": (1.0, 1000.0),
-           "小时": (1.0, 1 / 60), "分钟": (1.0, 60.0), "min": (1.0, 60.0)}
+_SCALES = {
+    "公里": (1.0, 0.001),
+    "千米": (1.0, 0.001),
+    "km": (1.0, 0.001),
+    "米": (1.0, 1000.0),
+    "小时": (1.0, 1 / 60),
+    "分钟": (1.0, 60.0),
+    "min": (1.0, 60.0),
+}
 DISTANCE_UNITS = ("公里", "千米", "km", "米")
 DURATION_UNITS = ("小时", "分钟", "min")
 PRICE_UNITS = ("元", "块")
 
 # Place words that end a name, longest first so that 充电站 wins over 站.
-PLACE_WORDS = tuple(sorted((
-    "充电站", "加油站", "加气站", "服务区", "停车场", "地铁站", "公交站", "火车站", "高铁站", "汽车站", "客运站",
-    "站", "店", "馆", "厅", "城", "园", "场", "中心", "广场", "大厦", "酒店", "宾馆", "医院", "学校", "大学", "公园",
-    "商场", "影城", "影院", "寺", "庙", "村", "苑", "小区", "府", "楼", "院", "市场", "超市", "餐厅", "饭店", "酒吧",
-    "剧院", "景区", "乐园", "坊", "湾", "港", "桥"), key=len, reverse=True))
+PLACE_WORDS = tuple(
+    sorted(
+        (
+            "充电站",
+            "加油站",
+            "加气站",
+            "服务区",
+            "停车场",
+            "地铁站",
+            "公交站",
+            "火车站",
+            "高铁站",
+            "汽车站",
+            "客运站",
+            "站",
+            "店",
+            "馆",
+            "厅",
+            "城",
+            "园",
+            "场",
+            "中心",
+            "广场",
+            "大厦",
+            "酒店",
+            "宾馆",
+            "医院",
+            "学校",
+            "大学",
+            "公园",
+            "商场",
+            "影城",
+            "影院",
+            "寺",
+            "庙",
+            "村",
+            "苑",
+            "小区",
+            "府",
+            "楼",
+            "院",
+            "市场",
+            "超市",
+            "餐厅",
+            "饭店",
+            "酒吧",
+            "剧院",
+            "景区",
+            "乐园",
+            "坊",
+            "湾",
+            "港",
+            "桥",
+        ),
+        key=len,
+        reverse=True,
+    )
+)
 # A name run stops at punctuation and at these function characters (推荐 … 去 … 的 …)
-_CUT_CHARS = set("的去到在是有和与或及个家座处这那该此您你我他她它为给从往向至了找选荐近边下些条即请可也都就还"
-                 "约共仅离距于而且但如若需要想让把被将等每各其某哪几多少达抵经过途位前后旁")
-_GENERIC_NAMES = ("停车场", "充电桩", "地铁站", "公交站", "火车站", "高铁站", "服务区", "门口", "商场", "广场", "市场",
-                  "超市", "餐厅", "饭店", "酒店", "景区", "公园", "医院", "学校", "小区")
+_CUT_CHARS = set(
+    "的去到在是有和与或及个家座处这那该此您你我他她它为给从往向至了找选荐近边下些条即请可也都就还"
+    "约共仅离距于而且但如若需要想让把被将等每各其某哪几多少达抵经过途位前后旁"
+)
+_GENERIC_NAMES = (
+    "停车场",
+    "充电桩",
+    "地铁站",
+    "公交站",
+    "火车站",
+    "高铁站",
+    "服务区",
+    "门口",
+    "商场",
+    "广场",
+    "市场",
+    "超市",
+    "餐厅",
+    "饭店",
+    "酒店",
+    "景区",
+    "公园",
+    "医院",
+    "学校",
+    "小区",
+)
 _NAME_CHAR = re.compile(r"[\u4e00-\u9fffA-Za-z0-9·\-]")
 
 
@@ -188,7 +275,7 @@ def numbers_of(texts: Sequence[str]) -> list[float]:
 def _number_grounded(value: float, decimals: int, unit: str, texts: Sequence[str] | list[float]) -> bool:
     """Whether a source number equals `value` at its precision after one of the unit's scalings."""
     numbers = texts if texts and isinstance(texts[0], float) else numbers_of(texts)  # type: ignore[arg-type]
-    tol = 0.5 * 10 ** -decimals + 1e-9
+    tol = 0.5 * 10**-decimals + 1e-9
     for scale in _SCALES.get(unit.lower(), (1.0,)):
         lo = bisect.bisect_left(numbers, (value - tol) / scale - 1e-12)
         if lo < len(numbers) and numbers[lo] <= (value + tol) / scale + 1e-12:
@@ -198,7 +285,7 @@ def _number_grounded(value: float, decimals: int, unit: str, texts: Sequence[str
 
 def _name_grounded(run: str, word: str, branch: str, texts: Sequence[str], prefixes: Sequence[str]) -> bool:
     full = norm(run + word + branch)
-    candidates = [full] + [full[len(norm(p)):] for p in prefixes if full.startswith(norm(p))]
+    candidates = [full] + [full[len(norm(p)) :] for p in prefixes if full.startswith(norm(p))]
     tail = norm(run[-2:] + word + branch)
     return any(c and any(c in t for t in texts) for c in candidates) or any(tail in t for t in texts)
 
@@ -212,7 +299,7 @@ def _runs_of(text: str) -> Iterable[tuple[str, str, str, int, int]]:
         i = start
         while i > last_end and _NAME_CHAR.match(text[i - 1]) and text[i - 1] not in _CUT_CHARS:
             i -= 1
-        branch_m = re.match(r"\([^()]{1,40}\)", text[m.end():])
+        branch_m = re.match(r"\([^()]{1,40}\)", text[m.end() :])
         branch = branch_m.group(0) if branch_m else ""
         end = m.end() + len(branch)
         run = text[i:start]
@@ -270,7 +357,7 @@ def claims_of(answer: str, ev: Evidence) -> list[Claim]:
 def _bare_base(text: str, base: str) -> int:
     """Where `base` occurs in `text` not followed by a branch "(...)" (which names another branch)."""
     for m in re.finditer(re.escape(base), text):
-        if not text[m.end():].startswith("("):
+        if not text[m.end() :].startswith("("):
             return m.start()
     return -1
 
@@ -317,8 +404,9 @@ def read_answer(answer: str, ev: Evidence) -> AnswerFacts:
     claims = claims_of(answer, ev)
     records = named_records(answer, ev)
     new_record = any(not any(norm(r.name) in g for g in ev.given) for r in records)
-    new_claim = any(c.in_output and not (c.kind in ("quote", "name") and any(c.text in g for g in ev.given))
-                    for c in claims)
+    new_claim = any(
+        c.in_output and not (c.kind in ("quote", "name") and any(c.text in g for g in ev.given)) for c in claims
+    )
     # an answer whose only places are invented is invented, whatever number of it a long output
     # happens to contain; one that names a real place and adds an invented one is not (IFS says so)
     invented_place = any(c.kind in ("quote", "name") and not c.grounded for c in claims)

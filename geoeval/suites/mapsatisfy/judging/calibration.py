@@ -63,8 +63,9 @@ def ensemble_scores(per_judge: Mapping[str, Sequence[float | None]]) -> list[flo
     return out
 
 
-def calibration(reference: Sequence[float], per_judge: Mapping[str, Sequence[float | None]],
-                epsilons: Sequence[float] = EPSILONS) -> dict[str, dict[str, float]]:
+def calibration(
+    reference: Sequence[float], per_judge: Mapping[str, Sequence[float | None]], epsilons: Sequence[float] = EPSILONS
+) -> dict[str, dict[str, float]]:
     """judge (and `ensemble` when there are several) -> {acc@ε..., mae, n}."""
     rows = dict(per_judge)
     if len(rows) > 1:
@@ -78,8 +79,12 @@ def calibration(reference: Sequence[float], per_judge: Mapping[str, Sequence[flo
     return out
 
 
-def calibration_markdown(reference: Sequence[float], per_judge: Mapping[str, Sequence[float | None]],
-                         metric: str = "", epsilons: Sequence[float] = EPSILONS) -> str:
+def calibration_markdown(
+    reference: Sequence[float],
+    per_judge: Mapping[str, Sequence[float | None]],
+    metric: str = "",
+    epsilons: Sequence[float] = EPSILONS,
+) -> str:
     """The B.2 table (Table B2 layout) for one metric."""
     table = calibration(reference, per_judge, epsilons)
     title = f"Judge calibration{f' ({metric})' if metric else ''}: agreement with human reference scores"

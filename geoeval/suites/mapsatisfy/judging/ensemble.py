@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
 from geoeval.suites.mapsatisfy.judging.model_judge import EVIDENCE_CHARS, model_verdicts
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -45,9 +45,15 @@ def combine(verdicts: Sequence[Verdicts]) -> Verdicts:
     return Verdicts(explicit, implicit, rows, raw)
 
 
-async def judge_dialogue(instance: Any, trajectory: Trajectory, judges: Sequence[str], votes: int,
-                         temperature: float = 1.0, model_factory: Any = None,
-                         evidence_chars: int = EVIDENCE_CHARS) -> Verdicts:
+async def judge_dialogue(
+    instance: Any,
+    trajectory: Trajectory,
+    judges: Sequence[str],
+    votes: int,
+    temperature: float = 1.0,
+    model_factory: Any = None,
+    evidence_chars: int = EVIDENCE_CHARS,
+) -> Verdicts:
     """Every judge's verdicts on one dialogue, combined."""
     from inspect_ai.model import GenerateConfig, get_model
 
@@ -74,6 +80,9 @@ def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
     from geoeval.core.text import clean_text
 
     gt = instance.ground_truth
-    return Verdicts([None] * len(gt.explicit_intent), [None] * len(gt.implicit_intent),
-                    [None] * len(instance.factual_answer_rubric),
-                    {f"{name}:error": clean_text(f"{type(exc).__name__}: {exc}", max_chars=500)})
+    return Verdicts(
+        [None] * len(gt.explicit_intent),
+        [None] * len(gt.implicit_intent),
+        [None] * len(instance.factual_answer_rubric),
+        {f"{name}:error": clean_text(f"{type(exc).__name__}: {exc}", max_chars=500)},
+    )

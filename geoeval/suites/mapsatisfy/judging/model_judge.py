@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from geoeval.core.text import clean_text
-from geoeval.suites.mapsatisfy.metrics import FactCheck
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.metrics import FactCheck
 
 EVIDENCE_CHARS = 200_000  # tool-output characters per judge prompt (the longest demo response is 40,189)
 
@@ -46,11 +46,13 @@ ASSISTANT'S FINAL ANSWER:
 QUESTIONS = {
     "explicit": "Does the final answer meet this explicit requirement of the user?",
     "implicit": "Does the final answer satisfy this implicit decision factor of the user?",
-    "grounding": ("Every fact the final answer claims under this rubric row must be supported by the tool "
-                  "responses, the user's input or the context; facts it does not claim are ignored. Is the "
-                  "answer faithful under this row (YES also when it claims nothing under this row, as long as "
-                  "the answer states some fact from the tool responses; NO when it states none at all: an "
-                  "empty answer, a refusal, or an answer made of facts no tool returned)?"),
+    "grounding": (
+        "Every fact the final answer claims under this rubric row must be supported by the tool "
+        "responses, the user's input or the context; facts it does not claim are ignored. Is the "
+        "answer faithful under this row (YES also when it claims nothing under this row, as long as "
+        "the answer states some fact from the tool responses; NO when it states none at all: an "
+        "empty answer, a refusal, or an answer made of facts no tool returned)?"
+    ),
 }
 # a judge's raw reply is kept for review up to this length (the rest is cut, and says so)
 RAW_REPLY_CHARS = 20_000
@@ -106,16 +108,18 @@ def evidence_text(tool_calls: Sequence[dict[str, Any]], budget: int = EVIDENCE_C
     return "\n".join(lines) or "(none)", stats
 
 
-async def model_verdicts(model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int,
-                         evidence_chars: int = EVIDENCE_CHARS) -> Verdicts:
+async def model_verdicts(
+    model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int, evidence_chars: int = EVIDENCE_CHARS
+) -> Verdicts:
     gt = instance.ground_truth
     evidence, stats = evidence_text(trajectory.tool_calls, evidence_chars)
     given = "\n".join(trajectory.given)
     raw: dict[str, Any] = {"evidence": stats}
 
     async def ask(kind: str, index: int, item: str) -> float | None:
-        prompt = JUDGE_PROMPT.format(question=QUESTIONS[kind], item=item, given=given, evidence=evidence,
-                                     answer=trajectory.answer)
+        prompt = JUDGE_PROMPT.format(
+            question=QUESTIONS[kind], item=item, given=given, evidence=evidence, answer=trajectory.answer
+        )
         verdict, replies = await model_item_verdict(model, prompt, votes)
         raw[f"{name}:{kind}:{index}"] = replies
         return verdict

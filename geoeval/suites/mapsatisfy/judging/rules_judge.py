@@ -49,8 +49,8 @@ from geoeval.suites.mapsatisfy.judging.answer_facts import (
     norm,
     read_answer,
 )
-from geoeval.suites.mapsatisfy.metrics import FactCheck
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
+from geoeval.suites.mapsatisfy.metrics import FactCheck
 
 TOPICS: dict[str, tuple[str, ...]] = {
     "route": ("路线", "导航", "规划", "怎么走", "路程", "route", "navigation"),
@@ -61,8 +61,13 @@ TOPICS: dict[str, tuple[str, ...]] = {
     "order": ("顺序",),
     "recommend": ("推荐", "查找", "找", "搜索", "候选"),
 }
-BOOKING_TOOLS = ("restaurant_reservation", "scenic_ticket_transaction", "search_train_or_flights_tickets",
-                 "transaction_service", "fuel_payment")
+BOOKING_TOOLS = (
+    "restaurant_reservation",
+    "scenic_ticket_transaction",
+    "search_train_or_flights_tickets",
+    "transaction_service",
+    "fuel_payment",
+)
 TRAFFIC_WORDS = ("严重拥堵", "拥堵", "缓行", "畅通", "堵车", "通畅")
 MODES: dict[str, tuple[str, ...]] = {
     "drive": ("驾车", "开车", "自驾"),
@@ -79,9 +84,48 @@ MENTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "open": (("营业", "开门"), ("营业", "开门", "开着", "打烊")),
     "price": (("人均", "消费", "预算", "价位"), ("人均", "价格", "消费", "预算", "实惠", "元")),
 }
-_STOP = ("附近", "周边", "当前", "位置", "需要", "目标", "对象", "用户", "提供", "方案", "查找", "推荐", "规划", "路线",
-         "地方", "地点", "这些", "他们", "我们", "结果", "应该", "应当", "优先", "考虑", "可以", "符合", "满足", "相关",
-         "信息", "给出", "告知", "安排", "一家", "一个", "是否", "以及", "或者", "并且", "范围", "目的地")
+_STOP = (
+    "附近",
+    "周边",
+    "当前",
+    "位置",
+    "需要",
+    "目标",
+    "对象",
+    "用户",
+    "提供",
+    "方案",
+    "查找",
+    "推荐",
+    "规划",
+    "路线",
+    "地方",
+    "地点",
+    "这些",
+    "他们",
+    "我们",
+    "结果",
+    "应该",
+    "应当",
+    "优先",
+    "考虑",
+    "可以",
+    "符合",
+    "满足",
+    "相关",
+    "信息",
+    "给出",
+    "告知",
+    "安排",
+    "一家",
+    "一个",
+    "是否",
+    "以及",
+    "或者",
+    "并且",
+    "范围",
+    "目的地",
+)
 _CAP = re.compile(r"(?:不超过|不高于|低于|少于|控制在)\s*(\d+)\s*元|(\d+)\s*元\s*(?:以内|以下|之内)")
 _OPEN_AT = re.compile(r"(\d{1,2})[:：](\d{2})[^。；;]{0,8}(?:营业|开门|开着)")
 _HOURS = re.compile(r"(\d{1,2}):(\d{2})\s*[-~至到]\s*(\d{1,2}):(\d{2})")
@@ -92,10 +136,10 @@ def _common_substrings(a: str, b: str, min_len: int = 2) -> list[str]:
     found: set[str] = set()
     for i in range(len(a)):
         k = 0
-        while i + k < len(a) and a[i:i + k + 1] in b:  # the longest prefix of a[i:] that b contains
+        while i + k < len(a) and a[i : i + k + 1] in b:  # the longest prefix of a[i:] that b contains
             k += 1
         if k >= min_len:
-            found.add(a[i:i + k])
+            found.add(a[i : i + k])
     return [s for s in found if not any(s != t and s in t for t in found)]
 
 
@@ -246,8 +290,9 @@ def _check(kind: str, param: Any, facts: AnswerFacts, ev: Evidence) -> bool:
     return topic_ok(param, facts, ev)
 
 
-def implicit_met(factor: Any, facts: AnswerFacts, ev: Evidence, query: str,
-                 routing_expected: bool = True) -> tuple[float, bool]:
+def implicit_met(
+    factor: Any, facts: AnswerFacts, ev: Evidence, query: str, routing_expected: bool = True
+) -> tuple[float, bool]:
     """(c_i, readable): readable is False when the rules found nothing to check in the rubric. A
     rubric's route words ask for route numbers only in a case whose ground truth expects a routing
     tool ("推荐适合亲子的地点或路线" in a nearby search asks for no route)."""
@@ -284,6 +329,12 @@ def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
             unreadable.append(i)
     faithful = facts.substantive and not facts.invented
     rows = [[FactCheck(True, faithful)] for _ in instance.factual_answer_rubric]
-    raw = {"rules": {"substantive": facts.substantive, "invented": facts.invented,
-                     "named": [r.name for r in facts.records], "unreadable": unreadable}}
+    raw = {
+        "rules": {
+            "substantive": facts.substantive,
+            "invented": facts.invented,
+            "named": [r.name for r in facts.records],
+            "unreadable": unreadable,
+        }
+    }
     return Verdicts(explicit, implicit, rows, raw)

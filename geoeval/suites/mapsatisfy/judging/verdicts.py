@@ -21,8 +21,12 @@ class Trajectory:
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Trajectory:
-        return cls(answer=record.get("answer", ""), tool_calls=list(record.get("tool_calls", [])),
-                   given=list(record.get("given", [])), profile_in_prompt=bool(record.get("profile_in_prompt")))
+        return cls(
+            answer=record.get("answer", ""),
+            tool_calls=list(record.get("tool_calls", [])),
+            given=list(record.get("given", [])),
+            profile_in_prompt=bool(record.get("profile_in_prompt")),
+        )
 
 
 @dataclass

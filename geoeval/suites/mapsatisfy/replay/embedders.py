@@ -84,7 +84,7 @@ class HashingEmbedder:
         for row, text in enumerate(texts):
             for n in self.ngrams:
                 for i in range(max(0, len(text) - n + 1)):
-                    index, sign = self._bucket(text[i:i + n])
+                    index, sign = self._bucket(text[i : i + n])
                     out[row, index] += sign
             norm = float(np.linalg.norm(out[row]))
             if norm > 0:
@@ -113,4 +113,3 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
-

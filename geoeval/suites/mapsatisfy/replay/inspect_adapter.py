@@ -14,26 +14,42 @@ from geoeval.suites.mapsatisfy.replay.catalogue import ParamSpec
 from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox, ToolResponse
 
 
-def inspect_tools(sandbox: ReplaySandbox, names: Iterable[str] | None = None, *, trace_id: str | None = None,
-                  on_response: Callable[[ToolResponse], None] | None = None) -> list[Any]:
+def inspect_tools(
+    sandbox: ReplaySandbox,
+    names: Iterable[str] | None = None,
+    *,
+    trace_id: str | None = None,
+    on_response: Callable[[ToolResponse], None] | None = None,
+) -> list[Any]:
     """Inspect `ToolDef`s of the catalogue tools (all, or `names`) served by `sandbox`.
 
     `trace_id` (the case's task_id) prefers that case's records among equal ones; `on_response`
     sees every `ToolResponse` (the solver keeps them for the judges and TS).
     """
     defs = []
-    for name in (sorted(sandbox.tools) if names is None else names):
+    for name in sorted(sandbox.tools) if names is None else names:
         spec = sandbox.tools.get(name)
         if spec is None:
             raise GeoevalError(f"unknown MapSatisfy tool '{name}'; available: {', '.join(sorted(sandbox.tools))}")
         params = ToolParams(
-            properties={p.name: ToolParam(type=_schema_types(p), description=p.description,
-                                          items=JSONSchema(type=p.items) if p.items else None)
-                        for p in spec.params},
+            properties={
+                p.name: ToolParam(
+                    type=_schema_types(p),
+                    description=p.description,
+                    items=JSONSchema(type=p.items) if p.items else None,
+                )
+                for p in spec.params
+            },
             required=list(spec.required),
         )
-        defs.append(ToolDef(_tool_function(sandbox, name, trace_id, on_response), name=name,
-                            description=spec.description, parameters=params))
+        defs.append(
+            ToolDef(
+                _tool_function(sandbox, name, trace_id, on_response),
+                name=name,
+                description=spec.description,
+                parameters=params,
+            )
+        )
     return defs
 
 
@@ -44,8 +60,9 @@ def _schema_types(param: ParamSpec) -> Any:
     return types if len(types) > 1 else types[0]
 
 
-def _tool_function(sandbox: ReplaySandbox, name: str, trace_id: str | None,
-                   on_response: Callable[[ToolResponse], None] | None) -> Callable[..., Awaitable[str]]:
+def _tool_function(
+    sandbox: ReplaySandbox, name: str, trace_id: str | None, on_response: Callable[[ToolResponse], None] | None
+) -> Callable[..., Awaitable[str]]:
     async def run(**kwargs: Any) -> str:
         response = await sandbox.call(name, kwargs, trace_id=trace_id)
         if on_response is not None:

@@ -85,12 +85,24 @@ def anchor_signature(tool: str, normalized: Mapping[str, Any]) -> tuple[str, tup
         if isinstance(value, list):
             return "[" + ",".join(walk(v) for v in value) + "]"
         if isinstance(value, dict):
-            return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{walk(value[k])}"
-                                  for k in sorted(value) if k not in LABEL_PARAMS) + "}"
+            return (
+                "{"
+                + ",".join(
+                    f"{json.dumps(k, ensure_ascii=False)}:{walk(value[k])}"
+                    for k in sorted(value)
+                    if k not in LABEL_PARAMS
+                )
+                + "}"
+            )
         return json.dumps(str(value), ensure_ascii=False)
 
-    shape = "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{walk(normalized[k])}"
-                           for k in sorted(normalized) if k not in skip) + "}"
+    shape = (
+        "{"
+        + ",".join(
+            f"{json.dumps(k, ensure_ascii=False)}:{walk(normalized[k])}" for k in sorted(normalized) if k not in skip
+        )
+        + "}"
+    )
     return shape, tuple(numbers)
 
 
@@ -133,7 +145,7 @@ class ToolIndex:
         if self.n_records >= len(records):
             return
         new_texts: list[str] = []
-        for record in records[self.n_records:]:
+        for record in records[self.n_records :]:
             if record.key in self.keys:
                 continue
             self.keys.add(record.key)
@@ -155,8 +167,9 @@ class ToolIndex:
             self.matrix = vectors if self.matrix is None else np.vstack([self.matrix, vectors])
         self.n_records = len(records)
 
-    def nearest(self, tool: str, normalized: Mapping[str, Any], coordinate_tolerance: float,
-                embed_unit: EmbedUnit) -> tuple[float, str] | None:
+    def nearest(
+        self, tool: str, normalized: Mapping[str, Any], coordinate_tolerance: float, embed_unit: EmbedUnit
+    ) -> tuple[float, str] | None:
         """The best vector candidate of a call as (similarity, recorded key), or None when no
         indexed call has agreeing anchor arguments.
 

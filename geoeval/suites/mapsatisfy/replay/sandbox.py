@@ -81,11 +81,21 @@ class ReplaySandbox:
       absent from it but present in the store is served without checks.
     """
 
-    def __init__(self, store: RecordStore, *, embedder: Embedder | None = None, threshold: float | None = None,
-                 coordinate_tolerance: float = COORDINATE_TOLERANCE, vector: bool = True,
-                 tool_simulator: Any = None, live: Live | None = None, record: bool = False,
-                 tools: Mapping[str, ToolSpec] | None = None, simulator_examples: int = 2,
-                 example_chars: int = 1500) -> None:
+    def __init__(
+        self,
+        store: RecordStore,
+        *,
+        embedder: Embedder | None = None,
+        threshold: float | None = None,
+        coordinate_tolerance: float = COORDINATE_TOLERANCE,
+        vector: bool = True,
+        tool_simulator: Any = None,
+        live: Live | None = None,
+        record: bool = False,
+        tools: Mapping[str, ToolSpec] | None = None,
+        simulator_examples: int = 2,
+        example_chars: int = 1500,
+    ) -> None:
         self.store = store
         self._embedder = embedder
         self._threshold = threshold
@@ -160,7 +170,7 @@ class ReplaySandbox:
 
     def build_index(self, tools: Iterable[str] | None = None) -> None:
         """Embed the recorded calls now (otherwise done on the first vector lookup of a tool)."""
-        for tool in (self.store.tools if tools is None else tools):
+        for tool in self.store.tools if tools is None else tools:
             self._index(tool)
 
     def nearest(self, tool: str, normalized: Mapping[str, Any]) -> tuple[float, str] | None:
@@ -175,43 +185,70 @@ class ReplaySandbox:
         args = dict(arguments or {})
         error = self.check_call(tool, arguments)
         if error:
-            return ToolResponse(tool=tool, arguments=args, content=_error_content(tool, error),
-                                match_type="no_record", error=error)
+            return ToolResponse(
+                tool=tool, arguments=args, content=_error_content(tool, error), match_type="no_record", error=error
+            )
         normalized = normalize_arguments(tool, args)
         key = canonical_text(normalized)
         hits = self.store.exact(tool, key)
         if hits:
             return self._answer(tool, args, key, self._pick(hits, trace_id), "exact", 1.0)
         if not self.store.records(tool):
-            return ToolResponse(tool=tool, arguments=args, key=key, match_type="no_record",
-                                content=_no_record_content(tool, "no recorded calls of this tool"))
+            return ToolResponse(
+                tool=tool,
+                arguments=args,
+                key=key,
+                match_type="no_record",
+                content=_no_record_content(tool, "no recorded calls of this tool"),
+            )
         best = self.nearest(tool, normalized) if self.vector else None
         if best is not None and best[0] >= self.threshold:
-            return self._answer(tool, args, key, self._pick(self.store.exact(tool, best[1]), trace_id),
-                                "vector", best[0])
-        message = ("no recorded call of this tool with these arguments" if best is None else
-                   "no recorded call close enough to these arguments")
-        return ToolResponse(tool=tool, arguments=args, key=key, content=_no_record_content(tool, message),
-                            match_type="no_record", score=None if best is None else best[0])
+            return self._answer(
+                tool, args, key, self._pick(self.store.exact(tool, best[1]), trace_id), "vector", best[0]
+            )
+        message = (
+            "no recorded call of this tool with these arguments"
+            if best is None
+            else "no recorded call close enough to these arguments"
+        )
+        return ToolResponse(
+            tool=tool,
+            arguments=args,
+            key=key,
+            content=_no_record_content(tool, message),
+            match_type="no_record",
+            score=None if best is None else best[0],
+        )
 
     @staticmethod
-    def _answer(tool: str, args: dict[str, Any], key: str, record: ToolRecord, match: MatchType,
-                score: float) -> ToolResponse:
-        return ToolResponse(tool=tool, arguments=args, key=key, content=record.result, match_type=match,
-                            score=score, matched_arguments=record.arguments, matched_trace_id=record.trace_id,
-                            matched_source=record.source or None)
+    def _answer(
+        tool: str, args: dict[str, Any], key: str, record: ToolRecord, match: MatchType, score: float
+    ) -> ToolResponse:
+        return ToolResponse(
+            tool=tool,
+            arguments=args,
+            key=key,
+            content=record.result,
+            match_type=match,
+            score=score,
+            matched_arguments=record.arguments,
+            matched_trace_id=record.trace_id,
+            matched_source=record.source or None,
+        )
 
     # -- the full call ---------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: Mapping[str, Any] | None = None,
-                   trace_id: str | None = None) -> ToolResponse:
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any] | None = None, trace_id: str | None = None
+    ) -> ToolResponse:
         """Answer one call through every stage. Never raises for a bad call: the error is the
         response, as a live tool service would return it."""
         args = dict(arguments or {})
         error = self.check_call(tool, arguments)
         if error:
-            return ToolResponse(tool=tool, arguments=args, content=_error_content(tool, error),
-                                match_type="no_record", error=error)
+            return ToolResponse(
+                tool=tool, arguments=args, content=_error_content(tool, error), match_type="no_record", error=error
+            )
         if self.record and self.live is not None:
             # record mode against a live service: replay only exact repeats, capture the rest
             key = argument_key(tool, args)
@@ -242,8 +279,9 @@ class ReplaySandbox:
         return self._simulator_model
 
     def simulator_prompt(self, tool: str, arguments: Mapping[str, Any]) -> str:
-        return simulator_prompt(tool, self.tools.get(tool), arguments, self._simulator_examples(tool, arguments),
-                                self.example_chars)
+        return simulator_prompt(
+            tool, self.tools.get(tool), arguments, self._simulator_examples(tool, arguments), self.example_chars
+        )
 
     def _simulator_examples(self, tool: str, arguments: Mapping[str, Any]) -> list[ToolRecord]:
         """The recorded calls a simulator prompt shows: the closest (when one has agreeing

@@ -48,21 +48,29 @@ def simulator_model(tool_simulator: Any) -> Any:
     return get_model(tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS))
 
 
-def simulator_prompt(tool: str, spec: ToolSpec | None, arguments: Mapping[str, Any],
-                     examples: Sequence[ToolRecord], example_chars: int) -> str:
+def simulator_prompt(
+    tool: str, spec: ToolSpec | None, arguments: Mapping[str, Any], examples: Sequence[ToolRecord], example_chars: int
+) -> str:
     """The stage-3 prompt of one call; `examples` are the recorded calls shown as a format
     reference (each response cut to `example_chars`)."""
     description = spec.description if spec else "(not in the catalogue)"
     parameters = "\n".join(f"- {p.name}: {p.description}" for p in spec.params) if spec else "-"
     shown_examples = ""
     if examples:
-        shown = [f"Arguments: {canonical_text(normalize_arguments(tool, r.arguments))}\n"
-                 f"Response: {r.result[:example_chars]}" for r in examples]
-        shown_examples = "Recorded responses of this tool for similar calls (format reference):\n" + \
-            "\n\n".join(shown) + "\n\n"
-    return SIMULATOR_PROMPT.format(tool=tool, description=description, parameters=parameters,
-                                   arguments=json.dumps(dict(arguments), ensure_ascii=False),
-                                   examples=shown_examples)
+        shown = [
+            f"Arguments: {canonical_text(normalize_arguments(tool, r.arguments))}\nResponse: {r.result[:example_chars]}"
+            for r in examples
+        ]
+        shown_examples = (
+            "Recorded responses of this tool for similar calls (format reference):\n" + "\n\n".join(shown) + "\n\n"
+        )
+    return SIMULATOR_PROMPT.format(
+        tool=tool,
+        description=description,
+        parameters=parameters,
+        arguments=json.dumps(dict(arguments), ensure_ascii=False),
+        examples=shown_examples,
+    )
 
 
 async def simulate(model: Any, prompt: str) -> str:

@@ -44,8 +44,16 @@ class RecordStore:
         self._by_key.setdefault((record.tool, record.key), []).append(record)
         return record
 
-    def add(self, tool: str, arguments: Mapping[str, Any], result: str, *, trace_id: str = "",
-            origin: str = "recorded", source: str = "") -> ToolRecord:
+    def add(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        result: str,
+        *,
+        trace_id: str = "",
+        origin: str = "recorded",
+        source: str = "",
+    ) -> ToolRecord:
         args = dict(arguments)
         return self._insert(ToolRecord(tool, args, str(result), argument_key(tool, args), trace_id, origin, source))
 
@@ -74,8 +82,14 @@ class RecordStore:
                 writer = csv.writer(fh)
                 writer.writerow(["trace_id", "tool_name", "arguments", "result"])
                 for r in self.records(tool):
-                    writer.writerow([r.trace_id, r.tool, json.dumps(r.arguments, ensure_ascii=False,
-                                                                     separators=(",", ":")), r.result])
+                    writer.writerow(
+                        [
+                            r.trace_id,
+                            r.tool,
+                            json.dumps(r.arguments, ensure_ascii=False, separators=(",", ":")),
+                            r.result,
+                        ]
+                    )
             written.append(path)
         return written
 
@@ -99,8 +113,9 @@ def load_mock_store(directory: str | Path, store: RecordStore | None = None) -> 
                 continue  # an empty file: no recorded calls of that tool
             missing = {"arguments", "result"} - set(reader.fieldnames)
             if missing:
-                raise GeoevalError(f"{path}: missing column(s) {sorted(missing)}; "
-                                   "expected trace_id, tool_name, arguments, result")
+                raise GeoevalError(
+                    f"{path}: missing column(s) {sorted(missing)}; expected trace_id, tool_name, arguments, result"
+                )
             for line, row in enumerate(reader, start=2):
                 tool = (row.get("tool_name") or path.stem).strip()
                 try:
@@ -109,6 +124,11 @@ def load_mock_store(directory: str | Path, store: RecordStore | None = None) -> 
                     raise GeoevalError(f"{path.name}:{line}: arguments are not valid JSON ({exc.msg})") from None
                 if not isinstance(arguments, dict):
                     raise GeoevalError(f"{path.name}:{line}: arguments must be a JSON object")
-                store.add(tool, arguments, row["result"] or "", trace_id=(row.get("trace_id") or "").strip(),
-                          source=f"{path.name}:{line}")
+                store.add(
+                    tool,
+                    arguments,
+                    row["result"] or "",
+                    trace_id=(row.get("trace_id") or "").strip(),
+                    source=f"{path.name}:{line}",
+                )
     return store

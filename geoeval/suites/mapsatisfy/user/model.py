@@ -46,25 +46,39 @@ class UserModel:
 
     def profile(self, locality: str) -> dict[str, Any]:
         prefs = self.preferences()
-        bits = [f"常住{self.home_city.split('/')[-1]}", "有车" if self.has_car else "无车",
-                f"消费偏好{self.top('price_level')}", f"出行习惯{self.top('travel_mode')}"]
-        return {"summary": "；".join(bits), "attributes": {"has_car": self.has_car, "home_city": self.home_city,
-                                                          "locality": locality},
-                "preferences": prefs}
+        bits = [
+            f"常住{self.home_city.split('/')[-1]}",
+            "有车" if self.has_car else "无车",
+            f"消费偏好{self.top('price_level')}",
+            f"出行习惯{self.top('travel_mode')}",
+        ]
+        return {
+            "summary": "；".join(bits),
+            "attributes": {"has_car": self.has_car, "home_city": self.home_city, "locality": locality},
+            "preferences": prefs,
+        }
 
     def action_summary(self) -> dict[str, Any]:
-        return {"uid": self.uid, "windows": ["前30天", "近30天"],
-                "behaviour": {d: {o: {"前30天": e, "近30天": r} for o, (e, r) in opts.items()}
-                              for d, opts in self.behaviour.items()}}
+        return {
+            "uid": self.uid,
+            "windows": ["前30天", "近30天"],
+            "behaviour": {
+                d: {o: {"前30天": e, "近30天": r} for o, (e, r) in opts.items()} for d, opts in self.behaviour.items()
+            },
+        }
 
 
 def _make_user(rng: np.random.Generator, index: int, city: City, seed: int) -> UserModel:
     behaviour = {}
     for dim, options in BEHAVIOUR_DIMENSIONS.items():
         favourite = int(rng.integers(len(options)))
-        behaviour[dim] = {o: (int(rng.integers(6, 14)) if i == favourite else int(rng.integers(0, 5)),
-                              int(rng.integers(4, 16)) if i == favourite else int(rng.integers(0, 5)))
-                          for i, o in enumerate(options)}
+        behaviour[dim] = {
+            o: (
+                int(rng.integers(6, 14)) if i == favourite else int(rng.integers(0, 5)),
+                int(rng.integers(4, 16)) if i == favourite else int(rng.integers(0, 5)),
+            )
+            for i, o in enumerate(options)
+        }
     home = city.name if rng.random() < 0.8 else "上海市/上海市"
     uid = hashlib.sha1(f"{seed}:{index}".encode()).hexdigest()[:16]
     return UserModel(uid=uid, home_city=home, has_car=bool(rng.random() < 0.55), behaviour=behaviour)

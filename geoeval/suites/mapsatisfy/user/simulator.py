@@ -33,36 +33,158 @@ PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
 # demo is, and English). A question asks a slot when it contains one of its words; a full-intent
 # clause answers a slot when it contains one of them.
 SLOT_WORDS: dict[str, tuple[str, ...]] = {
-    "destination": ("目的地", "去哪", "哪里", "哪儿", "地点", "景点", "位置", "地方", "城市", "终点",
-                    "destination", "where", "place", "city"),
-    "time": ("时间", "几点", "什么时候", "日期", "今天", "明天", "今晚", "晚上", "早上", "上午", "下午", "中午", "傍晚",
-             "白天", "夜间", "时段", "周末", "点前", "点到", "点出发",
-             "when", "time", "date", "tonight", "evening"),
-    "travel_mode": ("出行方式", "交通", "地铁", "公交", "驾车", "自驾", "开车", "骑行", "步行", "打车", "坐车",
-                    "mode", "transport", "drive", "driving", "subway", "bus", "walk", "bike", "taxi"),
+    "destination": (
+        "目的地",
+        "去哪",
+        "哪里",
+        "哪儿",
+        "地点",
+        "景点",
+        "位置",
+        "地方",
+        "城市",
+        "终点",
+        "destination",
+        "where",
+        "place",
+        "city",
+    ),
+    "time": (
+        "时间",
+        "几点",
+        "什么时候",
+        "日期",
+        "今天",
+        "明天",
+        "今晚",
+        "晚上",
+        "早上",
+        "上午",
+        "下午",
+        "中午",
+        "傍晚",
+        "白天",
+        "夜间",
+        "时段",
+        "周末",
+        "点前",
+        "点到",
+        "点出发",
+        "when",
+        "time",
+        "date",
+        "tonight",
+        "evening",
+    ),
+    "travel_mode": (
+        "出行方式",
+        "交通",
+        "地铁",
+        "公交",
+        "驾车",
+        "自驾",
+        "开车",
+        "骑行",
+        "步行",
+        "打车",
+        "坐车",
+        "mode",
+        "transport",
+        "drive",
+        "driving",
+        "subway",
+        "bus",
+        "walk",
+        "bike",
+        "taxi",
+    ),
     "budget": ("预算", "价格", "价位", "费用", "花费", "便宜", "贵", "budget", "price", "cost", "cheap"),
     "party": ("几个人", "人数", "几位", "同行", "带", "people", "how many", "party", "kids"),
     # not 需要: it opens offers ("需要我帮您导航吗") and closings ("如需要…"), which ask no preference
-    "preference": ("偏好", "喜欢", "倾向", "希望", "想要", "要求", "最好", "类型",
-                   "prefer", "preference", "like", "want", "requirement", "type", "kind"),
+    "preference": (
+        "偏好",
+        "喜欢",
+        "倾向",
+        "希望",
+        "想要",
+        "要求",
+        "最好",
+        "类型",
+        "prefer",
+        "preference",
+        "like",
+        "want",
+        "requirement",
+        "type",
+        "kind",
+    ),
 }
 
 # Signals that a message asks the user for something (C.1 section 4.B: a question mark, or a
 # request for an answer, a choice or a confirmation).
 # 还是 is not one: "A还是B？" carries its question mark, and 还是 also means "still" in a statement.
-_QUESTION_MARKERS = ("?", "？", "吗", "请问", "请告诉", "告诉我", "是否", "哪一个", "哪个", "要不要",
-                     "需不需要", "可以吗", "which", "would you", "do you", "could you tell", "please tell",
-                     "let me know")
+_QUESTION_MARKERS = (
+    "?",
+    "？",
+    "吗",
+    "请问",
+    "请告诉",
+    "告诉我",
+    "是否",
+    "哪一个",
+    "哪个",
+    "要不要",
+    "需不需要",
+    "可以吗",
+    "which",
+    "would you",
+    "do you",
+    "could you tell",
+    "please tell",
+    "let me know",
+)
 # A sentence with one of these is a polite closing offer, not a question: it needs no answer.
-_CLOSING_MARKERS = ("如需", "如果需要", "如有需要", "需要的话", "有需要", "若需要", "随时", "如有其他", "如果还有",
-                    "还有什么可以帮", "if you need", "let me know if", "feel free")
+_CLOSING_MARKERS = (
+    "如需",
+    "如果需要",
+    "如有需要",
+    "需要的话",
+    "有需要",
+    "若需要",
+    "随时",
+    "如有其他",
+    "如果还有",
+    "还有什么可以帮",
+    "if you need",
+    "let me know if",
+    "feel free",
+)
 # A request with one of these offers an action of the assistant, to be confirmed yes or no.
-_OFFER_MARKERS = ("需要我", "要我", "要不要我", "需不需要我", "是否需要我", "我可以帮", "我帮您", "我帮你", "我来帮",
-                  "我为您", "帮您", "为您", "shall i", "should i", "do you want me", "would you like me", "want me to")
+_OFFER_MARKERS = (
+    "需要我",
+    "要我",
+    "要不要我",
+    "需不需要我",
+    "是否需要我",
+    "我可以帮",
+    "我帮您",
+    "我帮你",
+    "我来帮",
+    "我为您",
+    "帮您",
+    "为您",
+    "shall i",
+    "should i",
+    "do you want me",
+    "would you like me",
+    "want me to",
+)
 # actions an offer can name, with the words of a full intent that want them
 _ACTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "navigate": (("导航", "路线", "规划", "怎么走", "带路", "navigate", "route"),
-                 ("去", "前往", "到", "导航", "路线", "规划", "怎么走", "go to", "route")),
+    "navigate": (
+        ("导航", "路线", "规划", "怎么走", "带路", "navigate", "route"),
+        ("去", "前往", "到", "导航", "路线", "规划", "怎么走", "go to", "route"),
+    ),
     "book": (("预订", "订", "预约", "book", "reserve"), ("订", "预约", "book", "reserve")),
     "taxi": (("打车", "叫车", "taxi"), ("打车", "叫车", "taxi")),
 }
@@ -168,11 +290,15 @@ class RuleBasedUser:
         return "，".join(answer) + "。"
 
 
-def fill_user_prompt(query: str, full_intent: str, current_time: str, current_location: str,
-                     persona: str = "") -> str:
+def fill_user_prompt(query: str, full_intent: str, current_time: str, current_location: str, persona: str = "") -> str:
     template = (PROMPTS / "user_simulator.txt").read_text(encoding="utf-8")
-    for key, value in (("{current_time}", current_time), ("{current_location}", current_location),
-                       ("{query}", query), ("{full_intent}", full_intent), ("{persona}", persona or "(none)")):
+    for key, value in (
+        ("{current_time}", current_time),
+        ("{current_location}", current_location),
+        ("{query}", query),
+        ("{full_intent}", full_intent),
+        ("{persona}", persona or "(none)"),
+    ):
         template = template.replace(key, value)
     return template
 
@@ -189,8 +315,10 @@ class LLMUser:
         from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
         history = "\n".join(f"[{i}] role={role}: {text}" for i, (role, text) in enumerate(dialogue))
-        messages = [ChatMessageSystem(content=self.system_prompt),
-                    ChatMessageUser(content=f"conversation_history (maxindex={len(dialogue) - 1}):\n{history}")]
+        messages = [
+            ChatMessageSystem(content=self.system_prompt),
+            ChatMessageUser(content=f"conversation_history (maxindex={len(dialogue) - 1}):\n{history}"),
+        ]
         output = await self.model.generate(messages)
         # the reply becomes a user message the agent is sent next: it must be valid UTF-8 text
         text = clean_text(output.completion or "").strip()

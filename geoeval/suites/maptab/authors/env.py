@@ -45,11 +45,12 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from geoeval.core.errors import GeoevalError
 from geoeval.core.cache.memo import file_digest
+from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.authors.format import (
     TOTAL_KEYS,
     authors_table_path,
@@ -60,9 +61,19 @@ from geoeval.suites.maptab.authors.format import (
     rp_test_set_path,
     scenario_of_item,
 )
-from geoeval.suites.maptab.env.environment import MapTabEnv, env_key, image_data_uri, load_maps, resolution_tag, save_maps
+from geoeval.suites.maptab.env.environment import (
+    MapTabEnv,
+    env_key,
+    image_data_uri,
+    load_maps,
+    resolution_tag,
+    save_maps,
+)
+from geoeval.suites.maptab.env.tables import ATTRIBUTE_COLUMNS, format_table, shuffle_rows, split_edge_label
 from geoeval.suites.maptab.graph import MetroMap, Scenario
 from geoeval.suites.maptab.metrics import DIFFICULTY_SCORES
+from geoeval.suites.maptab.routing.cost import SCENARIO_OBJECTIVE, Objective
+from geoeval.suites.maptab.routing.transfers import parse_route
 from geoeval.suites.maptab.rp.queries import (
     CATEGORIES,
     CRITERIA_FREE,
@@ -72,9 +83,6 @@ from geoeval.suites.maptab.rp.queries import (
     row_seed,
     table_columns,
 )
-from geoeval.suites.maptab.routing.cost import SCENARIO_OBJECTIVE, Objective
-from geoeval.suites.maptab.routing.transfers import parse_route
-from geoeval.suites.maptab.env.tables import ATTRIBUTE_COLUMNS, format_table, shuffle_rows, split_edge_label
 
 SCENARIOS: dict[str, tuple[Scenario, ...]] = {
     "metromap": ("metromap",),
@@ -130,7 +138,9 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def normalise_item(raw: Any, scenario: Scenario, category: str, rel_file: str, index: int, root: Path) -> dict[str, Any]:
+def normalise_item(
+    raw: Any, scenario: Scenario, category: str, rel_file: str, index: int, root: Path
+) -> dict[str, Any]:
     """One test-set item as geoeval uses it, checked; raises GeoevalError naming file, item and key."""
     where = f"{rel_file} item {index}"
     if not isinstance(raw, dict):
@@ -149,7 +159,9 @@ def normalise_item(raw: Any, scenario: Scenario, category: str, rel_file: str, i
     if category not in CRITERIA_FREE:
         w = raw.get("weights")
         if not (isinstance(w, list) and len(w) == 4 and all(_number(x) and x >= 0 for x in w) and any(w)):
-            raise _bad(where, f"'weights' must be 4 non-negative numbers [time, price, comfort, reliability], got {w!r}")
+            raise _bad(
+                where, f"'weights' must be 4 non-negative numbers [time, price, comfort, reliability], got {w!r}"
+            )
         weights = [float(x) for x in w]
         totals = {}
         for key in TOTAL_KEYS:
@@ -209,8 +221,10 @@ def table_problems(root: Path, scenario: Scenario, country: str, name: str) -> l
     for i, row in enumerate(vertex_rows, 1):
         key = str(row.get("Vertex", "")).strip().lower()
         if key in seen_station:
-            problems.append(f"{vertex_path.name}: station {row.get('Vertex')!r} is listed on rows "  # type: ignore[union-attr]
-                            f"{seen_station[key]} and {i} (the later row is used)")
+            problems.append(
+                f"{vertex_path.name}: station {row.get('Vertex')!r} is listed on rows "  # type: ignore[union-attr]
+                f"{seen_station[key]} and {i} (the later row is used)"
+            )
         seen_station.setdefault(key, i)
     known = {str(r.get("Vertex", "")).strip() for r in vertex_rows}
     seen_pair: dict[frozenset[str], tuple[int, tuple]] = {}
@@ -221,13 +235,17 @@ def table_problems(root: Path, scenario: Scenario, country: str, name: str) -> l
         for line in lines:
             if (pair, line) in seen_line:
                 on = f" on {line!r}" if line else ""
-                problems.append(f"{edge_path.name}: edge {row['Edge']!r}{on} repeats row {seen_line[(pair, line)]} "  # type: ignore[union-attr]
-                                f"(row {i}): duplicate edge")
+                problems.append(
+                    f"{edge_path.name}: edge {row['Edge']!r}{on} repeats row {seen_line[(pair, line)]} "  # type: ignore[union-attr]
+                    f"(row {i}): duplicate edge"
+                )
             seen_line.setdefault((pair, line), i)
         values = tuple(row.get(c) for c in ATTRIBUTE_COLUMNS)
         if pair in seen_pair and seen_pair[pair][1] != values:
-            problems.append(f"{edge_path.name}: edge {row['Edge']!r} on row {i} has other attributes than "  # type: ignore[union-attr]
-                            f"row {seen_pair[pair][0]} (the first row is used)")
+            problems.append(
+                f"{edge_path.name}: edge {row['Edge']!r} on row {i} has other attributes than "  # type: ignore[union-attr]
+                f"row {seen_pair[pair][0]} (the first row is used)"
+            )
         seen_pair.setdefault(pair, (i, values))
     return problems
 
@@ -280,9 +298,8 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     """Load, check and store the authors' files (see the module docstring); returns the handle."""
-    from geoeval.suites.maptab.generator.checks import run_quality_checks
-
     from geoeval.core.data.fetch import resolve_root
+    from geoeval.suites.maptab.generator.checks import run_quality_checks
 
     # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
     root = resolve_root(env_cfg.root, "maptab-sample").expanduser().resolve()
@@ -319,7 +336,8 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
             },
             "items": [
                 {"file": it["file"], "index": it["index"], "problem": p}
-                for it in items for p in item_problems(it, by_name[it["map"]])
+                for it in items
+                for p in item_problems(it, by_name[it["map"]])
             ],
         }
         bad_maps = {name for name, problems in quality["maps"].items() if problems}
@@ -329,7 +347,8 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
             lines += [f"{q['file']} item {q['index']}: {q['problem']}" for q in quality["items"]]
             raise GeoevalError(
                 "env.on_quality_failure=fail: the authors' files fail quality checks (B.5/B.6):\n  "
-                + "\n  ".join(lines[:50]) + ("\n  ..." if len(lines) > 50 else "")
+                + "\n  ".join(lines[:50])
+                + ("\n  ..." if len(lines) > 50 else "")
                 + "\nFix the files, or set env.on_quality_failure=exclude to evaluate without them."
             )
         # exclude (the default): a failing map or item is never used, and the exclusion is recorded
@@ -343,8 +362,12 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
             raise GeoevalError(f"env: every authors' item failed the quality checks; see {quality_path}")
         _write_atomic(folder / ITEMS_FILE, json.dumps(items, ensure_ascii=False, indent=1))
         difficulty = {name: {"level": level} for name, (_, _, level) in maps_named.items()}
-        save_maps(db, maps, difficulty, {"env_key": key, "root": str(root),
-                                         "quality": json.dumps(quality, ensure_ascii=False)})
+        save_maps(
+            db,
+            maps,
+            difficulty,
+            {"env_key": key, "root": str(root), "quality": json.dumps(quality, ensure_ascii=False)},
+        )
     report_quality(json.loads(quality_path.read_text("utf-8")), quality_path)
     return MapTabEnv(
         db_path=str(db.resolve()),
@@ -452,9 +475,7 @@ def authors_query(item: dict[str, Any], m: MetroMap, query_id: str) -> RPQuery:
     )
 
 
-def authors_tables(
-    item: dict[str, Any], m: MetroMap, table_format: str, row_seed: str | None = None
-) -> dict[str, str]:
+def authors_tables(item: dict[str, Any], m: MetroMap, table_format: str, row_seed: str | None = None) -> dict[str, str]:
     """The tables of an item's prompt, masked to its category's columns (`queries.table_columns`),
     rows shuffled by `row_seed` (`queries.prompt_tables`) when given."""
     if item["category"] != "mix" or not item["mix_table"]:

@@ -22,12 +22,20 @@ maps can share one root.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.errors import GeoevalError
+from geoeval.suites.maptab.env.tables import (
+    edge_table,
+    format_table,
+    map_from_rows,
+    mix_table,
+    parse_table,
+    vertex_table,
+)
 from geoeval.suites.maptab.graph import MetroMap, Scenario
-from geoeval.suites.maptab.env.tables import edge_table, format_table, map_from_rows, mix_table, parse_table, vertex_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from PIL import Image
@@ -74,8 +82,12 @@ def item_keys(scenario: Scenario) -> tuple[str, str, str]:
 
 
 def rp_test_set_path(root: Path, scenario: Scenario, category: str) -> Path:
-    return Path(root) / scenario / "data" / "test_set" / (
-        f"{scenario}_shortest_path_query_{CATEGORY_SUFFIX[category]}_test_set.json"
+    return (
+        Path(root)
+        / scenario
+        / "data"
+        / "test_set"
+        / (f"{scenario}_shortest_path_query_{CATEGORY_SUFFIX[category]}_test_set.json")
     )
 
 
@@ -147,7 +159,7 @@ def _weight_out(w: float) -> float | int:
     return int(w) if float(w).is_integer() else w
 
 
-def query_item(q: "RPQuery", m: MetroMap) -> dict[str, Any]:
+def query_item(q: RPQuery, m: MetroMap) -> dict[str, Any]:
     """One test-set item in the authors' shape."""
     map_key, src_key, dst_key = _keys(q.scenario)
     base = f"{q.scenario}/tabulars/{m.country}/{m.name}"
@@ -183,9 +195,9 @@ def query_item(q: "RPQuery", m: MetroMap) -> dict[str, Any]:
 
 def write_authors_layout(
     m: MetroMap,
-    queries: Iterable["RPQuery"],
+    queries: Iterable[RPQuery],
     root: Path,
-    image: "Image.Image | None" = None,
+    image: Image.Image | None = None,
     *,
     render: bool = True,
 ) -> list[Path]:
@@ -228,9 +240,7 @@ def write_authors_layout(
         p = rp_test_set_path(root, scenario, category)
         p.parent.mkdir(parents=True, exist_ok=True)
         existing = load_test_set(p) if p.is_file() else []
-        kept = [
-            it for it in existing if not (it.get(map_key) == m.name and it.get("country") == m.country)
-        ]
+        kept = [it for it in existing if not (it.get(map_key) == m.name and it.get("country") == m.country)]
         p.write_text(json.dumps(kept + items, ensure_ascii=False, indent=2), encoding="utf-8")
         written.append(p)
     return written

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.env.tables import parse_table
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN
-from geoeval.suites.maptab.rp.queries import CRITERIA, CRITERIA_NAMES, parse_question
+from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.rp.prompts import SUM_OBJECTIVE_NOTE, WEIGHTS_LINE
-from geoeval.suites.maptab.env.tables import parse_table
+from geoeval.suites.maptab.rp.queries import CRITERIA, CRITERIA_NAMES, parse_question
 
 
 @dataclass
@@ -40,7 +40,9 @@ TABLE_BLOCK = re.compile(
     r"(?P<title>[A-Z][A-Za-z_ ]*?Table) \((?P<fmt>csv|json)\):\s*\n```(?:csv|json)?\s*\n(?P<body>.*?)\n?```",
     re.DOTALL,
 )
-_WEIGHTS = re.compile(re.escape(WEIGHTS_LINE) + r"\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)")
+_WEIGHTS = re.compile(
+    re.escape(WEIGHTS_LINE) + r"\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)"
+)
 
 
 def parse_prompt(text: str) -> ParsedPrompt:
@@ -88,8 +90,13 @@ def parse_prompt(text: str) -> ParsedPrompt:
     if weights is not None and not criteria:
         criteria = tuple(n for n, w in zip(CRITERIA_NAMES, weights) if w)
     return ParsedPrompt(
-        source=source, target=target, weights=weights, criteria=criteria, tables=tables,  # type: ignore[arg-type]
-        category=category, question=question,
+        source=source,
+        target=target,
+        weights=weights,
+        criteria=criteria,
+        tables=tables,  # type: ignore[arg-type]
+        category=category,
+        question=question,
         # what the prompt says about the map: Travelmap prompts name the "Scenic Area"
         scenario="travelmap" if "Scenic Area" in text else "metromap",
         objective="sum" if SUM_OBJECTIVE_NOTE in text else "mean",
@@ -111,9 +118,9 @@ def parse_free_question(question: str, known: set[str] | None = None) -> tuple[s
     candidates: list[tuple[str, str]] = []  # last opener first, then its separators in order
     for opener in reversed(list(_FREE_OPENER.finditer(q))):
         sep = re.compile(rf"\s+{_FREE_OPENERS[opener.group(1).lower()]}\s+", re.IGNORECASE)
-        rest = q[opener.end():]
+        rest = q[opener.end() :]
         for m in sep.finditer(rest):
-            s_name, t_name = rest[: m.start()].strip(), rest[m.end():].strip()
+            s_name, t_name = rest[: m.start()].strip(), rest[m.end() :].strip()
             if s_name and t_name:
                 candidates.append((s_name, t_name))
     if not candidates:
@@ -134,14 +141,15 @@ def is_qa_system_prompt(text: str) -> bool:
 
 
 def tables_from_prompt(text: str) -> dict[str, list[dict[str, Any]]]:
-    return {m.group("title").strip(): parse_table(m.group("body"), m.group("fmt"))  # type: ignore[arg-type]
-            for m in TABLE_BLOCK.finditer(text)}
+    return {
+        m.group("title").strip(): parse_table(m.group("body"), m.group("fmt"))  # type: ignore[arg-type]
+        for m in TABLE_BLOCK.finditer(text)
+    }
 
 
 def question_from_prompt(text: str) -> str:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.strip() == "# Question":
-            return next((x.strip() for x in lines[i + 1:] if x.strip()), "")
+            return next((x.strip() for x in lines[i + 1 :] if x.strip()), "")
     raise GeoevalError("no '# Question' in the prompt")
-

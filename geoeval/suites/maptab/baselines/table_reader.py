@@ -13,11 +13,11 @@ from geoeval.suites.maptab.baselines.prompt_reading import (
     question_from_prompt,
     tables_from_prompt,
 )
-from geoeval.suites.maptab.graph import MetroMap, Scenario
-from geoeval.suites.maptab.qa.questions import setting_of
-from geoeval.suites.maptab.qa.answers import compute_answer
-from geoeval.suites.maptab.qa.wording import parse_question
 from geoeval.suites.maptab.env.tables import map_from_rows
+from geoeval.suites.maptab.graph import MetroMap, Scenario
+from geoeval.suites.maptab.qa.answers import compute_answer
+from geoeval.suites.maptab.qa.questions import setting_of
+from geoeval.suites.maptab.qa.wording import parse_question
 
 
 def graph_from_tables(

@@ -63,7 +63,9 @@ def env_key(env_cfg: dict[str, Any], seed: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def save_maps(db_path: str | Path, maps: list[MetroMap], difficulty: dict[str, dict[str, Any]], meta: dict[str, str]) -> None:
+def save_maps(
+    db_path: str | Path, maps: list[MetroMap], difficulty: dict[str, dict[str, Any]], meta: dict[str, str]
+) -> None:
     """Write maps into a fresh DuckDB file atomically (build in a temp file, then rename)."""
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,12 +78,35 @@ def save_maps(db_path: str | Path, maps: list[MetroMap], difficulty: dict[str, d
             d = difficulty.get(m.name, {})
             con.execute(
                 "INSERT INTO maps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [m.name, m.scenario, m.width, m.height, m.country, d.get("level", ""), d.get("gs"), d.get("wasp"), d.get("mc")],
+                [
+                    m.name,
+                    m.scenario,
+                    m.width,
+                    m.height,
+                    m.country,
+                    d.get("level", ""),
+                    d.get("gs"),
+                    d.get("wasp"),
+                    d.get("mc"),
+                ],
             )
             con.executemany(
                 "INSERT INTO stations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [[m.name, s.name, list(s.lines), s.x, s.y, s.time, s.price, s.comfort, s.reliability, s.transfer_time]
-                 for s in m.stations.values()],
+                [
+                    [
+                        m.name,
+                        s.name,
+                        list(s.lines),
+                        s.x,
+                        s.y,
+                        s.time,
+                        s.price,
+                        s.comfort,
+                        s.reliability,
+                        s.transfer_time,
+                    ]
+                    for s in m.stations.values()
+                ],
             )
             con.executemany(
                 "INSERT INTO edges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -117,24 +142,48 @@ def _read_maps(db_path: str | Path, names: list[str] | None) -> list[MetroMap]:
             if names is not None and name not in names:
                 continue
             stations = {
-                r[0]: Station(name=r[0], lines=tuple(r[1]), x=r[2], y=r[3], time=r[4], price=r[5], comfort=r[6],
-                              reliability=r[7], transfer_time=r[8])
+                r[0]: Station(
+                    name=r[0],
+                    lines=tuple(r[1]),
+                    x=r[2],
+                    y=r[3],
+                    time=r[4],
+                    price=r[5],
+                    comfort=r[6],
+                    reliability=r[7],
+                    transfer_time=r[8],
+                )
                 for r in con.execute(
                     "SELECT name, lines, x, y, time, price, comfort, reliability, transfer_time FROM stations "
-                    "WHERE map = ? ORDER BY rowid", [name]).fetchall()
+                    "WHERE map = ? ORDER BY rowid",
+                    [name],
+                ).fetchall()
             }
             edges = [
                 Edge(a=r[0], b=r[1], lines=tuple(r[2]), time=r[3], price=r[4], comfort=r[5], reliability=r[6])
                 for r in con.execute(
                     "SELECT a, b, lines, time, price, comfort, reliability FROM edges WHERE map = ? ORDER BY rowid",
-                    [name]).fetchall()
+                    [name],
+                ).fetchall()
             ]
             lines = {
                 r[0]: Line(name=r[0], color=r[1], stations=tuple(r[2]), loop=bool(r[3]))
-                for r in con.execute("SELECT name, color, stations, loop FROM lines WHERE map = ? ORDER BY rowid", [name]).fetchall()
+                for r in con.execute(
+                    "SELECT name, color, stations, loop FROM lines WHERE map = ? ORDER BY rowid", [name]
+                ).fetchall()
             }
-            out.append(MetroMap(name=name, scenario=scenario, stations=stations, edges=edges, lines=lines,
-                                width=width, height=height, country=country))
+            out.append(
+                MetroMap(
+                    name=name,
+                    scenario=scenario,
+                    stations=stations,
+                    edges=edges,
+                    lines=lines,
+                    width=width,
+                    height=height,
+                    country=country,
+                )
+            )
         return out
     finally:
         con.close()
@@ -142,6 +191,7 @@ def _read_maps(db_path: str | Path, names: list[str] | None) -> list[MetroMap]:
 
 def map_levels(db_path: str | Path) -> dict[str, str]:
     """Each stored map's difficulty level (Easy / Medium / Hard)."""
+
     def read() -> dict[str, str]:
         con = duckdb.connect(str(db_path), read_only=True)
         try:

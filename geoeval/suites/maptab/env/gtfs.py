@@ -119,8 +119,10 @@ def load_gtfs_lines(folder: str | Path, routes: list[str] | None = None) -> list
         try:
             seq = int(row["stop_sequence"])
         except ValueError:
-            raise GeoevalError(f"GTFS stop_times.txt: trip {row['trip_id']!r} has stop_sequence "
-                               f"{row['stop_sequence']!r}, not an integer") from None
+            raise GeoevalError(
+                f"GTFS stop_times.txt: trip {row['trip_id']!r} has stop_sequence "
+                f"{row['stop_sequence']!r}, not an integer"
+            ) from None
         by_trip[row["trip_id"]].append((seq, row["stop_id"]))
     trips_of_route: dict[str, dict[str, list[tuple[int, str]]]] = defaultdict(dict)
     for trip_id, route_id in trip_route.items():
@@ -153,6 +155,8 @@ def load_gtfs_lines(folder: str | Path, routes: list[str] | None = None) -> list
         color = f"#{color.upper()}" if len(color) == 6 else ""
         lines.append(RealLine(name=name, color=color, stations=tuple(display[k] for k in seq), loop=loop))
     if not lines:
-        raise GeoevalError(f"GTFS feed {folder}: no route with a trip of two or more stations"
-                           + (f" among {sorted(wanted)}" if wanted else ""))
+        raise GeoevalError(
+            f"GTFS feed {folder}: no route with a trip of two or more stations"
+            + (f" among {sorted(wanted)}" if wanted else "")
+        )
     return lines

@@ -61,15 +61,23 @@ def similar_name_pairs(names: list[str]) -> list[tuple[str, str]]:
     from geoeval.suites.maptab.metrics import similarity
 
     names = sorted(names)
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
-            if max(similarity(a, b), similarity(b, a)) >= NAME_SIMILARITY_LIMIT]
+    return [
+        (a, b)
+        for i, a in enumerate(names)
+        for b in names[i + 1 :]
+        if max(similarity(a, b), similarity(b, a)) >= NAME_SIMILARITY_LIMIT
+    ]
 
 
 def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
-    from geoeval.suites.maptab.generator.checks import range_violations, run_quality_checks
     from geoeval.suites.maptab.env.real_topology import (
-        _spacing_problems, build_real_map, crossing_count, reassign_attributes)
+        _spacing_problems,
+        build_real_map,
+        crossing_count,
+        reassign_attributes,
+    )
     from geoeval.suites.maptab.env.synthetic import maps_difficulty
+    from geoeval.suites.maptab.generator.checks import range_violations, run_quality_checks
 
     lines, fingerprint = source_lines(env_cfg)
     key = env_key({**env_cfg.model_dump(mode="json"), "input": fingerprint}, seed)
@@ -79,7 +87,9 @@ def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
         stem = "tokyo" if env_cfg.source == "tokyo" else Path(env_cfg.gtfs_path).resolve().name
         base = build_real_map(lines, seed * 1000, f"{stem}_00", country=stem)
         # one layout search; the other maps redraw only the attributes
-        maps = [base] + [reassign_attributes(base, seed * 1000 + i, f"{stem}_{i:02d}") for i in range(1, env_cfg.n_maps)]
+        maps = [base] + [
+            reassign_attributes(base, seed * 1000 + i, f"{stem}_{i:02d}") for i in range(1, env_cfg.n_maps)
+        ]
         quality: dict[str, Any] = {"maps": {}}
         for m in maps:
             problems = run_quality_checks(m) + range_violations(m) + _spacing_problems(m)
@@ -90,12 +100,24 @@ def build_real_env(env_cfg: Any, seed: int, work_dir: Path) -> MapTabEnv:
         quality["similar_station_names"] = [list(p) for p in similar_name_pairs(list(base.stations))]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / QUALITY_FILE).write_text(json.dumps(quality, ensure_ascii=False, indent=2), encoding="utf-8")
-        save_maps(db, maps, maps_difficulty(maps, "metromap"),
-                  {"env_key": key, "seed": str(seed), "input": fingerprint,
-                   "quality": json.dumps(quality, ensure_ascii=False)})
+        save_maps(
+            db,
+            maps,
+            maps_difficulty(maps, "metromap"),
+            {
+                "env_key": key,
+                "seed": str(seed),
+                "input": fingerprint,
+                "quality": json.dumps(quality, ensure_ascii=False),
+            },
+        )
     maps = load_maps(db)
     levels = map_levels(db)
-    return MapTabEnv(db_path=str(db.resolve()), image_dir=str((folder / "images").resolve()),
-                     map_names=tuple(m.name for m in maps), map_difficulty=levels, source="real",
-                     fingerprint=fingerprint)
-
+    return MapTabEnv(
+        db_path=str(db.resolve()),
+        image_dir=str((folder / "images").resolve()),
+        map_names=tuple(m.name for m in maps),
+        map_difficulty=levels,
+        source="real",
+        fingerprint=fingerprint,
+    )

@@ -45,14 +45,13 @@ import math
 import random
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import Iterable, Sequence
 
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.generator.layout import GRID_MARGIN, MIN_GRID_PITCH
-from geoeval.suites.maptab.generator.metro import PALETTE
+from geoeval.suites.maptab.env.gtfs import RealLine
 from geoeval.suites.maptab.generator.checks import (
     SEGMENT_CLEARANCE,
     _collinear_overlap,
@@ -60,8 +59,9 @@ from geoeval.suites.maptab.generator.checks import (
     _segments_intersect,
     layout_violations,
 )
+from geoeval.suites.maptab.generator.layout import GRID_MARGIN, MIN_GRID_PITCH
+from geoeval.suites.maptab.generator.metro import PALETTE
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
-from geoeval.suites.maptab.env.gtfs import RealLine
 
 TOKYO_OPERATORS = ("TokyoMetro", "Toei")
 TOKYO_PACKAGE = "jrboard"  # import name of the PyPI package tokyo-train-board
@@ -99,8 +99,9 @@ def _tokyo_files() -> dict[str, dict]:
     try:
         data = resources.files(TOKYO_PACKAGE) / "data"
     except ModuleNotFoundError:
-        raise GeoevalError("env.source=tokyo needs the PyPI package tokyo-train-board "
-                           "(pip install tokyo-train-board==0.4.0)") from None
+        raise GeoevalError(
+            "env.source=tokyo needs the PyPI package tokyo-train-board (pip install tokyo-train-board==0.4.0)"
+        ) from None
     out = {}
     for f in sorted(data.iterdir(), key=lambda p: p.name):
         if f.name.endswith(".json"):
@@ -112,7 +113,7 @@ def _tokyo_files() -> dict[str, dict]:
 def _short_line_name(name_en: str) -> str:
     for prefix in ("Tokyo Metro ", "Toei "):
         if name_en.startswith(prefix):
-            return name_en[len(prefix):]
+            return name_en[len(prefix) :]
     return name_en
 
 
@@ -131,9 +132,17 @@ def tokyo_lines(lines: Sequence[str] | None = None) -> list[RealLine]:
         chosen = []
         for want in lines:
             w = want.strip().lower()
-            hits = [d for d in files.values()
-                    if w in (d["key"].lower(), d["name_en"].lower(), _short_line_name(d["name_en"]).lower(),
-                             str(d.get("symbol", "")).lower())]
+            hits = [
+                d
+                for d in files.values()
+                if w
+                in (
+                    d["key"].lower(),
+                    d["name_en"].lower(),
+                    _short_line_name(d["name_en"]).lower(),
+                    str(d.get("symbol", "")).lower(),
+                )
+            ]
             if not hits:
                 raise GeoevalError(f"env.lines: no bundled line {want!r}; known keys: {sorted(files)}")
             chosen += [d for d in hits if d not in chosen]
@@ -142,8 +151,14 @@ def tokyo_lines(lines: Sequence[str] | None = None) -> list[RealLine]:
     for d, name in zip(chosen, short):
         # a short name shared by two chosen lines (Toei Shinjuku Line vs another) keeps its operator
         display = name if short.count(name) == 1 else d["name_en"]
-        out.append(RealLine(name=display, color=d["color"]["hex"].upper(),
-                            stations=tuple(s["name_en"] for s in d["stations"]), loop=bool(d["loop"])))
+        out.append(
+            RealLine(
+                name=display,
+                color=d["color"]["hex"].upper(),
+                stations=tuple(s["name_en"] for s in d["stations"]),
+                loop=bool(d["loop"]),
+            )
+        )
     return out
 
 
@@ -177,7 +192,7 @@ def normalise_lines(lines: Iterable[RealLine]) -> list[RealLine]:
                 out.append(RealLine(ln.name, ln.color, tuple(seq), loop and len(seq) > 2))
             continue
         i, j = repeat
-        cycle, tail = seq[i:j], seq[: i + 1] + seq[j + 1:]
+        cycle, tail = seq[i:j], seq[: i + 1] + seq[j + 1 :]
         if len(cycle) > 2:
             out.append(RealLine(ln.name, ln.color, tuple(cycle), True))
         if len(tail) >= 2:
@@ -236,7 +251,7 @@ class _Layout:
                 bad += 1
         for a, b in own:
             pa, pb = self.xy(self.at[a]), self.xy(self.at[b])
-            for t, pt in ((t, self.xy(self.at[t])) for t in self.at if t not in (a, b)):
+            for pt in (self.xy(self.at[t]) for t in self.at if t not in (a, b)):
                 if _point_segment_distance(pt, pa, pb) < SEGMENT_CLEARANCE:
                     bad += 1
             for c, d in others:
@@ -267,9 +282,12 @@ def _layout(g: nx.Graph, density: float) -> tuple[dict[str, tuple[float, float]]
         fy = (raw[v][1] - min(ys)) / span_y * (rows - 1)
         best = None
         for r in range(max(cols, rows) + 1):
-            cands = [(x, y) for x in range(max(0, round(fx) - r), min(cols, round(fx) + r + 1))
-                     for y in range(max(0, round(fy) - r), min(rows, round(fy) + r + 1))
-                     if (x, y) not in lay.owner]
+            cands = [
+                (x, y)
+                for x in range(max(0, round(fx) - r), min(cols, round(fx) + r + 1))
+                for y in range(max(0, round(fy) - r), min(rows, round(fy) + r + 1))
+                if (x, y) not in lay.owner
+            ]
             if cands:
                 best = min(cands, key=lambda p: ((p[0] - fx) ** 2 + (p[1] - fy) ** 2, p))
                 break
@@ -358,8 +376,10 @@ def build_real_map(lines: Sequence[RealLine], seed: int, name: str, country: str
     g = _graph(lines)
     if not nx.is_connected(g):
         parts = sorted((sorted(c) for c in nx.connected_components(g)), key=len)
-        raise GeoevalError(f"map {name}: the chosen lines are not connected ({len(parts)} parts; the smallest "
-                           f"holds {parts[0][:5]}); pick lines that share stations")
+        raise GeoevalError(
+            f"map {name}: the chosen lines are not connected ({len(parts)} parts; the smallest "
+            f"holds {parts[0][:5]}); pick lines that share stations"
+        )
     # a GTFS route without route_color takes a palette colour
     colors = [ln.color or PALETTE[i % len(PALETTE)][1] for i, ln in enumerate(lines)]
 
@@ -392,15 +412,30 @@ def build_real_map(lines: Sequence[RealLine], seed: int, name: str, country: str
 
 def _assemble(name, country, lines, colors, station_lines, edge_lines, edge_order, pos, cols, rows, seed) -> MetroMap:
     stations = {
-        s: Station(name=s, lines=tuple(station_lines[s]), x=pos[s][0], y=pos[s][1], time=0.0, price=0.0,
-                   comfort=0.0, reliability=0.0)
+        s: Station(
+            name=s,
+            lines=tuple(station_lines[s]),
+            x=pos[s][0],
+            y=pos[s][1],
+            time=0.0,
+            price=0.0,
+            comfort=0.0,
+            reliability=0.0,
+        )
         for s in sorted(station_lines)
     }
-    edges = [Edge(a=a, b=b, lines=tuple(edge_lines[frozenset((a, b))]), time=0.0, price=0.0, comfort=0.0,
-                  reliability=0.0) for a, b in edge_order]
+    edges = [
+        Edge(a=a, b=b, lines=tuple(edge_lines[frozenset((a, b))]), time=0.0, price=0.0, comfort=0.0, reliability=0.0)
+        for a, b in edge_order
+    ]
     shape = MetroMap(
-        name=name, scenario="metromap", stations=stations, edges=edges,
-        lines={ln.name: Line(name=ln.name, color=c, stations=ln.stations, loop=ln.loop) for ln, c in zip(lines, colors)},
+        name=name,
+        scenario="metromap",
+        stations=stations,
+        edges=edges,
+        lines={
+            ln.name: Line(name=ln.name, color=c, stations=ln.stations, loop=ln.loop) for ln, c in zip(lines, colors)
+        },
         width=int(2 * GRID_MARGIN + (cols - 1) * MIN_GRID_PITCH),
         height=int(2 * GRID_MARGIN + (rows - 1) * MIN_GRID_PITCH),
         country=country,
@@ -416,15 +451,35 @@ def reassign_attributes(m: MetroMap, seed: int, name: str) -> MetroMap:
     for s in sorted(m.stations):
         st = m.stations[s]
         stations[s] = Station(
-            name=s, lines=st.lines, x=st.x, y=st.y,
-            time=rng.randint(50, 200) / 100, price=0.0, comfort=rng.randint(0, 100) / 100,
+            name=s,
+            lines=st.lines,
+            x=st.x,
+            y=st.y,
+            time=rng.randint(50, 200) / 100,
+            price=0.0,
+            comfort=rng.randint(0, 100) / 100,
             reliability=rng.randint(50, 100) / 100,
             transfer_time=float(rng.randint(5, 15)) if len(st.lines) > 1 else 0.0,
         )
     edges = [
-        Edge(a=e.a, b=e.b, lines=e.lines, time=rng.randint(200, 300) / 100,
-             price=rng.randint(0, 150) / 100, comfort=rng.randint(0, 100) / 100, reliability=0.0)
+        Edge(
+            a=e.a,
+            b=e.b,
+            lines=e.lines,
+            time=rng.randint(200, 300) / 100,
+            price=rng.randint(0, 150) / 100,
+            comfort=rng.randint(0, 100) / 100,
+            reliability=0.0,
+        )
         for e in m.edges
     ]
-    return MetroMap(name=name, scenario="metromap", stations=stations, edges=edges, lines=dict(m.lines),
-                    width=m.width, height=m.height, country=m.country)
+    return MetroMap(
+        name=name,
+        scenario="metromap",
+        stations=stations,
+        edges=edges,
+        lines=dict(m.lines),
+        width=m.width,
+        height=m.height,
+        country=m.country,
+    )

@@ -10,16 +10,20 @@ from geoeval.core.errors import GeoevalError
 
 
 def generate_env_maps(env_cfg: Any, seed: int, scenario: str) -> list[Any]:
+    from geoeval.suites.maptab.generator.checks import run_quality_checks
     from geoeval.suites.maptab.generator.metro import generate_metro_map
     from geoeval.suites.maptab.generator.travel import generate_travel_map
-    from geoeval.suites.maptab.generator.checks import run_quality_checks
 
     maps = []
     for i in range(env_cfg.n_maps):
         if scenario == "metromap":
             m = generate_metro_map(
-                seed * 1000 + i, n_lines=env_cfg.n_lines, stations_per_line=tuple(env_cfg.stations_per_line),
-                width=env_cfg.width, height=env_cfg.height, loop_probability=env_cfg.loop_probability,
+                seed * 1000 + i,
+                n_lines=env_cfg.n_lines,
+                stations_per_line=tuple(env_cfg.stations_per_line),
+                width=env_cfg.width,
+                height=env_cfg.height,
+                loop_probability=env_cfg.loop_probability,
                 name=f"metro{seed:03d}_{i:03d}",
             )
         else:  # Travelmap at its own E.1 defaults (the env's size and line options are Metromap's)

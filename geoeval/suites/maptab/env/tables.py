@@ -32,8 +32,9 @@ import csv
 import io
 import json
 import random
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Scenario, Station
@@ -143,8 +144,11 @@ def mix_merge_note(scenario: Scenario) -> str:
     Price is the mean Price of the station's adjacent edges, every other column the station's own
     value; Travelmap merges nothing."""
     merged = MIX_MERGED_COLUMNS[scenario]
-    own = [c for c in (*ATTRIBUTE_COLUMNS, "Transfer Time") if c not in merged
-           and (scenario == "metromap" or c != "Transfer Time")]
+    own = [
+        c
+        for c in (*ATTRIBUTE_COLUMNS, "Transfer Time")
+        if c not in merged and (scenario == "metromap" or c != "Transfer Time")
+    ]
     unit = "station" if scenario == "metromap" else "scenic spot"
     parts = [f"{c} is the mean {c} of the edges adjacent to the {unit}" for c in merged]
     parts.append(", ".join(own[:-1]) + f" and {own[-1]} are the {unit}'s own values")
@@ -318,9 +322,7 @@ def split_edge_label(label: str, known: set[str] | None = None) -> tuple[str, st
     if len(parts) == 2:
         return parts[0].strip(), parts[1].strip()
     if len(parts) > 2:
-        candidates = [
-            ("-".join(parts[:i]).strip(), "-".join(parts[i:]).strip()) for i in range(1, len(parts))
-        ]
+        candidates = [("-".join(parts[:i]).strip(), "-".join(parts[i:]).strip()) for i in range(1, len(parts))]
         if known:
             good = [c for c in candidates if c[0] in known and c[1] in known]
             if len(good) == 1:
@@ -404,7 +406,12 @@ def map_from_rows(
                 stations[end] = Station(
                     name=end,
                     lines=tuple(lines_of_station.get(end, ())) if scenario == "metromap" else (),
-                    x=0.0, y=0.0, time=0.0, price=0.0, comfort=0.0, reliability=0.0,
+                    x=0.0,
+                    y=0.0,
+                    time=0.0,
+                    price=0.0,
+                    comfort=0.0,
+                    reliability=0.0,
                 )
 
     lines = _lines_from_edges(edges) if scenario == "metromap" else {}

@@ -87,16 +87,14 @@ def run_quality_checks(m: MetroMap) -> list[str]:
                 f"{sorted(edge_lines_of_station[name])}"
             )
         if (len(st.lines) > 1) != (st.transfer_time > 0):
-            problems.append(
-                f"station {name!r}: {len(st.lines)} line(s) but Transfer Time {st.transfer_time}"
-            )
+            problems.append(f"station {name!r}: {len(st.lines)} line(s) but Transfer Time {st.transfer_time}")
 
     line_edges: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for e in m.edges:
         for ln in e.lines:
             line_edges[ln].append((e.a, e.b))
     loops = 0
-    for ln, pairs in line_edges.items():
+    for pairs in line_edges.values():
         lg = nx.Graph(pairs)
         if nx.is_connected(lg) and all(d == 2 for _, d in lg.degree()):
             loops += 1
@@ -116,9 +114,7 @@ def run_quality_checks(m: MetroMap) -> list[str]:
             if e is None or ln not in e.lines:
                 problems.append(f"line {ln!r}: no edge {a}-{b} on that line")
         if ln in line_edges and len(pairs) != len(line_edges[ln]):
-            problems.append(
-                f"line {ln!r} lists {len(pairs)} consecutive pairs but {len(line_edges[ln])} edges"
-            )
+            problems.append(f"line {ln!r} lists {len(pairs)} consecutive pairs but {len(line_edges[ln])} edges")
     return problems
 
 

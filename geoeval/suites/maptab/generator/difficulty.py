@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import networkx as nx
 
@@ -187,8 +187,9 @@ def allocate_queries(
     groups: dict[tuple[str, str], list[tuple[str, int]]] = {(d, s): [] for d in LEVELS for s in SPLITS}
     for name, level, split, vertices in cities:
         if (level, split) not in groups:
-            raise GeoevalError(f"city {name!r}: level must be one of {LEVELS} and split one of {SPLITS}, "
-                               f"got {level!r}, {split!r}")
+            raise GeoevalError(
+                f"city {name!r}: level must be one of {LEVELS} and split one of {SPLITS}, got {level!r}, {split!r}"
+            )
         groups[(level, split)].append((name, int(vertices)))
     for members in groups.values():
         members.sort(key=lambda c: c[1])  # stable: ties keep the input order
@@ -212,8 +213,10 @@ def allocate_queries(
                 else:
                     q[name] = target - assigned
                     if q[name] < q_min:
-                        raise GeoevalError(f"the {d} {s} cities' minimum of {q_min} queries each exceeds "
-                                           f"the group's {target}; lower q_min or the city count")
+                        raise GeoevalError(
+                            f"the {d} {s} cities' minimum of {q_min} queries each exceeds "
+                            f"the group's {target}; lower q_min or the city count"
+                        )
                 assigned += q[name]
     excess = sum(q[n] for d in LEVELS for n, _v in groups[(d, "test")]) - round(total * TEST_SHARE)
     if excess > 0:

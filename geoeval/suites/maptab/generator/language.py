@@ -27,7 +27,7 @@ import hashlib
 import os
 import re
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from geoeval.core.errors import GeoevalError
@@ -39,36 +39,128 @@ MAX_VARIANTS = 3
 MAX_HASHED = 200
 
 PLACE_WORDS = {
-    "Park": "公园", "Square": "广场", "Cross": "十字", "Hill": "山", "Gate": "门", "Market": "市场",
-    "Bridge": "桥", "Wharf": "码头", "Green": "绿地", "Heights": "高地", "Road": "路", "Lane": "巷",
-    "Common": "公地", "Fields": "田", "Quay": "埠", "Row": "街", "Yard": "院", "Vale": "谷",
-    "Abbey": "修道院", "Docks": "船坞", "Court": "苑", "Mills": "磨坊", "Halt": "小站", "Circus": "环岛",
-    "Junction": "枢纽", "Plaza": "中心", "Terrace": "台", "Walk": "步道", "Airport": "机场",
+    "Park": "公园",
+    "Square": "广场",
+    "Cross": "十字",
+    "Hill": "山",
+    "Gate": "门",
+    "Market": "市场",
+    "Bridge": "桥",
+    "Wharf": "码头",
+    "Green": "绿地",
+    "Heights": "高地",
+    "Road": "路",
+    "Lane": "巷",
+    "Common": "公地",
+    "Fields": "田",
+    "Quay": "埠",
+    "Row": "街",
+    "Yard": "院",
+    "Vale": "谷",
+    "Abbey": "修道院",
+    "Docks": "船坞",
+    "Court": "苑",
+    "Mills": "磨坊",
+    "Halt": "小站",
+    "Circus": "环岛",
+    "Junction": "枢纽",
+    "Plaza": "中心",
+    "Terrace": "台",
+    "Walk": "步道",
+    "Airport": "机场",
     "Station": "火车站",
 }
 ENDINGS = {
-    "thorpe": "索普", "worth": "沃思", "field": "菲尔德", "hurst": "赫斯特", "stead": "斯特德",
-    "ridge": "里奇", "combe": "库姆", "ford": "福德", "wick": "威克", "mere": "米尔", "dale": "代尔",
-    "well": "韦尔", "more": "莫尔", "bury": "伯里", "holm": "霍尔姆", "side": "赛德", "ton": "顿",
-    "ley": "利", "ham": "汉姆", "low": "洛", "den": "登", "by": "比",
+    "thorpe": "索普",
+    "worth": "沃思",
+    "field": "菲尔德",
+    "hurst": "赫斯特",
+    "stead": "斯特德",
+    "ridge": "里奇",
+    "combe": "库姆",
+    "ford": "福德",
+    "wick": "威克",
+    "mere": "米尔",
+    "dale": "代尔",
+    "well": "韦尔",
+    "more": "莫尔",
+    "bury": "伯里",
+    "holm": "霍尔姆",
+    "side": "赛德",
+    "ton": "顿",
+    "ley": "利",
+    "ham": "汉姆",
+    "low": "洛",
+    "den": "登",
+    "by": "比",
 }
 # consonant -> characters for the vowels a, e, i, o, u
 SYLLABLES = {
-    "b": "巴贝比博布", "p": "帕佩皮波普", "m": "马梅米莫穆", "f": "法费菲佛富", "d": "达德迪多杜",
-    "t": "塔特蒂托图", "n": "纳内尼诺努", "l": "拉莱利洛卢", "g": "加格吉戈古", "k": "卡凯基科库",
-    "c": "卡凯基科库", "q": "卡凯基科库", "h": "哈赫希霍胡", "j": "贾杰济焦朱", "r": "腊雷里罗鲁",
-    "s": "萨塞西索苏", "x": "萨塞西索苏", "sh": "沙谢施肖舒", "ch": "查切奇乔丘", "th": "撒瑟锡梭疏",
-    "ph": "法费菲佛富", "v": "瓦韦维沃伍", "w": "哇威薇窝吴", "y": "亚耶伊约尤", "z": "扎泽齐佐祖",
+    "b": "巴贝比博布",
+    "p": "帕佩皮波普",
+    "m": "马梅米莫穆",
+    "f": "法费菲佛富",
+    "d": "达德迪多杜",
+    "t": "塔特蒂托图",
+    "n": "纳内尼诺努",
+    "l": "拉莱利洛卢",
+    "g": "加格吉戈古",
+    "k": "卡凯基科库",
+    "c": "卡凯基科库",
+    "q": "卡凯基科库",
+    "h": "哈赫希霍胡",
+    "j": "贾杰济焦朱",
+    "r": "腊雷里罗鲁",
+    "s": "萨塞西索苏",
+    "x": "萨塞西索苏",
+    "sh": "沙谢施肖舒",
+    "ch": "查切奇乔丘",
+    "th": "撒瑟锡梭疏",
+    "ph": "法费菲佛富",
+    "v": "瓦韦维沃伍",
+    "w": "哇威薇窝吴",
+    "y": "亚耶伊约尤",
+    "z": "扎泽齐佐祖",
 }
 VOWELS = "阿埃伊奥乌"
 CODAS = {
-    "b": "布", "p": "普", "m": "姆", "f": "夫", "d": "德", "t": "特", "n": "恩", "l": "尔", "g": "格",
-    "k": "克", "c": "克", "q": "克", "h": "赫", "j": "奇", "r": "尔", "s": "斯", "sh": "什", "ch": "奇",
-    "th": "斯", "ph": "夫", "v": "夫", "w": "乌", "y": "伊", "z": "兹", "x": "克斯",
+    "b": "布",
+    "p": "普",
+    "m": "姆",
+    "f": "夫",
+    "d": "德",
+    "t": "特",
+    "n": "恩",
+    "l": "尔",
+    "g": "格",
+    "k": "克",
+    "c": "克",
+    "q": "克",
+    "h": "赫",
+    "j": "奇",
+    "r": "尔",
+    "s": "斯",
+    "sh": "什",
+    "ch": "奇",
+    "th": "斯",
+    "ph": "夫",
+    "v": "夫",
+    "w": "乌",
+    "y": "伊",
+    "z": "兹",
+    "x": "克斯",
 }
 LINE_COLOURS = {
-    "Red": "红", "Blue": "蓝", "Green": "绿", "Orange": "橙", "Purple": "紫", "Pink": "粉", "Teal": "青",
-    "Brown": "棕", "Yellow": "黄", "Navy": "藏青",
+    "Red": "红",
+    "Blue": "蓝",
+    "Green": "绿",
+    "Orange": "橙",
+    "Purple": "紫",
+    "Pink": "粉",
+    "Teal": "青",
+    "Brown": "棕",
+    "Yellow": "黄",
+    "Navy": "藏青",
 }
 _DIGRAPHS = ("sh", "ch", "th", "ph")
 _GROUP = re.compile(r"([^aeiou]*)([aeiou]*)")
@@ -130,8 +222,11 @@ def transliterate(name: str, variant: int = 0) -> str:
 
 
 def _too_similar(a: str, b: str) -> bool:
-    return (a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILARITY_LIMIT
-            or difflib.SequenceMatcher(None, b, a).ratio() >= SIMILARITY_LIMIT)
+    return (
+        a == b
+        or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILARITY_LIMIT
+        or difflib.SequenceMatcher(None, b, a).ratio() >= SIMILARITY_LIMIT
+    )
 
 
 _SYLLABLE_POOL = "".join(dict.fromkeys("".join(SYLLABLES.values())))
@@ -157,13 +252,15 @@ def chinese_names(names: list[str]) -> dict[str, str]:
                 out[name] = zh
                 break
         else:
-            raise GeoevalError(f"cannot give {name!r} a Chinese name dissimilar to the other stations' "
-                               f"({len(candidates)} candidates tried)")
+            raise GeoevalError(
+                f"cannot give {name!r} a Chinese name dissimilar to the other stations' "
+                f"({len(candidates)} candidates tried)"
+            )
     return out
 
 
 def line_name(name: str) -> str:
-    """"Red Line" -> "红线"; other names stay as they are."""
+    """ "Red Line" -> "红线"; other names stay as they are."""
     colour = name[: -len(" Line")] if name.endswith(" Line") else ""
     return f"{LINE_COLOURS[colour]}线" if colour in LINE_COLOURS else name
 
@@ -176,12 +273,26 @@ def localize_map(m: MetroMap, language: str) -> MetroMap:
         return m
     station = chinese_names(list(m.stations))
     line = {ln: line_name(ln) for ln in {*m.lines, *(x for e in m.edges for x in e.lines)}}
-    stations = {station[n]: replace(s, name=station[n], lines=tuple(line[x] for x in s.lines)) for n, s in m.stations.items()}
-    edges = [Edge(station[e.a], station[e.b], tuple(line[x] for x in e.lines), e.time, e.price, e.comfort, e.reliability)
-             for e in m.edges]
-    lines = {line[n]: Line(line[n], ln.color, tuple(station[s] for s in ln.stations), ln.loop) for n, ln in m.lines.items()}
-    return MetroMap(name=m.name, scenario=m.scenario, stations=stations, edges=edges, lines=lines,
-                    width=m.width, height=m.height, country=m.country)
+    stations = {
+        station[n]: replace(s, name=station[n], lines=tuple(line[x] for x in s.lines)) for n, s in m.stations.items()
+    }
+    edges = [
+        Edge(station[e.a], station[e.b], tuple(line[x] for x in e.lines), e.time, e.price, e.comfort, e.reliability)
+        for e in m.edges
+    ]
+    lines = {
+        line[n]: Line(line[n], ln.color, tuple(station[s] for s in ln.stations), ln.loop) for n, ln in m.lines.items()
+    }
+    return MetroMap(
+        name=m.name,
+        scenario=m.scenario,
+        stations=stations,
+        edges=edges,
+        lines=lines,
+        width=m.width,
+        height=m.height,
+        country=m.country,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -198,7 +309,7 @@ _SYSTEM_CJK_FONTS = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def cjk_font() -> tuple[str, int] | None:
     """(path, face index) of a font with Simplified Chinese glyphs, or None when there is none.
 

@@ -62,9 +62,7 @@ def _draw_lines(
     return walks
 
 
-def _open_walk(
-    rng: random.Random, grid: _Grid, k: int, orientation: str
-) -> list[tuple[int, int]] | None:
+def _open_walk(rng: random.Random, grid: _Grid, k: int, orientation: str) -> list[tuple[int, int]] | None:
     """k grid points, unit steps, monotone along the main axis (never revisits a point)."""
     if orientation in ("H", "V"):
         along, across = (grid.cols, grid.rows) if orientation == "H" else (grid.rows, grid.cols)
@@ -84,9 +82,7 @@ def _open_walk(
     # "D": monotone in both axes, going down-right or up-right
     dy_sign = rng.choice((1, -1))
     c = rng.randint(0, max(0, grid.cols // 2 - 1))
-    r = rng.randint(0, max(0, grid.rows // 2 - 1)) if dy_sign == 1 else rng.randint(
-        grid.rows // 2, grid.rows - 1
-    )
+    r = rng.randint(0, max(0, grid.rows // 2 - 1)) if dy_sign == 1 else rng.randint(grid.rows // 2, grid.rows - 1)
     pts = [(c, r)]
     for _ in range(k - 1):
         moves = [(1, 0), (0, dy_sign), (1, dy_sign)]
@@ -99,16 +95,11 @@ def _open_walk(
     return pts
 
 
-def _loop_walk(
-    rng: random.Random, grid: _Grid, length_range: tuple[int, int]
-) -> list[tuple[int, int]] | None:
+def _loop_walk(rng: random.Random, grid: _Grid, length_range: tuple[int, int]) -> list[tuple[int, int]] | None:
     """The perimeter of a w x h grid rectangle near the centre (2(w+h) stations, clockwise)."""
     lo, hi = length_range
     shapes = [
-        (w, h)
-        for w in range(1, grid.cols)
-        for h in range(1, grid.rows)
-        if lo <= 2 * (w + h) <= hi and w + h >= 3
+        (w, h) for w in range(1, grid.cols) for h in range(1, grid.rows) if lo <= 2 * (w + h) <= hi and w + h >= 3
     ]
     if not shapes:
         return None

@@ -48,8 +48,14 @@ def available_cores() -> int:
 def _build(job: RPJob) -> list[Any]:
     from geoeval.suites.maptab.rp.queries import build_rp_queries
 
-    return build_rp_queries(job.map, list(job.categories), job.n_per_category, seed=job.seed,
-                            map_difficulty=job.map_difficulty, style=job.style)
+    return build_rp_queries(
+        job.map,
+        list(job.categories),
+        job.n_per_category,
+        seed=job.seed,
+        map_difficulty=job.map_difficulty,
+        style=job.style,
+    )
 
 
 def _context() -> Any:
@@ -62,8 +68,9 @@ def _context() -> Any:
     return multiprocessing.get_context("spawn")
 
 
-def map_in_processes(fn: Callable[[Any], Any], items: Sequence[Any], workers: int | None = None,
-                     parallel: bool = True) -> list[Any]:
+def map_in_processes(
+    fn: Callable[[Any], Any], items: Sequence[Any], workers: int | None = None, parallel: bool = True
+) -> list[Any]:
     """`[fn(x) for x in items]`, on `workers` processes when `parallel` (results in item order)."""
     workers = min(workers or available_cores(), len(items))
     if not parallel or workers <= 1:
@@ -73,21 +80,30 @@ def map_in_processes(fn: Callable[[Any], Any], items: Sequence[Any], workers: in
         return list(pool.map(fn, items, chunksize=1))
 
 
-def build_rp_queries_parallel(jobs: Sequence[RPJob], workers: int | None = None,
-                              min_queries: int = MIN_QUERIES_FOR_POOL) -> list[list[Any]]:
+def build_rp_queries_parallel(
+    jobs: Sequence[RPJob], workers: int | None = None, min_queries: int = MIN_QUERIES_FOR_POOL
+) -> list[list[Any]]:
     """Every job's RP queries, in job order, built on `workers` processes (one process when the
     whole is smaller than `min_queries` queries)."""
     total = sum(j.n_per_category * len(j.categories) for j in jobs)
     return map_in_processes(_build, list(jobs), workers, parallel=total >= min_queries)
 
 
-def synthetic_rp_queries(maps: Sequence[Any], categories: Sequence[str], n_per_category: int, base_seed: int,
-                         map_difficulty: dict[str, str], style: int | None = None,
-                         workers: int | None = None) -> list[tuple[Any, list[Any]]]:
+def synthetic_rp_queries(
+    maps: Sequence[Any],
+    categories: Sequence[str],
+    n_per_category: int,
+    base_seed: int,
+    map_difficulty: dict[str, str],
+    style: int | None = None,
+    workers: int | None = None,
+) -> list[tuple[Any, list[Any]]]:
     """(map, its RP queries) as `MapTabSuite.synthetic_queries` builds them (map i seeded
     `base_seed + i`, its difficulty from `map_difficulty`, "Easy" when absent), in parallel."""
-    jobs = [RPJob(m, tuple(categories), n_per_category, base_seed + i, map_difficulty.get(m.name, "Easy"), style)
-            for i, m in enumerate(maps)]
+    jobs = [
+        RPJob(m, tuple(categories), n_per_category, base_seed + i, map_difficulty.get(m.name, "Easy"), style)
+        for i, m in enumerate(maps)
+    ]
     return list(zip(maps, build_rp_queries_parallel(jobs, workers)))
 
 
@@ -104,9 +120,9 @@ class MapJob:
 
 
 def _generate(job: MapJob) -> tuple[Any, list[str]]:
+    from geoeval.suites.maptab.generator.checks import run_quality_checks
     from geoeval.suites.maptab.generator.metro import generate_metro_map
     from geoeval.suites.maptab.generator.travel import generate_travel_map
-    from geoeval.suites.maptab.generator.checks import run_quality_checks
 
     make = generate_metro_map if job.kind == "metromap" else generate_travel_map
     m = make(job.seed, **dict(job.kwargs))

@@ -61,7 +61,9 @@ def _dissimilar(names: list[str]) -> bool:
     lowered = [n.lower() for n in names]
     return not any(
         difflib.SequenceMatcher(None, a, b).ratio() >= NAME_SIMILARITY_LIMIT
-        for i, a in enumerate(lowered) for j, b in enumerate(lowered) if i != j
+        for i, a in enumerate(lowered)
+        for j, b in enumerate(lowered)
+        if i != j
     )
 
 
@@ -76,8 +78,9 @@ def _spot_names(rng: random.Random, n: int, n_hubs: int) -> list[str]:
     raise GeoevalError(f"could not draw {n} dissimilar spot names with {n_hubs} hubs")  # pragma: no cover
 
 
-def _segment_fits(p, q, placed: list[tuple[tuple[float, float], tuple[float, float]]],
-                  points: list[tuple[float, float]]) -> bool:
+def _segment_fits(
+    p, q, placed: list[tuple[tuple[float, float], tuple[float, float]]], points: list[tuple[float, float]]
+) -> bool:
     """Whether segment p-q crosses or overlaps no placed segment and clears every other point."""
     for a, b in placed:
         if _collinear_overlap(p, q, a, b):
@@ -129,7 +132,8 @@ def generate_travel_map(
             continue
         pairs = list(tree)
         want = max(1, round(extra_edges * n))
-        for d, i, j in sorted((math.dist(points[i], points[j]), i, j) for i in range(n) for j in range(i + 1, n)):
+        by_length = sorted((math.dist(points[i], points[j]), i, j) for i in range(n) for j in range(i + 1, n))
+        for _length, i, j in by_length:
             if len(pairs) - len(tree) >= want:
                 break
             if (i, j) not in tree and _segment_fits(points[i], points[j], placed, points):
@@ -141,12 +145,15 @@ def generate_travel_map(
         raise GeoevalError(f"could not lay out {n} spots on a {width}x{height} map")
 
     names = _spot_names(rng, n, hubs)
-    hub_names = set(names[n - hubs:])
+    hub_names = set(names[n - hubs :])
     stations: dict[str, Station] = {}
     for nm, (x, y) in zip(names, points):
         hub = nm in hub_names
         stations[nm] = Station(
-            name=nm, lines=(), x=x, y=y,
+            name=nm,
+            lines=(),
+            x=x,
+            y=y,
             time=0.0 if hub else float(rng.randint(30, 180)),
             price=float(rng.choice(TRAVEL_HUB_PRICES)) if hub else float(rng.randrange(10, 201, 5)),
             comfort=_comfort_rating(rng),
@@ -154,7 +161,9 @@ def generate_travel_map(
         )
     edges = [
         Edge(
-            a=names[i], b=names[j], lines=(),
+            a=names[i],
+            b=names[j],
+            lines=(),
             time=float(rng.randint(10, 60)),
             price=float(10 + math.floor(71 * rng.random() ** 2)),
             comfort=_comfort_rating(rng),
@@ -162,8 +171,16 @@ def generate_travel_map(
         )
         for i, j in pairs
     ]
-    return MetroMap(name=name or f"travel_{seed}", scenario="travelmap", stations=stations, edges=edges,
-                    lines={}, width=width, height=height, country="synthetic")
+    return MetroMap(
+        name=name or f"travel_{seed}",
+        scenario="travelmap",
+        stations=stations,
+        edges=edges,
+        lines={},
+        width=width,
+        height=height,
+        country="synthetic",
+    )
 
 
 def travel_range_violations(m: MetroMap) -> list[str]:

@@ -80,7 +80,7 @@ def _straight_coverage(present: np.ndarray, offsets: np.ndarray) -> float:
 def _blocked(markers, i, j, a, b, ux, uy, length) -> bool:
     """Whether a third marker sits on or near the segment a-b (then a-b is no edge)."""
     for k, mk in enumerate(markers):
-        if k == i or k == j:
+        if k in (i, j):
             continue
         px, py = mk.x - a.x, mk.y - a.y
         t = px * ux + py * uy

@@ -92,7 +92,11 @@ def _detect_then_recognise(engine: Any, image: np.ndarray) -> list[list[Any]]:
     `[points, text, score]` rows as `engine(image)`."""
     h, w = image.shape[:2]
     f = min(1.0, max(DETECTION_SCALE, _DETECTOR_MIN_SIDE / max(1, min(h, w))))
-    small = cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA) if f < 1 else image
+    small = (
+        cv2.resize(image, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
+        if f < 1
+        else image
+    )
     found, _ = engine.text_det(small)
     if found is None or len(found) == 0:
         return []
@@ -124,8 +128,14 @@ def _run_ocr(engine: OcrEngine, image: np.ndarray) -> list[_TextBox]:
             continue
         pts = np.asarray(pts, dtype=np.float32)
         boxes.append(
-            _TextBox(text, float(pts[:, 0].min()), float(pts[:, 1].min()),
-                     float(pts[:, 0].max()), float(pts[:, 1].max()), score)
+            _TextBox(
+                text,
+                float(pts[:, 0].min()),
+                float(pts[:, 1].min()),
+                float(pts[:, 0].max()),
+                float(pts[:, 1].max()),
+                score,
+            )
         )
     return boxes
 
@@ -149,8 +159,12 @@ def _merge_split_labels(boxes: list[_TextBox]) -> list[_TextBox]:
                 gap = q.left - p.right
                 if overlap >= 0.6 * min(p.height, q.height) and -0.2 * hmax <= gap <= 0.45 * hmax:
                     boxes[i] = _TextBox(
-                        f"{p.text} {q.text}", p.left, min(p.top, q.top), max(p.right, q.right),
-                        max(p.bottom, q.bottom), min(p.score, q.score),
+                        f"{p.text} {q.text}",
+                        p.left,
+                        min(p.top, q.top),
+                        max(p.right, q.right),
+                        max(p.bottom, q.bottom),
+                        min(p.score, q.score),
                     )
                     del boxes[j]
                     merged = True

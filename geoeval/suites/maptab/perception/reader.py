@@ -127,8 +127,13 @@ def perception_version() -> str:
         from geoeval.core.cache.disk import code_version
 
         sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
-        _VERSION_CACHE.append(code_version(f"v{PERCEPTION_VERSION}", sources, (
-            "rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python", "numpy", "pillow")))
+        _VERSION_CACHE.append(
+            code_version(
+                f"v{PERCEPTION_VERSION}",
+                sources,
+                ("rapidocr_onnxruntime", "onnxruntime", "opencv-python-headless", "opencv-python", "numpy", "pillow"),
+            )
+        )
     return _VERSION_CACHE[0]
 
 
@@ -156,10 +161,7 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
 
     palette, cidx, chroma = _colour_layer(rgb)
     frames = _find_legend_frames(gray, chroma)
-    markers = [
-        mk for mk in _detect_markers(gray, chroma, cidx, rgb)
-        if not any(_inside(mk.x, mk.y, f) for f in frames)
-    ]
+    markers = [mk for mk in _detect_markers(gray, chroma, cidx, rgb) if not any(_inside(mk.x, mk.y, f) for f in frames)]
     markers = _classify_markers(markers)
     edges = _detect_edges(markers, cidx, len(palette))
 
@@ -197,8 +199,11 @@ def read_map_image(img: Image.Image, *, ocr: OcrEngine | None = None) -> Perceiv
         colours = tuple(hex_palette[c] for c in mk.colours)
         # Back to input-image pixels (resize maps pixel centres: x_in = (x + 0.5) / k - 0.5).
         stations[names[mi]] = PerceivedStation(
-            names[mi], (mk.x + 0.5) / k - 0.5, (mk.y + 0.5) / k - 0.5,
-            mk.interchange or len(colours) >= 2, colours,
+            names[mi],
+            (mk.x + 0.5) / k - 0.5,
+            (mk.y + 0.5) / k - 0.5,
+            mk.interchange or len(colours) >= 2,
+            colours,
         )
     perceived_edges = [(names[i], names[j], tuple(hex_palette[c] for c in cs)) for i, j, cs in edges]
     return PerceivedMap(

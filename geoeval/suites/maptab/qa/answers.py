@@ -13,19 +13,41 @@ from typing import Any
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
+from geoeval.suites.maptab.env.tables import mix_values, round_half_up
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario
-from geoeval.suites.maptab.env.tables import mix_values, round_half_up
 
 TRAVEL_DISTANCE_LIMIT = 5  # D.2: "Is the shortest distance between A and B less than 5?"
 
 KINDS: dict[str, dict[str, str]] = {
-    "metromap": {"M-GP": "integer", "M-LP": "integer", "M-SR": "binary", "E-GP": "integer", "E-LP": "number",
-                 "E-SR": "integer", "V-GP": "integer", "V-LP": "integer", "V-SR": "binary", "MM-GP": "number",
-                 "MM-LP": "number", "MM-SR": "integer"},
-    "travelmap": {"M-GP": "integer", "M-LP": "binary", "M-SR": "integer", "E-GP": "integer", "E-LP": "number",
-                  "E-SR": "binary", "V-GP": "integer", "V-LP": "number", "V-SR": "binary", "MM-GP": "binary",
-                  "MM-LP": "binary", "MM-SR": "number"},
+    "metromap": {
+        "M-GP": "integer",
+        "M-LP": "integer",
+        "M-SR": "binary",
+        "E-GP": "integer",
+        "E-LP": "number",
+        "E-SR": "integer",
+        "V-GP": "integer",
+        "V-LP": "integer",
+        "V-SR": "binary",
+        "MM-GP": "number",
+        "MM-LP": "number",
+        "MM-SR": "integer",
+    },
+    "travelmap": {
+        "M-GP": "integer",
+        "M-LP": "binary",
+        "M-SR": "integer",
+        "E-GP": "integer",
+        "E-LP": "number",
+        "E-SR": "binary",
+        "V-GP": "integer",
+        "V-LP": "number",
+        "V-SR": "binary",
+        "MM-GP": "binary",
+        "MM-LP": "binary",
+        "MM-SR": "number",
+    },
 }
 EDGE_ATTRIBUTES = {"metromap": ("Time", "Price", "Comfort Level"), "travelmap": ("Time", "Price")}
 # the blanks of a question that name stations or spots
@@ -102,7 +124,10 @@ def _edge_attr(m: MetroMap, label: str, attr: str) -> float:
 
 
 def compute_answer(
-    scenario: Scenario, qa_type: str, params: dict[str, Any], m: MetroMap,
+    scenario: Scenario,
+    qa_type: str,
+    params: dict[str, Any],
+    m: MetroMap,
     tables: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Answer:
     """The answer of a question from map `m` and the tables as shown ({title: rows}; needed by

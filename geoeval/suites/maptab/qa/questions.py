@@ -63,13 +63,23 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from itertools import combinations
 from typing import Any
 
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
+from geoeval.suites.maptab.env.tables import (
+    TableFormat,
+    edge_table,
+    format_table,
+    mix_merge_note,
+    mix_table,
+    mix_values,
+    shuffle_rows,
+    vertex_table,
+)
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario
 from geoeval.suites.maptab.metrics import tagged_texts
@@ -87,24 +97,28 @@ from geoeval.suites.maptab.qa.wording import (  # parse_question, the inverse of
     TASK_RULES,
 )
 from geoeval.suites.maptab.rp.queries import PROMPTS_DIR
-from geoeval.suites.maptab.env.tables import (
-    TableFormat,
-    edge_table,
-    format_table,
-    mix_merge_note,
-    mix_table,
-    mix_values,
-    shuffle_rows,
-    vertex_table,
-)
 
 QA_TYPES: tuple[str, ...] = (
-    "M-GP", "M-LP", "M-SR", "E-GP", "E-LP", "E-SR", "V-GP", "V-LP", "V-SR", "MM-GP", "MM-LP", "MM-SR",
+    "M-GP",
+    "M-LP",
+    "M-SR",
+    "E-GP",
+    "E-LP",
+    "E-SR",
+    "V-GP",
+    "V-LP",
+    "V-SR",
+    "MM-GP",
+    "MM-LP",
+    "MM-SR",
 )
 # Input setting of each type's prefix, with the names the suite's RP settings use.
 QA_SETTINGS: dict[str, str] = {"M": "map", "E": "edge_tab", "V": "vertex_tab", "MM": "map_mix_tab"}
 STYLE_NAMES = (
-    "Direct / Neutral", "Simple & Conversational", "Slightly Formal", "Technical / Academic Style",
+    "Direct / Neutral",
+    "Simple & Conversational",
+    "Slightly Formal",
+    "Technical / Academic Style",
     "Concise / Dataset-Friendly",
 )
 N_STYLES = len(STYLE_NAMES)
@@ -113,8 +127,14 @@ NUMBER_TOLERANCE = 0.005  # a two-decimal answer is correct when it is a correct
 TIME_THRESHOLDS = (30, 60, 90, 120, 150)
 
 CAPABILITIES: tuple[str, ...] = (
-    "visual_perception", "table_understanding", "cross_modal_alignment", "graph_topology_reasoning",
-    "spatial_localization", "numerical_reasoning", "path_planning", "global_reasoning",
+    "visual_perception",
+    "table_understanding",
+    "cross_modal_alignment",
+    "graph_topology_reasoning",
+    "spatial_localization",
+    "numerical_reasoning",
+    "path_planning",
+    "global_reasoning",
 )
 # Table 1 of the paper, transcribed: capability -> the problem types that exercise it, per scenario.
 CAPABILITY_TABLE: dict[str, dict[str, tuple[str, ...]]] = {
@@ -139,9 +159,16 @@ CAPABILITY_TABLE: dict[str, dict[str, tuple[str, ...]]] = {
         "global_reasoning": ("MM-GP", "MM-LP"),
     },
 }
-CAPABILITY_ABBREVIATIONS = {"visual_perception": "VP", "table_understanding": "TU", "cross_modal_alignment": "CA",
-                            "graph_topology_reasoning": "GT", "spatial_localization": "SL",
-                            "numerical_reasoning": "NR", "path_planning": "PP", "global_reasoning": "GR"}
+CAPABILITY_ABBREVIATIONS = {
+    "visual_perception": "VP",
+    "table_understanding": "TU",
+    "cross_modal_alignment": "CA",
+    "graph_topology_reasoning": "GT",
+    "spatial_localization": "SL",
+    "numerical_reasoning": "NR",
+    "path_planning": "PP",
+    "global_reasoning": "GR",
+}
 
 
 def setting_of(qa_type: str) -> str:
@@ -208,7 +235,9 @@ def qa_table_rows(
         tables = {"Vertex Table": vertex_table(m)}
     elif setting == "map_mix_tab":
         hidden = set(hidden_rows)
-        tables = {"Vertex Table": [r for r in mix_table(m, drop_line=m.scenario == "metromap") if r["Vertex"] not in hidden]}
+        tables = {
+            "Vertex Table": [r for r in mix_table(m, drop_line=m.scenario == "metromap") if r["Vertex"] not in hidden]
+        }
     else:
         tables = {}
     return {title: shuffle_rows(rows, row_seed, title) for title, rows in tables.items()}
@@ -324,8 +353,12 @@ def draw_params(m: MetroMap, qa_type: str, rng: random.Random) -> tuple[dict[str
         mix = mix_values(m)
         lowest = min(mix[v]["Time"] for path in nx.all_shortest_paths(g, a, b) for v in path)
         # the threshold decides the answer (yes iff lowest < n): draw it to give the coin's answer
-        n = _pick(rng, _coin(rng), [n for n in TIME_THRESHOLDS[:4] if lowest < n],
-                  [n for n in TIME_THRESHOLDS[:4] if lowest >= n])
+        n = _pick(
+            rng,
+            _coin(rng),
+            [n for n in TIME_THRESHOLDS[:4] if lowest < n],
+            [n for n in TIME_THRESHOLDS[:4] if lowest >= n],
+        )
         return {"a": a, "b": b, "n": n}, ()
     raise GeoevalError(f"unknown QA type {qa_type!r}")
 
@@ -360,19 +393,34 @@ def build_qa_queries(
             tables = qa_table_rows(m, qa_type, hidden, seed_rows)
             answer = compute_answer(m.scenario, qa_type, params, m, tables)
             st = style if style is not None else (style_offset + k + j) % N_STYLES
-            queries.append(QAQuery(
-                id=qid, map_name=m.name, scenario=m.scenario, qa_type=qa_type, row_seed=seed_rows,
-                setting=setting_of(qa_type), style=st, params=params,
-                question=question_text(m.scenario, qa_type, st, params), answer=answer.text, kind=answer.kind,
-                value=answer.value, map_difficulty=map_difficulty, hidden_rows=hidden,
-            ))
+            queries.append(
+                QAQuery(
+                    id=qid,
+                    map_name=m.name,
+                    scenario=m.scenario,
+                    qa_type=qa_type,
+                    row_seed=seed_rows,
+                    setting=setting_of(qa_type),
+                    style=st,
+                    params=params,
+                    question=question_text(m.scenario, qa_type, st, params),
+                    answer=answer.text,
+                    kind=answer.kind,
+                    value=answer.value,
+                    map_difficulty=map_difficulty,
+                    hidden_rows=hidden,
+                )
+            )
     return queries
 
 
 # --------------------------------------------------------------------------------------------
 # Prompts
 
-_MAP_WORDS = {"metromap": ("subway map", "stations", "station"), "travelmap": ("scenic area planning map", "scenic spots", "scenic spot")}
+_MAP_WORDS = {
+    "metromap": ("subway map", "stations", "station"),
+    "travelmap": ("scenic area planning map", "scenic spots", "scenic spot"),
+}
 
 
 _FORMATS = {
@@ -382,7 +430,7 @@ _FORMATS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> str:
     return (PROMPTS_DIR / name).read_text(encoding="utf-8")
 
@@ -398,25 +446,47 @@ def system_prompt(scenario: Scenario, qa_type: str) -> str:
         "edge_tab": "the Edge Table (one row per edge between two adjacent " + units + ")",
         "vertex_tab": "the Vertex Table (one row per " + _unit + ")",
         "map_mix_tab": f"the {map_kind} image and the Vertex Table (one row per {_unit}; {mix_merge_note(scenario)}"
-                       + ("; it has no Line column" if scenario == "metromap" else "") + ")",
+        + ("; it has no Line column" if scenario == "metromap" else "")
+        + ")",
     }[setting]
     answer_rule, ex1, ex2 = _FORMATS[KINDS[scenario][qa_type]]
     example_questions = QUESTIONS[scenario][qa_type]
-    placeholder = {"a": "Station A" if scenario == "metromap" else "Spot A", "b": "Station B" if scenario == "metromap" else "Spot B",
-                   "c": "Spot C", "d": "Spot D", "line": "Line X", "line2": "Line Y", "attr": "Time",
-                   "edge": "A-B", "edge2": "C-D", "n": 60}
-    return _template("qa_system.txt").format(
-        planner="Subway Map Analyst" if scenario == "metromap" else "Scenic Area Map Analyst",
-        task=task, inputs=inputs,
-        rules="\n".join(f"- {r}" for r in rules) or "- Count carefully.",
-        answer_rule=answer_rule, begin=ANSWER_BEGIN, end=ANSWER_END,
-        example_question_1=example_questions[0].format(**placeholder), example_answer_1=ex1,
-        example_question_2=example_questions[1].format(**placeholder), example_answer_2=ex2,
-    ).rstrip() + "\n"
+    placeholder = {
+        "a": "Station A" if scenario == "metromap" else "Spot A",
+        "b": "Station B" if scenario == "metromap" else "Spot B",
+        "c": "Spot C",
+        "d": "Spot D",
+        "line": "Line X",
+        "line2": "Line Y",
+        "attr": "Time",
+        "edge": "A-B",
+        "edge2": "C-D",
+        "n": 60,
+    }
+    return (
+        _template("qa_system.txt")
+        .format(
+            planner="Subway Map Analyst" if scenario == "metromap" else "Scenic Area Map Analyst",
+            task=task,
+            inputs=inputs,
+            rules="\n".join(f"- {r}" for r in rules) or "- Count carefully.",
+            answer_rule=answer_rule,
+            begin=ANSWER_BEGIN,
+            end=ANSWER_END,
+            example_question_1=example_questions[0].format(**placeholder),
+            example_answer_1=ex1,
+            example_question_2=example_questions[1].format(**placeholder),
+            example_answer_2=ex2,
+        )
+        .rstrip()
+        + "\n"
+    )
 
 
 def user_prompt(q: QAQuery, tables: dict[str, str], table_format: TableFormat) -> str:
-    blocks = "".join(f"\n{title} ({table_format}):\n```{table_format}\n{text.rstrip()}\n```\n" for title, text in tables.items())
+    blocks = "".join(
+        f"\n{title} ({table_format}):\n```{table_format}\n{text.rstrip()}\n```\n" for title, text in tables.items()
+    )
     return _template("qa_user.txt").format(question=q.question, tables_block=blocks, begin=ANSWER_BEGIN, end=ANSWER_END)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
@@ -202,61 +202,117 @@ QUESTIONS: dict[str, dict[str, tuple[str, ...]]] = {
 # What the system prompt of each type asks: the task, then its rules (one bullet each).
 TASK_RULES: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
     "metromap": {
-        "M-GP": ("count the metro lines drawn on the map.",
-                 ("A line is one coloured route with a name in the legend; count each name once.",)),
-        "M-LP": ("count the stations that lie strictly between two stations of one line.",
-                 ("The two stations are on the same line; follow that line from one to the other.",
-                  "Do not count the two named stations themselves.")),
-        "M-SR": ("decide whether a station belongs to a given line.",
-                 ("A station belongs to a line when that line's route passes through its marker.",)),
-        "E-GP": ("find how many stations the longest line has, from the Edge Table.",
-                 ("Each Edge value `A-B` names two stations; group the rows by Line and count each line's distinct stations.",
-                  "Answer with the largest of these counts.")),
-        "E-LP": ("read one attribute of one edge from the Edge Table.",
-                 ("Find the row whose Edge value is the edge asked about and read the requested column.",)),
-        "E-SR": ("count the edges that lie strictly between two given edges in the network.",
-                 ("Join an end of one edge to an end of the other by a path with the fewest edges and count that path's edges.",
-                  "Do not count the two given edges themselves; edges that share a station have 0 edges between them.")),
-        "V-GP": ("count the transfer stations in the Vertex Table.",
-                 ("A vertex is a transfer station when its Line column names two or more lines.",)),
-        "V-LP": ("count the transfer stations on one line, from the Vertex Table.",
-                 ("A vertex is a transfer station when its Line column names two or more lines; count those whose lines include the given one.",)),
-        "V-SR": ("decide whether two stations share a line, from the Vertex Table.",
-                 ("They share a line when their Line columns have at least one line in common.",)),
-        "MM-GP": ("find the largest total stop time of a line: the sum of the Time values of all its stations.",
-                  ("Which stations belong to which line is shown only on the map.",
-                   "A station's stop time is its Time value in the Vertex Table.",
-                   "Round the answer to two decimal places.")),
-        "MM-LP": ("average the Reliability of the stations from one station to another along their line.",
-                  ("Which stations lie between them on the line is shown only on the map.",
-                   "Include both named stations; take each station's Reliability from the Vertex Table.",
-                   "Round the answer to two decimal places.")),
-        "MM-SR": ("find the shortest transfer time between two lines.",
-                  ("The lines' common stations are read from the map; each station's Transfer Time is in the Vertex Table.",
-                   "Answer the smallest Transfer Time among their common stations, 0 when they have none, and 1 when the map has only one line.")),
+        "M-GP": (
+            "count the metro lines drawn on the map.",
+            ("A line is one coloured route with a name in the legend; count each name once.",),
+        ),
+        "M-LP": (
+            "count the stations that lie strictly between two stations of one line.",
+            (
+                "The two stations are on the same line; follow that line from one to the other.",
+                "Do not count the two named stations themselves.",
+            ),
+        ),
+        "M-SR": (
+            "decide whether a station belongs to a given line.",
+            ("A station belongs to a line when that line's route passes through its marker.",),
+        ),
+        "E-GP": (
+            "find how many stations the longest line has, from the Edge Table.",
+            (
+                "Each Edge value `A-B` names two stations; group the rows by Line and count each line's distinct stations.",
+                "Answer with the largest of these counts.",
+            ),
+        ),
+        "E-LP": (
+            "read one attribute of one edge from the Edge Table.",
+            ("Find the row whose Edge value is the edge asked about and read the requested column.",),
+        ),
+        "E-SR": (
+            "count the edges that lie strictly between two given edges in the network.",
+            (
+                "Join an end of one edge to an end of the other by a path with the fewest edges and count that path's edges.",
+                "Do not count the two given edges themselves; edges that share a station have 0 edges between them.",
+            ),
+        ),
+        "V-GP": (
+            "count the transfer stations in the Vertex Table.",
+            ("A vertex is a transfer station when its Line column names two or more lines.",),
+        ),
+        "V-LP": (
+            "count the transfer stations on one line, from the Vertex Table.",
+            (
+                "A vertex is a transfer station when its Line column names two or more lines; count those whose lines include the given one.",
+            ),
+        ),
+        "V-SR": (
+            "decide whether two stations share a line, from the Vertex Table.",
+            ("They share a line when their Line columns have at least one line in common.",),
+        ),
+        "MM-GP": (
+            "find the largest total stop time of a line: the sum of the Time values of all its stations.",
+            (
+                "Which stations belong to which line is shown only on the map.",
+                "A station's stop time is its Time value in the Vertex Table.",
+                "Round the answer to two decimal places.",
+            ),
+        ),
+        "MM-LP": (
+            "average the Reliability of the stations from one station to another along their line.",
+            (
+                "Which stations lie between them on the line is shown only on the map.",
+                "Include both named stations; take each station's Reliability from the Vertex Table.",
+                "Round the answer to two decimal places.",
+            ),
+        ),
+        "MM-SR": (
+            "find the shortest transfer time between two lines.",
+            (
+                "The lines' common stations are read from the map; each station's Transfer Time is in the Vertex Table.",
+                "Answer the smallest Transfer Time among their common stations, 0 when they have none, and 1 when the map has only one line.",
+            ),
+        ),
     },
     "travelmap": {
         "M-GP": ("count the scenic spots on the map.", ("Every marked and named spot counts once.",)),
-        "M-LP": ("decide whether a scenic spot lies on a circular route.",
-                 ("A circular route is a closed loop of paths that returns to where it started without reusing a path.",)),
+        "M-LP": (
+            "decide whether a scenic spot lies on a circular route.",
+            ("A circular route is a closed loop of paths that returns to where it started without reusing a path.",),
+        ),
         "M-SR": ("count the scenic spots directly connected to a given spot by one path.", ()),
-        "E-GP": ("find how often the most frequent scenic spot occurs in the Edge Table.",
-                 ("Each Edge value `A-B` names two spots; count every spot's occurrences over all rows.",)),
-        "E-LP": ("read one attribute of one path from the Edge Table.",
-                 ("Find the row whose Edge value is the path asked about and read the requested column.",)),
-        "E-SR": (f"decide whether two scenic spots are fewer than {TRAVEL_DISTANCE_LIMIT} edges apart.",
-                 ("The distance is the number of edges (rows of the Edge Table) on a path with the fewest edges.",)),
+        "E-GP": (
+            "find how often the most frequent scenic spot occurs in the Edge Table.",
+            ("Each Edge value `A-B` names two spots; count every spot's occurrences over all rows.",),
+        ),
+        "E-LP": (
+            "read one attribute of one path from the Edge Table.",
+            ("Find the row whose Edge value is the path asked about and read the requested column.",),
+        ),
+        "E-SR": (
+            f"decide whether two scenic spots are fewer than {TRAVEL_DISTANCE_LIMIT} edges apart.",
+            ("The distance is the number of edges (rows of the Edge Table) on a path with the fewest edges.",),
+        ),
         "V-GP": ("count the scenic spots whose Time value is below a threshold, from the Vertex Table.", ()),
         "V-LP": ("find the lowest Price among the given scenic spots, from the Vertex Table.", ()),
-        "V-SR": ("decide whether one scenic spot's row comes before another's in the Vertex Table.",
-                 ("Above means an earlier row in the table as given.",)),
-        "MM-GP": ("decide whether the table lists as many scenic spots as the map shows.",
-                  ("Count the spots on the map and the rows of the Vertex Table.",)),
-        "MM-LP": ("decide whether a spot with a small Time value lies on the shortest paths between two spots.",
-                  ("The shortest paths are those with the fewest edges on the map; consider all of them, both endpoints included.",
-                   "A spot's Time value is in the Vertex Table.")),
-        "MM-SR": ("find the lowest Price among the scenic spots adjacent to a given spot.",
-                  ("Adjacency is read from the map; each spot's Price is in the Vertex Table.",)),
+        "V-SR": (
+            "decide whether one scenic spot's row comes before another's in the Vertex Table.",
+            ("Above means an earlier row in the table as given.",),
+        ),
+        "MM-GP": (
+            "decide whether the table lists as many scenic spots as the map shows.",
+            ("Count the spots on the map and the rows of the Vertex Table.",),
+        ),
+        "MM-LP": (
+            "decide whether a spot with a small Time value lies on the shortest paths between two spots.",
+            (
+                "The shortest paths are those with the fewest edges on the map; consider all of them, both endpoints included.",
+                "A spot's Time value is in the Vertex Table.",
+            ),
+        ),
+        "MM-SR": (
+            "find the lowest Price among the scenic spots adjacent to a given spot.",
+            ("Adjacency is read from the map; each spot's Price is in the Vertex Table.",),
+        ),
     },
 }
 
@@ -265,7 +321,7 @@ TASK_RULES: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
 # From a question's text back to its type, style and blanks
 
 
-@lru_cache(maxsize=None)
+@cache
 def _question_patterns() -> tuple[tuple[str, str, int, re.Pattern], ...]:
     out = []
     for scenario, by_type in QUESTIONS.items():
@@ -308,6 +364,7 @@ def parse_question(question: str, scenario: Scenario | None = None, known: set[s
     if not matches:
         raise GeoevalError(f"not a MapTab QA question: {question!r}")
     if known:
+
         def names_known(p: ParsedQuestion) -> bool:
             names = [p.params[k] for k in STATION_KEYS if k in p.params]
             names += [part.strip() for k in ("edge", "edge2") if k in p.params for part in p.params[k].split("-")]
@@ -318,4 +375,3 @@ def parse_question(question: str, scenario: Scenario | None = None, known: set[s
             matches = good
     # the template that explains the most text by its own words (the shortest blanks)
     return min(matches, key=lambda p: sum(len(str(v)) for v in p.params.values()))
-

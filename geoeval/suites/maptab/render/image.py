@@ -75,7 +75,8 @@ def _load_font(font_path: str | None, size: int, language: str = "en") -> ImageF
 
             raise GeoevalError(
                 "suite.language=zh needs a font with Chinese glyphs: `pip install noto-cjk-sans-otc`, "
-                "`apt-get install fonts-noto-cjk`, or set GEOEVAL_CJK_FONT to a .ttf/.otf/.ttc file")
+                "`apt-get install fonts-noto-cjk`, or set GEOEVAL_CJK_FONT to a .ttf/.otf/.ttc file"
+            )
         return ImageFont.truetype(found[0], size, index=found[1])
     font = ImageFont.load_default(size=size)
     if not isinstance(font, ImageFont.FreeTypeFont):  # Pillow built without FreeType
@@ -129,14 +130,12 @@ def _plan(m: MetroMap, font_path: str | None, language: str = "en") -> _Plan:
 
     # The legend goes first, in the corner that collides least with the network; the
     # labels then keep clear of it.
-    legend_lines = sorted(m.lines) or sorted(
-        {ln for runs in _segments_by_edge(m).values() for ln in runs if ln}
-    )
+    legend_lines = sorted(m.lines) or sorted({ln for runs in _segments_by_edge(m).values() for ln in runs if ln})
     legend_box = None
     legend_rows: tuple[tuple[str, str], ...] = ()
     if legend_lines:
         colors = _line_colors(m, set(legend_lines))
-        legend_rows = tuple((ln, "#%02x%02x%02x" % colors[ln]) for ln in legend_lines)
+        legend_rows = tuple((ln, "#{:02x}{:02x}{:02x}".format(*colors[ln])) for ln in legend_lines)
         text_w = max(legend_font.getbbox(ln)[2] for ln in legend_lines)
         lw = _LEGEND_PAD + _LEGEND_SWATCH_W + 12 + text_w + _LEGEND_PAD
         lh = 2 * _LEGEND_PAD + _LEGEND_ROW_H * (len(legend_lines) - 1) + 24
@@ -270,8 +269,13 @@ def image_to_png_bytes(img: Image.Image) -> bytes:
 #: The disk cache of rendered maps (`map_png`); its version is the drawing code itself.
 RENDER_NAMESPACE = "maptab-render"
 #: relative to the suite folder
-_DRAWING_MODULES = ("render/image.py", "render/labels.py", "render/network.py", "render/style.py",
-                    "generator/language.py")
+_DRAWING_MODULES = (
+    "render/image.py",
+    "render/labels.py",
+    "render/network.py",
+    "render/style.py",
+    "generator/language.py",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -294,5 +298,6 @@ def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
 
     key = content_key(repr(m), repr(float(scale)), language, repr(_font_identity(language, None)))
     png, _hit = DiskCache(RENDER_NAMESPACE, render_version()).get_or_compute(
-        key, lambda: image_to_png_bytes(render_map(m, scale=scale, language=language)))
+        key, lambda: image_to_png_bytes(render_map(m, scale=scale, language=language))
+    )
     return png

@@ -29,11 +29,11 @@ class _Rect:
     right: float
     bottom: float
 
-    def inflate(self, d: float, dy: float | None = None) -> "_Rect":
+    def inflate(self, d: float, dy: float | None = None) -> _Rect:
         dy = d if dy is None else dy
         return _Rect(self.left - d, self.top - dy, self.right + d, self.bottom + dy)
 
-    def overlap_area(self, o: "_Rect") -> float:
+    def overlap_area(self, o: _Rect) -> float:
         w = min(self.right, o.right) - max(self.left, o.left)
         h = min(self.bottom, o.bottom) - max(self.top, o.top)
         return w * h if w > 0 and h > 0 else 0.0
@@ -192,10 +192,7 @@ def _place_labels(
         best_name, best_free = None, None
         for name in unplaced:
             free = [i for i, (sc, dc) in enumerate(zip(static[name], dynamic[name])) if sc == 0 and dc == 0]
-            if free and (
-                best_free is None
-                or (len(free), tiebreak[name]) < (len(best_free), tiebreak[best_name])
-            ):
+            if free and (best_free is None or (len(free), tiebreak[name]) < (len(best_free), tiebreak[best_name])):
                 best_name, best_free = name, free
         if best_name is not None:
             choice = best_free[0]
@@ -213,9 +210,7 @@ def _place_labels(
     return placed
 
 
-def _place_legend(
-    m: MetroMap, obstacles: _Obstacles, w: float, h: float
-) -> _Rect:
+def _place_legend(m: MetroMap, obstacles: _Obstacles, w: float, h: float) -> _Rect:
     inset = 16
     candidates = [
         _Rect(inset, inset, inset + w, inset + h),

@@ -77,9 +77,7 @@ def _build_strokes(m: MetroMap) -> tuple[list[_Stroke], dict[str, int]]:
         k = len(lines)
         for i, ln in enumerate(lines):
             off = (i - (k - 1) / 2) * LINE_WIDTH
-            strokes.append(
-                _Stroke(p.x + nx * off, p.y + ny * off, q.x + nx * off, q.y + ny * off, colors[ln])
-            )
+            strokes.append(_Stroke(p.x + nx * off, p.y + ny * off, q.x + nx * off, q.y + ny * off, colors[ln]))
         bundle[a] = max(bundle.get(a, 1), k)
         bundle[b] = max(bundle.get(b, 1), k)
     return strokes, bundle

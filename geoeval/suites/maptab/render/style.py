@@ -37,8 +37,16 @@ LABEL_NEAREST_MARGIN = 20  # a foreign marker is this much further from a label 
 
 # Fallback colours for lines that a map references on its edges without a `Line` entry.
 _FALLBACK_COLORS = (
-    "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4",
-    "#42d4f4", "#f032e6", "#bfef45", "#469990", "#9a6324",
+    "#e6194b",
+    "#3cb44b",
+    "#4363d8",
+    "#f58231",
+    "#911eb4",
+    "#42d4f4",
+    "#f032e6",
+    "#bfef45",
+    "#469990",
+    "#9a6324",
 )
 
 

@@ -29,7 +29,7 @@ TIE_TOLERANCE = 1e-9
 
 
 def format_route(names: Sequence[str]) -> str:
-    """"A-B(transfer)-C" from already annotated station names."""
+    """ "A-B(transfer)-C" from already annotated station names."""
     return "-".join(names)
 
 
@@ -68,9 +68,7 @@ def transfer_sets(m: MetroMap, path: Sequence[str], time_weight: float = 0.0) ->
         return [frozenset()]
     # state per line of the current edge: best (cost, count) and the transfer sets achieving it
     first = _edge_lines(m, path[0], path[1])
-    states: dict[str, tuple[tuple[float, int], set[frozenset[str]]]] = {
-        ln: ((0.0, 0), {frozenset()}) for ln in first
-    }
+    states: dict[str, tuple[tuple[float, int], set[frozenset[str]]]] = {ln: ((0.0, 0), {frozenset()}) for ln in first}
     for i in range(1, len(path) - 1):
         v = path[i]
         tt = m.stations[v].transfer_time if time_weight > 0 else 0.0

@@ -46,20 +46,27 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from geoeval.suites.maptab.routing import reference as routing
-from geoeval.suites.maptab.routing import cost as routing_cost
-from geoeval.suites.maptab.routing import transfers as routing_transfers
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, extract_route, similarity, split_route
+from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.routing import transfers as routing_transfers
 
 TOTAL_KEYS = {"T": "Total_Time", "P": "Total_Price", "C": "Average_Comfort Level", "R": "Average_Reliability"}
 TOLERANCE = {"T": 0.005, "P": 0.005, "C": 1e-4, "R": 1e-4}
 CRITERIA_CATEGORIES = ("T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix")
-ERROR_TYPES = ("Perception", "Transfer Indeterminate", "Path Search", "Topology Extraction", "Output Format",
-               "Table Lookup")
+ERROR_TYPES = (
+    "Perception",
+    "Transfer Indeterminate",
+    "Path Search",
+    "Topology Extraction",
+    "Output Format",
+    "Table Lookup",
+)
 REPEAT_CLASSES = ("FR", "PR", "NR")
 
 
@@ -111,8 +118,9 @@ def answered_path(m: MetroMap, answer: str, source: str, target: str) -> list[st
     return path  # type: ignore[return-value]
 
 
-def understanding(plan_on: MetroMap, answer: str, source: str, target: str, reference: dict[str, float],
-                  routes: Iterable[str] = ()) -> dict[str, bool]:
+def understanding(
+    plan_on: MetroMap, answer: str, source: str, target: str, reference: dict[str, float], routes: Iterable[str] = ()
+) -> dict[str, bool]:
     """Per criterion letter, whether the answered route's total equals the reference's or that
     of any tied optimal route in `routes` (tied routes share J, not necessarily each total: the
     recorded `reference` is the first route's, queries' module docstring)."""
@@ -127,8 +135,10 @@ def understanding(plan_on: MetroMap, answer: str, source: str, target: str, refe
     transfers = same[0] if same else routing_transfers.transfer_sets(plan_on, path, time_weight=1.0)[0]
     totals = routing_cost.route_totals(plan_on, path, transfers)
     accepted = [reference, *(_tied_totals(plan_on, routes))]
-    return {k: any(math.isclose(totals[key], ref[key], rel_tol=0.0, abs_tol=TOLERANCE[k]) for ref in accepted)
-            for k, key in TOTAL_KEYS.items()}
+    return {
+        k: any(math.isclose(totals[key], ref[key], rel_tol=0.0, abs_tol=TOLERANCE[k]) for ref in accepted)
+        for k, key in TOTAL_KEYS.items()
+    }
 
 
 def _tied_totals(plan_on: MetroMap, routes: list[str]) -> list[dict[str, float]]:
@@ -138,13 +148,15 @@ def _tied_totals(plan_on: MetroMap, routes: list[str]) -> list[dict[str, float]]
     for r in routes:
         path, transfers = routing_transfers.parse_route(r)
         if all(v in plan_on.stations for v in path) and all(
-                plan_on.edge_between(a, b) is not None for a, b in itertools.pairwise(path)):
+            plan_on.edge_between(a, b) is not None for a, b in itertools.pairwise(path)
+        ):
             out.append(routing_cost.route_totals(plan_on, path, transfers))
     return out
 
 
-def error_types(m: MetroMap, answer: str, source: str, target: str, routes: Iterable[str],
-                criteria: bool) -> tuple[str, ...]:
+def error_types(
+    m: MetroMap, answer: str, source: str, target: str, routes: Iterable[str], criteria: bool
+) -> tuple[str, ...]:
     """The error types of a wrong answer (module docstring), in ERROR_TYPES order."""
     route = extract_route(answer)
     if not route:
@@ -185,9 +197,16 @@ def analyse(results: Iterable[Any], queries: dict[str, tuple[MetroMap, Any]]) ->
         if r.dims.task_family != "rp" or r.sample_id not in queries or "ema" not in r.scores:
             continue
         m, q = queries[r.sample_id]
-        a = RPAnalysis(sample_id=r.sample_id, scenario=q.scenario, category=q.category,
-                       map_level=q.map_difficulty, query_level=q.query_difficulty,
-                       ema=r.scores.get("ema", 0.0), pma=r.scores.get("pma", 0.0), ds=r.scores.get("ds", 0.0))
+        a = RPAnalysis(
+            sample_id=r.sample_id,
+            scenario=q.scenario,
+            category=q.category,
+            map_level=q.map_difficulty,
+            query_level=q.query_difficulty,
+            ema=r.scores.get("ema", 0.0),
+            pma=r.scores.get("pma", 0.0),
+            ds=r.scores.get("ds", 0.0),
+        )
         if q.weights is not None and q.totals:
             a.repeat = repeat_class(m, q.source, q.target, q.routes)
             plan_on = m
@@ -203,10 +222,17 @@ def analyse(results: Iterable[Any], queries: dict[str, tuple[MetroMap, Any]]) ->
 # ------------------------------------------------------------------------------ tables
 
 CATEGORY_LABELS = {
-    "map_only": "Map-only", "edge_only": "Edge_tab-only", "map_edge": "Map+Edge_tab",
-    "T": "Time-Only", "P": "Price-Only", "C": "Comfort_Level-Only", "R": "Reliability-Only",
-    "TPR": "Time+Price+Reliability", "TCR": "Time+Comfort_Level+Reliability",
-    "PCR": "Price+Comfort_Level+Reliability", "TPCR": "Time+Price+Comfort_Level+Reliability",
+    "map_only": "Map-only",
+    "edge_only": "Edge_tab-only",
+    "map_edge": "Map+Edge_tab",
+    "T": "Time-Only",
+    "P": "Price-Only",
+    "C": "Comfort_Level-Only",
+    "R": "Reliability-Only",
+    "TPR": "Time+Price+Reliability",
+    "TCR": "Time+Comfort_Level+Reliability",
+    "PCR": "Price+Comfort_Level+Reliability",
+    "TPCR": "Time+Price+Comfort_Level+Reliability",
     "mix": "Map+Mix_tab (all four)",
 }
 LEVELS = ("Easy", "Medium", "Hard")
@@ -218,8 +244,11 @@ def _pct(values: list[float]) -> float | None:
 
 
 def _cells(rows: list[RPAnalysis], prefix: str = "") -> dict[str, Any]:
-    return {f"{prefix}EMA": _pct([a.ema for a in rows]), f"{prefix}PMA": _pct([a.pma for a in rows]),
-            f"{prefix}DS": round(sum(a.ds for a in rows), 2) if rows else None}
+    return {
+        f"{prefix}EMA": _pct([a.ema for a in rows]),
+        f"{prefix}PMA": _pct([a.pma for a in rows]),
+        f"{prefix}DS": round(sum(a.ds for a in rows), 2) if rows else None,
+    }
 
 
 def _ordered_categories(analyses: list[RPAnalysis]) -> list[str]:
@@ -297,6 +326,12 @@ def error_table(analyses: list[RPAnalysis], scenario: str) -> list[dict[str, Any
     wrong = [a for a in mine if a.ema < 1.0]
     if not wrong:
         return []
-    return [{"error type": t, "count": sum(t in a.errors for a in wrong),
-             "error (%)": _pct([float(t in a.errors) for a in wrong]),
-             "overall (%)": _pct([float(t in a.errors) for a in mine])} for t in ERROR_TYPES]
+    return [
+        {
+            "error type": t,
+            "count": sum(t in a.errors for a in wrong),
+            "error (%)": _pct([float(t in a.errors) for a in wrong]),
+            "overall (%)": _pct([float(t in a.errors) for a in mine]),
+        }
+        for t in ERROR_TYPES
+    ]

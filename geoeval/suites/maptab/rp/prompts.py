@@ -8,11 +8,12 @@ reliability costs of the authors' Travelmap prompts, marked by `SUM_OBJECTIVE_NO
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.env.tables import TableFormat, mix_merge_note
 from geoeval.suites.maptab.graph import Scenario
+from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.rp.queries import (
     CRITERIA,
     CRITERIA_FREE,
@@ -25,10 +26,9 @@ from geoeval.suites.maptab.rp.queries import (
     map_words,
     table_columns,
 )
-from geoeval.suites.maptab.env.tables import TableFormat, mix_merge_note
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> str:
     return (PROMPTS_DIR / name).read_text(encoding="utf-8")
 
@@ -52,10 +52,17 @@ def _common_fields(category: str, scenario: Scenario) -> dict[str, str]:
     }[setting]
     described = []
     if "map" in setting.split("+"):
-        described.append(f"- The map image shows the {w['units']}" + (" and the lines connecting them." if scenario == "metromap" else " and the paths between them."))
+        described.append(
+            f"- The map image shows the {w['units']}"
+            + (" and the lines connecting them." if scenario == "metromap" else " and the paths between them.")
+        )
     cols = table_columns(category, scenario)
     for title, columns in cols.items():
-        kind = "each row is an edge between two adjacent " + w["units"] if title == "Edge Table" else f"each row is a {w['unit']}"
+        kind = (
+            "each row is an edge between two adjacent " + w["units"]
+            if title == "Edge Table"
+            else f"each row is a {w['unit']}"
+        )
         if category == "mix":
             kind += "; " + mix_merge_note(scenario)
         described.append(f"- The {title}: {kind}; columns {', '.join(columns)}.")
@@ -106,34 +113,49 @@ def _hub_rule(scenario: Scenario) -> str:
     """Travelmap's transport-hub price rule (routing's module docstring), as prompt text."""
     if scenario != "travelmap":
         return ""
-    return ("; a scenic spot whose Time is 0 (an airport or a station) adds its Price only when it is "
-            "the destination")
+    return "; a scenic spot whose Time is 0 (an airport or a station) adds its Price only when it is the destination"
 
 
 def _cost_rules(category: str, scenario: Scenario, objective: routing_cost.Objective = "mean") -> str:
     crit = CRITERIA[category]
     metro = scenario == "metromap"
-    stations = "every station of the route except the destination" if metro else "every scenic spot of the route, the destination included"
+    stations = (
+        "every station of the route except the destination"
+        if metro
+        else "every scenic spot of the route, the destination included"
+    )
     if objective == "sum":
         return _sum_cost_rules(category, scenario, stations)
     rules = []
     if category == "mix":
         if "Time" in crit:
-            rules.append(f"- Total Time = sum of the Time of {stations}"
-                         + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
+            rules.append(
+                f"- Total Time = sum of the Time of {stations}"
+                + (" + the Transfer Time of each station where a line transfer occurs." if metro else ".")
+            )
         rules.append(f"- Total Price = sum of the Price of {stations}{_hub_rule(scenario)}.")
         rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of {stations}.")
         rules.append(f"- Average Reliability = mean of the non-zero Reliability values of {stations}.")
         return "\n".join(rules)
     if "Time" in crit:
-        rules.append(f"- Total Time = sum of edge Time + sum of the Time of {stations}"
-                     + (" + the Transfer Time of each station where a line transfer occurs (stations passed without changing lines add no Transfer Time)." if metro else "."))
+        rules.append(
+            f"- Total Time = sum of edge Time + sum of the Time of {stations}"
+            + (
+                " + the Transfer Time of each station where a line transfer occurs (stations passed without changing lines add no Transfer Time)."
+                if metro
+                else "."
+            )
+        )
     if "Price" in crit:
         rules.append(f"- Total Price = sum of edge Price + sum of the Price of {stations}{_hub_rule(scenario)}.")
     if "Comfort Level" in crit:
-        rules.append(f"- Average Comfort Level = mean of the non-zero Comfort Level values of the route's edges and of {stations}.")
+        rules.append(
+            f"- Average Comfort Level = mean of the non-zero Comfort Level values of the route's edges and of {stations}."
+        )
     if "Reliability" in crit:
-        rules.append(f"- Average Reliability = mean of the non-zero Reliability values of the route's edges and of {stations}.")
+        rules.append(
+            f"- Average Reliability = mean of the non-zero Reliability values of the route's edges and of {stations}."
+        )
     return "\n".join(rules)
 
 
@@ -149,8 +171,10 @@ def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
     rules = []
     if "Time" in crit:
         edge = "" if category == "mix" else "sum of edge Time + "
-        rules.append(f"- Total Time = {edge}sum of the Time of {stations}"
-                     + (" + the Transfer Time of each station where a line transfer occurs." if metro else "."))
+        rules.append(
+            f"- Total Time = {edge}sum of the Time of {stations}"
+            + (" + the Transfer Time of each station where a line transfer occurs." if metro else ".")
+        )
     if "Price" in crit:
         edge = "" if category == "mix" else "sum of edge Price + "
         rules.append(f"- Total Price = {edge}sum of the Price of {stations}{_hub_rule(scenario)}.")
@@ -177,15 +201,23 @@ def _scaling_rules(
     terms, lines = [], []
     if "Time" in crit:
         terms.append(f"{_fmt_weight(weights[0])} * (Total Time / {ts:g})")
-        lines.append(f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
-                     + ("; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty." if scenario == "metromap" else "."))
+        lines.append(
+            f"- Time is scaled from 0-{ts:g} to 0-1 (divide by {ts:g})"
+            + (
+                "; Transfer Time (5-15) uses the same division by 3, so a transfer carries a large penalty."
+                if scenario == "metromap"
+                else "."
+            )
+        )
     if "Price" in crit:
         terms.append(f"{_fmt_weight(weights[1])} * (Total Price / {ps:g})")
         lines.append(f"- Price is scaled from 0-{ps:g} to 0-1 (divide by {ps:g}).")
     if objective == "sum":
         if "Comfort Level" in crit:
             terms.append(f"{_fmt_weight(weights[2])} * Comfort Cost")
-            lines.append(f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out.")
+            lines.append(
+                f"- Comfort Level is scaled from 0-{cs:g} to 0-1 and counts as one minus its value; zero values are left out."
+            )
         if "Reliability" in crit:
             terms.append(f"{_fmt_weight(weights[3])} * Reliability Cost")
             lines.append("- Reliability counts as one minus its value; zero values are left out.")
@@ -195,7 +227,9 @@ def _scaling_rules(
         if "Comfort Level" in crit:
             c_term = "Average Comfort Level" if cs == 1 else f"Average Comfort Level / {cs:g}"
             terms.append(f"{_fmt_weight(weights[2])} * (1 - {c_term})")
-            lines.append("- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean.")
+            lines.append(
+                "- Comfort Level counts as one minus its (scaled) value; zero values are left out of the mean."
+            )
         if "Reliability" in crit:
             terms.append(f"{_fmt_weight(weights[3])} * (1 - Average Reliability)")
             lines.append("- Reliability counts as one minus its value; zero values are left out of the mean.")
@@ -248,13 +282,18 @@ def system_prompt(
     if objective not in ("mean", "sum"):
         raise GeoevalError(f"objective must be 'mean' or 'sum', got {objective!r}")
     goal, objective_text = _objective(category, scenario, weights, objective)
-    return _template("rp_system_criteria.txt").format(
-        **fields,
-        goal=goal,
-        objective=objective_text,
-        cost_rules=_cost_rules(category, scenario, objective),
-        scaling_rules=_scaling_rules(category, scenario, weights, objective),
-    ).rstrip() + "\n"
+    return (
+        _template("rp_system_criteria.txt")
+        .format(
+            **fields,
+            goal=goal,
+            objective=objective_text,
+            cost_rules=_cost_rules(category, scenario, objective),
+            scaling_rules=_scaling_rules(category, scenario, weights, objective),
+        )
+        .rstrip()
+        + "\n"
+    )
 
 
 # the user prompt's line of weights; `baselines.prompt_reading` reads it back

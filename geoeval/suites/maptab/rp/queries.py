@@ -61,18 +61,12 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import networkx as nx
 
 from geoeval.core.errors import GeoevalError
-from geoeval.suites.maptab.routing import reference as routing
-from geoeval.suites.maptab.routing import cost as routing_cost
-from geoeval.suites.maptab.routing import search as routing_search
-from geoeval.suites.maptab.routing import transfers as routing_transfers
-from geoeval.suites.maptab.generator.difficulty import spci, tercile_levels, to_graph
-from geoeval.suites.maptab.graph import MetroMap, Scenario
 from geoeval.suites.maptab.env.tables import (
     TableFormat,
     edge_table,
@@ -82,11 +76,28 @@ from geoeval.suites.maptab.env.tables import (
     shuffle_rows,
     vertex_table,
 )
+from geoeval.suites.maptab.generator.difficulty import spci, tercile_levels, to_graph
+from geoeval.suites.maptab.graph import MetroMap, Scenario
+from geoeval.suites.maptab.routing import cost as routing_cost
+from geoeval.suites.maptab.routing import reference as routing
+from geoeval.suites.maptab.routing import search as routing_search
+from geoeval.suites.maptab.routing import transfers as routing_transfers
 
 PROMPTS_DIR = Path(__file__).resolve().parents[1] / "prompts"
 
 CATEGORIES: tuple[str, ...] = (
-    "map_only", "edge_only", "map_edge", "T", "P", "C", "R", "TPR", "TCR", "PCR", "TPCR", "mix",
+    "map_only",
+    "edge_only",
+    "map_edge",
+    "T",
+    "P",
+    "C",
+    "R",
+    "TPR",
+    "TCR",
+    "PCR",
+    "TPCR",
+    "mix",
 )
 CRITERIA_FREE = ("map_only", "edge_only", "map_edge")
 SETTINGS: dict[str, str] = {
@@ -106,11 +117,19 @@ CRITERIA: dict[str, tuple[str, ...]] = {
 WEIGHT_CHOICES = (1, 2, 3, 4, 5)
 N_STYLES = 5
 STYLE_NAMES = (
-    "Direct Optimization", "Graph-theoretic", "Instruction-seeking", "User-oriented Optimization",
+    "Direct Optimization",
+    "Graph-theoretic",
+    "Instruction-seeking",
+    "User-oriented Optimization",
     "Constraint-explicit Optimization",
 )
-USER_PROFILE = {"TPR": "a young traveller", "TCR": "a middle-aged traveller", "PCR": "an older traveller",
-                "TPCR": "a family trip", "mix": "a family trip"}
+USER_PROFILE = {
+    "TPR": "a young traveller",
+    "TCR": "a middle-aged traveller",
+    "PCR": "an older traveller",
+    "TPCR": "a family trip",
+    "mix": "a family trip",
+}
 
 
 @dataclass
@@ -233,7 +252,7 @@ def question_text(category: str, scenario: Scenario, style: int, source: str, ta
     return template.format(p=_prefix(category, scenario), s=source, t=target, **map_words(scenario))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _question_patterns(scenario: Scenario) -> tuple[tuple[str, int, re.Pattern, re.Pattern], ...]:
     out = []
     for category in CATEGORIES:

@@ -8,13 +8,22 @@ the authors' evaluator."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from geoeval.core.analysis.reports import markdown_table, save_figure
 from geoeval.suites.maptab.rp.analysis import (
-    LEVELS, REPEAT_CLASSES, SCENARIO_NAMES, RPAnalysis, category_table, difficulty_matrix, error_table,
-    level_table, repetition_table)
+    LEVELS,
+    REPEAT_CLASSES,
+    SCENARIO_NAMES,
+    RPAnalysis,
+    category_table,
+    difficulty_matrix,
+    error_table,
+    level_table,
+    repetition_table,
+)
 
 RP_REPORT_MD = "maptab_rp_report.md"
 RP_REPORT_PNG = "maptab_rp_report.png"
@@ -24,8 +33,9 @@ def _level_columns() -> list[str]:
     return ["category", *[f"{lv} {m}" for lv in LEVELS for m in ("EMA", "PMA", "DS")]]
 
 
-def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Sequence[str] = (), *,
-                    plots: bool = True) -> list[Path]:
+def write_rp_report(
+    analyses: Sequence[RPAnalysis], out_dir: Path, models: Sequence[str] = (), *, plots: bool = True
+) -> list[Path]:
     """The RP report files in `out_dir` (the PNG only with `plots`); none when there is nothing to report."""
     analyses = list(analyses)
     if not analyses:
@@ -35,28 +45,52 @@ def write_rp_report(analyses: Sequence[RPAnalysis], out_dir: Path, models: Seque
     scenarios = [s for s in SCENARIO_NAMES if any(a.scenario == s for a in analyses)]
     for s in scenarios:
         name = SCENARIO_NAMES[s]
-        parts += [f"## {name}", "### EMA / PMA / DS per category (Table 2 layout)",
-                  markdown_table(category_table(analyses, s), ["category", "EMA", "PMA", "DS", "n"], floatfmt=".2f")]
+        parts += [
+            f"## {name}",
+            "### EMA / PMA / DS per category (Table 2 layout)",
+            markdown_table(category_table(analyses, s), ["category", "EMA", "PMA", "DS", "n"], floatfmt=".2f"),
+        ]
         for attribute, heading in (("map_level", "map"), ("query_level", "query")):
             rows = level_table(analyses, s, attribute)
             if rows:
-                parts += [f"### Per category x {heading} difficulty",
-                          markdown_table(rows, _level_columns(), floatfmt=".2f")]
-        parts += ["### Difficulty matrix (G.2): EMA (%) by map difficulty x query difficulty",
-                  markdown_table(difficulty_matrix(analyses, s), floatfmt=".2f")]
+                parts += [
+                    f"### Per category x {heading} difficulty",
+                    markdown_table(rows, _level_columns(), floatfmt=".2f"),
+                ]
+        parts += [
+            "### Difficulty matrix (G.2): EMA (%) by map difficulty x query difficulty",
+            markdown_table(difficulty_matrix(analyses, s), floatfmt=".2f"),
+        ]
         rep = repetition_table(analyses, s)
         if rep:
-            parts += ["### Route repetition and criteria understanding (Table 4 layout)",
-                      "FR: the only fewest-station path is optimal; PR: one of several fewest-station paths "
-                      "is; NR: none is. T/P/C/R: share of criteria queries whose answered route has the "
-                      "optimum's Total_Time / Total_Price / Average_Comfort Level / Average_Reliability.",
-                      markdown_table(rep, ["criteria", *[f"{k} {m}" for k in REPEAT_CLASSES for m in ("EMA", "PMA")],
-                                           "All EMA", "All PMA", "T", "P", "C", "R", "n FR/PR/NR"], floatfmt=".2f")]
+            parts += [
+                "### Route repetition and criteria understanding (Table 4 layout)",
+                "FR: the only fewest-station path is optimal; PR: one of several fewest-station paths "
+                "is; NR: none is. T/P/C/R: share of criteria queries whose answered route has the "
+                "optimum's Total_Time / Total_Price / Average_Comfort Level / Average_Reliability.",
+                markdown_table(
+                    rep,
+                    [
+                        "criteria",
+                        *[f"{k} {m}" for k in REPEAT_CLASSES for m in ("EMA", "PMA")],
+                        "All EMA",
+                        "All PMA",
+                        "T",
+                        "P",
+                        "C",
+                        "R",
+                        "n FR/PR/NR",
+                    ],
+                    floatfmt=".2f",
+                ),
+            ]
         errors = error_table(analyses, s)
         if errors:
-            parts += ["### Error types of wrong answers (Table 5 layout)",
-                      "Computed from the graph; an answer can carry several types (definitions: rp_analysis.py).",
-                      markdown_table(errors, ["error type", "count", "error (%)", "overall (%)"], floatfmt=".2f")]
+            parts += [
+                "### Error types of wrong answers (Table 5 layout)",
+                "Computed from the graph; an answer can carry several types (definitions: rp_analysis.py).",
+                markdown_table(errors, ["error type", "count", "error (%)", "overall (%)"], floatfmt=".2f"),
+            ]
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / RP_REPORT_MD
     md.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
@@ -94,8 +128,10 @@ def _plot(analyses: list[RPAnalysis], scenarios: list[str], path: Path, *, title
         bars.bar(list(REPEAT_CLASSES), heights, color=["#4C72B0", "#DD8452", "#C44E52"])
         bars.set_ylim(0, 105)
         bars.set_ylabel("EMA (%)")
-        bars.set_title(f"{SCENARIO_NAMES[s]}: criteria queries by route repetition "
-                       f"({average.get('n FR/PR/NR', '0/0/0')})", fontsize=9)
+        bars.set_title(
+            f"{SCENARIO_NAMES[s]}: criteria queries by route repetition ({average.get('n FR/PR/NR', '0/0/0')})",
+            fontsize=9,
+        )
         bars.grid(True, axis="y", alpha=0.3)
     figure.suptitle(title)
     return save_figure(figure, path, format="png")

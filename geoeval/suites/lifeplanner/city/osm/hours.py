@@ -8,8 +8,15 @@ import re
 
 from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 
-_OSM_DAYS = {"Mo": "Monday", "Tu": "Tuesday", "We": "Wednesday", "Th": "Thursday", "Fr": "Friday",
-             "Sa": "Saturday", "Su": "Sunday"}
+_OSM_DAYS = {
+    "Mo": "Monday",
+    "Tu": "Tuesday",
+    "We": "Wednesday",
+    "Th": "Thursday",
+    "Fr": "Friday",
+    "Sa": "Saturday",
+    "Su": "Sunday",
+}
 _DAY_ABBR_RE = re.compile(r"\b(Mo|Tu|We|Th|Fr|Sa|Su)\b")
 _HOLIDAY_RE = re.compile(r"^(PH|SH)\b")
 _ADDITIONAL_RULE_RE = re.compile(r"(?<=\d),\s*(?=(?:Mo|Tu|We|Th|Fr|Sa|Su|PH|SH)\b)")

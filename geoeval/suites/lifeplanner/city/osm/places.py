@@ -22,15 +22,26 @@ OSM_CATEGORIES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("amenity", "nightclub"): ("Sports & Recreation|Nightclub", "Sports & Recreation|Pub"),
     ("amenity", "casino"): ("Sports & Recreation|Casino", "Sports & Recreation|KTV"),
     ("amenity", "cinema"): ("Sports & Recreation|Cinema", "Sports & Recreation|KTV"),
-    ("amenity", "theatre"): ("Science/Culture & Education Service|Theatre", "Science/Culture & Education Service|Museum"),
-    ("amenity", "arts_centre"): ("Science/Culture & Education Service|Art Centre",
-                                 "Science/Culture & Education Service|Museum"),
-    ("amenity", "library"): ("Science/Culture & Education Service|Library",
-                             "Science/Culture & Education Service|Library"),
-    ("amenity", "university"): ("Science/Culture & Education Service|University",
-                                "Science/Culture & Education Service|University"),
-    ("amenity", "college"): ("Science/Culture & Education Service|University",
-                             "Science/Culture & Education Service|University"),
+    ("amenity", "theatre"): (
+        "Science/Culture & Education Service|Theatre",
+        "Science/Culture & Education Service|Museum",
+    ),
+    ("amenity", "arts_centre"): (
+        "Science/Culture & Education Service|Art Centre",
+        "Science/Culture & Education Service|Museum",
+    ),
+    ("amenity", "library"): (
+        "Science/Culture & Education Service|Library",
+        "Science/Culture & Education Service|Library",
+    ),
+    ("amenity", "university"): (
+        "Science/Culture & Education Service|University",
+        "Science/Culture & Education Service|University",
+    ),
+    ("amenity", "college"): (
+        "Science/Culture & Education Service|University",
+        "Science/Culture & Education Service|University",
+    ),
     ("amenity", "school"): ("Science/Culture & Education Service|School", None),
     ("amenity", "pharmacy"): ("Medical Service|Pharmacy", "Medical Service|Pharmacy"),
     ("amenity", "doctors"): ("Medical Service|Clinic", "Medical Service|Hospital"),
@@ -73,8 +84,10 @@ OSM_CATEGORIES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("tourism", "hotel"): ("Accommodation Service|Hotel", "Accommodation Service|Business Hotel"),
     ("tourism", "hostel"): ("Accommodation Service|Hostel", "Accommodation Service|Hostel"),
     ("tourism", "museum"): ("Science/Culture & Education Service|Museum", "Science/Culture & Education Service|Museum"),
-    ("tourism", "gallery"): ("Science/Culture & Education Service|Art Gallery",
-                             "Science/Culture & Education Service|Museum"),
+    ("tourism", "gallery"): (
+        "Science/Culture & Education Service|Art Gallery",
+        "Science/Culture & Education Service|Museum",
+    ),
     ("tourism", "attraction"): ("Scenery Spot|Tourist Attraction", "Scenery Spot|Tourist Attraction"),
     ("tourism", "artwork"): ("Scenery Spot|Public Artwork", "Scenery Spot|Tourist Attraction"),
     ("tourism", "information"): ("Scenery Spot|Tourist Information", None),
@@ -84,8 +97,12 @@ OSM_CATEGORIES: dict[tuple[str, str], tuple[str, str | None]] = {
     ("leisure", "sports_centre"): ("Sports & Recreation|Sports Centre", "Sports & Recreation|Gym"),
 }
 # Any other value falls back by key: "Shopping|Other Shop (<value>)" etc.
-_FALLBACK_TOP = {"amenity": "Public Facility", "shop": "Shopping", "tourism": "Scenery Spot",
-                 "leisure": "Sports & Recreation"}
+_FALLBACK_TOP = {
+    "amenity": "Public Facility",
+    "shop": "Shopping",
+    "tourism": "Scenery Spot",
+    "leisure": "Sports & Recreation",
+}
 _POI_KEYS = ("amenity", "shop", "tourism", "leisure")
 
 
@@ -119,6 +136,7 @@ def _extra_tags(row: Any) -> dict[str, str]:
 
 def _osm_tag_groups(row: Any, extra: dict[str, str]) -> list[tuple[str, list[str]]]:
     """Structured tags OSM states (the real part of `places.tag`)."""
+
     def get(k: str) -> str | None:
         v = row.get(k) if k in row else None
         v = v if isinstance(v, str) and v else extra.get(k)
@@ -139,8 +157,11 @@ def _osm_tag_groups(row: Any, extra: dict[str, str]) -> list[tuple[str, list[str
         facility.append("Takeaway")
     if facility:
         groups.append(("Facility", facility))
-    diet = [f"{k.split(':')[1].capitalize()} options" for k in ("diet:vegan", "diet:vegetarian", "diet:gluten_free")
-            if get(k) in ("yes", "only")]
+    diet = [
+        f"{k.split(':')[1].capitalize()} options"
+        for k in ("diet:vegan", "diet:vegetarian", "diet:gluten_free")
+        if get(k) in ("yes", "only")
+    ]
     if diet:
         groups.append(("Diet", diet))
     return groups
@@ -152,7 +173,7 @@ def _stable_place_id(osm_type: str, osm_id: int, taken: set[str]) -> str:
     salt = 0
     while True:
         h = int.from_bytes(hashlib.sha1(f"{osm_type}/{osm_id}/{salt}".encode()).digest()[:8], "big")
-        pid = "B0" + "".join(alphabet[(h // 36 ** i) % 36] for i in range(8))
+        pid = "B0" + "".join(alphabet[(h // 36**i) % 36] for i in range(8))
         if pid not in taken:
             taken.add(pid)
             return pid
