@@ -1,6 +1,6 @@
-"""The README works as written: its quick-start block runs command by command in an empty
-directory, every other `geoeval` command it shows composes and validates, and its tables name
-every shipped config option."""
+"""The README and the docs work as written: the README's quick-start block runs command by command
+in an empty directory, every other `python -m geoeval` command that the README or a page of `docs/`
+shows composes and validates, and the config-group table of the docs names every shipped option."""
 
 from __future__ import annotations
 
@@ -15,6 +15,16 @@ import pytest
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
+def documentation() -> dict[str, str]:
+    """The README and every page of docs/, by path relative to the repository."""
+    pages = {"README.md": README}
+    pages.update({f"docs/{page.name}": page.read_text(encoding="utf-8") for page in DOCS})
+    return pages
+
+
 QUICK = re.search(r"<!-- quick-commands:start -->\n```bash\n(.*?)```\n<!-- quick-commands:end -->", README, re.DOTALL)
 
 
@@ -33,7 +43,11 @@ def argv_of(line: str) -> list[str]:
         return [sys.executable, *words[1:]]
     if words[0] == "geoeval":
         script = Path(sys.executable).with_name("geoeval")
-        return [str(script) if script.exists() else sys.executable, *([] if script.exists() else ["-m", "geoeval"]), *words[1:]]
+        return [
+            str(script) if script.exists() else sys.executable,
+            *([] if script.exists() else ["-m", "geoeval"]),
+            *words[1:],
+        ]
     raise AssertionError(f"not a geoeval command: {line}")
 
 
@@ -52,10 +66,10 @@ def test_the_quick_start_block_runs_as_written(tmp_path):
             assert "geoeval/oracle" in proc.stdout and "geoeval/table_baseline" in proc.stdout
 
 
-def _shown_run_commands() -> list[str]:
-    """Every `python -m geoeval <overrides>` line the README shows (code lines, not prose)."""
+def _shown_run_commands(text: str) -> list[str]:
+    """Every `python -m geoeval <overrides>` line a page shows (code lines, not prose)."""
     lines = []
-    for raw in README.splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         line = re.sub(r"^(\.venv/bin/|[A-Z_]+=\S+ )+", "", line)
         if re.match(r"^python -m geoeval( |$)", line) and "<" not in line:
@@ -63,12 +77,16 @@ def _shown_run_commands() -> list[str]:
     return lines
 
 
-def test_every_run_command_the_readme_shows_is_a_valid_config():
+def test_every_run_command_the_readme_and_docs_show_is_a_valid_config():
     from geoeval.core.config.precheck import precheck
 
-    shown = _shown_run_commands()
-    assert len(shown) >= 10
-    for line in shown:
+    shown_by_page = {page: _shown_run_commands(text) for page, text in documentation().items()}
+    shown = [(page, line) for page, lines in shown_by_page.items() for line in lines]
+    # the README's own tour shows a handful; with the reference pages (running, real models,
+    # cluster, performance) they are the 20-odd commands the single-page README used to show
+    assert len(shown_by_page["README.md"]) >= 8, shown_by_page["README.md"]
+    assert len(shown) >= 25, shown
+    for page, line in shown:
         overrides = argv_of(line)[3:]  # after python -m geoeval
         overrides = [o for o in overrides if o != "-m"]
         if any("," in o and "=" in o and not o.startswith(("suite.categories", "+")) for o in overrides):
@@ -76,13 +94,28 @@ def test_every_run_command_the_readme_shows_is_a_valid_config():
         try:
             precheck(overrides)
         except Exception as exc:  # noqa: BLE001 - the message is the point
-            raise AssertionError(f"README command does not validate: {line}\n{exc}") from None
+            raise AssertionError(f"{page} command does not validate: {line}\n{exc}") from None
+
+
+def test_the_docs_exist_that_the_readme_and_test_rely_on():
+    assert (REPO / "docs" / "running.md") in DOCS, "docs/running.md (the config-group table) is gone"
+    for page in DOCS:
+        assert f"(docs/{page.name})" in README, f"README's Documentation list does not link docs/{page.name}"
 
 
 @pytest.mark.parametrize("group", ["env", "suite", "model", "judge", "metrics", "runner", "tracking", "experiment"])
 def test_the_running_table_names_every_shipped_option(group):
-    row = next((line for line in README.splitlines() if line.startswith(f"| `{group}` |")), None)
-    assert row, f"README's config-group table has no row for {group}"
+    rows = [
+        (page, line)
+        for page, text in documentation().items()
+        for line in text.splitlines()
+        if line.startswith(f"| `{group}` |")
+    ]
+    assert any(page == "docs/running.md" for page, _ in rows), (
+        f"docs/running.md's config-group table has no row for {group}"
+    )
     shipped = sorted(p.stem for p in (REPO / "conf" / group).glob("*.yaml"))
-    missing = [name for name in shipped if f"`{name}`" not in row]
-    assert not missing, f"README's {group} row leaves out {missing}"
+    assert shipped, f"conf/{group}/ ships no option"
+    for page, row in rows:  # every table that lists the group's options lists all of them
+        missing = [name for name in shipped if f"`{name}`" not in row]
+        assert not missing, f"{page}'s {group} row leaves out {missing}"
