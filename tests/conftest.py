@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,3 +72,19 @@ def scripted_mockllm(*replies: str):
         out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
         outputs.append(out)
     return get_model("mockllm/model", custom_outputs=outputs, memoize=False)
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail (not hang) past `seconds`: SIGALRM interrupts even a regex running in C."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

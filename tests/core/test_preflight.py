@@ -7,7 +7,6 @@ import asyncio
 import json
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
@@ -107,13 +106,12 @@ def server(monkeypatch):
 
 
 def _check(server: ProbeServer, mode: str, role: str = "evaluated model"):
-    started = time.monotonic()
-    result = check_endpoint(role, "openai-api/local/m", server.url(mode), KEY, timeout_s=FAST_S, environ={})
-    return result, time.monotonic() - started
+    """How fast each kind of failure is reported is measured in bench/fail_fast.py, not here."""
+    return check_endpoint(role, "openai-api/local/m", server.url(mode), KEY, timeout_s=FAST_S, environ={})
 
 
 def test_ok_sends_one_bearer_request_for_one_token(server):
-    result, elapsed = _check(server, "ok")
+    result = _check(server, "ok")
     assert (result.ok, result.fatal, result.status) == (True, False, 200)
     assert result.endpoint == server.url("ok") and result.role == "evaluated model"
     assert server.requests == [
@@ -123,7 +121,6 @@ def test_ok_sends_one_bearer_request_for_one_token(server):
             {"model": "m", "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1},
         )
     ]
-    assert elapsed < 5
 
 
 @pytest.mark.parametrize(
@@ -135,13 +132,12 @@ def test_ok_sends_one_bearer_request_for_one_token(server):
     ],
 )
 def test_fatal_statuses(server, mode, status, reason):
-    result, elapsed = _check(server, mode)
+    result = _check(server, mode)
     assert (result.ok, result.fatal, result.status) == (False, True, status)
     assert result.message.startswith(
         f"model endpoint {server.url(mode)} (role: evaluated model) answered HTTP {status} {reason}: "
     )
     assert "\n" not in result.message
-    assert elapsed < 5
 
 
 def test_fatal_message_quotes_200_chars_of_the_body_on_one_line(server):
@@ -162,10 +158,9 @@ def test_the_key_is_scrubbed_from_a_quoted_body(server):
 
 @pytest.mark.parametrize("mode, status", [("429", 429), ("500", 500), ("503", 503)])
 def test_retryable_statuses_let_the_run_proceed_with_a_note(server, mode, status):
-    result, elapsed = _check(server, mode)
+    result = _check(server, mode)
     assert (result.ok, result.fatal, result.status) == (True, False, status)
     assert "retryable" in result.message
-    assert elapsed < 5
 
 
 def test_a_rejected_probe_is_not_a_bad_endpoint(server):
@@ -189,9 +184,7 @@ def _closed_port() -> int:
 
 def test_a_closed_port_is_unreachable_at_once():
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    started = time.monotonic()
     result = check_endpoint("judge", "openai-api/local/m", url, KEY, timeout_s=FAST_S, environ={})
-    assert time.monotonic() - started < 5
     assert (result.ok, result.fatal, result.status) == (False, True, None)
     assert result.message == f"model endpoint {url} (role: judge) is unreachable: connection refused"
 
@@ -208,10 +201,9 @@ def test_an_unknown_host_is_unreachable(monkeypatch):
 
 
 def test_a_server_that_never_answers_times_out(server):
-    result, elapsed = _check(server, "hang", role="user simulator")
+    result = _check(server, "hang", role="user simulator")
     assert (result.ok, result.fatal, result.status) == (False, True, None)
     assert "(role: user simulator) did not answer within 1 s" in result.message
-    assert elapsed < 5
 
 
 def test_a_url_without_scheme_is_fatal():
@@ -233,10 +225,8 @@ def test_preflight_raises_one_line_per_failing_role_and_probes_each_endpoint_onc
         ("tool simulator", "openai-api/local/m", server.url("429"), KEY),
         ("judge", "geoeval/oracle", None, None),
     ]
-    started = time.monotonic()
     with pytest.raises(GeoevalError) as raised:
         preflight(checks, timeout_s=FAST_S, environ={})
-    assert time.monotonic() - started < 5
     lines = str(raised.value).splitlines()
     assert [line.split(" answered")[0] for line in lines] == [
         f"model endpoint {server.url('501')} (role: evaluated model)",
@@ -379,9 +369,7 @@ def test_inspect_retries_three_429s_and_the_counter_shows_them(monkeypatch):
             memoize=False,
         )
         before = http_retry_count()
-        started = time.monotonic()
         output = asyncio.run(model.generate("hello"))
-        elapsed = time.monotonic() - started
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -389,7 +377,6 @@ def test_inspect_retries_three_429s_and_the_counter_shows_them(monkeypatch):
     assert FlakyServer.seen == 4
     assert http_retry_count() - before == 3
     # two quick SDK retries (0.5 s, 1 s), then one Inspect backoff (3-6 s)
-    assert elapsed < 20
 
 
 def test_a_composed_run_spec_against_a_501_endpoint_fails_in_one_line(server, tmp_path):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import time
 from typing import Any
 
 import pytest
@@ -26,7 +25,6 @@ from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.tools import toolsets as toolsets_module
 
 DE = "data_engine"
-CALL_SECONDS = 10.0  # far above any call's real cost (< 0.5 s): longer would be a hang
 
 
 def nested(depth: int) -> list[Any]:
@@ -134,9 +132,7 @@ def test_every_pure_tool_answers_a_hostile_value_at_every_parameter(city, valid_
         for param in agent_parameters(fn):
             where = f"{label}({param}=<hostile>)"
             kwargs = {**base, param: value, **({"toolset": toolset} if toolset else {})}
-            start = time.monotonic()
-            result = fn(city, **kwargs)
-            assert time.monotonic() - start < CALL_SECONDS, f"{where} took too long"
+            result = fn(city, **kwargs)  # bench/fail_fast.py times these against valid calls
             assert_clean_result(result, where)
             calls += 1
     assert calls == 49  # every parameter of every tool (both toolsets) was tried
