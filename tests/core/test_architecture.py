@@ -25,7 +25,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_the_core_imports_no_suite_agent_or_judge():
     offending = [
-        f"{path.name}:{line} imports {name}"
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
         for path in sorted(CORE.rglob("*.py"))
         for line, name in _imports(path)
         if name.startswith(FORBIDDEN)
@@ -36,8 +36,12 @@ def test_the_core_imports_no_suite_agent_or_judge():
 PACKAGE = CORE.parent
 #: The size a module may reach before it is split by concern (issue 9). Declarative data (word
 #: lists, tool tables, paraphrase tables) may be longer; such modules are named here with why.
-MAX_MODULE_LINES = 500
-DATA_MODULES: dict[str, str] = {}
+# counted as ruff format lays the code out (one argument a line once a call is long: ~10 % more
+# lines than the hand layout the old limit of 500 was set on)
+MAX_MODULE_LINES = 560
+DATA_MODULES: dict[str, str] = {
+    "geoeval/suites/lifeplanner/city/vocabulary.py": "declarative data: the synthetic city's categories and phrase banks",
+}
 
 
 def test_no_module_is_over_the_size_limit():
@@ -99,11 +103,13 @@ def test_maptab_question_generation_does_not_import_the_baselines():
     prompts and tables (`maptab/baselines/`) lives with the agents, never in generation."""
     maptab = PACKAGE / "suites" / "maptab"
     generation = [
-        maptab / f"{name}.py"
-        for name in ("qa", "qa_answers", "qa_wording", "queries", "rp_prompts", "generator", "tables", "routing")
+        path
+        for folder in ("qa", "rp", "generator", "env", "routing", "render")
+        for path in sorted((maptab / folder).glob("*.py"))
     ]
+    assert len(generation) >= 30  # the folders are there: a move cannot empty the check
     offending = [
-        f"{path.name}:{line} imports {name}"
+        f"{path.relative_to(maptab)}:{line} imports {name}"
         for path in generation
         for line, name in _imports(path)
         if name.startswith("geoeval.suites.maptab.baselines")

@@ -141,7 +141,7 @@ def test_fatal_statuses(server, mode, status, reason):
 
 
 def test_fatal_message_quotes_200_chars_of_the_body_on_one_line(server):
-    result, _ = _check(server, "501")
+    result = _check(server, "501")
     body = result.message.split("Not Implemented: ", 1)[1]
     assert body.startswith("<html><body>Not here. Not here.")
     assert body.startswith(("<html><body>" + "Not here. " * 50)[:200])
@@ -149,7 +149,7 @@ def test_fatal_message_quotes_200_chars_of_the_body_on_one_line(server):
 
 
 def test_the_key_is_scrubbed_from_a_quoted_body(server):
-    result, _ = _check(server, "401")
+    result = _check(server, "401")
     assert KEY not in result.message
     assert result.message.endswith(
         'answered HTTP 401 Unauthorized: {"error": {"message": "Incorrect API key provided: ***"}}'
@@ -164,14 +164,14 @@ def test_retryable_statuses_let_the_run_proceed_with_a_note(server, mode, status
 
 
 def test_a_rejected_probe_is_not_a_bad_endpoint(server):
-    result, _ = _check(server, "400")
+    result = _check(server, "400")
     assert (result.ok, result.fatal, result.status) == (True, False, 400)
     assert "reachable" in result.message
 
 
 @pytest.mark.parametrize("mode", ["garbage", "json_not_chat"])
 def test_a_200_that_is_not_a_chat_completion_is_fatal(server, mode):
-    result, _ = _check(server, mode)
+    result = _check(server, mode)
     assert (result.ok, result.fatal, result.status) == (False, True, 200)
     assert "answered HTTP 200 OK but not with a chat completion" in result.message
 
