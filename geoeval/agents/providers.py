@@ -27,6 +27,7 @@ from inspect_ai.model import (
     ModelAPI,
     ModelOutput,
     ModelUsage,
+    StopReason,
     modelapi,
 )
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
@@ -70,8 +71,10 @@ class GeoevalAgentAPI(ModelAPI):
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         self.model_args = model_args
-        import geoeval.suites  # noqa: F401  suites register their policies on import
         from geoeval.agents.policies import agents
+        from geoeval.core.registry import load_plugins
+
+        load_plugins()  # suites and plugins register their agents' policies when the registry loads them
 
         if model_name not in agents():
             from geoeval.core.errors import GeoevalError
@@ -111,6 +114,7 @@ class GeoevalAgentAPI(ModelAPI):
         else:
             reply = policy(input, tools, dict(self.model_args))
         in_tokens = sum(approx_tokens(message_text(m)) for m in input)
+        stop: StopReason
         if reply.tool:
             call = ToolCall(id=f"call_{len(input)}", function=reply.tool, arguments=reply.arguments)
             message = ChatMessageAssistant(

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from geoeval.core.config.schema import validate_config
 from geoeval.core.config.search_path import register as _register_experiments_path
-from geoeval.core.errors import GeoevalError
+from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
 from geoeval.core.sweep.points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
@@ -34,9 +34,7 @@ _register_launcher()
 
 def _fail(exc: GeoevalError) -> None:
     print(f"geoeval: error: {exc}", file=sys.stderr)
-    stop = SystemExit(2)
-    stop.reason = str(exc)  # what a sweep's summary says about this job
-    raise stop
+    raise JobExit(2, str(exc))
 
 
 def _sweep_job(hc: Any) -> SweepJob | None:
@@ -248,14 +246,15 @@ class SweepCallback(Callback):
         if not points:
             return
         ran = [p for p in points if not p.get("crashed")]  # a crashed job has no metrics to show
-        artifacts, summary = [], "(no job of the sweep finished)"
+        artifacts: list[Path] = []
+        summary = "(no job of the sweep finished)"
         if ran:
             suite = get_suite(str(config.suite.name))
             artifacts, summary = write_sweep_reports(
                 ran,
                 sweep_dir,
-                headline_metrics=tuple(getattr(suite, "headline_metrics", ())),
-                log2_axes=tuple(getattr(suite, "log2_sweep_axes", ())),
+                headline_metrics=tuple(suite.headline_metrics),
+                log2_axes=tuple(suite.log2_sweep_axes),
             )
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         failed = [p for p in points if p.get("failed")]

@@ -16,13 +16,16 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.meta_eval import run_meta_eval, tier_means
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.errors import GeoevalError
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,11 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
+def compose_spec(suite: str, overrides: Sequence[str]) -> RunSpec:
     """The validated RunSpec of `suite=<suite> <overrides>`, tracking off (nothing is logged)."""
+    from importlib.resources import files
+
     from hydra import compose, initialize_config_module
 
-    from geoeval import conf
     from geoeval.core.config.schema import validate_config
     from geoeval.core.config.search_path import register
 
@@ -46,7 +50,7 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> Any:
     # the suite's own metric set where one is named after it (maptab_qa, lifeplanner, ...)
     metrics = (
         [f"metrics={suite}"]
-        if "metrics" not in given and (Path(conf.__file__).parent / "metrics" / f"{suite}.yaml").exists()
+        if "metrics" not in given and (files("geoeval.conf") / "metrics" / f"{suite}.yaml").is_file()
         else []
     )
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
@@ -71,8 +75,8 @@ def generated_env(suite_name: str, default: str) -> str:
     suite takes it, else the suite's generated one (no external files needed)."""
     from geoeval.core.registry import get_suite
 
-    schemas = getattr(get_suite(suite_name), "env_schema", None)
-    if not isinstance(schemas, dict) or default in schemas:
+    schemas = get_suite(suite_name).env_schema
+    if not isinstance(schemas, Mapping) or default in schemas:
         return default
     generated = [name for name in schemas if name.endswith(("_synthetic", "_generated"))]
     return (generated or list(schemas))[0]

@@ -102,7 +102,7 @@ def ordered_metrics(available: Sequence[str], suites: Sequence[str]) -> list[str
     headline: list[str] = []
     for name in suites:
         try:
-            headline += [m for m in getattr(get_suite(name), "headline_metrics", ()) if m in available]
+            headline += [m for m in get_suite(name).headline_metrics if m in available]
         except GeoevalError:
             continue
     headline = list(dict.fromkeys(headline))
@@ -168,8 +168,9 @@ def leaderboard(
 
     def best_first(run: dict[str, Any]) -> tuple[bool, float]:
         value = overall.get(run["run_hash"][:12], {}).get(metrics[0]) if metrics else None
-        missing = value is None or math.isnan(value)
-        return (missing, 0.0 if missing else -value)
+        if value is None or math.isnan(value):
+            return (True, 0.0)
+        return (False, -value)
 
     # runs best first by their overall first metric (stable: ties keep the oldest first)
     rows: list[dict[str, Any]] = []

@@ -10,3 +10,12 @@ from __future__ import annotations
 
 class GeoevalError(Exception):
     """A mistake the user can fix (config, inputs, files). The message says what to change."""
+
+
+class JobExit(SystemExit):
+    """The exit of a job stopped by a `GeoevalError` (already printed): `reason` is what a sweep's
+    summary says about the job."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(code)
+        self.reason = reason

@@ -149,5 +149,6 @@ def install_offline_token_estimate() -> None:
                 _OFFLINE_TOKENS["fallback"] = True
         return max(1, int(len(text) / CHARS_PER_TOKEN * 1.1))
 
-    _model.count_text_tokens = count_text_tokens
+    # Inspect's calls go through this module's name, which it imports from `._tokens` without re-exporting it
+    _model.count_text_tokens = count_text_tokens  # type: ignore[attr-defined]  # patched in place, see above
     _OFFLINE_TOKENS["installed"] = True

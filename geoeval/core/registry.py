@@ -10,16 +10,28 @@ suite or an agent.
 
 from __future__ import annotations
 
+import abc
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
 from geoeval.core.errors import GeoevalError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+
+    from geoeval.core.analysis.meta_eval import ScoredAnswer
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.records import SampleResult
 
 PLUGIN_GROUP = "geoeval.plugins"
 
@@ -54,27 +66,156 @@ class ToolSpec:
     description: str = ""
 
 
+#: A suite's environment schema: one pydantic model, or {env name: model} when the suite offers
+#: several environments (the core validates `env` with the one `env.name` chooses)
+EnvSchema: TypeAlias = "type[BaseModel] | Mapping[str, type[BaseModel]]"
+
+
 class SuiteSpec(Protocol):
-    """What a suite provides (see `geoeval.suites.maptab.suite.MapTabSuite` for the reference one)."""
+    """What a suite declares: the contract between the core and every suite, built-in or plugin
+    (see `geoeval.suites.maptab.suite.MapTabSuite` for the reference one).
+
+    Required (`register_suite` fails, naming the member, when one is missing): `name`,
+    `config_schema`, `env_schema`, `build_env`, `build_samples`, `build_task`. Optional: the rest,
+    whose defaults `Suite` gives; a suite subclasses `Suite` and declares only what it has."""
+
+    # read-only members: a suite may declare each as a class attribute of a narrower type
+
+    # ---- required
+    @property
+    def name(self) -> str: ...
+    @property
+    def config_schema(self) -> type[BaseModel]: ...  # validates the `suite` config group
+    @property
+    def env_schema(self) -> EnvSchema: ...  # validates the `env` config group
+    def build_env(self, spec: RunSpec) -> Any: ...  # a picklable environment handle
+    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]: ...
+    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task: ...
+
+    # ---- optional (defaults in `Suite`)
+    @property
+    def scoring_version(self) -> str: ...  # part of the run identity: bump it when references or metrics change
+    @property
+    def agent_versions(self) -> Mapping[str, str]: ...  # offline agent -> its algorithm's version (its run identity)
+    @property
+    def headline_metrics(self) -> tuple[str, ...]: ...  # what sweep tables, plots and run descriptions lead with
+    @property
+    def log2_sweep_axes(self) -> tuple[str, ...]: ...  # swept keys plotted on a log2 axis ("suite.resolution")
+    @property
+    def report_dimensions(self) -> tuple[str, ...]: ...  # every report and MLflow metric is also split by these
+    @property
+    def uses_judges(self) -> bool: ...  # scores come from the judge ensemble (provenance names offline judges)
+    @property
+    def meta_eval_targets(self) -> Mapping[str, float]: ...  # per-metric ordering-accuracy targets (else 1.0)
+    @property
+    def has_meta_eval(self) -> bool: ...  # whether `meta_eval_answers` is defined
+    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]: ...
+    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
+
+
+#: The members every suite declares itself, and those `Suite` gives defaults for.
+REQUIRED_SUITE_MEMBERS = ("name", "config_schema", "env_schema", "build_env", "build_samples", "build_task")
+OPTIONAL_SUITE_MEMBERS = (
+    "scoring_version",
+    "agent_versions",
+    "headline_metrics",
+    "log2_sweep_axes",
+    "report_dimensions",
+    "uses_judges",
+    "meta_eval_targets",
+    "has_meta_eval",
+    "meta_eval_answers",
+    "after_run",
+)
+
+
+class Suite(abc.ABC):
+    """The base class of a suite (`SuiteSpec`): the required members are abstract, the optional
+    ones have their defaults here. A suite class sets `name`, `config_schema` and `env_schema`,
+    implements the three `build_*` methods, and overrides what else it has."""
 
     name: str
     config_schema: type[BaseModel]
-    env_schema: type[BaseModel]
-    # optional declarations the core's reports read (a plugin suite gets the same reports):
-    # scoring_version: str                part of the run identity; bump when scoring changes
-    # agent_versions: dict[str, str]      offline agent -> version of its own algorithm (run identity)
-    # headline_metrics: tuple[str, ...]   what sweep tables and plots lead with
-    # log2_sweep_axes: tuple[str, ...]    swept keys plotted on a log2 axis (e.g. "suite.resolution")
+    env_schema: EnvSchema
 
-    def build_env(self, spec: Any) -> Any: ...  # returns a picklable environment handle
-    def build_samples(self, spec: Any, env: Any) -> list[Any]: ...  # Inspect Samples
-    def build_task(self, spec: Any, env: Any, samples: list[Any]) -> Any: ...  # Inspect Task
-    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Any]: ...
+    @abc.abstractmethod
+    def build_env(self, spec: RunSpec) -> Any:
+        """The environment of `spec` (built or loaded from a cache): a picklable handle that
+        workers, tools and scorers receive."""
+
+    @abc.abstractmethod
+    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]:
+        """The Inspect samples of `spec`, deterministic for a spec and environment."""
+
+    @abc.abstractmethod
+    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
+        """The Inspect task that evaluates `samples`."""
+
+    scoring_version: str = "1"
+    agent_versions: Mapping[str, str] = MappingProxyType({})
+    headline_metrics: tuple[str, ...] = ()
+    log2_sweep_axes: tuple[str, ...] = ()
+    report_dimensions: tuple[str, ...] = ()
+    uses_judges: bool = False
+    meta_eval_targets: Mapping[str, float] = MappingProxyType({})
+
+    @property
+    def has_meta_eval(self) -> bool:
+        return type(self).meta_eval_answers is not Suite.meta_eval_answers
+
+    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
+        """Answers of known quality per sample, scored through the suite's real scorers
+        (`geoeval.core.analysis.meta_eval`); a suite without a meta-evaluation has none."""
+        raise GeoevalError(f"suite '{self.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
+
+    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
+        """The suite's own reports of a finished run, written under `out_dir` (logged by the
+        harness); `env` is None when the run's environment is not at hand."""
+        return []
+
+
+def _label(obj: Any) -> str:
+    cls = obj if isinstance(obj, type) else type(obj)
+    name = getattr(obj, "name", None)
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    return f"'{name}' ({where})" if isinstance(name, str) and name else where
+
+
+def _missing_members(obj: Any) -> list[str]:
+    """The `SuiteSpec` members `obj` lacks: required ones (also when abstract in `Suite`), and, for
+    a suite that does not subclass `Suite`, optional ones (it has no defaults for them)."""
+    wanted = REQUIRED_SUITE_MEMBERS if isinstance(obj, Suite) else REQUIRED_SUITE_MEMBERS + OPTIONAL_SUITE_MEMBERS
+    missing = []
+    for member in wanted:
+        value = getattr(obj, member, None)
+        if value is None or getattr(value, "__isabstractmethod__", False):
+            missing.append(member)
+    return missing
+
+
+def _check_suite(obj: Any) -> None:
+    missing = _missing_members(obj)
+    if missing:
+        hint = (
+            ""
+            if isinstance(obj, Suite) or not set(missing) & set(OPTIONAL_SUITE_MEMBERS)
+            else " (subclass geoeval.core.registry.Suite for the optional members' defaults)"
+        )
+        raise GeoevalError(f"suite {_label(obj)} cannot be registered: it does not define {', '.join(missing)}{hint}")
+    if not isinstance(obj.name, str) or not obj.name:
+        raise GeoevalError(f"suite {_label(obj)} cannot be registered: `name` must be a non-empty string")
+    schemas = obj.env_schema.values() if isinstance(obj.env_schema, Mapping) else [obj.env_schema]
+    for member, values in (("config_schema", [obj.config_schema]), ("env_schema", schemas)):
+        if not all(isinstance(v, type) and issubclass(v, BaseModel) for v in values):
+            raise GeoevalError(
+                f"suite {_label(obj)} cannot be registered: `{member}` must be a pydantic model class"
+                + (" (or {env name: model class})" if member == "env_schema" else "")
+            )
 
 
 @dataclass
 class _Registry:
-    suites: dict[str, Any] = field(default_factory=dict)
+    suites: dict[str, SuiteSpec] = field(default_factory=dict)
     # a metric name may be registered once per suite (e.g. `acc` by two suites), or once for all
     metrics: dict[str, list[MetricSpec]] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
@@ -84,9 +225,34 @@ class _Registry:
 _REG = _Registry()
 
 
-def register_suite(suite: Any) -> Any:
-    """Register a suite instance (or class, instantiated with no arguments)."""
-    obj = suite() if isinstance(suite, type) else suite
+_S = TypeVar("_S", bound="SuiteSpec | type[SuiteSpec]")
+
+
+def _with_defaults(cls: type) -> type:
+    """`cls` itself when it subclasses `Suite`; else a subclass of it and `Suite`, which gives a
+    suite class written to the bare protocol (the required members only) the optional defaults."""
+    if issubclass(cls, Suite):
+        return cls
+    missing = [m for m in ("build_env", "build_samples", "build_task") if getattr(cls, m, None) is None]
+    if missing:  # `Suite` would only make them abstract: say what is missing instead (data members: `_check_suite`)
+        raise GeoevalError(f"suite {_label(cls)} cannot be registered: it does not define {', '.join(missing)}")
+    return type(cls.__name__, (cls, Suite), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+
+
+def register_suite(suite: _S) -> _S:
+    """Register a suite instance (or class, instantiated with no arguments). A `Suite` subclass
+    declares what it has; a class that does not subclass `Suite` gets its optional members'
+    defaults; an instance of another class must have every `SuiteSpec` member. A missing member is
+    a `GeoevalError` naming the suite and the member. Returns `suite` (usable as a decorator)."""
+    if isinstance(suite, type):
+        cls = _with_defaults(suite)
+        abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+        if abstract:  # cannot be instantiated: say which members it lacks
+            raise GeoevalError(f"suite {_label(suite)} cannot be registered: it does not define {', '.join(abstract)}")
+        obj = cls()
+    else:
+        obj = suite
+    _check_suite(obj)
     _REG.suites[obj.name] = obj
     return suite
 
@@ -169,7 +335,7 @@ def load_target(path: str) -> Any:
         raise GeoevalError(f"Cannot import plugin target '{path}': {exc}") from None
 
 
-def get_suite(name: str) -> Any:
+def get_suite(name: str) -> SuiteSpec:
     load_plugins()
     if name not in _REG.suites:
         raise GeoevalError(

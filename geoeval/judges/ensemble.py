@@ -21,9 +21,12 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.text import clean_text
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import JudgeSpec
 
 JUDGE_PROMPT = """You are a strict evaluator. Score how well the ANSWER satisfies the RUBRIC,
 using the REFERENCE and the EVIDENCE. Reply with one line `SCORE: <number between 0 and 1>`
@@ -116,7 +119,7 @@ AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {"median": combine_vot
 class JudgeEnsemble:
     def __init__(
         self,
-        spec: Any,
+        spec: JudgeSpec,
         rules: Callable[[JudgeRequest], float] | None = None,
         model_factory: Callable[..., Any] | None = None,
         aggregation: str = "median",

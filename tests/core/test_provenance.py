@@ -12,7 +12,7 @@ def _spec(model: str, judges: list[str]):
 
 
 JUDGED = SimpleNamespace(uses_judges=True)
-UNJUDGED = SimpleNamespace()
+UNJUDGED = SimpleNamespace(uses_judges=False)
 
 
 def test_an_offline_agent_is_marked_not_comparable():

@@ -138,7 +138,7 @@ def test_two_open_runs_in_one_process_do_not_touch_the_global_active_run(tmp_pat
 KILLED_JOB = textwrap.dedent("""
     import os, signal, sys
     from types import SimpleNamespace
-    from geoeval.core import tracking
+    from geoeval.core.tracking import runs as tracking
     spec = SimpleNamespace(tracking_uri=sys.argv[1], artifact_location=None, experiment_name=None)
     run = tracking.JobRun.start(spec, "exp", run_hash="h1", run_name="job0:base", params={"limit": "5"})
     run.progress(2, 0, 4, force=True)
@@ -357,7 +357,7 @@ def test_store_lock_is_exclusive_across_processes(tmp_path):
     uri = spec_for(store).tracking_uri
     holder = textwrap.dedent("""
         import sys, time
-        from geoeval.core import tracking_store
+        from geoeval.core.tracking import store as tracking_store
         with tracking_store.store_lock(sys.argv[1]):
             print("locked", flush=True)
             time.sleep(1.5)

@@ -5,20 +5,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.provenance import provenance
 from geoeval.core.analysis.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
 from geoeval.core.registry import get_suite
 
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.run.job import JobOutcome
 
-def plots_wanted(spec: Any) -> bool:
+
+def plots_wanted(spec: RunSpec) -> bool:
     """Whether a job draws its plots (`job_plots`; a sweep's jobs get `never` for `auto`)."""
-    return getattr(spec, "job_plots", "auto") != "never"
+    return spec.job_plots != "never"
 
 
-def write_job_reports(outcome: Any) -> list[Path]:
+def write_job_reports(outcome: JobOutcome) -> list[Path]:
     out = Path(outcome.out_dir)
     metrics = list(outcome.spec.metrics.metrics)
     title = f"{outcome.spec.suite.name} · {outcome.spec.model.name} · run {outcome.run_hash}"
@@ -29,7 +33,7 @@ def write_job_reports(outcome: Any) -> list[Path]:
         metrics,
         title=title,
         sum_metrics=frozenset(outcome.spec.metrics.sum_metrics),
-        report_dimensions=tuple(getattr(suite, "report_dimensions", ())),
+        report_dimensions=tuple(suite.report_dimensions),
     )
     note = provenance(outcome.spec, suite)["note"]
     summary.write_text(text + (f"\n> {note}\n" if note else ""))
@@ -54,7 +58,7 @@ def write_job_reports(outcome: Any) -> list[Path]:
     return [*artifacts, *outcome.artifacts]
 
 
-def print_outcome(outcome: Any) -> None:
+def print_outcome(outcome: JobOutcome) -> None:
     print((Path(outcome.out_dir) / "summary.md").read_text())
     counts = outcome.counts
     print(
@@ -67,7 +71,7 @@ def print_outcome(outcome: Any) -> None:
     )
     if counts.get("n_errors"):
         errored = [r for r in outcome.results if r.status == "error"]
-        first = errored[0].error if errored else ""
+        first = (errored[0].error or "") if errored else ""
         print(
             f"WARNING: {int(counts['n_errors'])} sample(s) errored and have no scores; the means are over the "
             f"{int(counts.get('n_scored', 0))} scored. A rerun of the same command retries them. "

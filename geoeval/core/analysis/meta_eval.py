@@ -22,9 +22,13 @@ The ordering accuracy is correct / pairs; a suite declares per-metric targets
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.registry import SuiteSpec
 
 REFERENCE = 0
 DEFECT = 1
@@ -76,14 +80,14 @@ def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[
                 yield hi, lo, False
 
 
-def ordering_report(answers: list[ScoredAnswer], targets: dict[str, float] | None = None) -> dict[str, Any]:
+def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Per metric: pairs, correct, violations, accuracy, target, met, and up to MAX_EXAMPLES
     violations (sample, the two tiers, their scores and answers)."""
     targets = targets or {}
     by_sample: dict[str, list[ScoredAnswer]] = {}
-    for a in answers:
-        by_sample.setdefault(a.sample_id, []).append(a)
-    metrics = sorted({m for a in answers for m in a.scores})
+    for answer in answers:
+        by_sample.setdefault(answer.sample_id, []).append(answer)
+    metrics = sorted({m for answer in answers for m in answer.scores})
     report: dict[str, Any] = {}
     for metric in metrics:
         pairs = correct = not_applicable = 0
@@ -92,7 +96,7 @@ def ordering_report(answers: list[ScoredAnswer], targets: dict[str, float] | Non
         for sample_id, group in by_sample.items():
             for hi, lo, strict in _expected_pairs(group, metric):
                 a, b = hi.scores.get(metric), lo.scores.get(metric)
-                if _nan(a) or _nan(b):
+                if a is None or b is None or _nan(a) or _nan(b):  # missing or NaN: the metric does not apply
                     not_applicable += 1
                     continue
                 pairs += 1
@@ -141,10 +145,10 @@ def tier_means(answers: list[ScoredAnswer]) -> dict[str, dict[str, float]]:
     return {t: {m: sum(v) / len(v) for m, v in ms.items()} for t, ms in sums.items()}
 
 
-def run_meta_eval(spec: Any, suite: Any) -> tuple[list[ScoredAnswer], dict[str, Any]]:
+def run_meta_eval(spec: RunSpec, suite: SuiteSpec) -> tuple[list[ScoredAnswer], dict[str, Any]]:
     """Build the suite's environment and samples for `spec`, construct and score the tiered
     answers, and return them with the per-metric ordering report."""
-    if not hasattr(suite, "meta_eval_answers"):
+    if not suite.has_meta_eval:
         from geoeval.core.errors import GeoevalError
 
         raise GeoevalError(f"suite '{suite.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
@@ -156,4 +160,4 @@ def run_meta_eval(spec: Any, suite: Any) -> tuple[list[ScoredAnswer], dict[str, 
     if spec.limit:
         samples = samples[: spec.limit]
     answers = suite.meta_eval_answers(spec, env, samples)
-    return answers, ordering_report(answers, getattr(suite, "meta_eval_targets", {}))
+    return answers, ordering_report(answers, suite.meta_eval_targets)

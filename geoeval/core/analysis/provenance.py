@@ -10,7 +10,11 @@ harness and orders agents, but its scores are not comparable with the numbers in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.registry import SuiteSpec
 
 #: Inspect providers whose "models" are scripted offline agents, not language models
 OFFLINE_PROVIDERS = ("geoeval", "mockllm")
@@ -18,18 +22,18 @@ OFFLINE_PROVIDERS = ("geoeval", "mockllm")
 RULES_JUDGE = "rules"
 
 
-def offline_model(spec: Any) -> bool:
+def offline_model(spec: RunSpec) -> bool:
     return spec.model.name.split("/", 1)[0] in OFFLINE_PROVIDERS
 
 
-def offline_judges(spec: Any, suite: Any) -> list[str]:
+def offline_judges(spec: RunSpec, suite: SuiteSpec) -> list[str]:
     """The offline judges this run's scores depend on (none where the suite uses no judge)."""
-    if not getattr(suite, "uses_judges", False):
+    if not suite.uses_judges:
         return []
     return [m for m in spec.judge.models if m == RULES_JUDGE or m.split("/", 1)[0] in OFFLINE_PROVIDERS]
 
 
-def provenance(spec: Any, suite: Any) -> dict[str, Any]:
+def provenance(spec: RunSpec, suite: SuiteSpec) -> dict[str, Any]:
     """{"offline_model": bool, "offline_judges": [...], "comparable_with_papers": bool, "note": str}."""
     model = offline_model(spec)
     judges = offline_judges(spec, suite)
@@ -53,7 +57,7 @@ def provenance(spec: Any, suite: Any) -> dict[str, Any]:
     return {"offline_model": model, "offline_judges": judges, "comparable_with_papers": not parts, "note": note}
 
 
-def mlflow_tags(spec: Any, suite: Any) -> dict[str, str]:
+def mlflow_tags(spec: RunSpec, suite: SuiteSpec) -> dict[str, str]:
     """The run's provenance as MLflow tags; the note becomes the run's description."""
     p = provenance(spec, suite)
     tags = {

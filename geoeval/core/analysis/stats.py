@@ -124,13 +124,15 @@ class Estimate:
         return asdict(self)
 
 
-def _finite_pairs(values: Sequence[float], clusters: Sequence[Hashable] | None) -> tuple[np.ndarray, list[Hashable]]:
+def _finite_pairs(
+    values: Sequence[float] | np.ndarray, clusters: Sequence[Hashable] | None
+) -> tuple[np.ndarray, list[Hashable]]:
     """The values that are not NaN, with their clusters (each its own cluster when None)."""
     if clusters is not None and len(clusters) != len(values):
         raise ValueError(f"{len(values)} values but {len(clusters)} clusters")
     keep = [i for i, v in enumerate(values) if v is not None and not math.isnan(v)]
     kept_values = np.array([float(values[i]) for i in keep], dtype=float)
-    kept_clusters = list(keep) if clusters is None else [clusters[i] for i in keep]
+    kept_clusters: list[Hashable] = list(keep) if clusters is None else [clusters[i] for i in keep]
     return kept_values, kept_clusters
 
 
@@ -168,7 +170,7 @@ def _check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
 
 
-def cluster_standard_error(values: Sequence[float], clusters: Sequence[Hashable] | None = None) -> float:
+def cluster_standard_error(values: Sequence[float] | np.ndarray, clusters: Sequence[Hashable] | None = None) -> float:
     """The standard error of the mean, cluster-robust: with k clusters whose residual totals are
     e_j = sum over the cluster of (x - mean), SE^2 = k / (k - 1) * sum(e_j^2) / n^2. When every
     sample is its own cluster this is the textbook s / sqrt(n). NaN values are skipped; NaN when

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from geoeval.core.errors import GeoevalError
+
+if TYPE_CHECKING:
+    from geoeval.core.registry import SuiteSpec
 
 
 class Strict(BaseModel):
@@ -134,6 +138,22 @@ class TrackingSpec(Strict):
     max_traces: int = Field(default=500, ge=0, description="traces logged per job at most (the rest are counted)")
 
 
+class SuiteConfig(Protocol):
+    """What the core reads of a validated `suite` group, whatever suite's `config_schema` it is."""
+
+    @property
+    def name(self) -> str: ...
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class IdentityDict(Protocol):
+    """A suite config that says which of its values are part of the run identity (MapTab leaves
+    out `resolution` where no image is shown); one without it is wholly part of the identity."""
+
+    def identity_dict(self) -> dict[str, Any]: ...
+
+
 class RunSpec(Strict):
     """The whole validated run: one job of a (multi)run."""
 
@@ -157,8 +177,13 @@ class RunSpec(Strict):
     # single run and skips them for a sweep's jobs, whose curves the sweep draws once (the
     # per-job tables and per-sample Parquet are always written)
     job_plots: Literal["auto", "always", "never"] = "auto"
-    env: BaseModel
-    suite: BaseModel
+    if TYPE_CHECKING:
+        env: BaseModel
+        suite: SuiteConfig  # what the core reads of it; pydantic sees the `BaseModel` below
+    else:
+        # validated by the suite's own schemas (`validate_config`); any pydantic model is kept as it is
+        env: BaseModel
+        suite: BaseModel
     model: ModelSpec
     judge: JudgeSpec
     metrics: MetricsSpec
@@ -191,7 +216,6 @@ class RunSpec(Strict):
         from geoeval.core.config.secrets import strip_secrets
 
         suite = registry.get_suite(self.suite.name)
-        identity_dict = getattr(self.suite, "identity_dict", None)
         # where the model is served is not what it is (a local server gets a new port each run);
         # a served model's own settings (its weights, context, chat format) are
         model = self.model.model_dump(mode="json", exclude={"serve", "base_url"})
@@ -200,18 +224,22 @@ class RunSpec(Strict):
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         provider, _, agent = self.model.name.partition("/")
-        agent_version = getattr(suite, "agent_versions", {}).get(agent) if provider == "geoeval" else None
+        agent_version = suite.agent_versions.get(agent) if provider == "geoeval" else None
         if agent_version is not None:  # a changed offline agent answers differently: a new run
             model["agent_version"] = agent_version
         return strip_secrets(
             {
                 **extra,
                 "geoeval_version": geoeval.__version__,
-                "scoring_version": str(getattr(suite, "scoring_version", "1")),
+                "scoring_version": str(suite.scoring_version),
                 "seed": self.seed,
                 "epochs": self.epochs,
                 "env": self.env.model_dump(mode="json"),
-                "suite": identity_dict() if identity_dict else self.suite.model_dump(mode="json"),
+                "suite": (
+                    self.suite.identity_dict()
+                    if isinstance(self.suite, IdentityDict)
+                    else self.suite.model_dump(mode="json")
+                ),
                 "model": model,
                 "judge": self.judge.model_dump(mode="json"),
                 "metrics": self.metrics.model_dump(mode="json"),
@@ -301,27 +329,31 @@ def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
 
 
 def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
+    data: dict[str, Any]
     if isinstance(cfg, DictConfig):
         try:
             # Hydra's own node is not ours to validate, and holds values only set per job
-            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-            data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
+            cfg = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
+            container = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
         except Exception as exc:  # omegaconf raises several types; all mean a bad value
             raise GeoevalError(f"Invalid config: {exc}") from None
+        if not isinstance(container, dict):  # a DictConfig converts to a dict, never to anything else
+            raise GeoevalError(f"Invalid config: expected a mapping, got {type(container).__name__}")
+        data = cast("dict[str, Any]", container)  # a composed config's top-level keys are strings
     else:
         data = dict(cfg)
     data.pop("hydra", None)
-    return data  # type: ignore[return-value]
+    return data
 
 
-def _env_schema(suite: Any, env_data: Any) -> type[BaseModel]:
+def _env_schema(suite: SuiteSpec, env_data: Any) -> type[BaseModel]:
     """A suite's `env_schema` is one pydantic model, or {env name: model} when the suite offers
     several environments (chosen by `env.name`)."""
     schemas = suite.env_schema
-    if not isinstance(schemas, dict):
+    if not isinstance(schemas, Mapping):
         return schemas
     name = env_data.get("name") if isinstance(env_data, dict) else None
-    if name not in schemas:
+    if not isinstance(name, str) or name not in schemas:
         raise GeoevalError(
             f"Invalid config: env.name: unknown environment {name!r} for suite '{suite.name}' "
             f"(available: {', '.join(sorted(schemas))})"

@@ -338,7 +338,10 @@ def _leaf_strings(obj: Any) -> Iterable[str]:
 def _url_secrets(text: str) -> Iterable[str]:
     """The credential parts of every URL in `text`: user name, password, secret parameter values."""
     for url in _URL.findall(text):
-        netloc = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", url).group(1)  # type: ignore[union-attr]
+        found = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", url)
+        if found is None:  # never: `_URL` finds only `scheme://...`
+            continue
+        netloc = found.group(1)
         if "@" in netloc:
             # `user:password@`: the password; `token@` (no colon): the user part is the token
             user, colon, password = netloc.rpartition("@")[0].partition(":")

@@ -181,7 +181,7 @@ def localize_env(env: Any, pack: Any) -> Any:
     """`env` itself when this node sees every file it names; else a copy whose paths point at
     this node's unpacked copy of `pack` (a `[ObjectRef]` to `pack_env`'s bytes, fetched only
     here, when needed)."""
-    if not dataclasses.is_dataclass(env) or pack is None:
+    if not dataclasses.is_dataclass(env) or isinstance(env, type) or pack is None:
         return env
     names = [
         f.name

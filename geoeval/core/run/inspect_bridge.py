@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.hooks import Hooks, SampleEnd, hooks
@@ -25,6 +25,9 @@ from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.run.preflight import sample_http_retries
 from geoeval.core.text import clean_text, clean_value
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 # Inspect estimates tokens with an encoding tiktoken downloads: offline, estimate instead
 install_offline_token_estimate()
@@ -178,7 +181,7 @@ def _with_clean_output(api: Any) -> None:
     api.generate = clean_generate
 
 
-def build_model(spec: Any) -> Model:
+def build_model(spec: RunSpec) -> Model:
     """The evaluated model from `model=`: any Inspect model string with its generate settings.
 
     A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
@@ -219,7 +222,7 @@ def undelivered_error(
     )
 
 
-def live_sample_buffer(spec: Any) -> bool:
+def live_sample_buffer(spec: RunSpec) -> bool:
     """Whether Inspect keeps its live sample buffer (`runner.log_realtime`), which serves `inspect
     view` while an eval runs at the cost of a SQLite write per transcript event (~3 ms a sample:
     0.8 s of a 256-sample eval of an offline agent, a quarter of it). `auto`: on for real models,
@@ -259,7 +262,7 @@ def warm_up() -> None:
 
 
 def run_shard(
-    spec: Any,
+    spec: RunSpec,
     env: Any,
     samples: list[Any],
     *,

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -30,11 +30,15 @@ from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 from geoeval.core.warehouse.store import Warehouse
 
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.registry import SuiteSpec
+
 
 @dataclass
 class JobOutcome:
     run_hash: str
-    spec: Any
+    spec: RunSpec
     results: list[SampleResult]
     metrics: dict[str, float]
     log_paths: list[str]  # Inspect logs written by this invocation
@@ -156,7 +160,7 @@ def _dataset_rows(samples: list[Any]) -> Any:
 
 
 def run_job(
-    spec: Any,
+    spec: RunSpec,
     *,
     out_dir: Path | None = None,
     progress: bool = True,
@@ -229,7 +233,7 @@ def run_job(
             )
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
-    trace_stream = None
+    trace_stream: traces.TraceStream | None = None
     if mlflow_run is not None and spec.tracking.traces != "none" and spec.runner.name == "local":
         trace_stream = traces.TraceStream(
             spec.tracking,
@@ -256,7 +260,7 @@ def run_job(
         )
         traced_while_running = trace_stream is not None
         if trace_stream is not None:
-            trace_stream, stream = None, trace_stream  # closed once, even if what follows raises
+            stream, trace_stream = trace_stream, None  # closed once, even if what follows raises
             stream.close()
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
@@ -288,7 +292,7 @@ def run_job(
             resolved = out_dir / "resolved_config.yaml"
             with stage("mlflow"):
                 description = tracking_values.run_description(
-                    outcome.metrics, getattr(suite, "headline_metrics", ()), provenance.provenance(spec, suite)["note"]
+                    outcome.metrics, suite.headline_metrics, provenance.provenance(spec, suite)["note"]
                 )
                 mlflow_run.finish(
                     {**outcome.metrics, "wall_seconds": outcome.seconds},
@@ -309,10 +313,10 @@ def run_job(
 
 
 def _evaluate(
-    spec: Any,
+    spec: RunSpec,
     wh: Warehouse,
     config: dict[str, Any],
-    suite: Any,
+    suite: SuiteSpec,
     env: Any,
     samples: list[Any],
     wanted: set[tuple[str, int]],
@@ -417,7 +421,7 @@ def _evaluate(
             **aggregate(
                 results,
                 sum_metrics=frozenset(spec.metrics.sum_metrics),
-                report_dimensions=tuple(getattr(suite, "report_dimensions", ())),
+                report_dimensions=tuple(suite.report_dimensions),
             ),
             **counts,
             "http_retries": float(retries),
@@ -440,5 +444,5 @@ def _evaluate(
     )
     outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
     with stage("reports_suite"):
-        outcome.artifacts = suite.after_run(spec, env, results, out_dir) if hasattr(suite, "after_run") else []
+        outcome.artifacts = suite.after_run(spec, env, results, out_dir)
     return outcome

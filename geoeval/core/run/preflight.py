@@ -40,11 +40,14 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from geoeval.core.config.secrets import redact_url, scrub_text
 from geoeval.core.errors import GeoevalError
 from geoeval.core.text import clean_text
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 #: Seconds to wait for the probe's connection and for its answer.
 DEFAULT_TIMEOUT_S = 5.0
@@ -59,6 +62,15 @@ RETRYABLE_STATUSES = frozenset({408, 429}) | (frozenset(range(500, 600)) - {501}
 #: Statuses that reject the probe's parameters, not the endpoint or the key.
 PROBE_REJECTED_STATUSES = frozenset({400, 422})
 
+
+class RetrySettings(TypedDict):
+    """The `GenerateConfig` fields that bound a request's retries (seconds for the timeouts)."""
+
+    max_retries: int
+    timeout: int
+    attempt_timeout: int
+
+
 #: Bounded retries for every model's GenerateConfig. Each Inspect attempt is tried three times
 #: by the OpenAI SDK (0.5 s and 1 s apart), and Inspect waits 3, 6, 12 s (plus up to 3 s jitter)
 #: between its attempts; `max_retries=3` thus gives up on an endpoint that always answers 429 or
@@ -66,7 +78,7 @@ PROBE_REJECTED_STATUSES = frozenset({400, 422})
 #: an attempt that hangs (a long reasoning answer must fit in it); `timeout` is checked between
 #: attempts and caps a request whose attempts are slow failures. A request that gives up raises,
 #: and Inspect records the sample as errored (with `fail_on_error=False`).
-RETRY_DEFAULTS: dict[str, int] = {"max_retries": 3, "timeout": 600, "attempt_timeout": 300}
+RETRY_DEFAULTS: RetrySettings = {"max_retries": 3, "timeout": 600, "attempt_timeout": 300}
 
 #: Roles as the message names them.
 ROLE_EVALUATED = "evaluated model"
@@ -352,7 +364,7 @@ def preflight(
         raise GeoevalError("\n".join(missing))
     unique = list(dict.fromkeys((m, b, k) for _, m, b, k in checks))
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
-        outcomes = dict(zip(unique, pool.map(lambda c: _probe(*c, timeout_s, environ), unique)))
+        outcomes = dict(zip(unique, pool.map(lambda c: _probe(c[0], c[1], c[2], timeout_s, environ), unique)))
     results = [_result(role, m, outcomes[(m, b, k)]) for role, m, b, k in checks]
     failing = [r.message for r in results if r.fatal]
     if failing:
@@ -360,7 +372,7 @@ def preflight(
     return results
 
 
-def endpoint_checks(spec: Any) -> list[Check]:
+def endpoint_checks(spec: RunSpec) -> list[Check]:
     """The checks of a validated run spec: the evaluated model (`model.name`, `model.base_url`,
     `model.args.api_key`), each `judge.models` entry other than `rules`, and the suite's
     model fields (`SUITE_MODEL_FIELDS`) that are set. Judges and simulators are plain model

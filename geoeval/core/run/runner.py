@@ -18,12 +18,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.config.secrets import is_secret_key
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
 from geoeval.core.timing import stage
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 Sink = Callable[[SampleResult], None]
 
@@ -50,7 +53,12 @@ def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
 
 
 def run_local(
-    spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path, on_sample: Callable[[Any], None] | None = None
+    spec: RunSpec,
+    env: Any,
+    samples: list[Any],
+    sink: Sink,
+    log_dir: Path,
+    on_sample: Callable[[Any], None] | None = None,
 ) -> list[str]:
     from geoeval.core.run.inspect_bridge import run_shard
 
@@ -68,7 +76,7 @@ def run_local(
 RAY_TEMP_DIR_MAX = 36
 
 
-def _ray_temp_dir(spec: Any) -> str:
+def _ray_temp_dir(spec: RunSpec) -> str:
     """Ray's temp dir: under the work dir when its path is short enough for Ray's sockets, else a
     short folder under /tmp (wherever geoeval runs from, however deep)."""
     preferred = Path(spec.work_dir).resolve() / "ray"
@@ -107,7 +115,7 @@ def shutdown_ray() -> None:
     _CONNECTED.clear()
 
 
-def ensure_ray(spec: Any) -> None:
+def ensure_ray(spec: RunSpec) -> None:
     """Start a local Ray, or connect to `runner.address`. A job whose address differs from the
     one this process is connected to (a sweep over clusters) reconnects: each job honours its own
     `runner.address`. An unreachable cluster gives one clear error after
@@ -168,7 +176,7 @@ def ensure_ray(spec: Any) -> None:
     _CONNECTED["address"] = wanted
 
 
-def _warn_about_loopback_endpoints(spec: Any) -> None:
+def _warn_about_loopback_endpoints(spec: RunSpec) -> None:
     """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
     from urllib.parse import urlsplit
 
@@ -188,12 +196,12 @@ def _warn_about_loopback_endpoints(spec: Any) -> None:
 _WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
 
 
-def worker_env(spec: Any = None) -> dict[str, str]:
+def worker_env(spec: RunSpec | None = None) -> dict[str, str]:
     """The driver's environment variables that the shards need: geoeval's, Inspect's and the
     providers' (keys and base URLs: `OPENAI_*`, `ANTHROPIC_*`, and `<SERVICE>_API_KEY` /
     `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models), plus `runner.env_vars` (names, or
     prefixes ending in `*`)."""
-    extra = list(getattr(getattr(spec, "runner", None), "env_vars", None) or [])
+    extra = list(spec.runner.env_vars) if spec is not None else []
     names = {e for e in extra if not e.endswith("*")}
     prefixes = tuple(e[:-1] for e in extra if e.endswith("*"))
     return {
@@ -206,7 +214,7 @@ def worker_env(spec: Any = None) -> dict[str, str]:
     }
 
 
-def worker_runtime_env(spec: Any = None) -> dict[str, Any] | None:
+def worker_runtime_env(spec: RunSpec | None = None) -> dict[str, Any] | None:
     """The runtime env given to Ray. Ray keeps it in its control store, readable through the
     dashboard and the state API, so only non-secret variables travel there; secrets go with each
     task call (`worker_secrets`)."""
@@ -214,7 +222,7 @@ def worker_runtime_env(spec: Any = None) -> dict[str, Any] | None:
     return {"env_vars": env_vars} if env_vars else None
 
 
-def worker_secrets(spec: Any = None) -> dict[str, str]:
+def worker_secrets(spec: RunSpec | None = None) -> dict[str, str]:
     """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
     worker's environment for that shard only, and never put in Ray's runtime env."""
     return {k: v for k, v in worker_env(spec).items() if is_secret_key(k)}
@@ -282,7 +290,7 @@ def _remote_shard_fn():
 
     @ray.remote(num_cpus=1, max_retries=0)
     def run_shard_remote(
-        spec: Any,
+        spec: RunSpec,
         env: Any,
         samples: list[Any],
         shard: int,
@@ -323,7 +331,7 @@ def _remote_shard_fn():
     return run_shard_remote
 
 
-def _job_context(spec: Any, env: Any, log_dir: Path) -> dict[str, Any]:
+def _job_context(spec: RunSpec, env: Any, log_dir: Path) -> dict[str, Any]:
     """What every shard of this job gets besides its samples: a file only the driver's filesystem
     has (a shard that cannot see it sends its logs back as bytes), and for a cluster the driver's
     code digest and the environment's files in the object store, fetched only by a node that
@@ -353,7 +361,7 @@ def _ray_session() -> str:
 _WARMED: set[str] = set()
 
 
-def start_early(spec: Any) -> None:
+def start_early(spec: RunSpec) -> None:
     """Start the local Ray of a `runner=ray` job or sweep now, and have as many workers as the job
     uses import what a shard needs (Inspect, the suite, the plugins) while the driver prepares the
     job (the sweep's checks and MLflow run, the environment, the samples). The first shards then
@@ -418,7 +426,7 @@ def _results_queue() -> Any:
     return queue
 
 
-def run_ray(spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+def run_ray(spec: RunSpec, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
     import ray
     from ray.util.queue import Empty
 
@@ -514,7 +522,12 @@ def _last_line(exc: BaseException) -> str:
 
 
 def run_samples(
-    spec: Any, env: Any, samples: list[Any], sink: Sink, log_dir: Path, on_sample: Callable[[Any], None] | None = None
+    spec: RunSpec,
+    env: Any,
+    samples: list[Any],
+    sink: Sink,
+    log_dir: Path,
+    on_sample: Callable[[Any], None] | None = None,
 ) -> list[str]:
     """Run the samples; `on_sample` also sees each finished Inspect sample where it finishes in
     this process (the local runner; Ray's shards finish in workers)."""

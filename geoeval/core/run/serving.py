@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from geoeval.core.errors import GeoevalError
 
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+
 
 @contextmanager
-def served_model(spec: Any) -> Iterator[Any]:
+def served_model(spec: RunSpec) -> Iterator[RunSpec]:
     """Yield `spec`, or a copy whose `model.base_url` is the URL of the server `model.serve`
     started (a configured `base_url` is passed to the factory, which may then start nothing)."""
     serve = spec.model.serve

@@ -38,6 +38,8 @@ from hydra.core.utils import (
 from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from geoeval.core.errors import JobExit
+
 # A sweep's points, its progress line and the fan-out to worker processes have modules of their
 # own; their names are re-exported here, where the app and the tests import them.
 from geoeval.core.sweep.fanout import (
@@ -78,7 +80,7 @@ def _headline(config: DictConfig) -> tuple[str, ...]:
     from geoeval.core.registry import get_suite
 
     try:
-        return tuple(getattr(get_suite(str(config.suite.name)), "headline_metrics", ()))
+        return tuple(get_suite(str(config.suite.name)).headline_metrics)
     except GeoevalError:  # the progress line falls back to the first metrics
         return ()
 
@@ -152,7 +154,7 @@ class GeoevalLauncher(Launcher):
             )
             why = _failure(ret)
         except SystemExit as exc:  # geoeval's own error for this job was printed; the others go on
-            why = getattr(exc, "reason", None) or f"exit code {exc.code}"
+            why = (exc.reason if isinstance(exc, JobExit) else None) or f"exit code {exc.code}"
         finally:
             _CURRENT.remove(context)
             assert self.config is not None
@@ -240,7 +242,7 @@ def register() -> None:
             package.__path__ = []  # an empty namespace: Hydra's scan finds nothing more in it
             sys.modules["hydra_plugins"] = package
         module = types.ModuleType(HYDRA_MODULE, __doc__)
-        module.GeoevalLauncher = type("GeoevalLauncher", (GeoevalLauncher,), {"__module__": HYDRA_MODULE})
+        vars(module)["GeoevalLauncher"] = type("GeoevalLauncher", (GeoevalLauncher,), {"__module__": HYDRA_MODULE})
         sys.modules[HYDRA_MODULE] = module
         package.geoeval_launcher = module
     Plugins.instance().register(module.GeoevalLauncher)

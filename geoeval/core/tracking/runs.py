@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.text import clean_text
 
@@ -62,6 +62,9 @@ from geoeval.core.tracking.values import (
     status_for_exception,
     tag_value,
 )
+
+if TYPE_CHECKING:
+    from geoeval.core.run.job import JobOutcome
 
 PARENT_RUN_ENV = "GEOEVAL_MLFLOW_PARENT_RUN_ID"
 
@@ -429,7 +432,7 @@ def log_parent_artifacts(
     end_parent_run(tracking, experiment_name, run_id, metrics=metrics, artifacts=artifacts, status="FINISHED")
 
 
-def log_job(outcome: Any, *, parent_run_id: str | None, artifacts: Iterable[Path], run_name: str) -> str:
+def log_job(outcome: JobOutcome, *, parent_run_id: str | None, artifacts: Iterable[Path], run_name: str) -> str:
     """Logs a finished job in one go (start and finish at once): params (the flattened resolved
     config), metrics and artifacts. Jobs that track their run live use `JobRun` instead."""
     spec = outcome.spec

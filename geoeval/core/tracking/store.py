@@ -81,8 +81,10 @@ def store_lock(uri: str) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:  # Windows: no flock; MLflow's own behaviour applies
-        fcntl = None
-    if db is None or fcntl is None:
+        has_flock = False
+    else:
+        has_flock = True
+    if db is None or not has_flock:
         yield
         return
     lock_path = str(db.parent.resolve() / LOCK_FILE)
@@ -159,7 +161,7 @@ def _create_sqlite_store(uri: str, artifact_root: str | None) -> None:
 
     db = sqlite_path(uri)
     template = _schema_template() if db is not None else None
-    if template is not None:
+    if db is not None and template is not None:
         db.parent.mkdir(parents=True, exist_ok=True)
         db.write_bytes(template)
     _create_sqlite_in_wal_mode(uri, existing=True)

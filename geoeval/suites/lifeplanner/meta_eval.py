@@ -32,7 +32,7 @@ import asyncio
 import copy
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai.model import (
     ChatMessageAssistant,
@@ -48,6 +48,9 @@ from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 from geoeval.suites.lifeplanner.tools import places as place_tools
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC.
@@ -348,7 +351,7 @@ def answers_for_case(
     return out
 
 
-def meta_eval_answers(spec: Any, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`)."""
     from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge

@@ -13,10 +13,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.reports import save_figure
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS
+
+if TYPE_CHECKING:
+    from geoeval.core.records import SampleResult
 
 # Table 3's rows, in its order (process, then outcome metrics, then tokens)
 LEVEL_TABLE_ROWS: tuple[tuple[str, str], ...] = (
@@ -54,7 +57,7 @@ def _combo(r: Any) -> tuple[str, str]:
     return r.dims.task_family, r.dims.level
 
 
-def pass_rates(results: Sequence[Any]) -> dict[str, dict[tuple[str, str], float | None]]:
+def pass_rates(results: Sequence[SampleResult]) -> dict[str, dict[tuple[str, str], float | None]]:
     """PR per model and (task, level), as a share in [0, 1] (None: no case)."""
     by: dict[str, dict[tuple[str, str], list[float | None]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
@@ -62,7 +65,7 @@ def pass_rates(results: Sequence[Any]) -> dict[str, dict[tuple[str, str], float 
     return {m: {c: _mean(by[m].get(c, [])) for c in COMBINATIONS} for m in sorted(by)}
 
 
-def pr_table(results: Sequence[Any]) -> str:
+def pr_table(results: Sequence[SampleResult]) -> str:
     """Table 2: PR@α in % per task × level and the mean over cases, one row per model."""
     head = "| model | " + " | ".join(f"{_TASK_TITLES[t]} {lvl.upper()}" for t, lvl in COMBINATIONS) + " | Avg. |"
     sep = "| --- | " + " | ".join("---:" for _ in COMBINATIONS) + " | ---: |"
@@ -73,7 +76,7 @@ def pr_table(results: Sequence[Any]) -> str:
     return "\n".join([head, sep, *rows]) + "\n"
 
 
-def level_means(results: Sequence[Any]) -> dict[str, dict[str, float | None]]:
+def level_means(results: Sequence[SampleResult]) -> dict[str, dict[str, float | None]]:
     """Every metric's mean per level over the cases where it applies (None: applies to none)."""
     out: dict[str, dict[str, float | None]] = {}
     for metric in [m for m, _ in LEVEL_TABLE_ROWS] + ["input_tokens", "output_tokens"]:
@@ -81,7 +84,7 @@ def level_means(results: Sequence[Any]) -> dict[str, dict[str, float | None]]:
     return out
 
 
-def level_table(results: Sequence[Any]) -> str:
+def level_table(results: Sequence[SampleResult]) -> str:
     """Table 3: the mean of each metric in % per level ("-": does not apply), and tokens in k."""
     means = level_means(results)
     lines = ["| metric | L0 | L1 | L2 |", "| --- | ---: | ---: | ---: |"]
@@ -106,7 +109,7 @@ def level_table(results: Sequence[Any]) -> str:
 JUDGED_METRICS = ("sc", "rp", "pr")
 
 
-def judged_counts(results: Sequence[Any], metric: str, level: str) -> tuple[int, int]:
+def judged_counts(results: Sequence[SampleResult], metric: str, level: str) -> tuple[int, int]:
     """(cases with a value of `metric`, those plus the errored cases) at `level`: an errored case
     (e.g. every judge failed) has no value but counts in the total, so a mean over fewer judged
     cases is never mistaken for a mean over all of them."""
@@ -116,7 +119,7 @@ def judged_counts(results: Sequence[Any], metric: str, level: str) -> tuple[int,
     return judged, judged + errored
 
 
-def judged_cell(results: Sequence[Any], metric: str, level: str) -> str:
+def judged_cell(results: Sequence[SampleResult], metric: str, level: str) -> str:
     judged, total = judged_counts(results, metric, level)
     return "-" if total == 0 else f"{judged}/{total}"
 
@@ -133,7 +136,7 @@ def thresholds(n: int = 101) -> list[float]:
 
 
 def exceedance_curves(
-    results: Sequence[Any], metrics: Sequence[str] = EXCEEDANCE_METRICS, ts: Sequence[float] | None = None
+    results: Sequence[SampleResult], metrics: Sequence[str] = EXCEEDANCE_METRICS, ts: Sequence[float] | None = None
 ) -> dict[str, dict[str, list[float]]]:
     """metric -> level -> the exceedance curve over `ts` (levels where the metric never applies
     are left out)."""
@@ -181,7 +184,7 @@ def failure_table(split: Mapping[str, Mapping[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def failure_counts_from_results(results: Sequence[Any]) -> list[tuple[str, dict[str, int]]]:
+def failure_counts_from_results(results: Sequence[SampleResult]) -> list[tuple[str, dict[str, int]]]:
     """(level, failure classes) per sample from the results' stored details (the judging step
     keeps them there, so Figure 6 needs no log, wherever the sample ran)."""
     return [
@@ -231,7 +234,7 @@ def _plot_failures(split: Mapping[str, Mapping[str, float]], path: Path) -> Path
 
 
 def write_reports(
-    results: Sequence[Any],
+    results: Sequence[SampleResult],
     out_dir: Path,
     failure_counts: Sequence[tuple[str, Mapping[str, int]]] | None = None,
     *,

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -24,10 +24,15 @@ from pydantic import Field, model_validator
 from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
-from geoeval.core.registry import register_suite
+from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
+
+if TYPE_CHECKING:
+    from geoeval.core.analysis.meta_eval import ScoredAnswer
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.records import SampleResult
 
 Task_ = Literal["place", "nearby", "routing", "trip"]
 Level = Literal["l0", "l1", "l2"]
@@ -133,7 +138,7 @@ def _key(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def _env_seed(spec: Any) -> int:
+def _env_seed(spec: RunSpec) -> int:
     return spec.env.seed if spec.env.seed is not None else spec.seed
 
 
@@ -160,7 +165,7 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class LifePlannerSuite:
+class LifePlannerSuite(Suite):
     name = "lifeplanner"
     scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
@@ -172,16 +177,16 @@ class LifePlannerSuite:
     env_schema = {"lifeplanner_synthetic": LifePlannerEnvConfig, "lifeplanner_osm": LifePlannerOsmEnvConfig}
     # meta-evaluation (meta_eval.py): 1.0 for deterministic metrics, 0.9 for SC, RP and PR (the
     # judge ensemble's rules judge decides SC and RP; PR gates on SC)
-    meta_eval_targets: ClassVar[dict[str, float]] = dict(META_EVAL_TARGETS)
+    meta_eval_targets = dict(META_EVAL_TARGETS)
 
-    def meta_eval_answers(self, spec: Any, env: LifePlannerEnv, samples: list[Sample]) -> list[Any]:
+    def meta_eval_answers(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored by the run's scorers and judges."""
         from geoeval.suites.lifeplanner.meta_eval import meta_eval_answers
 
         return meta_eval_answers(spec, env, samples)
 
     # ------------------------------------------------------------ environment
-    def build_env(self, spec: Any) -> LifePlannerEnv:
+    def build_env(self, spec: RunSpec) -> LifePlannerEnv:
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
         if spec.env.name == "lifeplanner_osm":
@@ -219,7 +224,7 @@ class LifePlannerSuite:
         return LifePlannerEnv(db_path=str(db.resolve()), root=str(root.resolve()), seed=seed, key=key)
 
     # ------------------------------------------------------------ cases and samples
-    def cases(self, spec: Any, env: LifePlannerEnv) -> list[Any]:
+    def cases(self, spec: RunSpec, env: LifePlannerEnv) -> list[Any]:
         """The run's cases: generated once per (environment, cases config, seed) and kept beside
         the city (generation is deterministic; the file only saves time)."""
         from geoeval.suites.lifeplanner.cases.case import ENGINE_VERSION, CaseGenerationError
@@ -254,7 +259,7 @@ class LifePlannerSuite:
         _write_atomic(path, cases_to_jsonl(cases))
         return cases
 
-    def build_samples(self, spec: Any, env: LifePlannerEnv) -> list[Sample]:
+    def build_samples(self, spec: RunSpec, env: LifePlannerEnv) -> list[Sample]:
         cases = self.cases(spec, env)
         if spec.suite.phrasing_model:
             from geoeval.suites.lifeplanner.phrasing import rephrase_questions
@@ -264,12 +269,12 @@ class LifePlannerSuite:
         return [case_sample(c) for c in cases]
 
     # ------------------------------------------------------------ task
-    def build_task(self, spec: Any, env: LifePlannerEnv, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> Task:
         from geoeval.suites.lifeplanner.task import make_task
 
         return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge)
 
-    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
+    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
         classes per sample come from the samples' stored details."""
         from geoeval.core.analysis.job_reports import plots_wanted

@@ -30,13 +30,16 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
 from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
 from geoeval.suites.mapsatisfy.judging.answer_facts import _number_grounded, evidence_of, norm
 from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 TOKENS_PER_TURN = 1000
 _COMPOSITE = frozenset({"ar", "ses", "cei"})
@@ -198,7 +201,7 @@ def refusal(instance: Any) -> str:
 
 
 def drop_one_call(instance: Any, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from geoeval.suites.mapsatisfy.suite import PROFILE_TOOLS
+    from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
     profile = [i for i, c in enumerate(calls) if c["name"] in PROFILE_TOOLS]
     drop = profile[0] if profile else len(calls) - 1
@@ -279,11 +282,10 @@ def sample_answers(
     return answers
 
 
-def meta_eval_answers(spec: Any, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
-    """The tiers of every sample, scored with the run's judges (`suite.judge_settings`)."""
-    from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
+def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+    """The tiers of every sample, scored with the run's judges (`judging.ensemble.judge_settings`)."""
+    from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue, judge_settings
     from geoeval.suites.mapsatisfy.schema import parse_instance
-    from geoeval.suites.mapsatisfy.suite import judge_settings
 
     settings = judge_settings(spec)
     sandbox = env.sandbox()

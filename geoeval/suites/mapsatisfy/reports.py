@@ -12,15 +12,18 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.reports import save_figure
+
+if TYPE_CHECKING:
+    from geoeval.core.records import SampleResult
 
 TABLE_METRICS = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses")  # the columns of Tables 1 and 2
 GROUP_BY = {"domain": "Domain", "difficulty": "Difficulty", "implicit_factor_source": "Implicit-factor source"}
 
 
-def _labels(result: Any, key: str) -> list[str]:
+def _labels(result: SampleResult, key: str) -> list[str]:
     """The group labels of one result: multi-label dimensions (`a;b`) count in every group."""
     if key == "difficulty":
         return [result.dims.level or "unlabelled"]
@@ -34,12 +37,12 @@ def mean_skipping_nan(values: list[float]) -> tuple[float, int]:
     return (sum(kept) / len(kept), len(kept)) if kept else (math.nan, 0)
 
 
-def _usable(results: list[Any]) -> list[Any]:
+def _usable(results: list[SampleResult]) -> list[SampleResult]:
     return [r for r in results if not r.error]
 
 
 def model_table(
-    results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS
+    results: list[SampleResult], metrics: tuple[str, ...] = TABLE_METRICS
 ) -> dict[tuple[str, str], dict[str, float]]:
     """(model, thinking) -> metric -> mean over cases (NaN skipped), plus `n` cases."""
     rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
@@ -53,7 +56,7 @@ def model_table(
 
 
 def grouped(
-    results: list[Any], key: str, metrics: tuple[str, ...] = TABLE_METRICS
+    results: list[SampleResult], key: str, metrics: tuple[str, ...] = TABLE_METRICS
 ) -> dict[tuple[str, str], dict[str, float]]:
     """(model, group label) -> metric -> mean (NaN skipped), plus `n`: the Figure 5 groupings."""
     rows: dict[tuple[str, str], list[Any]] = defaultdict(list)
@@ -71,7 +74,7 @@ def _cell(v: float) -> str:
     return "-" if math.isnan(v) else f"{v:.4f}"
 
 
-def tables_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
+def tables_markdown(results: list[SampleResult], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
     """Table 1 (thinking off, or the model's default) and Table 2 (thinking on) when the run has
     them: one row per model, the seven metrics as columns."""
     table = model_table(results, metrics)
@@ -95,7 +98,7 @@ def tables_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS
     return "\n".join(lines)
 
 
-def profile_call_rates(results: list[Any]) -> dict[tuple[str, str], tuple[float, int]]:
+def profile_call_rates(results: list[SampleResult]) -> dict[tuple[str, str], tuple[float, int]]:
     """Figure 4: (model, thinking) -> (share of cases in which a profile tool was called, n), over
     all cases and over the cases whose ground truth expects one (`profile_evidence`)."""
     rows: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -109,7 +112,7 @@ def profile_call_rates(results: list[Any]) -> dict[tuple[str, str], tuple[float,
     return {k: mean_skipping_nan(v) for k, v in sorted(rows.items())}
 
 
-def profile_call_markdown(results: list[Any]) -> str:
+def profile_call_markdown(results: list[SampleResult]) -> str:
     rates = profile_call_rates(results)
     if not rates:
         return ""
@@ -123,7 +126,7 @@ def profile_call_markdown(results: list[Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def groupings_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
+def groupings_markdown(results: list[SampleResult], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
     lines = ["# MapSatisfy results by group (Figure 5 layout)", ""]
     for key, title in GROUP_BY.items():
         lines += [
@@ -138,7 +141,7 @@ def groupings_markdown(results: list[Any], metrics: tuple[str, ...] = TABLE_METR
     return "\n".join(lines)
 
 
-def _plot(results: list[Any], key: str, path: Path, metrics: tuple[str, ...] = TABLE_METRICS) -> Path:
+def _plot(results: list[SampleResult], key: str, path: Path, metrics: tuple[str, ...] = TABLE_METRICS) -> Path:
     """Grouped bars: one panel per model, groups on the x axis, one bar per metric."""
     import matplotlib
 
@@ -163,7 +166,7 @@ def _plot(results: list[Any], key: str, path: Path, metrics: tuple[str, ...] = T
     return path
 
 
-def write_reports(results: list[Any], out_dir: str | Path, *, plots: bool = True) -> list[Path]:
+def write_reports(results: list[SampleResult], out_dir: str | Path, *, plots: bool = True) -> list[Path]:
     """`results.md` (Tables 1/2), `groups.md` (domain, difficulty, source) and, with `plots`, one
     PNG per grouping. Nothing is written for a run without results."""
     usable = _usable(results)

@@ -76,7 +76,7 @@ for _name in METRIC_NAMES:
 def profile_call_metric(inp: MetricInput) -> float:
     """1.0 when the agent called a profile tool (search_user_profile / search_user_action_summary)
     in the dialogue, else 0.0: the per-case input of the Figure 4 call rate (reports.py)."""
-    from geoeval.suites.mapsatisfy.suite import PROFILE_TOOLS
+    from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
     record = inp.metadata.get("mapsatisfy")
     if record is None:

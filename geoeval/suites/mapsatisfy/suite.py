@@ -15,7 +15,7 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -25,12 +25,17 @@ from pydantic import Field
 from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
-from geoeval.core.registry import register_suite
+from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
+from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
+
+if TYPE_CHECKING:
+    from geoeval.core.analysis.meta_eval import ScoredAnswer
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.records import SampleResult
 
 PROMPTS = Path(__file__).parent / "prompts"
-PROFILE_TOOLS = ("search_user_profile", "search_user_action_summary")
 
 
 class MapSatisfyDemoEnvConfig(Strict):
@@ -296,19 +301,7 @@ def save_simulated(sandbox: Any, out_dir: Path) -> list[Path]:
     return store.save_csv(out_dir)
 
 
-def judge_settings(spec: Any) -> dict[str, Any]:
-    """The judges' settings of a run, as `judges.judge_dialogue` takes them: the judge group's
-    models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
-    temperature = spec.suite.judge_temperature
-    return {
-        "judges": list(spec.judge.models),
-        "votes": spec.suite.judge_votes,
-        "temperature": spec.judge.temperature if temperature is None else temperature,
-        "evidence_chars": spec.suite.judge_evidence_chars,
-    }
-
-
-def thinking_of(spec: Any) -> str:
+def thinking_of(spec: RunSpec) -> str:
     """on / off / default, from the model's generate config (reasoning_effort, reasoning_tokens)."""
     cfg = spec.model.config
     if cfg.reasoning_effort == "none":
@@ -318,7 +311,7 @@ def thinking_of(spec: Any) -> str:
     return "default"
 
 
-class MapSatisfySuite:
+class MapSatisfySuite(Suite):
     name = "mapsatisfy"
     scoring_version = SCORING_VERSION  # see geoeval/suites/mapsatisfy/__init__.py
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
@@ -326,11 +319,11 @@ class MapSatisfySuite:
     uses_judges = True  # ECR, IISR and IFS come from the judge ensemble (provenance labels say which)
     log2_sweep_axes: tuple[str, ...] = ()
     # meta-evaluation (meta_eval.py): ordering-accuracy targets, 0.9 for the rules judge's metrics
-    meta_eval_targets: dict[str, float] = dict(META_EVAL_TARGETS)
+    meta_eval_targets = dict(META_EVAL_TARGETS)
     config_schema = MapSatisfySuiteConfig
     env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 
-    def build_env(self, spec: Any) -> MapSatisfyEnv:
+    def build_env(self, spec: RunSpec) -> MapSatisfyEnv:
         if spec.env.name == "mapsatisfy_generated":
             return self._build_generated_env(spec)
         from geoeval.core.data.fetch import resolve_root
@@ -353,7 +346,7 @@ class MapSatisfySuite:
             fingerprint=_fingerprint([bench, mock]),
         )
 
-    def _build_generated_env(self, spec: Any) -> MapSatisfyEnv:
+    def _build_generated_env(self, spec: RunSpec) -> MapSatisfyEnv:
         from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
         from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
 
@@ -379,13 +372,13 @@ class MapSatisfySuite:
             fingerprint=_fingerprint([bench, mock]),
         )
 
-    def meta_eval_answers(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> list[Any]:
+    def meta_eval_answers(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored by the run's judges (meta_eval.py)."""
         from geoeval.suites.mapsatisfy.meta_eval import meta_eval_answers
 
         return meta_eval_answers(spec, env, samples)
 
-    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Any) -> list[Path]:
+    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
         from geoeval.core.analysis.job_reports import plots_wanted
         from geoeval.suites.mapsatisfy.reports import write_reports
@@ -395,7 +388,7 @@ class MapSatisfySuite:
             paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
         return paths
 
-    def build_samples(self, spec: Any, env: MapSatisfyEnv) -> list[Sample]:
+    def build_samples(self, spec: RunSpec, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
 
@@ -410,11 +403,12 @@ class MapSatisfySuite:
         thinking = thinking_of(spec)
         return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
 
-    def build_task(self, spec: Any, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig, get_model
 
         from geoeval.core.run.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
+        from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
         from geoeval.suites.mapsatisfy.replay.simulator import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer
         from geoeval.suites.mapsatisfy.solver import mapsatisfy_dialogue

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -53,6 +53,9 @@ from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
 from geoeval.suites.maptab.routing import transfers as routing_transfers
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 RP_METRICS = frozenset({"ema", "pma", "ds"})
 ANSWER_METRICS = RP_METRICS | {"acc"}
@@ -100,7 +103,7 @@ MAX_LONGER_PATHS = 200  # simple paths looked at (in length order) for a longer 
 # Entry point
 
 
-def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
+def meta_eval_answers(spec: RunSpec, env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
     """The constructed answers of every sample, scored (module docstring)."""
     from geoeval.suites.maptab.env.environment import load_maps
 
@@ -126,7 +129,7 @@ def meta_eval_answers(spec: Any, env: Any, samples: Sequence[Any]) -> list[Score
     return out
 
 
-def _localized(m: MetroMap, spec: Any) -> MetroMap:
+def _localized(m: MetroMap, spec: RunSpec) -> MetroMap:
     """The map in the run's label language (the references name its stations)."""
     from geoeval.suites.maptab.generator.language import localize_map
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.reports import markdown_table, save_figure
 from geoeval.suites.maptab.qa.questions import CAPABILITIES, CAPABILITY_ABBREVIATIONS, QA_TYPES
+
+if TYPE_CHECKING:
+    from geoeval.core.records import SampleResult
 
 QA_REPORT_MD = "maptab_qa_report.md"
 QA_REPORT_PNG = "maptab_qa_report.png"
@@ -29,7 +32,7 @@ def _percent(value: float | None) -> float | None:
     return None if value is None else round(100.0 * value, 2)
 
 
-def qa_tables(results: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def qa_tables(results: Sequence[SampleResult]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Table 8 rows, Table 3 rows) of the QA results: {"scenario", <type or capability>: Acc %,
     "n"}; a type or capability without samples is None."""
     qa = [r for r in results if r.dims.task_family == "qa" and "acc" in r.scores]
@@ -65,7 +68,7 @@ def qa_tables(results: Sequence[Any]) -> tuple[list[dict[str, Any]], list[dict[s
     return type_rows, cap_rows
 
 
-def write_qa_report(results: Sequence[Any], out_dir: Path, *, plots: bool = True) -> list[Path]:
+def write_qa_report(results: Sequence[SampleResult], out_dir: Path, *, plots: bool = True) -> list[Path]:
     """The QA report files (Markdown, and the PNG with `plots`) in `out_dir`; none when the run has
     no QA results."""
     type_rows, cap_rows = qa_tables(results)

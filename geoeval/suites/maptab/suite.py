@@ -26,14 +26,14 @@ Three environments (`env=`):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 
 from geoeval.core.cache.memo import CopyingMemo
 from geoeval.core.errors import GeoevalError
-from geoeval.core.registry import register_suite
+from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
 # the schemas, the sample builders and the synthetic maps live in their own modules; their names
@@ -50,12 +50,17 @@ from geoeval.suites.maptab.config import (
 from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficulty
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
+if TYPE_CHECKING:
+    from geoeval.core.analysis.meta_eval import ScoredAnswer
+    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.records import SampleResult
 
-def _env_seed(spec: Any) -> int:
+
+def _env_seed(spec: RunSpec) -> int:
     return spec.env.seed if spec.env.seed is not None else spec.seed
 
 
-class MapTabSuite:
+class MapTabSuite(Suite):
     name = "maptab"
     scoring_version = SCORING_VERSION  # see geoeval/suites/maptab/__init__.py
     #: Offline agents whose answers depend on an algorithm of their own, with its version: part of
@@ -78,7 +83,7 @@ class MapTabSuite:
     }
 
     # ------------------------------------------------------------ environment
-    def build_env(self, spec: Any):
+    def build_env(self, spec: RunSpec) -> Any:
         check_metrics(spec)
         if spec.env.name == "maptab_authors":
             if spec.suite.task_family == "qa":
@@ -124,7 +129,7 @@ class MapTabSuite:
         )
 
     # ------------------------------------------------------------ samples
-    def build_samples(self, spec: Any, env: Any) -> list[Sample]:
+    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]:
         if env.source == "authors":
             from geoeval.suites.maptab.authors.env import authors_samples
 
@@ -157,7 +162,7 @@ class MapTabSuite:
                 samples.append(rp_sample(q, tables, image_uri, suite_cfg))
         return samples
 
-    def _maps(self, spec: Any, env: Any) -> list[Any]:
+    def _maps(self, spec: RunSpec, env: Any) -> list[Any]:
         """The environment's maps of `suite.scenario`, in `suite.language`."""
         from geoeval.suites.maptab.env.environment import load_maps
         from geoeval.suites.maptab.generator.language import localize_map
@@ -166,7 +171,7 @@ class MapTabSuite:
         wanted = spec.suite.scenarios()
         return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
 
-    def synthetic_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
+    def synthetic_queries(self, spec: RunSpec, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
         from geoeval.core.cache.memo import file_key
@@ -199,7 +204,7 @@ class MapTabSuite:
             ),
         )
 
-    def synthetic_qa_queries(self, spec: Any, env: Any) -> list[tuple[Any, list[Any]]]:
+    def synthetic_qa_queries(self, spec: RunSpec, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
         type of `suite.qa_types` per map, styles cycled over maps and types (B.3)."""
         from geoeval.suites.maptab.qa.questions import build_qa_queries
@@ -223,7 +228,7 @@ class MapTabSuite:
             for i, m in enumerate(self._maps(spec, env))
         ]
 
-    def write_authors_layout(self, spec: Any, env: Any, root: Path) -> list[Path]:
+    def write_authors_layout(self, spec: RunSpec, env: Any, root: Path) -> list[Path]:
         """Write a synthetic environment's maps (full-size images, tables) and the queries of
         `spec.suite` in the authors' release layout under `root`; `env=maptab_authors` with that
         root loads them back as the same samples."""
@@ -236,9 +241,9 @@ class MapTabSuite:
 
     # ------------------------------------------------------------ meta-evaluation
     # every MapTab answer metric is deterministic (meta_eval.py): each must order every known pair
-    meta_eval_targets: ClassVar[dict[str, float]] = {"ema": 1.0, "pma": 1.0, "ds": 1.0, "acc": 1.0}
+    meta_eval_targets = {"ema": 1.0, "pma": 1.0, "ds": 1.0, "acc": 1.0}
 
-    def meta_eval_answers(self, spec: Any, env: Any, samples: list[Sample]) -> list[Any]:
+    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample (reference, one-defect, worthless), scored through
         the suite's real scorer path (`meta_eval.py`)."""
         from geoeval.suites.maptab.meta_eval import meta_eval_answers
@@ -246,13 +251,13 @@ class MapTabSuite:
         return meta_eval_answers(spec, env, samples)
 
     # ------------------------------------------------------------ task
-    def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
         from geoeval.suites.maptab.task import make_task
 
         check_metrics(spec)
         return make_task(spec.suite, env, samples, spec.metrics.metrics)
 
-    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
+    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
@@ -271,7 +276,7 @@ class MapTabSuite:
             files += write_rp_report(analyse(results, queries), Path(out_dir), models, plots=plots)
         return files
 
-    def rp_queries(self, spec: Any, env: Any) -> dict[str, tuple[Any, Any]]:
+    def rp_queries(self, spec: RunSpec, env: Any) -> dict[str, tuple[Any, Any]]:
         """{sample id: (map, RPQuery)} of the run's RP samples (rebuilt: they are deterministic)."""
         if env.source == "authors":
             import json
@@ -305,7 +310,7 @@ def _need_generated_maps(env: Any) -> None:
         raise GeoevalError("synthetic_queries needs a maptab_synthetic or maptab_real environment")
 
 
-def check_metrics(spec: Any) -> None:
+def check_metrics(spec: RunSpec) -> None:
     """RP is scored by EMA/PMA/DS and QA by Acc (plus the token counts, which fit both); a metric
     set of the other family would score every sample 0, so it stops the run here."""
     names = set(spec.metrics.metrics)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import random
-from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -21,9 +20,12 @@ from pydantic import Field
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
 from geoeval.core.config.schema import Strict
 from geoeval.core.records import Dimensions
-from geoeval.core.registry import register_metric, register_suite
+from geoeval.core.registry import Suite, register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer
 from geoeval.suites.maptab.api import edge_table, format_table, generate_metro_map
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 
 class StationLinesEnv(Strict):
@@ -46,15 +48,15 @@ def line_set_acc(inp: MetricInput) -> float:
     return float(bool(inp.target) and _parse_lines(inp.answer) == _parse_lines(inp.target[0]))
 
 
-class StationLinesSuite:
+class StationLinesSuite(Suite):
     name = "station_lines"
     config_schema = StationLinesSuiteConfig
     env_schema = StationLinesEnv
 
-    def build_env(self, spec: Any) -> list[Any]:
+    def build_env(self, spec: RunSpec) -> list[Any]:
         return [generate_metro_map(spec.seed * 100 + i, n_lines=3, name=f"lines{i}") for i in range(spec.env.n_maps)]
 
-    def build_samples(self, spec: Any, env: list[Any]) -> list[Sample]:
+    def build_samples(self, spec: RunSpec, env: list[Any]) -> list[Sample]:
         samples = []
         for m in env:
             rng = random.Random(f"{spec.seed}-{m.name}")
@@ -82,15 +84,12 @@ class StationLinesSuite:
                 )
         return samples
 
-    def build_task(self, spec: Any, env: Any, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
         return Task(
             dataset=MemoryDataset(samples),
             solver=generate(),
             scorer=geoeval_scorer(list(spec.metrics.metrics), lambda raw: (raw.strip(), "")),
         )
-
-    def after_run(self, spec: Any, env: Any, results: list[Any], out_dir: Path) -> list[Path]:
-        return []
 
 
 def _table_reader(messages, tools, args) -> PolicyReply:

@@ -111,7 +111,7 @@ def _model_span(builder: _TraceBuilder, root: Any, event: Any, turn: int, fallba
             "output_tokens": int(usage.output_tokens or 0),
             "total_tokens": int(usage.total_tokens or 0),
         }
-    inputs = {"n_messages": len(messages)}
+    inputs: dict[str, Any] = {"n_messages": len(messages)}
     if last is not None:
         inputs["last_message"] = {
             "role": str(getattr(last, "role", "")),

@@ -273,6 +273,8 @@ class TraceStream:
                     break
                 batch.append(nxt)
             try:
+                if self._writer is None:  # never: samples are queued only while there is a writer
+                    raise RuntimeError("no trace writer")
                 for sample in batch:
                     self._writer.add(sample)
                 self._writer.flush()
@@ -388,7 +390,7 @@ def log_dataset(
     "evaluation", addressed by run id): `rows` is a pandas DataFrame (one row per sample; its
     text is cleaned), `digest` identifies its content (MLflow computes one when None)."""
     tracking_store._mlflow()
-    import mlflow.data
+    from mlflow.data.pandas_dataset import from_pandas
     from mlflow.entities import DatasetInput, InputTag
 
     client = tracking_store.client_for(tracking_spec)
@@ -398,8 +400,6 @@ def log_dataset(
             frame[column] = frame[column].map(
                 lambda v: clean_value(v) if isinstance(v, (str, list, dict, tuple)) else v
             )
-    dataset = mlflow.data.from_pandas(
-        frame, name=clean_text(name, max_chars=500), digest=digest[:36] if digest else None
-    )
+    dataset = from_pandas(frame, name=clean_text(name, max_chars=500), digest=digest[:36] if digest else None)
     tags = [InputTag(key="mlflow.data.context", value=context)]
     client.log_inputs(run_id, datasets=[DatasetInput(dataset=dataset._to_mlflow_entity(), tags=tags)])

@@ -11,12 +11,15 @@ a case where no judge decided any item is an error (counted in n_errors).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.suites.mapsatisfy.judging.model_judge import EVIDENCE_CHARS, model_verdicts
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -86,3 +89,15 @@ def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
         [None] * len(instance.factual_answer_rubric),
         {f"{name}:error": clean_text(f"{type(exc).__name__}: {exc}", max_chars=500)},
     )
+
+
+def judge_settings(spec: RunSpec) -> dict[str, Any]:
+    """The judges' settings of a run, as `judges.judge_dialogue` takes them: the judge group's
+    models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
+    temperature = spec.suite.judge_temperature
+    return {
+        "judges": list(spec.judge.models),
+        "votes": spec.suite.judge_votes,
+        "temperature": spec.judge.temperature if temperature is None else temperature,
+        "evidence_chars": spec.suite.judge_evidence_chars,
+    }

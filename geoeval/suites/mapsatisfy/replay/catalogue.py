@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The tools that read the user's profile (the evidence a profile-aware agent acquires)
+PROFILE_TOOLS = ("search_user_profile", "search_user_action_summary")
+
 
 @dataclass(frozen=True)
 class ParamSpec:

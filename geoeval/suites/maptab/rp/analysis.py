@@ -48,13 +48,16 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, extract_route, similarity, split_route
 from geoeval.suites.maptab.routing import cost as routing_cost
 from geoeval.suites.maptab.routing import reference as routing
 from geoeval.suites.maptab.routing import transfers as routing_transfers
+
+if TYPE_CHECKING:
+    from geoeval.core.records import SampleResult
 
 TOTAL_KEYS = {"T": "Total_Time", "P": "Total_Price", "C": "Average_Comfort Level", "R": "Average_Reliability"}
 TOLERANCE = {"T": 0.005, "P": 0.005, "C": 1e-4, "R": 1e-4}
@@ -187,7 +190,7 @@ def error_types(
     return tuple(t for t in ERROR_TYPES if t in found)
 
 
-def analyse(results: Iterable[Any], queries: dict[str, tuple[MetroMap, Any]]) -> list[RPAnalysis]:
+def analyse(results: Iterable[SampleResult], queries: dict[str, tuple[MetroMap, Any]]) -> list[RPAnalysis]:
     """One `RPAnalysis` per RP result whose query is in `queries` ({sample id: (map, RPQuery)})."""
     from geoeval.suites.maptab.env.tables import mix_map
 
