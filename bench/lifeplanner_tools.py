@@ -40,8 +40,8 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from geoeval.suites.lifeplanner.city import handle as city_handle
     from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
+    from geoeval.suites.lifeplanner.tools import city as city_handle
     from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
     from geoeval.suites.lifeplanner.tools import notes as note_tools
     from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -166,8 +166,8 @@ def preflight_probes(repeats: int) -> None:
 
 def hostile_tool_calls(repeats: int) -> None:
     from geoeval.suites.lifeplanner.city.environment import build_synthetic_city
-    from geoeval.suites.lifeplanner.city.handle import open_city
     from geoeval.suites.lifeplanner.tools import nearby, notes, places, routing
+    from geoeval.suites.lifeplanner.tools.city import open_city
 
     work = Path(tempfile.mkdtemp(prefix="geoeval-bench-bounds-"))
     build_synthetic_city(work / "city.duckdb", seed=7, n_places=300, n_notes=1500)

@@ -21,7 +21,7 @@ def city_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def city(city_path):
-    from geoeval.suites.lifeplanner.city.handle import open_city
+    from geoeval.suites.lifeplanner.tools.city import open_city
 
     return open_city(city_path)
 

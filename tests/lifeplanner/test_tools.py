@@ -13,9 +13,9 @@ import re
 import networkx as nx
 import pytest
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, MEMORY_FIELDS
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from geoeval.core.text import REPLACEMENT, is_clean
-from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -11,8 +11,8 @@ import anyio
 import pytest
 from inspect_ai.tool import ToolDef
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -108,7 +108,7 @@ def test_schema_matches_the_synthetic_city(con, tmp_path):
 
 
 def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
-    from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.tools import city as city_handle
     from geoeval.suites.lifeplanner.tools import routing as routing_tools
 
     names = {r[0] for r in con.execute("SELECT DISTINCT name FROM ways").fetchall()}
@@ -126,7 +126,7 @@ def test_roads_are_real_and_every_place_is_reachable(helsinki, con):
 
 
 def test_tools_work_unchanged(helsinki):
-    from geoeval.suites.lifeplanner.city import handle as city_handle
+    from geoeval.suites.lifeplanner.tools import city as city_handle
     from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
     from geoeval.suites.lifeplanner.tools import notes as note_tools
     from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -15,8 +15,8 @@ import duckdb
 import pytest
 
 from geoeval.mcp.security import TOKEN_ENV, bearer_matches, bind_refusal, is_loopback
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.city.schema import MEMORY_FIELDS
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -43,10 +43,10 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import places as place_tools
 
 if TYPE_CHECKING:

@@ -32,10 +32,10 @@ from geoeval.core.registry import register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed
 from geoeval.suites.lifeplanner import metrics as M
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import answer_place, attribute_accuracy_of, place_records
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, trajectory_from_messages
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 
 SUITE = "lifeplanner"

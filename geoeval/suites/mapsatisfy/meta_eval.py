@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
 from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
-from geoeval.suites.mapsatisfy.judging.answer_facts import _number_grounded, evidence_of, norm
+from geoeval.suites.mapsatisfy.judging.answer_facts import evidence_of, norm, number_grounded
 from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 
@@ -170,7 +170,7 @@ def _fake_name(instance: Any, sources: list[str], word: str) -> str:
 
 def _fake_number(sources: list[str], unit: str, start: float) -> str:
     value = start
-    while _number_grounded(value, 2, unit, sources):
+    while number_grounded(value, 2, unit, sources):
         value += 0.37
     return f"{value:.2f}"
 

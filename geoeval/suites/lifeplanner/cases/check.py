@@ -7,11 +7,11 @@ from typing import Any
 
 from geoeval.suites.lifeplanner.cases.case import Case
 from geoeval.suites.lifeplanner.cases.reference_path import replay
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import attribute_accuracy_of, constraint_results, purity_checks
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, observed_items, route_legs
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import city as city_handle
 
 
 def trajectory_of(tau: list[dict[str, Any]], results: list[tool_arguments.ToolResult]) -> Trajectory:

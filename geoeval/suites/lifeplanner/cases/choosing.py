@@ -12,7 +12,7 @@ import numpy as np
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
 from geoeval.suites.lifeplanner.cases.lexicon import PERSONAS, Preference
-from geoeval.suites.lifeplanner.city import handle as city_handle
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, open_at_minute
 
 if TYPE_CHECKING:  # the draft's module builds on these steps

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from geoeval.suites.lifeplanner.cases.case import Reject
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.city.opening_hours import OpeningHoursError, parse_opening_hours
 from geoeval.suites.lifeplanner.scoring.judging import parse_fact_groups
+from geoeval.suites.lifeplanner.tools import city as city_handle
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.lexicon import Preference
 from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.scoring.trajectory import route_item
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 from geoeval.suites.lifeplanner.tools import places as place_tools

@@ -23,11 +23,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from geoeval.suites.lifeplanner.city import handle as city_handle
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory
+from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
 from geoeval.suites.lifeplanner.tools.trip_timing import hhmm_to_minute, open_on_arrival

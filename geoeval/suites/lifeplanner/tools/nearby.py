@@ -8,16 +8,6 @@ from typing import Any
 import numpy as np
 
 from geoeval.core.text import clean_value, nesting_depth
-from geoeval.suites.lifeplanner.city.handle import (
-    PLACE_FULL,
-    PLACE_LIGHT,
-    City,
-    _list_payload,
-    _place,
-    _record,
-    _Route,
-    _select,
-)
 from geoeval.suites.lifeplanner.city.schema import VEHICLES
 from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
@@ -32,6 +22,16 @@ from geoeval.suites.lifeplanner.tools.arguments import (
     _choice,
     _number,
     _tool,
+)
+from geoeval.suites.lifeplanner.tools.city import (
+    PLACE_FULL,
+    PLACE_LIGHT,
+    City,
+    _list_payload,
+    _place,
+    _record,
+    _Route,
+    _select,
 )
 from geoeval.suites.lifeplanner.tools.places import _place_filters, _where
 from geoeval.suites.lifeplanner.tools.routing import _half_up, _route

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.city.handle import (
-    COMMENT_FIELDS,
-    NOTE_FULL,
-    NOTE_LIGHT,
-    City,
-    _list_payload,
-    _record,
-)
 from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_COMMENTS,
@@ -21,6 +13,14 @@ from geoeval.suites.lifeplanner.tools.arguments import (
     _quote,
     _text,
     _tool,
+)
+from geoeval.suites.lifeplanner.tools.city import (
+    COMMENT_FIELDS,
+    NOTE_FULL,
+    NOTE_LIGHT,
+    City,
+    _list_payload,
+    _record,
 )
 from geoeval.suites.lifeplanner.tools.keyword_logic import (
     KeywordSyntaxError,

@@ -8,16 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.city.handle import (
-    PLACE_DETAIL,
-    PLACE_FULL,
-    PLACE_LIGHT,
-    City,
-    _list_payload,
-    _place,
-    _record,
-    _select,
-)
 from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,
     MAX_SAMPLES,
@@ -29,6 +19,16 @@ from geoeval.suites.lifeplanner.tools.arguments import (
     _text,
     _text_list,
     _tool,
+)
+from geoeval.suites.lifeplanner.tools.city import (
+    PLACE_DETAIL,
+    PLACE_FULL,
+    PLACE_LIGHT,
+    City,
+    _list_payload,
+    _place,
+    _record,
+    _select,
 )
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import itertools
 import math
 from typing import Any
 
-from geoeval.suites.lifeplanner.city.handle import City, _place, _Route
 from geoeval.suites.lifeplanner.city.schema import ACCESS_SPEED, VEHICLES
 from geoeval.suites.lifeplanner.tools.arguments import (
     MAX_AVOID,
@@ -21,6 +20,7 @@ from geoeval.suites.lifeplanner.tools.arguments import (
     _choice,
     _tool,
 )
+from geoeval.suites.lifeplanner.tools.city import City, _place, _Route
 
 # --------------------------------------------------------------------------------------------
 # Routing on the road graph

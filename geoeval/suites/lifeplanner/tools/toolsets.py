@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core.text import clean_text
-from geoeval.suites.lifeplanner.city.handle import City, open_city
 from geoeval.suites.lifeplanner.tools.arguments import (
     MAX_LOGGED_TEXT,
     TOOL_LOG_KEY,
     ToolResult,
 )
+from geoeval.suites.lifeplanner.tools.city import City, open_city
 from geoeval.suites.lifeplanner.tools.nearby import nearby_search
 from geoeval.suites.lifeplanner.tools.notes import note_detail, search_notes
 from geoeval.suites.lifeplanner.tools.places import (

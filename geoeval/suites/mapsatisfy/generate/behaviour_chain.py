@@ -14,7 +14,7 @@ from geoeval.suites.mapsatisfy.generate.expected_calls import SEARCH_PAGE
 from geoeval.suites.mapsatisfy.generate.poi_city import POI, City, distance_m
 from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.schema import IMPLICIT_FACTOR_SOURCES
-from geoeval.suites.mapsatisfy.user.model import _PRICE_CAP, UserModel
+from geoeval.suites.mapsatisfy.user.model import PRICE_CAP, UserModel
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _restore(rng: np.random.Generator, city: City, user: UserModel, domain: str,
     hour = when.hour
     places = city.by_category(category)
     origin = city.pois[int(rng.integers(len(city.pois)))]
-    cap = _PRICE_CAP[user.top("price_level")]
+    cap = PRICE_CAP[user.top("price_level")]
 
     def fits(p: POI) -> bool:
         return p.open_at(hour) and (p.avg_price == 0 or p.avg_price <= cap)

@@ -7,7 +7,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from geoeval.suites.mapsatisfy.generate.poi_city import City, distance_m
-from geoeval.suites.mapsatisfy.user.model import _MODE_API
+from geoeval.suites.mapsatisfy.user.model import MODE_API
 
 if TYPE_CHECKING:  # behaviour_chain imports SEARCH_PAGE from here
     from geoeval.suites.mapsatisfy.generate.behaviour_chain import Candidate
@@ -30,7 +30,7 @@ def _calls(c: Candidate, city: City, needs_profile: bool) -> list[tuple[str, dic
         calls.append(("search_around_poi", {"query": t.category, "x": o.lon, "y": o.lat, "range": 5000}))
     elif c.domain == "navigation":
         calls.append(("search_poi", {"query": t.name, "cur_adcode": city.adcode}))
-        calls.append(("get_navigation", {**nav, "mode": _MODE_API[c.user.top("travel_mode")]}))
+        calls.append(("get_navigation", {**nav, "mode": MODE_API[c.user.top("travel_mode")]}))
     elif c.domain == "ride_hailing":
         calls.append(("search_poi", {"query": t.name, "cur_adcode": city.adcode}))
         calls.append(("get_taxi_route_plan", {**nav, "end_poi_id": t.poi_id}))
@@ -45,7 +45,7 @@ def _calls(c: Candidate, city: City, needs_profile: bool) -> list[tuple[str, dic
                     "start_name": o.name,
                     "via_points": f"{t.location};{c.second.location}",
                     "via_names": f"{t.name};{c.second.name}",
-                    "mode": _MODE_API[c.user.top("travel_mode")],
+                    "mode": MODE_API[c.user.top("travel_mode")],
                 },
             )
         )

@@ -66,7 +66,7 @@ from geoeval.suites.mapsatisfy.generate.poi_city import (
 )
 from geoeval.suites.mapsatisfy.schema import DOMAINS, MapSatisfyInstance, parse_instance
 from geoeval.suites.mapsatisfy.user.model import (
-    _make_user,
+    generate_user,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def generate(
 
     city = city or synthetic_city(seed)
     rng = np.random.default_rng(seed + 7919)
-    users = [_make_user(rng, i, city, seed) for i in range(n_users)]
+    users = [generate_user(rng, i, city, seed) for i in range(n_users)]
     store = RecordStore()
     instances: list[MapSatisfyInstance] = []
     funnel: Counter = Counter()

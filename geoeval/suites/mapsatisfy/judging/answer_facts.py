@@ -268,11 +268,11 @@ class Claim:
 
 
 def numbers_of(texts: Sequence[str]) -> list[float]:
-    """Every number the texts state, sorted (for `_number_grounded`'s binary search)."""
+    """Every number the texts state, sorted (for `number_grounded`'s binary search)."""
     return sorted(float(n) for text in texts for n in _NUMBER.findall(text))
 
 
-def _number_grounded(value: float, decimals: int, unit: str, texts: Sequence[str] | list[float]) -> bool:
+def number_grounded(value: float, decimals: int, unit: str, texts: Sequence[str] | list[float]) -> bool:
     """Whether a source number equals `value` at its precision after one of the unit's scalings."""
     numbers = texts if texts and isinstance(texts[0], float) else numbers_of(texts)  # type: ignore[arg-type]
     tol = 0.5 * 10**-decimals + 1e-9
@@ -348,8 +348,8 @@ def claims_of(answer: str, ev: Evidence) -> list[Claim]:
     for m in _UNIT_CLAIM.finditer(rest):
         value, unit = m.group(1), m.group(2)
         decimals = len(value.split(".")[1]) if "." in value else 0
-        in_out = _number_grounded(float(value), decimals, unit, ev.output_numbers)
-        grounded = in_out or _number_grounded(float(value), decimals, unit, ev.given_numbers)
+        in_out = number_grounded(float(value), decimals, unit, ev.output_numbers)
+        grounded = in_out or number_grounded(float(value), decimals, unit, ev.given_numbers)
         claims.append(Claim("number", value, unit=unit.lower(), grounded=grounded, in_output=in_out))
     return claims
 

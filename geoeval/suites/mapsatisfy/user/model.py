@@ -1,5 +1,5 @@
 """Generated users: a profile with behaviour statistics (`UserModel`: counts per option of each
-decision dimension in an earlier and a recent 30-day window), seeded by `_make_user`."""
+decision dimension in an earlier and a recent 30-day window), seeded by `generate_user`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ BEHAVIOUR_DIMENSIONS = {
     "rating": ("高评分", "不限"),
     "travel_mode": ("驾车", "地铁", "打车"),
 }
-_MODE_API = {"驾车": "driving", "地铁": "transit", "打车": "taxi"}
-_PRICE_CAP = {"实惠": 60, "中等": 120, "高端": 400}
+MODE_API = {"驾车": "driving", "地铁": "transit", "打车": "taxi"}
+PRICE_CAP = {"实惠": 60, "中等": 120, "高端": 400}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class UserModel:
         }
 
 
-def _make_user(rng: np.random.Generator, index: int, city: City, seed: int) -> UserModel:
+def generate_user(rng: np.random.Generator, index: int, city: City, seed: int) -> UserModel:
     behaviour = {}
     for dim, options in BEHAVIOUR_DIMENSIONS.items():
         favourite = int(rng.integers(len(options)))

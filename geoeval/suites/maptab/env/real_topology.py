@@ -54,10 +54,10 @@ from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.env.gtfs import RealLine
 from geoeval.suites.maptab.generator.checks import (
     SEGMENT_CLEARANCE,
-    _collinear_overlap,
-    _point_segment_distance,
-    _segments_intersect,
+    collinear_overlap,
     layout_violations,
+    point_segment_distance,
+    segments_intersect,
 )
 from geoeval.suites.maptab.generator.layout import GRID_MARGIN, MIN_GRID_PITCH
 from geoeval.suites.maptab.generator.metro import PALETTE
@@ -247,20 +247,20 @@ class _Layout:
         for a, b in others:  # s too close to another segment
             if s in (a, b):
                 continue
-            if _point_segment_distance(ps, self.xy(self.at[a]), self.xy(self.at[b])) < SEGMENT_CLEARANCE:
+            if point_segment_distance(ps, self.xy(self.at[a]), self.xy(self.at[b])) < SEGMENT_CLEARANCE:
                 bad += 1
         for a, b in own:
             pa, pb = self.xy(self.at[a]), self.xy(self.at[b])
             for pt in (self.xy(self.at[t]) for t in self.at if t not in (a, b)):
-                if _point_segment_distance(pt, pa, pb) < SEGMENT_CLEARANCE:
+                if point_segment_distance(pt, pa, pb) < SEGMENT_CLEARANCE:
                     bad += 1
             for c, d in others:
                 if {c, d} == {a, b}:
                     continue
                 pc, pd = self.xy(self.at[c]), self.xy(self.at[d])
-                if _collinear_overlap(pa, pb, pc, pd):
+                if collinear_overlap(pa, pb, pc, pd):
                     bad += 1
-                elif not ({a, b} & {c, d}) and _segments_intersect(pa, pb, pc, pd):
+                elif not ({a, b} & {c, d}) and segments_intersect(pa, pb, pc, pd):
                     bad += CROSSING_WEIGHT
         return bad
 

@@ -179,19 +179,19 @@ def layout_violations(
         for s in st:
             if s.name in (e.a, e.b):
                 continue
-            if _point_segment_distance((s.x, s.y), (p.x, p.y), (q.x, q.y)) < clearance:
+            if point_segment_distance((s.x, s.y), (p.x, p.y), (q.x, q.y)) < clearance:
                 problems.append(f"edge {e.label!r} passes within {clearance}px of station {s.name!r}")
     for i, (e1, p1, q1) in enumerate(segments):
         for e2, p2, q2 in segments[i + 1 :]:
             shared = {e1.a, e1.b} & {e2.a, e2.b}
-            if _collinear_overlap(p1, q1, p2, q2):
+            if collinear_overlap(p1, q1, p2, q2):
                 problems.append(f"edges {e1.label!r} and {e2.label!r} overlap collinearly")
-            elif not shared and _segments_intersect(p1, q1, p2, q2):
+            elif not shared and segments_intersect(p1, q1, p2, q2):
                 problems.append(f"edges {e1.label!r} and {e2.label!r} cross away from a station")
     return problems
 
 
-def _point_segment_distance(p, a, b) -> float:
+def point_segment_distance(p, a, b) -> float:
     ax, ay = a
     bx, by = b
     px, py = p
@@ -207,7 +207,7 @@ def _cross(o, a, b) -> float:
     return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
 
 
-def _collinear_overlap(p1, q1, p2, q2, eps: float = 1e-6) -> bool:
+def collinear_overlap(p1, q1, p2, q2, eps: float = 1e-6) -> bool:
     """Both segments on one line and sharing a stretch of positive length."""
     if abs(_cross(p1, q1, p2)) > eps or abs(_cross(p1, q1, q2)) > eps:
         return False
@@ -224,7 +224,7 @@ def _collinear_overlap(p1, q1, p2, q2, eps: float = 1e-6) -> bool:
     return min(length, hi2) - max(0.0, lo2) > eps
 
 
-def _segments_intersect(p1, q1, p2, q2, eps: float = 1e-9) -> bool:
+def segments_intersect(p1, q1, p2, q2, eps: float = 1e-9) -> bool:
     d1, d2 = _cross(p2, q2, p1), _cross(p2, q2, q1)
     d3, d4 = _cross(p1, q1, p2), _cross(p1, q1, q2)
     if ((d1 > eps and d2 < -eps) or (d1 < -eps and d2 > eps)) and (
@@ -233,6 +233,6 @@ def _segments_intersect(p1, q1, p2, q2, eps: float = 1e-9) -> bool:
         return True
     # touching (an endpoint lying on the other segment) also counts as meeting away from a station
     for p, a, b, d in ((p1, p2, q2, d1), (q1, p2, q2, d2), (p2, p1, q1, d3), (q2, p1, q1, d4)):
-        if abs(d) <= eps and _point_segment_distance(p, a, b) <= 1e-6:
+        if abs(d) <= eps and point_segment_distance(p, a, b) <= 1e-6:
             return True
     return False

@@ -35,9 +35,9 @@ import networkx as nx
 from geoeval.core.errors import GeoevalError
 from geoeval.suites.maptab.generator.checks import (
     SEGMENT_CLEARANCE,
-    _collinear_overlap,
-    _point_segment_distance,
-    _segments_intersect,
+    collinear_overlap,
+    point_segment_distance,
+    segments_intersect,
 )
 from geoeval.suites.maptab.generator.layout import _Grid
 from geoeval.suites.maptab.generator.names import NAME_SIMILARITY_LIMIT, _station_names
@@ -83,11 +83,11 @@ def _segment_fits(
 ) -> bool:
     """Whether segment p-q crosses or overlaps no placed segment and clears every other point."""
     for a, b in placed:
-        if _collinear_overlap(p, q, a, b):
+        if collinear_overlap(p, q, a, b):
             return False
-        if not ({p, q} & {a, b}) and _segments_intersect(p, q, a, b):
+        if not ({p, q} & {a, b}) and segments_intersect(p, q, a, b):
             return False
-    return all(_point_segment_distance(x, p, q) >= SEGMENT_CLEARANCE for x in points if x not in (p, q))
+    return all(point_segment_distance(x, p, q) >= SEGMENT_CLEARANCE for x in points if x not in (p, q))
 
 
 def generate_travel_map(
