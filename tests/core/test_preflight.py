@@ -351,6 +351,7 @@ class FlakyServer(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+@pytest.mark.slow
 def test_inspect_retries_three_429s_and_the_counter_shows_them(monkeypatch):
     from inspect_ai.model import GenerateConfig, get_model
 
@@ -410,6 +411,7 @@ def test_a_composed_run_spec_against_a_501_endpoint_fails_in_one_line(server, tm
     assert KEY not in str(raised.value)
 
 
+@pytest.mark.slow
 def test_the_retries_of_an_eval_sample_are_read_from_its_transcript(monkeypatch, tmp_path):
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval

@@ -98,6 +98,7 @@ def run_traces(store: Path, run: tracking.JobRun) -> dict[str, object]:
     return {t.info.tags["geoeval.sample_id"]: t for t in found}
 
 
+@pytest.mark.slow
 def test_one_trace_per_sample_with_spans_assessments_and_run_link(store, eval_log):
     run = open_run(store)
     counts = traces.log_sample_traces(

@@ -329,6 +329,7 @@ def _job_in_a_fresh_process(store: str, index: int, barrier) -> tuple[str, str]:
     return run.run_id, run.experiment_id
 
 
+@pytest.mark.slow
 def test_runs_started_at_once_on_a_fresh_store_all_succeed(tmp_path):
     """Without the store lock, all of them crash in MLflow's schema migration (reproduced with
     MLflow 3: `alembic ... CommandError` / `table _alembic_tmp_... already exists`)."""

@@ -274,6 +274,7 @@ def test_opening_a_missing_or_foreign_or_newer_file_is_a_user_error(tmp_path: Pa
         Warehouse(newer)
 
 
+@pytest.mark.slow
 def test_processes_share_a_warehouse_and_a_reader_reads_while_they_write(tmp_path: Path) -> None:
     path = tmp_path / "shared.duckdb"
     script = textwrap.dedent(

@@ -9,12 +9,14 @@ import subprocess
 import time
 
 import duckdb
+import pytest
 
 from tests.conftest import geoeval_cmd
 
 SMALL = ("model=oracle", "suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=2")
 
 
+@pytest.mark.slow
 def test_two_runs_on_a_fresh_mlflow_store_both_finish(tmp_path):
     procs = [
         subprocess.Popen(
@@ -43,6 +45,7 @@ def test_two_runs_on_a_fresh_mlflow_store_both_finish(tmp_path):
     assert third.returncode == 0, third.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_four_runs_share_one_warehouse_while_results_reads_it(tmp_path):
     procs = [
         subprocess.Popen(

@@ -115,6 +115,7 @@ def test_user_experiments_folder_is_on_the_search_path(tmp_path):
     assert "resolution: 0.25" in proc.stdout
 
 
+@pytest.mark.slow
 def test_sweep_validates_every_job_before_the_first_runs(tmp_path):
     proc = subprocess.run(
         geoeval_cmd("-m", "suite.resolution=1,2", "tracking=none", "env.n_maps=1", "suite.n_per_category=1"),

@@ -10,6 +10,8 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from tests.conftest import geoeval_cmd
 from tests.harness.test_openai_provider import BaselineServer
 
@@ -76,6 +78,7 @@ def _run(tmp_path, port, *extra, timeout=240):
     )
 
 
+@pytest.mark.slow
 def test_an_endpoint_answering_501_stops_the_run_in_seconds_with_one_line(tmp_path):
     server = _serve(NotImplementedServer)
     try:
@@ -94,6 +97,7 @@ def test_an_endpoint_answering_501_stops_the_run_in_seconds_with_one_line(tmp_pa
     assert not (tmp_path / "results").exists()  # nothing was built before the check
 
 
+@pytest.mark.slow
 def test_an_unreachable_endpoint_is_named(tmp_path):
     import socket
 
@@ -105,6 +109,7 @@ def test_an_unreachable_endpoint_is_named(tmp_path):
     assert "evaluated model" in proc.stderr and f"127.0.0.1:{port}" in proc.stderr
 
 
+@pytest.mark.slow
 def test_an_endpoint_answering_429_three_times_is_retried_and_the_run_completes(tmp_path):
     server = _serve(ThrottlingServer)
     try:

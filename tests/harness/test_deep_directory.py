@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from tests.conftest import geoeval_cmd
 
 
+@pytest.mark.slow
 def test_a_ray_job_runs_from_a_directory_deeper_than_the_socket_limit(tmp_path):
     deep = tmp_path / ("d" * 40) / ("e" * 40) / "projects" / "geoeval"
     deep.mkdir(parents=True)

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from tests.conftest import REPO, geoeval_cmd
 
@@ -87,6 +88,7 @@ def test_oracle_self_check_scores_exactly_one(tmp_path):
     assert ("metrics_by_level.png" in names) == (levels > 1), levels
 
 
+@pytest.mark.slow
 def test_table_baseline_is_honest_without_tables(tmp_path):
     run_cli(tmp_path, "model=table_baseline", "tracking=none", *TINY, "suite.categories=[map_only,edge_only]")
     rows = sample_rows(tmp_path / "results" / "geoeval.duckdb")
@@ -95,12 +97,14 @@ def test_table_baseline_is_honest_without_tables(tmp_path):
     assert all(v == 0.0 for sid, v in ema.items() if "map_only" in sid)  # it cannot see the map
 
 
+@pytest.mark.slow
 def test_rerun_resumes_without_redoing(tmp_path):
     run_cli(tmp_path, "model=table_baseline", "tracking=none", *TINY)
     proc = run_cli(tmp_path, "model=table_baseline", "tracking=none", *TINY)
     assert "0 sample(s) evaluated now, 8 resumed" in proc.stdout
 
 
+@pytest.mark.slow
 def test_inspect_log_is_a_valid_eval_file(tmp_path):
     run_cli(tmp_path, "model=oracle", "tracking=none", *TINY, "suite.categories=[T]")
     logs = list((tmp_path / "logs").rglob("*.eval"))
@@ -113,6 +117,7 @@ def test_inspect_log_is_a_valid_eval_file(tmp_path):
     assert zipfile.is_zipfile(logs[0])
 
 
+@pytest.mark.slow
 def test_results_cli_prints_a_leaderboard(tmp_path):
     run_cli(tmp_path, "model=oracle", "tracking=none", *TINY, "suite.categories=[edge_only]")
     run_cli(tmp_path, "model=table_baseline", "tracking=none", *TINY, "suite.categories=[edge_only]")
@@ -129,6 +134,7 @@ def test_results_cli_prints_a_leaderboard(tmp_path):
     assert proc.returncode == 0 and "4" in proc.stdout
 
 
+@pytest.mark.slow
 def test_example_plugins_tool_and_metric(tmp_path):
     run_cli(tmp_path, "+experiment=plugin_demo", "tracking=none")
     rows = sample_rows(tmp_path / "results" / "geoeval.duckdb")
@@ -141,6 +147,7 @@ def test_example_plugins_tool_and_metric(tmp_path):
     assert "station_neighbors" in tools
 
 
+@pytest.mark.slow
 def test_example_plugin_suite(tmp_path):
     run_cli(tmp_path, "+experiment=plugin_suite_demo", "tracking=none")
     rows = sample_rows(tmp_path / "results" / "geoeval.duckdb")
@@ -148,6 +155,7 @@ def test_example_plugin_suite(tmp_path):
     assert len(acc) == 8 and all(v == 1.0 for v in acc)
 
 
+@pytest.mark.slow
 def test_inspect_cli_runs_the_registered_task(tmp_path):
     proc = subprocess.run(
         [

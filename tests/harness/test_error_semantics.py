@@ -96,6 +96,7 @@ def _samples(tmp_path):
     return rows, scores
 
 
+@pytest.mark.slow
 def test_errors_are_counted_fail_the_run_and_are_retried(tmp_path, server):
     port = server.server_address[1]
     HalfFailingServer.failing = True
@@ -127,6 +128,7 @@ def test_errors_are_counted_fail_the_run_and_are_retried(tmp_path, server):
     assert len(HalfFailingServer.requests) - n_requests == len(errored)
 
 
+@pytest.mark.slow
 def test_fail_on_error_false_keeps_exit_zero_but_still_warns(tmp_path, server):
     HalfFailingServer.failing = True
     proc = _run(tmp_path, server.server_address[1], "fail_on_error=false")

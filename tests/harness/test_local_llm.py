@@ -267,6 +267,7 @@ def test_a_server_that_cannot_start_reports_its_log(tmp_path):
     assert "broken.gguf" in str(err.value)  # the tail of the server's own log says what it tried
 
 
+@pytest.mark.slow
 @requires_local_llm
 def test_a_server_that_dies_during_the_run_is_reported(tmp_path):
     log = tmp_path / "server.log"

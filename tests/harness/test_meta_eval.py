@@ -22,6 +22,7 @@ SUITES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", sorted(SUITES))
 def test_meta_eval_meets_its_targets(suite, tmp_path, capsys):
     out = tmp_path / f"{suite}.json"

@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import duckdb
+import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
 from inspect_ai.tool import ToolCall, ToolInfo
 
@@ -97,6 +98,7 @@ class BaselineServer(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+@pytest.mark.slow
 def test_openai_api_provider_against_local_server(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaselineServer)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -40,6 +40,7 @@ def ray_session():
         ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_shards_merge_to_the_local_result_exactly(tmp_path, ray_session):
     local = run_job(spec_for(tmp_path, "runner=local", f"results_db={tmp_path}/local.duckdb"), progress=False)
     sharded = run_job(
@@ -57,6 +58,7 @@ def test_ray_shards_merge_to_the_local_result_exactly(tmp_path, ray_session):
     assert len(sharded.log_paths) == 2
 
 
+@pytest.mark.slow
 def test_failed_shard_is_retried(tmp_path, ray_session):
     marker = tmp_path / "crashed-once"
     spec = spec_for(
@@ -73,6 +75,7 @@ def test_failed_shard_is_retried(tmp_path, ray_session):
     assert outcome.metrics["ema/task/edge_only"] == 1.0
 
 
+@pytest.mark.slow
 def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     # geoeval's own stop (python -m geoeval's exit) kills the autoscaler monitor at once instead
     # of Ray's 1 s wait for it; nothing of the node may outlive it
@@ -93,6 +96,7 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     shutdown_ray()  # a second stop is a no-op
 
 
+@pytest.mark.slow
 def test_unreachable_cluster_gives_one_clear_error(tmp_path):
     proc = subprocess.run(
         geoeval_cmd(

@@ -77,6 +77,7 @@ def _shown_run_commands(text: str) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 def test_every_run_command_the_readme_and_docs_show_is_a_valid_config():
     from geoeval.core.config.precheck import precheck
 

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import duckdb
+import pytest
 
 from tests.conftest import geoeval_cmd
 
@@ -36,6 +37,7 @@ def finished(db) -> dict[str, object]:
     return dict(rows)
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_loss_or_rework(tmp_path):
     proc = subprocess.Popen(
         geoeval_cmd(*ARGS),

@@ -13,6 +13,8 @@ import zipfile
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import geoeval_cmd
 from tests.harness.test_openai_provider import BaselineServer
 
@@ -37,6 +39,7 @@ def _hits(root: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_planted_secret_is_in_no_file_the_run_wrote(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaselineServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()

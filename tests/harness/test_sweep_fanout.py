@@ -206,6 +206,7 @@ def test_max_concurrent_jobs_is_validated(tmp_path):
         compose_spec(tmp_path, "runner.max_concurrent_jobs=0")
 
 
+@pytest.mark.slow
 def test_a_job_that_stops_with_an_error_fails_the_sweep_one_at_a_time_too(tmp_path):
     # valid for the schema, so the sweep starts; the map_edge_tab job finds none of its categories
     # when it builds its samples and stops with geoeval's error, the other job still runs

@@ -75,6 +75,7 @@ def test_generated_cases_follow_the_allocation(cases):
 # ------------------------------------------------------------------ determinism
 
 
+@pytest.mark.slow
 def test_same_city_and_seed_give_the_same_cases_byte_for_byte(city_path, cases):
     again = engine_module.generate_cases(str(city_path), n_cases=N_CASES, seed=0)
     assert engine_module.cases_to_jsonl(again) == engine_module.cases_to_jsonl(cases)

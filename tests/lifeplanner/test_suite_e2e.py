@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import REPO, geoeval_cmd
 
+pytestmark = pytest.mark.slow  # whole LifePlanner runs through Inspect
+
 TINY = ("env.n_places=300", "env.n_notes=2000", "suite.n_cases=22", "tracking=none")
 
 

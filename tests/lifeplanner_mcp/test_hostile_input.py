@@ -101,6 +101,7 @@ def listed_parameters(client):
     return {t["name"]: list(t["inputSchema"]["properties"]) for t in reply["result"]["tools"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toolset", ["standard", "data_engine"])
 def test_stdio_answers_every_hostile_value_at_every_parameter_as_in_process(city_path, city_ids, toolset):
     city = city_handle.open_city(city_path)
@@ -238,6 +239,7 @@ def malformed_messages(ids):
     ]
 
 
+@pytest.mark.slow
 def test_stdio_replies_to_every_malformed_message(city_path, city_ids):
     with RawStdioClient(city_path) as client:
         for line, request_id, says in malformed_messages(city_ids):
@@ -260,6 +262,7 @@ def test_stdio_replies_to_every_malformed_message(city_path, city_ids):
         ]
 
 
+@pytest.mark.slow
 def test_http_answers_hostile_input_as_in_process(city_path, city_ids):
     city = city_handle.open_city(city_path)
     with http_server(city_path, toolset="standard") as url:
@@ -290,6 +293,7 @@ def test_http_answers_hostile_input_as_in_process(city_path, city_ids):
 # ------------------------------------------------------------------ through Inspect's MCP client
 
 
+@pytest.mark.slow
 def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mcp(city_path, city_ids, tmp_path):
     """A model's hostile arguments reach the tools through Inspect's MCP client exactly as they
     reach the in-process tools. (Lone surrogates are left out here: in a model's reply they are
@@ -333,6 +337,7 @@ def test_an_eval_with_hostile_tool_calls_gives_the_in_process_transcript_over_mc
     assert logged == "x" * 1000 + "…[999000 more characters cut]"
 
 
+@pytest.mark.slow
 def test_the_mcp_client_cleans_a_lone_surrogate_before_sending(city_path):
     """The SDK's client cannot encode a lone surrogate; `mcp_agent_tools` cleans arguments first,
     as the in-process tool does, so both answer the same."""

@@ -93,6 +93,7 @@ def assert_meaningful(t, toolset):
         assert longest > 16 * 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toolset", ["standard", "data_engine"])
 def test_stdio_transport_gives_the_in_process_transcript(city_path, city_ids, tmp_path, toolset):
     inproc_tools = agent_tools(city_path) if toolset == "standard" else data_engine_tools(city_path)
@@ -106,6 +107,7 @@ def test_stdio_transport_gives_the_in_process_transcript(city_path, city_ids, tm
     assert over_mcp == inproc
 
 
+@pytest.mark.slow
 def test_http_transport_gives_the_in_process_transcript(city_path, city_ids, tmp_path):
     # without mcp_connection: Inspect opens an HTTP session per call (cheap over HTTP)
     inproc = transcript(

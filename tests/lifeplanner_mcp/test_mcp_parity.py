@@ -112,6 +112,7 @@ def assert_results_match(results, expected, calls):
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("toolset", ["standard", "data_engine"])
 def test_stdio_serves_the_inspect_tools_with_identical_results(city_path, city_ids, toolset):
     calls = standard_calls(city_ids) if toolset == "standard" else data_engine_calls(city_ids)
@@ -123,6 +124,7 @@ def test_stdio_serves_the_inspect_tools_with_identical_results(city_path, city_i
         assert seen == set(tool_arguments.FAILURE_CLASSES)
 
 
+@pytest.mark.slow
 def test_http_serves_identical_results(city_path, city_ids):
     calls = standard_calls(city_ids)
     with http_server(city_path, toolset="standard") as url:
@@ -134,6 +136,7 @@ def test_http_serves_identical_results(city_path, city_ids):
     )
 
 
+@pytest.mark.slow
 def test_calls_outside_the_schema_get_a_clear_error(city_path, city_ids):
     """Clients other than Inspect may skip schema validation; the server answers, never crashes."""
     p0 = city_ids["places"][0]

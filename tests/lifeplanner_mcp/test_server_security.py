@@ -130,6 +130,7 @@ def raw_request(url, method, headers, body=b""):
         conn.close()
 
 
+@pytest.mark.slow
 def test_with_a_token_every_request_must_carry_it(city_path, city_ids):
     init = json.dumps(initialize_request()).encode()
     accept = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -149,6 +150,7 @@ def test_with_a_token_every_request_must_carry_it(city_path, city_ids):
             assert json.loads(reply_text(reply)[1])["place_id"] == city_ids["places"][0]
 
 
+@pytest.mark.slow
 def test_inspect_reaches_a_token_server_through_mcp_agent_tools(city_path, city_ids, tmp_path):
     from geoeval.suites.lifeplanner.tools.mcp_server import mcp_agent_tools
 
@@ -308,6 +310,7 @@ def test_the_standard_tools_never_return_memory_in_process(city_path, city_ids, 
     assert any(m in de.text() for m in memory["texts"])
 
 
+@pytest.mark.slow
 def test_the_standard_tools_never_return_memory_over_mcp(city_path, city_ids, memory):
     calls = memory_probing_calls(city_ids, memory)
     with RawStdioClient(city_path, "standard") as client:

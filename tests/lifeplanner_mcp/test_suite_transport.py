@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import duckdb
+import pytest
 from inspect_ai.log import read_eval_log
 
 from geoeval.suites.lifeplanner.tools.arguments import TOOL_LOG_KEY
@@ -84,6 +85,7 @@ def scores(tmp_path: Path) -> dict[tuple[str, str], float]:
         con.close()
 
 
+@pytest.mark.slow
 def test_mcp_transport_gives_the_in_process_trajectories_and_scores(tmp_path):
     (tmp_path / "inproc").mkdir()
     (tmp_path / "mcp").mkdir()

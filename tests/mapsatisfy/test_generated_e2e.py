@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import REPO, geoeval_cmd
 
+pytestmark = pytest.mark.slow  # whole MapSatisfy runs on generated instances
+
 N = 12
 
 

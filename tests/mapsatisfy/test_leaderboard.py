@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hydra import compose, initialize_config_module
 
 from geoeval.core.config.schema import validate_config
@@ -84,6 +85,7 @@ def _spec(tmp_path, *overrides):
     return validate_config(cfg)
 
 
+@pytest.mark.slow
 def test_the_mapsatisfy_experiment_sweeps_setting_and_thinking_into_the_leaderboard(tmp_path):
     points = [
         ("oracle", "normal", "none"),

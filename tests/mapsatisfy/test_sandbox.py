@@ -220,6 +220,7 @@ def test_navigation_beyond_the_tolerance_or_in_another_mode_is_no_record(mock_st
         assert json.loads(response.content)["status"] == "no_record"
 
 
+@pytest.mark.slow
 def test_synonym_query_resolves_to_its_record_with_e5(mock_store, e5, e5_sandbox):
     sandbox = e5_sandbox
     fish = [r for r in mock_store.records("search_around_poi") if r.arguments.get("query") == "渔具店"]
@@ -234,6 +235,7 @@ def test_synonym_query_resolves_to_its_record_with_e5(mock_store, e5, e5_sandbox
         assert response.content == r.result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "field", "recorded", "variant", "matches"),
     [

@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import REPO, geoeval_cmd
 
+pytestmark = pytest.mark.slow  # whole MapSatisfy dialogues through Inspect
+
 RUBRIC_METRICS = ("ecr", "iisr", "ts", "ifs")
 ISSUE_CASE = "d3238e6b28bf53f6e7bc30cb1536e2a8"  # issue 11's example: 去万象城附近的充电站
 

@@ -91,6 +91,7 @@ def needs_cjk_font():
         pytest.skip("no CJK font (pip install noto-cjk-sans-otc, or apt-get install fonts-noto-cjk)")
 
 
+@pytest.mark.slow
 def test_zh_samples_use_chinese_names_and_agents_still_solve_them(tmp_path):
     needs_cjk_font()  # the T samples show the map
     spec = spec_for(

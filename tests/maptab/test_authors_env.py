@@ -205,6 +205,7 @@ def test_quality_checks_of_the_sample_maps_pass(sample_run):
     assert quality_report(env) == {"maps": {"angkorWar": [], "cleveland": []}, "items": []}
 
 
+@pytest.mark.slow
 @pytest.mark.conformance
 @pytest.mark.parametrize("model", ["oracle", "table_baseline"])
 def test_offline_agents_on_the_sample(tmp_path, model):

@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 
+import pytest
+
 from geoeval.suites.maptab.generator.checks import run_quality_checks
 from geoeval.suites.maptab.generator.metro import generate_metro_map
 from geoeval.suites.maptab.generator.parallel import (
@@ -29,6 +31,7 @@ def _maps():
     return [generate_metro_map(i, n_lines=3) for i in range(3)] + [generate_travel_map(100 + i) for i in range(3)]
 
 
+@pytest.mark.slow
 def test_rp_queries_on_two_processes_equal_one_core_byte_for_byte():
     maps = _maps()
     jobs = [RPJob(m, tuple(CATEGORIES), 6, seed=i, map_difficulty=("Easy", "Hard")[i % 2]) for i, m in enumerate(maps)]
@@ -42,6 +45,7 @@ def test_rp_queries_on_two_processes_equal_one_core_byte_for_byte():
     assert [qs[0].map_name for qs in parallel] == [m.name for m in maps]
 
 
+@pytest.mark.slow
 def test_small_jobs_stay_in_process_and_agree():
     maps = _maps()[:2]
     jobs = [RPJob(m, ("map_only", "T"), 3, seed=7 + i) for i, m in enumerate(maps)]
@@ -65,6 +69,7 @@ def test_synthetic_rp_queries_matches_the_suite_loop():
     assert _digest([qs for _, qs in got]) == _digest(expected)
 
 
+@pytest.mark.slow
 def test_generated_maps_in_processes_equal_one_core():
     jobs = [MapJob("metromap", i, (("n_lines", 3), ("name", f"m{i}"))) for i in range(5)]
     jobs += [MapJob("travelmap", 50 + i, (("name", f"t{i}"),)) for i in range(4)]

@@ -368,6 +368,7 @@ def test_setting_filters_qa_types(tmp_path):
         spec_for(tmp_path, "suite.style=5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resolution", [1.0, 0.125])
 def test_perception_baseline_reads_map_answers_off_the_image(tmp_path, resolution):
     """Its Map and Map+Mix_tab answers come from OCR and colour analysis of the rendered image: all

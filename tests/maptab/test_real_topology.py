@@ -101,6 +101,7 @@ def test_gtfs_lines_follow_the_most_common_pattern_and_merge_stations(tmp_path):
     assert by_name["Green Loop"].color == ""
 
 
+@pytest.mark.slow
 def test_gtfs_feed_builds_a_map_that_passes_the_quality_checks(tmp_path):
     m = build_real_map(load_gtfs_lines(write_feed(tmp_path / "feed")), seed=5, name="feed")
     assert run_quality_checks(m) == [] and range_violations(m) == [] and layout_violations(m) == []
@@ -181,6 +182,7 @@ def spec_for(tmp_path, *overrides):
 ALL_CATEGORIES = "[map_only,edge_only,map_edge,T,P,C,R,TPR,TCR,PCR,TPCR,mix]"
 
 
+@pytest.mark.slow
 @needs_tokyo
 def test_real_env_oracle_scores_one_on_every_category(tmp_path):
     from geoeval.core.run.job import run_job

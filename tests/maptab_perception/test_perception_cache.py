@@ -55,6 +55,7 @@ def _counting_reader(monkeypatch):
     return calls
 
 
+@pytest.mark.slow
 def test_warm_cache_rerun_gives_identical_scores_without_reading_again(tmp_path, cache_dir, monkeypatch):
     calls = _counting_reader(monkeypatch)
     cold = _run(tmp_path, "cold")
@@ -75,6 +76,7 @@ def test_warm_cache_rerun_gives_identical_scores_without_reading_again(tmp_path,
     assert any(dict(scores).get("ema") == "1.0" for _s, _a, scores in cold.values())
 
 
+@pytest.mark.slow
 def test_a_changed_perception_version_reads_again(tmp_path, cache_dir, monkeypatch):
     calls = _counting_reader(monkeypatch)
     from geoeval.suites.maptab.generator.metro import generate_metro_map
@@ -93,6 +95,7 @@ def test_a_changed_perception_version_reads_again(tmp_path, cache_dir, monkeypat
     assert sorted(u.version for u in diskcache.usage(cache_dir)) == sorted(["v-next", real_version])
 
 
+@pytest.mark.slow
 def test_cache_off_reads_every_time(tmp_path, cache_dir, monkeypatch):
     calls = _counting_reader(monkeypatch)
     monkeypatch.setenv(diskcache.NO_CACHE_ENV, "1")
