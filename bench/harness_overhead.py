@@ -39,7 +39,9 @@ def _warm_worker_fn():
 
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import geoeval.core.run.inspect_bridge  # noqa: F401
-        import geoeval.suites  # noqa: F401
+        from geoeval.core.registry import load_plugins
+
+        load_plugins()  # the built-in suites, as a job loads them
         from geoeval.suites.maptab.perception.ocr import get_ocr_engine
 
         get_ocr_engine()

@@ -187,8 +187,10 @@ def _ray_warm_fn():
 
         import openai  # noqa: F401  (the provider's SDK: the slowest import of a shard)
 
-        import geoeval.core.run.inspect_bridge
-        import geoeval.suites  # noqa: F401
+        import geoeval.core.run.inspect_bridge  # noqa: F401  (the bridge's imports: the rest of a shard's start)
+        from geoeval.core.registry import load_plugins
+
+        load_plugins()  # the built-in suites, as a job loads them
 
         time.sleep(1.0)  # hold this worker so the next warm-up lands on another process
         return os.getpid()

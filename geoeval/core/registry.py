@@ -283,6 +283,9 @@ def register_tool(name: str, *, suites: list[str] | tuple[str, ...] | None = Non
 #: Set by the driver in a cluster worker's environment: the driver's entry-point modules, which
 #: a worker running shipped code (no installed geoeval, so no entry-point metadata) imports instead
 SHIPPED_ENTRY_POINTS_ENV = "GEOEVAL_SHIPPED_ENTRY_POINTS"
+#: the built-in suites' entry points (pyproject.toml): an installation without them (not
+#: installed, or installed before they existed) must be (re)installed
+BUILTIN_SUITE_ENTRY_POINTS = frozenset({"builtin_lifeplanner", "builtin_mapsatisfy", "builtin_maptab"})
 
 
 def _plugin_entry_points() -> list[Any]:
@@ -301,11 +304,11 @@ def load_plugins(extra: list[str] | None = None) -> None:
     `extra` or `GEOEVAL_PLUGINS`. Idempotent."""
     if not _REG.loaded:
         found = [(ep.name, ep.value, ep.load) for ep in _plugin_entry_points()]
-        if not any(name == "builtin_suites" for name, _, _ in found):
+        if not {name for name, _, _ in found} >= BUILTIN_SUITE_ENTRY_POINTS:
             shipped = [m for m in os.environ.get(SHIPPED_ENTRY_POINTS_ENV, "").split(",") if m]
             if not shipped:
                 raise GeoevalError(
-                    "geoeval's built-in suites are not registered: install geoeval "
+                    "geoeval's built-in suites are not registered: (re)install geoeval "
                     "(pip install -e .) so that its `geoeval.plugins` entry points exist"
                 )
             found = [(m, m, lambda m=m: importlib.import_module(m)) for m in shipped]

@@ -1,6 +1,3 @@
-"""Built-in suites. Importing this package registers them (and their metrics, tools and agent
-policies) with `geoeval.core.registry`."""
-
-from geoeval.suites.lifeplanner import suite as _lifeplanner_suite  # noqa: F401
-from geoeval.suites.mapsatisfy import suite as _mapsatisfy_suite  # noqa: F401
-from geoeval.suites.maptab import suite as _maptab_suite  # noqa: F401
+"""Built-in suites. Each registers itself (with its metrics, tools and agent policies) with
+`geoeval.core.registry` when its `suite` module is imported, which `load_plugins` does through the
+suite's own `geoeval.plugins` entry point in pyproject.toml, exactly as for a plugin suite."""
