@@ -8,7 +8,7 @@ The paper's benchmark: 328 maps (160 Metromaps, 168 Travelmaps), 16,400 origin-d
 references (every optimal route) and difficulty, and 3,936 QA queries (12 per map), no rendering.
 Issue 3's targets: <= 5 minutes on 2 cores, peak RSS <= 2 GB; one paper-size (4140 x 3744)
 Metromap rendered in <= 2 s. Issue 12's: generation <= 60 s on 2 cores (every core used: maps and RP
-references are built by map in worker processes, `parallel_gen.py`), output identical to one core.
+references are built by map in worker processes, `generator/parallel.py`), output identical to one core.
 
 Parts, each timed on its own:
 1. maps: generating every map (seeded) and running the B.5/B.6 quality checks;

@@ -8,10 +8,11 @@ Samples are paired on (sample_id, epoch). A sample that only one run has, or tha
 either run (status 'error', NaN scores), is left out of the pairs and counted in the header; a
 pair where a metric has no value in one run (the metric does not apply) is left out of that
 metric's row only. Each row gives n (pairs), mean A, mean B, the difference B - A with its 95%
-paired bootstrap interval (clustered by `stats.cluster_of`: MapTab pairs on one map are resampled
-together), and a paired test: McNemar's exact test for 0/1 metrics on independent samples, else a
-sign-flip permutation test on the cluster totals of the differences (see `geoeval.core.analysis.stats`).
-Every metric is compared as a per-sample mean, DS included (its total is n times the mean).
+paired bootstrap interval (clustered by `geoeval.core.analysis.stats.cluster_of`: MapTab pairs on
+one map are resampled together), and a paired test: McNemar's exact test for 0/1 metrics on
+independent samples, else a sign-flip permutation test on the cluster totals of the differences
+(see `geoeval.core.analysis.stats`). Every metric is compared as a per-sample mean, DS included
+(its total is n times the mean).
 
 The database is opened read-only. Mistakes (an unknown run, an ambiguous prefix, no common
 samples, an unknown metric or dimension) print one line `geoeval: error: ...` and return 2.

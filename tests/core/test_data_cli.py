@@ -22,7 +22,7 @@ from geoeval.core.errors import GeoevalError
 
 HUB_PREFIX = "/datasets/szq-nju/MapTab/resolve/main/"
 HUB_TREE = "/api/datasets/szq-nju/MapTab/tree/main"
-#: The demo copy's empty `ainative_kuake_search.csv` is left out of the registry (see dataset_registry.py).
+#: The demo copy's empty `ainative_kuake_search.csv` is left out of the registry (see geoeval/core/data/catalogue.py).
 NOT_FETCHED = {"mapsatisfy/mock_data/ainative_kuake_search.csv"}
 
 

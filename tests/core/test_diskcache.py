@@ -1,4 +1,4 @@
-"""The on-disk computation cache (`geoeval.core.cache.disk`) and `geoeval cache` (`cache_cli`)."""
+"""The on-disk computation cache (`geoeval.core.cache.disk`) and `geoeval cache` (`geoeval.cli.cache`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The job's background warehouse writer (`job.GroupCommitWriter`): every result is written once,
-in batches, and its last batch can be written inside the job's own held session."""
+"""The job's background warehouse writer (`geoeval.core.run.job.GroupCommitWriter`): every result is
+written once, in batches, and its last batch can be written inside the job's own held session."""
 
 from __future__ import annotations
 

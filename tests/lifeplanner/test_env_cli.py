@@ -1,5 +1,6 @@
-"""`geoeval env build lifeplanner ...` (`env_cli.main`): a synthetic city from the command line,
-and its usage errors. The OSM source is tested with the other OSM tests (tests/lifeplanner_mcp)."""
+"""`geoeval env build lifeplanner ...` (`geoeval.suites.lifeplanner.cli.env_build`): a synthetic city
+from the command line, and its usage errors. The OSM source is tested with the other OSM tests
+(tests/lifeplanner_mcp)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The MCP server serves the tools of tools.py unchanged: same names, descriptions and parameter
+"""The MCP server serves the tools of lifeplanner/tools/ unchanged: same names, descriptions and parameter
 schemas as the Inspect tools, and for each call the same text as the pure function (the error
 message for a parameter error), over stdio and over streamable HTTP."""
 

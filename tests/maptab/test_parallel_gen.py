@@ -1,4 +1,4 @@
-"""Parallel MapTab generation (`parallel_gen.py`) gives exactly the one-core output."""
+"""Parallel MapTab generation (`generator/parallel.py`) gives exactly the one-core output."""
 
 from __future__ import annotations
 

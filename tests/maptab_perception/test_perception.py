@@ -1,6 +1,6 @@
 """Tests for the pixel-only map reader (`geoeval.suites.maptab.perception.reader`).
 
-The accuracy tests render maps with `render.py`, read them back with OCR and compare the
+The accuracy tests render maps with `render/image.py`, read them back with OCR and compare the
 answered routes with the true fewest-station routes, at full size and at resolutions
 where the labels can no longer be read.
 """

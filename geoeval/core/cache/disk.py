@@ -2,7 +2,7 @@
 reading of an image), shared by every job, Ray worker and rerun on the machine.
 
 Layout: `<home>/<namespace>/<version>/<key[:2]>/<key>.pkl`. `home` is resolved as the data cache
-is (`core/datasets.py`): `$GEOEVAL_CACHE_DIR` when set, else `~/.cache/geoeval/cache`.
+is (`core/data/fetch.py`): `$GEOEVAL_CACHE_DIR` when set, else `~/.cache/geoeval/cache`.
 
 - **Keys** are content hashes the caller computes (`content_key`); **versions** name the code that
   produced a value. A value is only ever read back under the exact version it was written with,

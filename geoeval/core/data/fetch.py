@@ -36,8 +36,7 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import quote
 from urllib.request import Request, urlopen
 
-# The registry has a module of its own (it is mostly data); its names are re-exported here, where
-# `geoeval data`, the environments and the tests import them.
+# The registry has a module of its own (it is mostly data).
 from geoeval.core.data.catalogue import (
     DataFile,
     Dataset,

@@ -1,7 +1,7 @@
 """One composition per job config in a sweep's process.
 
 Hydra composes each job's config three times in a sweep: geoeval's check of every job before the
-first starts (`app.SweepCallback`), Hydra's basic sweeper checking that its batch composes
+first starts (`geoeval.cli.app.SweepCallback`), Hydra's basic sweeper checking that its batch composes
 (`Sweeper.validate_batch_is_legal`), and the launcher for the job itself. A composition of
 geoeval's config takes ~65 ms on a 2-core machine: 6 s of a 30-job sweep went to composing the
 same configs again. `share_compositions` makes the process's config loader keep each result and

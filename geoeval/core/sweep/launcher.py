@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from geoeval.core.errors import JobExit
 
 # A sweep's points, its progress line and the fan-out to worker processes have modules of their
-# own; their names are re-exported here, where the app and the tests import them.
+# own.
 from geoeval.core.sweep.fanout import (
     SWEEP_WORKER_ENV,
     _claim,

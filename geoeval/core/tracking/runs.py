@@ -41,8 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from geoeval.core.text import clean_text
 
-# The store, the names and values, and the run owners have modules of their own; their names are
-# re-exported here, where the job, the app, `traces` and the tests import them.
+# The store, the names and values, and the run owners have modules of their own.
 from geoeval.core.tracking.owners import (
     owner_is_dead,
     owner_tags,

@@ -118,7 +118,7 @@ SCORES_ARROW = pa.schema([*_KEY_FIELDS, *_VALUE_FIELDS, *_DIMENSION_FIELDS])
 SAMPLE_TABLE_COLUMNS = tuple(SAMPLES_ARROW.names)
 SCORE_TABLE_COLUMNS = tuple(SCORES_ARROW.names)
 
-#: The columns of `scores_frame`, `export_parquet` and `reports.write_per_sample_parquet`, with
+#: The columns of `scores_frame`, `export_parquet` and `analysis.reports.write_per_sample_parquet`, with
 #: their Arrow types as `export_parquet` writes them (DuckDB names a list's item "element"), so a
 #: Parquet file written from results in memory reads back the same: one row per
 #: (sample, epoch, metric); `capabilities` is a list of strings, `extra` a JSON object as text,

@@ -4,15 +4,20 @@ city database of places, roads and social-media notes.
 The suite (`suite.py`, registered with the core when `geoeval.suites` is imported) evaluates an
 agent on cases of the 11 task × level combinations:
 
-- `environment`: the seeded synthetic city in one DuckDB file, opening hours, access separation;
-- `tools`: the standard agent toolset (Table 7) and the data-engine toolset (Table 8);
-- `cases`: the deterministic case engine (Figure 10 with templates), τ* replay;
-- `task`, `scorers`, `judging`, `trajectory`, `answers`, `prompts`: the Figure 9 scaffold and the
-  Table 11 metrics with the judge ensemble;
-- `agents`, `baseline`: the oracle and the heuristic baseline;
-- `metrics`: every metric of section 3.2 as a pure function;
-- `mcp_server`, `osm`, `env_cli`: the tools over MCP, the OpenStreetMap city, `geoeval env build lifeplanner`;
-- `reports`, `calibration`: Tables 2/3 and Figures 5/6 after a run; judge calibration (appendix B.2).
+- `city/`: the city database: the seeded synthetic city in one DuckDB file (`environment`, with
+  its schema, layout, notes and vocabulary), opening hours, access separation, and the
+  OpenStreetMap city (`city/osm/`);
+- `tools/`: the city handle the tools read (`city`), the standard agent toolset (Table 7) and the
+  data-engine toolset (Table 8) (`toolsets`), and the tools over MCP (`mcp_server`);
+- `cases/`: the deterministic case engine (Figure 10 with templates), τ* replay;
+- `scoring/`: reading and checking answers (`answers`, `trajectory`, `judging`) and judge
+  calibration (`calibration`, appendix B.2);
+- `baseline/`: the heuristic baseline;
+- the files at the top: `task`, `scorers`, `prompts`: the Figure 9 scaffold and the Table 11
+  metrics with the judge ensemble; `agents`: the oracle and the heuristic baseline as policies;
+  `metrics`: every metric of section 3.2 as a pure function; `cli`: `geoeval env build
+  lifeplanner`; `reports`: Tables 2/3 and Figures 5/6 after a run; `meta_eval`: answers of known
+  quality; `phrasing`, `paraphrase`: LLM phrasing and offline rewordings of case queries.
 
 See `README.md` in this folder for the departures from the paper and what is still to do.
 """

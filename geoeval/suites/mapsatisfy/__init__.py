@@ -1,9 +1,9 @@
 """MapSatisfyBench (seed 002): satisfaction-aware map-service agents.
 
-The instance schema and loaders (`schema`), the replay sandbox (`sandbox`), the per-case metrics
-(`metrics`), the simulated user (`user_sim`), the dialogue solver (`solver`), the judges
-(`judges`), the offline agents (`agents`) and the suite registration (`suite`, imported by
-`geoeval.suites`). See README.md.
+The instance schema and loaders (`schema`), instance generation (`generate/`), the replay sandbox
+(`replay/`), the per-case metrics (`metrics`), the simulated user (`user/`), the dialogue solver
+(`solver`), the judges (`judging/`), the offline agents (`agents`) and the suite registration
+(`suite`, imported by `geoeval.suites`). See README.md.
 """
 
 #: The version of this suite's references, metrics and environments. It is part of the run

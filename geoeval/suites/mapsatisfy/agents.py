@@ -2,7 +2,7 @@
 
 - `geoeval/oracle`: calls the expected tools with the required parameters (the case's recorded
   calls, `suite.oracle_plan`), asks no question, and answers with the reference answer
-  (`reference.reference_answer`): the fitting entity, the route, and one sentence per implicit
+  (`generate.reference.reference_answer`): the fitting entity, the route, and one sentence per implicit
   rubric, every fact copied from the served responses. It reads the current sample, which is its
   purpose; on generated instances it scores ECR = IISR = TS = IFS = 1 under the `rules` judge (on
   the authors' demo, where some recordings are missing, what the responses allow).

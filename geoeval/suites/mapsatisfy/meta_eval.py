@@ -1,5 +1,5 @@
 """MapSatisfy's meta-evaluation: answers of known quality for every sample, scored by the suite's
-real judges and metrics (`judges.judge_dialogue`, then `scorers.scores_from_record`, the functions
+real judges and metrics (`judging.ensemble.judge_dialogue`, then `scorers.scores_from_record`, the functions
 the solver and the scorer use), for `geoeval.core.analysis.meta_eval.ordering_report`.
 
 Every answer keeps the reference trajectory (the oracle's calls of the case, replayed by the
@@ -8,7 +8,7 @@ apart:
 
 | tier | answer | must lower |
 | --- | --- | --- |
-| reference | `reference.compose`: the fitting entity, the route, one sentence per implicit rubric | - |
+| reference | `generate.reference.compose`: the fitting entity, the route, one sentence per implicit rubric | - |
 | defect:missed_factor | the reference without the part that serves explicit factor 1 (its route, price, traffic, booking, order, or the entity's name) | ECR, AR, SES, CEI |
 | defect:violated_constraint | the reference that breaks a hard implicit rubric: another travel mode, an entity over the price cap or closed at the time (only where the outputs offer one) | IISR, AR, SES, CEI |
 | defect:invented_fact | the reference plus one invented place and distance | IFS |

@@ -11,7 +11,7 @@ Recorded in `state.metadata["mapsatisfy"]` (the scorer's metric functions read i
 - `tool_calls`: every call with its arguments, the response, its match type and error;
 - `dialogue`: the visible (role, text) turns; `given`: what the agent was given;
 - `tokens`: the agent's total tokens (CEI), the user simulator and judges not counted;
-- `verdicts`: the judges' verdicts (`verdicts.Verdicts.to_record`).
+- `verdicts`: the judges' verdicts (`judging.verdicts.Verdicts.to_record`).
 The full transcript, tool messages included, stays in `state.messages`.
 """
 

@@ -2,10 +2,10 @@
 
 `env=mapsatisfy_demo` runs the authors' ten demo instances (`demo_bench.xlsx`) against their
 recorded tool calls (`mock_data/*.csv`) as they are; `env=mapsatisfy_generated` generates instances
-over a city (generator.py) and fills the store from its POI table. A sample is one dialogue (solver.py): the C.2
-business-agent prompt (normal or profile version, `suite.setting`) with the root query; the
-simulated user, the sandbox and the judges are run inside the solver; the scorer's metric
-functions (scorers.py) compute ECR ... CEI from what the solver recorded.
+over a city (generate/generator.py) and fills the store from its POI table. A sample is one
+dialogue (solver.py): the C.2 business-agent prompt (normal or profile version, `suite.setting`)
+with the root query; the simulated user, the sandbox and the judges are run inside the solver; the
+scorer's metric functions (scorers.py) compute ECR ... CEI from what the solver recorded.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class MapSatisfyDemoEnvConfig(Strict):
 
 
 class MapSatisfyGeneratedEnvConfig(Strict):
-    """`env=mapsatisfy_generated`: instances generated over a city (generator.py), with the replay
+    """`env=mapsatisfy_generated`: instances generated over a city (generate/generator.py), with the replay
     store filled from the city's POI table."""
 
     name: Literal["mapsatisfy_generated"] = "mapsatisfy_generated"

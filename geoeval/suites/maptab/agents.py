@@ -3,7 +3,7 @@
 - `table_baseline` parses the tables in the prompt and runs geoeval's exact route solver on them
   (fewest stations for criteria-free queries, the weighted cost J otherwise), with the scenario and
   the cost model the prompt states (a "Scenic Area" prompt is Travelmap; the sum note of
-  `rp_prompts.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
+  `rp.prompts.SUM_OBJECTIVE_NOTE` selects the additive objective). Without an Edge Table (Map-only,
   Map+Mix_tab) it cannot see the network and answers that it cannot.
 - QA (`suite.task_family=qa`): the table baseline answers the Edge_tab-only and Vertex_tab-only
   types from the tables in the prompt (`baselines.table_reader.answer_from_tables`) and says it
@@ -11,7 +11,7 @@
   reads off the image.
 - What both read back from a prompt is in `baselines/` (`prompt_reading`, `table_reader`).
 - `perception_baseline` reads the map image: OCR for the station labels, pixel colours for lines
-  and markers (`perception.py`). The topology comes from the image; numeric attributes, when the
+  and markers (`perception/`). The topology comes from the image; numeric attributes, when the
   setting provides tables, come from the tables. Without an image (Edge_tab-only) it reads the
   tables like the table baseline. As labels become unreadable at low resolution it finds fewer
   stations, and its accuracy falls.
@@ -131,9 +131,9 @@ _MEMO_SIZE = 64
 
 
 def perceive(data: bytes, img: Any = None) -> Any:
-    """OCR + topology of an image (`perception.read_map_image`), computed once per image: memoised
+    """OCR + topology of an image (`perception.reader.read_map_image`), computed once per image: memoised
     in the process (a map is shown to many queries) and on disk (`geoeval.core.cache.disk`, keyed by
-    the image's sha256 and `perception.perception_version()`), so every job, Ray worker and rerun
+    the image's sha256 and `perception.reader.perception_version()`), so every job, Ray worker and rerun
     that shows the same image reads it once. `img` (the decoded image) is only needed on a miss;
     without it the bytes are decoded then."""
     from geoeval.core.cache.disk import DiskCache
@@ -227,7 +227,7 @@ def perception_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args
 def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
     """What the perception baseline answers a QA question with: the table types from the tables
     (as the table baseline), the map types from what it reads off the image
-    (`perception.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
+    (`perception.answers.answer_from_image`, with the Vertex Table for Map+Mix_tab); None when it cannot."""
     from geoeval.suites.maptab.baselines.prompt_reading import question_from_prompt, tables_from_prompt
     from geoeval.suites.maptab.perception.answers import answer_from_image
     from geoeval.suites.maptab.qa.questions import setting_of

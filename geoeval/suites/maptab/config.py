@@ -84,7 +84,7 @@ class MapTabAuthorsEnvConfig(Strict):
 
 
 class MapTabRealEnvConfig(Strict):
-    """`env=maptab_real`: Metromaps with real station names and topology (`real_env.py`)."""
+    """`env=maptab_real`: Metromaps with real station names and topology (`env/real.py`)."""
 
     name: Literal["maptab_real"] = "maptab_real"
     source: Literal["tokyo", "gtfs"] = Field(

@@ -15,7 +15,7 @@ Route planning (RP), per sample:
     which apply the paper's transfer rule. Not PMA: the authors' prefix count matches names by
     similarity only, so "X(transfer)" may still count as "X".
   - `defect:longer_route`: a valid route of the map with more stations than the reference
-    (a simple path from the origin to the destination, transfer marks as `routing.annotate`
+    (a simple path from the origin to the destination, transfer marks as `routing.transfers.annotate`
     places them) that is not optimal: EMA, PMA (it leaves the reference path) and DS. Valid
     routes are what EMA must tell from optimal ones.
 * level 2, worthless: `empty` (""), `refusal` (prose with a dash, which the extractor must not
@@ -225,7 +225,7 @@ def wrong_transfer(ref: str, refs: list[str], rng: random.Random) -> str | None:
 def longer_route(ref: str, refs: list[str], m: MetroMap, time_weight: float = 0.0) -> str | None:
     """The first (in length, then name order) simple path of the map with more stations than the
     reference, none of whose annotations is a reference, that leaves every reference path at a
-    station dissimilar to the reference's there; annotated as `routing.annotate` marks it."""
+    station dissimilar to the reference's there; annotated as `routing.transfers.annotate` marks it."""
     path = [_name(p) for p in split_route(ref)]
     ref_paths = [[_name(p) for p in split_route(r)] for r in refs]
     g = to_graph(m)

@@ -9,7 +9,7 @@ evaluator does (`maptab_infer/evaluate.py` in the public MapTab repository).
   applies this transfer rule in every scenario (it never looks at the scenario); geoeval's in-run
   metrics follow the paper ("a Metromap transfer must carry the annotation") and skip it for
   Travelmap, whose references never carry "(transfer)". `transfer_rule=True` gives the authors'
-  behaviour; `geoeval score maptab` (score_cli.py) uses it.
+  behaviour; `geoeval score maptab` (cli.py) uses it.
 * PMA: the number of leading positions that match (similarity only: the authors' prefix count does
   not apply the transfer rule) divided by the reference length, best over the references, rounded
   to 4 decimals.

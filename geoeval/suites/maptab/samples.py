@@ -22,9 +22,9 @@ def rp_sample(
     *,
     objective: str | None = None,
 ) -> Sample:
-    """The Inspect sample of one RP query (`queries.RPQuery`): system prompt (stating `objective`,
+    """The Inspect sample of one RP query (`rp.queries.RPQuery`): system prompt (stating `objective`,
     the cost model the references are optimal under; default the scenario's,
-    `routing.SCENARIO_OBJECTIVE`), user prompt with `tables` ({title: text},
+    `routing.cost.SCENARIO_OBJECTIVE`), user prompt with `tables` ({title: text},
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
     style "unknown"."""
@@ -94,7 +94,7 @@ def _token_counts(system: str, user: str, tables: dict[str, str]) -> dict[str, i
 
 
 def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: MapTabSuiteConfig) -> Sample:
-    """The Inspect sample of one QA question (`qa.QAQuery`): the type's system prompt, the question
+    """The Inspect sample of one QA question (`qa.questions.QAQuery`): the type's system prompt, the question
     with the type's tables, and the map image when its setting shows one. The target is the answer
     text; metadata carries its kind and exact value for `acc`."""
     from geoeval.suites.maptab.qa import questions as qa

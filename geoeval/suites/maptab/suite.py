@@ -1,13 +1,13 @@
 """The MapTab suite: environment, samples, task and metrics, registered with the core registry
 (config schemas: `config.py`; the samples of one question: `samples.py`; the synthetic maps:
-`synthetic_env.py`).
+`env/synthetic.py`).
 
 Two task families (`suite.task_family`):
 * `rp` (the default): route planning, the 12 categories of appendix B.2 with the cost model of the
   "Task Definition" section. A sample is one RP query; its input is the system prompt, the question
   with the tables its category allows, and (for settings with a map) the map image at
   `suite.resolution` x full size. Scored by EMA, PMA, DS (`metrics=maptab_rp`).
-* `qa`: diagnostic QA, the 12 types per scenario of appendix D.2 (`qa.py`), scored by Acc
+* `qa`: diagnostic QA, the 12 types per scenario of appendix D.2 (`qa/`), scored by Acc
   (`metrics=maptab_qa`; `suite=maptab_qa` or `+experiment=maptab_qa` set both).
 
 Three environments (`env=`):
@@ -15,8 +15,8 @@ Three environments (`env=`):
   Travelmaps; queries are drawn per run (`suite.categories` / `suite.qa_types`,
   `suite.n_per_category`), in `suite.language` and `suite.style`.
 * `maptab_real`: real station names and line topology (Tokyo Metro + Toei, or a GTFS feed) with
-  synthetic attributes (`real_env.py`); queries drawn per run as on synthetic maps. Metromap only.
-* `maptab_authors`: the authors' released files as they are (`authors_env.py`): their maps, their
+  synthetic attributes (`env/real.py`); queries drawn per run as on synthetic maps. Metromap only.
+* `maptab_authors`: the authors' released files as they are (`authors/env.py`): their maps, their
   images and the items of their test-set files (RP only). The files fix the queries, so
   `suite.categories`, `suite.n_per_category` and `suite.scenario` do not apply there (choose with
   `env.categories` and `env.scenario`); `suite.setting`, `suite.resolution` and
@@ -36,8 +36,7 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
-# the schemas, the sample builders and the synthetic maps live in their own modules; their names
-# stay importable from here
+# the schemas, the sample builders and the synthetic maps live in their own modules
 from geoeval.suites.maptab.config import (
     QA_METRICS,
     RP_METRICS,
@@ -261,7 +260,7 @@ class MapTabSuite(Suite):
         """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
-        and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp_analysis.py`, `rp_report.py`)."""
+        and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp/analysis.py`, `rp/report.py`)."""
         from geoeval.core.analysis.job_reports import plots_wanted
         from geoeval.suites.maptab.reports import write_qa_report
 

@@ -43,8 +43,7 @@ from geoeval.core.text import clean_text, clean_value
 from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking import store as tracking_store
 
-# Building a trace, its text and values, and the choice of samples have modules of their own;
-# their names are re-exported here, where the job, the benchmarks and the tests import them.
+# Building a trace, its text and values, and the choice of samples have modules of their own.
 from geoeval.core.tracking.traces.build import (
     build_trace,
 )
@@ -316,7 +315,7 @@ def log_sample_traces(
     module docstring); `mode` "errors" traces only errored samples (`errored`: how many the caller
     counted, if it did; with 0 no log needs reading), `cap` bounds the traces per
     call (None: no bound; the rest are counted as skipped). `experiment` is not needed (the run
-    knows its experiment) and kept for symmetry with `tracking`. Logs `TraceCounts.as_metrics()`
+    knows its experiment) and kept for symmetry with `tracking.runs`. Logs `TraceCounts.as_metrics()`
     to the run and tags it as an evaluation run. Never raises: problems are warnings (printed)
     and counts."""
     if mode not in TRACE_MODES:

@@ -3,7 +3,7 @@ tools and simple heuristics. It reads only what a model reads (the prompt, the q
 results) and never the case's reference.
 
 It knows nothing of how the case engine words its queries: it imports neither the engine's
-vocabulary (`lexicon.py`: type nouns, preferences) nor its templates, and parses questions with
+vocabulary (`cases/lexicon.py`: type nouns, preferences) nor its templates, and parses questions with
 general English cues only (weekdays, clock times, distances with units, "from ... to ...",
 "before", "rating"/"cheapest"/"hours"/"address", plural nouns). What it cannot read from the
 question it learns from the tools:
@@ -22,9 +22,9 @@ for tool calls through `Session.call`; a call already made earlier in the conver
 answered from its tool message, the first call not made yet becomes this turn's tool call. When
 the plan finishes, its answer is submitted.
 
-The plan lives in small modules beside this one: the replay in `baseline_session.py`, reading the
-question in `baseline_reading.py`, the tool helpers in `baseline_tools.py`, the route plan in
-`baseline_route.py`; the place and nearby plans and the policy are here.
+The plan lives in small modules beside this one: the replay in `session.py`, reading the question
+in `reading.py`, the tool helpers in `tools.py`, the route plan in `route.py`; the place and nearby
+plans and the policy are here.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ LLM (no model is needed; the same seed gives the same cases byte for byte):
 
 Each case carries the Table 5 answer with the Table 6 fields, τ*, the identities IG requires
 (`evidence`), `implicit_logic`, the explicit attribute requirements A checks (`requirements`)
-and the constraints SC checks (`constraints`), both evaluated by `judging.py`.
+and the constraints SC checks (`constraints`), both evaluated by `scoring/judging.py`.
 
 Routing and Trip cases get their order and totals from `multi_stop_routing`. Trip cases follow
 Figure 10's Scenario B where they can: fixed start and end, and constraints (opening hours on
@@ -29,6 +29,6 @@ steps as layered mixins — `choosing` (seeded draws, candidate geometry), `veri
 uniqueness checks, evidence notes), `reference_path` (τ* and the steps that write it), `routes`
 (orders and route answers) — one module per task family (`place`, `nearby`, `routing`, `trip`),
 `wording` (how a query lists names), `check` (`check_case`) and `engine` (`CaseEngine`, which
-combines the families, and the case file format). Trip timing is `lifeplanner.trip_timing`,
+combines the families, and the case file format). Trip timing is `tools.trip_timing`,
 shared with the judge and the baseline.
 """

@@ -47,10 +47,10 @@ class Case:
     question: str
     answer: Any  # a*, Table 5 schema with the Table 6 fields
     tau_star: list[dict[str, Any]]  # [{"tool", "arguments"}], standard toolset
-    evidence: list[str]  # identities IG requires (see trajectory.py)
+    evidence: list[str]  # identities IG requires (see scoring/trajectory.py)
     implicit_logic: bool
-    requirements: list[dict[str, Any]]  # A (judging.attribute_accuracy_of)
-    constraints: list[dict[str, Any]]  # SC (judging.constraint_results)
+    requirements: list[dict[str, Any]]  # A (scoring.judging.attribute_accuracy_of)
+    constraints: list[dict[str, Any]]  # SC (scoring.judging.constraint_results)
     reference_places: list[str]  # p*
     reference_order: list[str]  # visiting order (routing/trip)
     context: dict[str, Any]  # anchor, vehicle, mode, weekday, departure, scenario, ...

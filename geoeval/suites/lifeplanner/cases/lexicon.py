@@ -6,7 +6,7 @@ umbrella"): a set of facts, any one of which satisfies it, written the way `note
 writes them (`tag:Service:Free umbrella borrowing`, `long:Atmosphere:quiet`). Facts that say the
 same thing in the tag and in the memory vocabulary belong to one preference, so that uniqueness is
 checked against everything the phrasing could mean. Every fact named here exists in the
-vocabularies of `environment.py` (a test checks this).
+vocabularies of `city/vocabulary.py` (a test checks this).
 """
 
 from __future__ import annotations

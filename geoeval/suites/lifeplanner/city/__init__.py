@@ -1,1 +1,1 @@
-"""The LifePlanner city (section 3.1, Tables 9 and 10): one DuckDB file built by `environment` from a seeded layout, notes and vocabulary, or from OpenStreetMap (`osm/`); the handle tools read and opening hours."""
+"""The LifePlanner city (section 3.1, Tables 9 and 10): one DuckDB file built by `environment` from a seeded layout, notes and vocabulary, or from OpenStreetMap (`osm/`), its schema and opening hours."""

@@ -23,10 +23,10 @@ Tables (agent-visible columns are listed by `agent_visible_columns`; the rest is
 `x_m`/`y_m` are metres in a local plane (the city's south-west corner is 0,0); lon/lat derive from
 them, so distances computed on either agree.
 
-This module writes and reads the file (`build_synthetic_city`, `read_city_info`) and re-exports
-the names of the modules it is built from: `city_schema` (vehicles, access separation, DDL,
-`CityInfo`), `opening_hours`, `city_vocabulary` (taxonomy and phrase banks, data),
-`city_layout` (roads and places) and `city_notes` (notes, comments, ground truth).
+This module writes and reads the file (`build_synthetic_city`, `read_city_info`); the modules it
+is built from are beside it: `schema` (vehicles, access separation, DDL, `CityInfo`),
+`opening_hours`, `vocabulary` (taxonomy and phrase banks, data), `layout` (roads and places) and
+`notes` (notes, comments, ground truth).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ x = (q, g, h-, r, h+) and then applies the same three steps to it:
    rubric and become what a clarification may ask (the budget). A candidate with no retained factor
    is rejected, as in the paper; `Generated.funnel` counts each step.
 
-Retained factors get their weight from the A.2 model (`weights.py`): preference factors from the
+Retained factors get their weight from the A.2 model (`judging/weights.py`): preference factors from the
 behaviour statistics (S = n/N, R routine 0.8 / recent 1.0, M from the recent and earlier windows),
 context factors from the same-day history (CurrentNeed), spatio-temporal factors from g.
 
@@ -25,10 +25,10 @@ every instance is answered from that table (`_respond`) and recorded in a `Recor
 instance's task id, so the replay sandbox serves the oracle's calls exactly. Everything is a
 function of the seed.
 
-This module assembles instances (`generate`, `write_generated`); the steps live beside it, and the
-names are re-exported here: the city in `poi_city.py`, users in `user_model.py`, restore, identify
-and filter in `behaviour_chain.py`, the expected calls and their responses in `expected_calls.py`,
-coverage tables in `coverage_tables.py`.
+This module assembles instances (`generate`, `write_generated`); the steps live beside it, except
+the users: the city in `poi_city.py`, users in `user/model.py`, restore, identify and filter in
+`behaviour_chain.py`, the expected calls and their responses in `expected_calls.py`, coverage
+tables in `coverage_tables.py`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a final answer states, and what the tool outputs support: the reading both the offline
-`rules` judge (rules_judge.py) and the reference answers (reference.py) use.
+`rules` judge (rules_judge.py) and the reference answers (generate/reference.py) use.
 
 - `Evidence`: the served tool outputs (exact, vector, simulated, live; never an error or a
   no_record reply) as texts, the entity records found in their JSON (a dict with a name field,

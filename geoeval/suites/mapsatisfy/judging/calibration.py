@@ -6,7 +6,7 @@ IISR of that case):
     Acc_ε = (1/N) Σ 1[|r̂_i - r_i| ≤ ε]     (ε = 0.05 and 0.02 in the paper)
     MAE   = (1/N) Σ |r̂_i - r_i|
 
-The ensemble's score of a case is the mean of the judges' scores (as `judges.combine` averages
+The ensemble's score of a case is the mean of the judges' scores (as `ensemble.combine` averages
 judges). A case a judge could not score (None / NaN, the retry-then-None of model_judge.py) is left out
 of that judge's figures and of the ensemble's; N is reported per row.
 """
@@ -49,7 +49,7 @@ def mean_absolute_error(reference: Sequence[float], judged: Sequence[float | Non
 
 def ensemble_scores(per_judge: Mapping[str, Sequence[float | None]]) -> list[float | None]:
     """The mean of the judges per case; None when any judge could not score the case (as
-    `judges.combine` makes an item None when one judge's is None)."""
+    `ensemble.combine` makes an item None when one judge's is None)."""
     columns = list(per_judge.values())
     if not columns:
         return []

@@ -92,7 +92,7 @@ def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
 
 
 def judge_settings(spec: RunSpec) -> dict[str, Any]:
-    """The judges' settings of a run, as `judges.judge_dialogue` takes them: the judge group's
+    """The judges' settings of a run, as `judge_dialogue` takes them: the judge group's
     models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
     temperature = spec.suite.judge_temperature
     return {

@@ -67,7 +67,7 @@ def parse_verdict(text: str) -> float | None:
 
 
 def majority(votes: Sequence[float | None]) -> float | None:
-    """Majority of the parsed votes (`ensemble.majority_vote`; a tie is the mean of the tied
+    """Majority of the parsed votes (`geoeval.judges.ensemble.majority_vote`; a tie is the mean of the tied
     values); None when no vote parsed."""
     from geoeval.judges.ensemble import majority_vote
 

@@ -1,23 +1,23 @@
 """The `maptab_authors` environment: the authors' released MapTab files, as they are, turned into
-geoeval samples (`env=maptab_authors`, schema `suite.MapTabAuthorsEnvConfig`).
+geoeval samples (`env=maptab_authors`, schema `config.MapTabAuthorsEnvConfig`).
 
-What is read, under `root` (the layout of `authors_format`):
+What is read, under `root` (the layout of `format.py`):
 * per scenario, the RP test-set files `<scenario>/data/test_set/<scenario>_shortest_path_query_<suffix>_test_set.json`
   of the chosen categories (all 12 by default; every one present when `categories` is null);
 * for every map the items name (`country` + `city`, Travelmap `scenic_spot`), its tables with
-  `authors_format.load_authors_map`, and its image (the item's `figure`, relative to `root`).
+  `format.load_authors_map`, and its image (the item's `figure`, relative to `root`).
 
 What a sample is: one test-set item with the authors' question, source and destination, routes
 (every one a reference), weights, totals and Map/Query difficulty; the system prompt is geoeval's
-for the category (`rp_prompts.system_prompt`), stating the cost model their labels are optimal under
+for the category (`rp.prompts.system_prompt`), stating the cost model their labels are optimal under
 (`AUTHORS_OBJECTIVE`); the tables are the authors' tables with only the columns the category needs
-(`queries.table_columns`), re-serialised in `suite.table_format`; for Map+Mix_tab, the file the
+(`rp.queries.table_columns`), re-serialised in `suite.table_format`; for Map+Mix_tab, the file the
 item's `vertex_tab` names when it exists (the full release's `<city>_vertex2.json`), else Mix_tab
-derived from Edge_tab and Vertex_tab (`tables.mix_table`; the public sample lacks vertex2). The map
+derived from Edge_tab and Vertex_tab (`env.tables.mix_table`; the public sample lacks vertex2). The map
 image is the authors' PNG, flattened onto white when it has transparency and, for
 `suite.resolution` < 1, downscaled with LANCZOS to round(size × resolution), which is exactly what
-`render.render_map` does to geoeval's own full-size drawings; so a geoeval map written with
-`authors_format.write_authors_layout` loads back into the very samples the synthetic environment
+`render.image.render_map` does to geoeval's own full-size drawings; so a geoeval map written with
+`format.write_authors_layout` loads back into the very samples the synthetic environment
 builds (tests/maptab/test_authors_env.py).
 
 Sample ids are `<map>-<category>-<i>`, i counting the map's items within the category's file; the
@@ -27,7 +27,7 @@ instruction style is recovered when the question is in one of geoeval's D.1 temp
 Bad input: an item that cannot become a sample (missing key, wrong type, unknown difficulty level,
 weights that are not 4 non-negative numbers) stops the build with a GeoevalError naming the file,
 the item and the key. A map that fails a quality check of appendices B.5/B.6
-(`generator.run_quality_checks`), and an item whose endpoints or routes do not fit its map, are
+(`generator.checks.run_quality_checks`), and an item whose endpoints or routes do not fit its map, are
 reported instead: printed to stderr on every build and stored in `quality.json` beside the
 environment (and in its DuckDB `meta` table under "quality"). `env.on_quality_failure` decides
 what happens to them: `exclude` (default) leaves the failing maps and items out of the samples and
@@ -416,7 +416,7 @@ def _flat_rgb(img: Any) -> Any:
 
 
 def authors_map_image(env: MapTabEnv, figure: str | Path, map_name: str, resolution: float) -> Path:
-    """The authors' map image at `resolution` × its size (LANCZOS, as `render.render_map` scales),
+    """The authors' map image at `resolution` × its size (LANCZOS, as `render.image.render_map` scales),
     made once and cached in the environment's image folder."""
     from PIL import Image
 
@@ -476,8 +476,8 @@ def authors_query(item: dict[str, Any], m: MetroMap, query_id: str) -> RPQuery:
 
 
 def authors_tables(item: dict[str, Any], m: MetroMap, table_format: str, row_seed: str | None = None) -> dict[str, str]:
-    """The tables of an item's prompt, masked to its category's columns (`queries.table_columns`),
-    rows shuffled by `row_seed` (`queries.prompt_tables`) when given."""
+    """The tables of an item's prompt, masked to its category's columns (`rp.queries.table_columns`),
+    rows shuffled by `row_seed` (`rp.queries.prompt_tables`) when given."""
     if item["category"] != "mix" or not item["mix_table"]:
         return prompt_tables(m, item["category"], table_format, row_seed=row_seed)  # type: ignore[arg-type]
     columns = table_columns("mix", item["scenario"])["Vertex Table"]

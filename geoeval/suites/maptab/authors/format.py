@@ -205,8 +205,8 @@ def write_authors_layout(
     the authors' layout. Returns the paths written.
 
     The image is `image` when given, else (with `render`) the map drawn at full size by
-    `render.render_map`, so that the written release is complete; PNG bytes are encoded with
-    `render.image_to_png_bytes` (fixed settings: equal images give equal files)."""
+    `render.image.render_map`, so that the written release is complete; PNG bytes are encoded with
+    `render.image.image_to_png_bytes` (fixed settings: equal images give equal files)."""
     root = Path(root)
     scenario = m.scenario
     written: list[Path] = []

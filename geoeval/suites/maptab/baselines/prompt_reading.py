@@ -1,7 +1,7 @@
 """Reading a MapTab prompt back: the route-planning user prompt's source, target, weights, criteria
-and tables (`parse_prompt`, written by `rp_prompts.user_prompt`), origin and destination of a
+and tables (`parse_prompt`, written by `rp.prompts.user_prompt`), origin and destination of a
 question in any "from A to B" wording (`parse_free_question`), and a QA prompt's question and
-tables (written by `qa.user_prompt`). Only the offline baselines read prompts; the suite builds
+tables (written by `qa.questions.user_prompt`). Only the offline baselines read prompts; the suite builds
 them from its queries.
 """
 

@@ -39,9 +39,9 @@ class MapTabEnv:
     """A picklable handle: what a worker needs to reopen the environment.
 
     `source` is "synthetic" (generated maps, queries drawn per run), "real" (real topology,
-    `real_env.py`; queries drawn per run as for "synthetic") or "authors" (the authors'
+    `real.py`; queries drawn per run as for "synthetic") or "authors" (the authors'
     released files: `items_path` is the JSON of their test-set items, normalised, that
-    `authors_env.authors_samples` turns into samples)."""
+    `authors.env.authors_samples` turns into samples)."""
 
     db_path: str
     image_dir: str
@@ -231,7 +231,7 @@ def resolution_tag(resolution: float) -> str:
 
 def map_image(env: MapTabEnv, m: MetroMap, resolution: float, language: str = "en") -> Path:
     """The map's PNG at `resolution` × full size, rendered once and cached next to the DuckDB file
-    (and, across work dirs, in the disk cache: `render.map_png`)."""
+    (and, across work dirs, in the disk cache: `render.image.map_png`)."""
     from geoeval.suites.maptab.render.image import map_png
 
     path = Path(env.image_dir) / f"{m.name}@{resolution_tag(resolution)}.{language}.png"

@@ -5,7 +5,7 @@ the `tokyo-train-board` package, or any GTFS feed) and synthetic E.1 attributes.
 from seed `env.seed` (or the run's seed) * 1000 + i). Queries are drawn per run exactly as on
 synthetic maps (`suite.categories`, `suite.n_per_category`, `suite.style`, ...).
 
-Quality: every map goes through the B.5 checks (`generator.run_quality_checks`), the E.1 range
+Quality: every map goes through the B.5 checks (`generator.checks.run_quality_checks`), the E.1 range
 checks and the layout spacing checks; any violation stops the build (they would be geoeval's bugs,
 the input only fixes names and topology). Two properties of real networks are reported, not
 fatal, in `quality.json` beside the environment (and the DuckDB `meta` table): lines crossing away

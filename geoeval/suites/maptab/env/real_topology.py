@@ -28,7 +28,7 @@ Choices
 * **Layout.** No coordinates are shipped, so the schematic is computed: Kamada-Kawai on the station
   graph (deterministic), snapped onto the generator's station grid (pitch >= 160 px, margin 140 px:
   the spacing the renderer and perception rely on), then a local search moves stations to free grid
-  points to clear every spacing violation of `generator.layout_violations` (a segment passing
+  points to clear every spacing violation of `generator.checks.layout_violations` (a segment passing
   within 30 px of another station, collinear overlaps) and, second, to reduce crossings. Lines that
   cross without an interchange are real (the paper's city maps have them), so crossings are
   counted, not forbidden. A last compaction moves stations to shorten long edges where that adds

@@ -10,7 +10,7 @@ Serialisation, as in the authors' files (`peers/maptab/*/tabulars/`):
 * CSV: header row, "\n" line ends, no index; a column whose values are all whole numbers is written
   as integers ("0", "14"), any other column with Python's float repr ("2.76", "5.0"), which is what
   pandas produces from the authors' data frames. The files on disk carry a UTF-8 BOM
-  (`authors_format` writes them with `utf-8-sig`); `format_table` returns text without it.
+  (`authors.format` writes them with `utf-8-sig`); `format_table` returns text without it.
 * Multi-line stations/edges in CSV: the sample (Cleveland) has one line only, so the authors' form is
   undeterminable; geoeval joins the line names with ", " ("Red Line, Blue Line") and splits on
   "," when reading (line names therefore must not contain commas).
@@ -181,7 +181,7 @@ def mix_table(m: MetroMap, drop_line: bool = False) -> list[dict[str, Any]]:
 def mix_map(m: MetroMap) -> MetroMap:
     """The map a Map+Mix_tab reader plans on: stations carry the Mix_tab values and edges carry no
     attributes (all 0, so they add nothing to sums and are dropped from the non-zero means).
-    `routing.route_totals` on this map gives the authors' `only_vertex2` totals."""
+    `routing.cost.route_totals` on this map gives the authors' `only_vertex2` totals."""
     values = mix_values(m)
     stations = {
         name: Station(

@@ -1,6 +1,6 @@
 """The map quality checks of MapTab appendices B.5 / B.6: structure (`run_quality_checks`), the
 Metromap attribute ranges of E.1 (`range_violations`; Travelmap's are
-`generator_travel.travel_range_violations`) and the layout geometry (`layout_violations`), with
+`travel.travel_range_violations`) and the layout geometry (`layout_violations`), with
 the segment geometry they use.
 """
 

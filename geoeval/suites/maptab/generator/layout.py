@@ -1,8 +1,8 @@
-"""The station grid and the line walks of the synthetic Metromap generator (`generator`).
+"""The station grid and the line walks of the synthetic Metromap generator (`metro`).
 
 What a layout guarantees (spacing, unit steps, shared stations only at grid points, no crossings
-away from a station) is described in `generator`'s module docstring; the Travelmap generator
-(`generator_travel`) places its spots on the same grid.
+away from a station) is described in `metro`'s module docstring; the Travelmap generator
+(`travel`) places its spots on the same grid.
 """
 
 from __future__ import annotations

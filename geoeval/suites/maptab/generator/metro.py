@@ -1,5 +1,5 @@
-"""Synthetic Metromap and Travelmap generators and the map quality checks of MapTab appendices
-B.5 / B.6. (Travelmap: `generate_travel_map`, described in `generator_travel`.)
+"""The synthetic Metromap generator of MapTab (appendices B.5 / B.6, E.1). (Travelmap:
+`generate_travel_map`, described in `travel`; the map quality checks: `checks`.)
 
 `generate_metro_map(seed)` builds a `MetroMap` that looks like a small schematic metro network and
 carries Edge_tab / Vertex_tab attributes drawn from the ranges of appendix E.1. The same seed gives
@@ -42,9 +42,8 @@ Choices where the paper is silent
 Modules
 -------
 This module holds `generate_metro_map` and its palette; the concerns around it have their own
-modules, whose names are re-exported here: `generator_layout` (the grid and the line walks),
-`generator_names` (station names), `generator_travel` (the Travelmap generator) and
-`generator_checks` (the quality, range and layout checks).
+modules in this folder: `layout` (the grid and the line walks), `names` (station names), `travel`
+(the Travelmap generator) and `checks` (the quality, range and layout checks).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """MapTab generation on every core: maps and RP references built by map, in worker processes.
 
-Each map's RP queries (`queries.build_rp_queries`) depend only on that map and that map's seed
+Each map's RP queries (`rp.queries.build_rp_queries`) depend only on that map and that map's seed
 (every random draw comes from a private `random.Random` seeded per map, category and pair), so
 maps are independent units of work. `ProcessPoolExecutor.map` hands maps to the workers and
 returns their results in map order, which makes the output identical to a one-core run, query for

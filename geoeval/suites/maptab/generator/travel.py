@@ -12,7 +12,7 @@ fully connected graph"), with the Travelmap attributes of appendix E.1:
 * Hubs: `n_hubs` spots (drawn from the range) are transport hubs, named "<Name> Airport" or
   "<Name> Station" (alternately); E.1: their Time is 0 and their Price one of 100, 200, 300. The
   route cost rule that goes with them ("transportation station costs are counted only at the
-  final destination") is `routing`'s.
+  final destination") is `routing.cost`'s.
 * Edge_tab (no map annotations to read, so E.1's fallback): Time U{10..60} min; Price an integer
   in 10..80 with smaller values more frequent (10 + floor(71 u^2), u uniform); Comfort Level one
   decimal in 1.0..5.0 with >= 3.0 the majority (70 %: U{3.0..5.0}, else U{1.0..2.9});

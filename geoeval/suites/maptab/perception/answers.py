@@ -1,6 +1,6 @@
-"""Answers computed on a perceived map (`perception.PerceivedMap`) rather than on the true one.
+"""Answers computed on a perceived map (`reader.PerceivedMap`) rather than on the true one.
 
-The offline perception baseline reads a map image once (`perception.read_map_image`) and then
+The offline perception baseline reads a map image once (`reader.read_map_image`) and then
 answers from what it saw: the MapTab route question (`route_on_perceived`) and the Map-only and
 Map+Mix_tab QA questions (`answer_from_image`). Station names from a question are matched to the
 OCR'd names by similarity, since OCR misreads some letters.
@@ -178,7 +178,7 @@ def _table_value(rows: list[dict[str, Any]], perceived: str, column: str) -> flo
 
 
 def answer_from_image(pm: PerceivedMap, parsed: Any, tables: dict[str, list[dict[str, Any]]]) -> str | None:
-    """The answer text of a Map-only or Map+Mix_tab QA question (`qa.ParsedQuestion`) from the
+    """The answer text of a Map-only or Map+Mix_tab QA question (`qa.wording.ParsedQuestion`) from the
     perceived map, with values from the Vertex Table for Map+Mix_tab; None when what it needs was
     not read (an unmatched station name, a line colour not found)."""
     import networkx as nx

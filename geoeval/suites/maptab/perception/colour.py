@@ -1,4 +1,4 @@
-"""The colour layer of the pixel-only map reader (`perception.read_map_image`, step 2).
+"""The colour layer of the pixel-only map reader (`reader.read_map_image`, step 2).
 
 Strongly coloured pixels are clustered into a palette of line colours, and every pixel gets the
 index of its palette colour (or none). A stroke's anti-aliased rim is its colour mixed with the

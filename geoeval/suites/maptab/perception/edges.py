@@ -1,4 +1,4 @@
-"""Edges between perceived station markers (`perception.read_map_image`, step 5).
+"""Edges between perceived station markers (`reader.read_map_image`, step 5).
 
 Two markers are joined when the straight segment between them is covered along most of its
 length by one palette colour running at a steady offset, and the segment passes near no other

@@ -1,4 +1,4 @@
-"""Station markers and the legend frame, found in the pixels (`perception.read_map_image`,
+"""Station markers and the legend frame, found in the pixels (`reader.read_map_image`,
 steps 3 and 4).
 
 A marker is a white, round, enclosed blob ringed by a dark achromatic outline that a line colour

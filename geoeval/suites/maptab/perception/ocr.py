@@ -1,4 +1,4 @@
-"""Station labels read by OCR (`perception.read_map_image`, step 6).
+"""Station labels read by OCR (`reader.read_map_image`, step 6).
 
 The shared RapidOCR engine, the text boxes it returns, the joining of a name that OCR split in
 two, and the pairing of each label with the nearest free marker.

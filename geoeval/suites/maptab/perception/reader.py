@@ -33,8 +33,8 @@ Pipeline (`read_map_image`):
 `route_on_perceived` then answers the MapTab route question on the perceived graph.
 
 This module holds the pipeline, its result types and the reading's version; the steps live in
-`perception_colour` (2), `perception_markers` (3, 4), `perception_edges` (5) and `perception_ocr`
-(6), and what is answered from a reading in `perception_answers` (re-exported here).
+`colour` (2), `markers` (3, 4), `edges` (5) and `ocr` (6), and what is answered from a reading in
+`answers`.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class PerceivedMap:
 #: Bump when the reader's output changes for a reason the source hash cannot see (a new OCR
 #: model file, a changed default outside these modules).
 #: Part of the perception baseline's run identity too (`MapTabSuite.agent_versions`).
-PERCEPTION_VERSION = 2  # 2: text detection on a 5/8-size copy (perception_ocr.DETECTION_SCALE)
+PERCEPTION_VERSION = 2  # 2: text detection on a 5/8-size copy (ocr.DETECTION_SCALE)
 
 #: The modules whose source a reading depends on: this one and every perception module it uses.
 #: A change in any of them is a new version, so the disk cache never serves an outdated reading.

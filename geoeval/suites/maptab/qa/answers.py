@@ -1,6 +1,6 @@
 """Reference answers of the diagnostic QA questions (MapTab appendix D.2): what each of the 12
 question types asks of a map, computed from the map and the tables as shown, with the kind of each
-answer (binary, integer, or a number given to two decimals). `qa` states the reading of each type
+answer (binary, integer, or a number given to two decimals). `questions` states the reading of each type
 where the paper is silent; the table baseline applies the same `compute_answer` to the map it
 rebuilds from the tables in a prompt.
 """

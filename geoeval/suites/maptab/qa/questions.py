@@ -1,7 +1,7 @@
 """Diagnostic QA (MapTab appendices B.3 and D.2): the 12 question types per scenario, the
 capability mapping of Table 1, question generation (parameters, reference answer, style), the
 tables each type shows, prompts, answer extraction and Acc. The reference answers are computed in
-`qa_answers`, the questions' wording in five styles is in `qa_wording`; answering the questions
+`answers`, the questions' wording in five styles is in `wording`; answering the questions
 from a prompt, as the offline baselines do, is in `baselines`.
 
 Types are named as in Table 1: `<setting>-<category>`, the setting M (Map-only), E (Edge_tab-only),
@@ -29,7 +29,7 @@ LP (Local Perception-based Reasoning) or SR (Spatial Relationship Judgment). Wha
 
 Answers are "1"/"0" (binary), an integer, or a number given to two decimals ("number"), and come
 between `<answer_begin>` and `<answer_end>` (B.3). They are computed from the map by
-`qa_answers.compute_answer`, from what the question's setting shows; a table reader that parses the
+`answers.compute_answer`, from what the question's setting shows; a table reader that parses the
 tables in a prompt can call the same function on the map it rebuilds from them (the table
 baseline does, `baselines.table_reader`), which is how geoeval checks that the table-only answers
 really follow from the tables.
@@ -92,7 +92,7 @@ from geoeval.suites.maptab.qa.answers import (
     compute_answer,
     cycle_spots,
 )
-from geoeval.suites.maptab.qa.wording import (  # parse_question, the inverse of question_text, re-exported
+from geoeval.suites.maptab.qa.wording import (
     QUESTIONS,
     TASK_RULES,
 )
@@ -189,7 +189,7 @@ def capabilities_of(scenario: str, qa_type: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------------------------
-# Question wording (the templates of the five styles are in `qa_wording`)
+# Question wording (the templates of the five styles are in `wording`)
 
 
 def question_text(scenario: Scenario, qa_type: str, style: int, params: dict[str, Any]) -> str:
@@ -227,7 +227,7 @@ def qa_table_rows(
     """The tables a type shows ({title: rows}), all columns: Edge_tab (E), Vertex_tab (V), or the
     Mix_tab titled "Vertex Table" as in the authors' Map+Mix_tab prompts, without its Line column
     in Metromap (MM; B.3's strict cross-modal setting) and without `hidden_rows`; rows shuffled
-    by `row_seed` (`tables.shuffle_rows`) when given."""
+    by `row_seed` (`env.tables.shuffle_rows`) when given."""
     setting = setting_of(qa_type)
     if setting == "edge_tab":
         tables = {"Edge Table": edge_table(m)}

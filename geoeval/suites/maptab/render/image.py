@@ -5,7 +5,7 @@ station coordinates) and, for the paper's resolution ablation (MapTab appendix G
 1, 1/2, 1/4, ... 1/32), shrunk afterwards with a LANCZOS filter, so a smaller image
 holds strictly less information than the full-size one.
 
-Visual conventions (the perception baseline in `perception.py` reads these from pixels):
+Visual conventions (the perception baseline in `perception/` reads these from pixels):
 
 * each line is a thick stroke of its colour; an edge run by several lines is drawn as
   parallel strokes side by side, offset perpendicular to the edge;
@@ -21,9 +21,8 @@ Visual conventions (the perception baseline in `perception.py` reads these from 
 Drawing uses no antialiasing for shapes (text is antialiased by FreeType), so the output
 is deterministic: the same map and scale give byte-identical PNGs.
 
-This module plans and draws a map; the look (sizes, colours, clearances) is `render_style`'s, the
-strokes and markers are built by `render_network`, and labels and the legend are placed by
-`render_labels`. The style constants are re-exported here.
+This module plans and draws a map; the look (sizes, colours, clearances) is `style`'s, the strokes
+and markers are built by `network`, and labels and the legend are placed by `labels`.
 """
 
 from __future__ import annotations
@@ -179,8 +178,8 @@ def render_map(
     downsampled with LANCZOS to `round(width*scale)` x `round(height*scale)` (at least
     1x1), as in the MapTab resolution ablation. `language` selects the font
     of the labels: "en" draws with Pillow's bundled font, "zh" with a CJK font
-    (`language.cjk_font`; a GeoevalError says how to install one when there is none); the names
-    themselves are the map's (`language.localize_map` gives Chinese ones). `font_path` overrides
+    (`generator.language.cjk_font`; a GeoevalError says how to install one when there is none); the names
+    themselves are the map's (`generator.language.localize_map` gives Chinese ones). `font_path` overrides
     the font. A Travelmap is drawn in travel style: paths in `TRAVEL_PATH_COLOR`, no legend, hubs
     with the larger marker.
     """

@@ -1,4 +1,4 @@
-"""Where `render` puts the station labels and the legend: candidate boxes around each marker,
+"""Where `image` puts the station labels and the legend: candidate boxes around each marker,
 their collisions with the network, the border, the legend and the other labels, and the choice
 of a box per label (most constrained first) and of a corner for the legend.
 """

@@ -1,4 +1,4 @@
-"""The network as drawn by `render`: one stroke per line and segment (parallel strokes, offset
+"""The network as drawn by `image`: one stroke per line and segment (parallel strokes, offset
 side by side, for a segment several lines run on) and one marker per station (interchanges and
 Travelmap hubs larger, big enough to cover their bundle of strokes).
 """

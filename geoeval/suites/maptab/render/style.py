@@ -1,4 +1,4 @@
-"""The look of a rendered MapTab map (`render`): sizes, colours and label clearances in full-size
+"""The look of a rendered MapTab map (`image`): sizes, colours and label clearances in full-size
 pixels, and the colour each line is drawn in.
 """
 

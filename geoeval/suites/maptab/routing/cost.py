@@ -1,5 +1,5 @@
 """The totals and the cost J of a MapTab route, and the checks of a query's arguments
-(see `routing`).
+(see `reference`).
 
 Cost model (what the authors' labels reproduce, see SPEC.md "Facts read off ...")
 ------------------------------------------------------------------------------

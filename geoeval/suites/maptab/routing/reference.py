@@ -3,12 +3,12 @@
 Routes are simple station paths written "A-B(transfer)-C"; the reference set of a query is either
 the fewest-station routes (no criteria) or every route of least cost J (criteria weights). This
 module holds the criteria-free search and `reference_routes`, which picks between the two; the
-concerns it builds on have their own modules, whose names are re-exported here:
+concerns it builds on have their own modules in this folder:
 
-* `routing_transfers`: route strings, transfers and their annotation (what a transfer is).
-* `routing_cost`: route totals and the cost J (the cost model the authors' labels reproduce), the
+* `transfers`: route strings, transfers and their annotation (what a transfer is).
+* `cost`: route totals and the cost J (the cost model the authors' labels reproduce), the
   scenario objectives ("mean" / "sum"), and the checks of a query's arguments.
-* `routing_search`: the exact branch-and-bound search for the least-J routes (how optimality is
+* `search`: the exact branch-and-bound search for the least-J routes (how optimality is
   guaranteed).
 """
 

@@ -1,6 +1,6 @@
 """The exact criteria-based reference search of MapTab route planning (`optimal_routes`).
 
-Routes and transfers are defined in `routing_transfers`, the cost J in `routing_cost`.
+Routes and transfers are defined in `transfers`, the cost J in `cost`.
 
 How optimality is guaranteed
 ----------------------------

@@ -1,4 +1,4 @@
-"""Route strings and their transfer marks (MapTab route planning; see `routing`).
+"""Route strings and their transfer marks (MapTab route planning; see `reference`).
 
 Routes and transfers
 --------------------

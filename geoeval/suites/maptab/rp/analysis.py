@@ -14,7 +14,7 @@
 * **T / P / C / R understanding** (Table 4, columns T, P, C, R). The paper asks the model to
   report the four totals; geoeval's prompts ask for the route only, so understanding is measured
   on the route: criterion X is understood when the answered route, recomputed on the map
-  (`routing.route_totals`, on the Mix_tab map for `mix`; transfers: a reference's own when the
+  (`routing.cost.route_totals`, on the Mix_tab map for `mix`; transfers: a reference's own when the
   path is a reference path, else the assignment with the least transfer time), has the same X total as the reference (the optimum's Total_Time, Total_Price,
   Average_Comfort Level, Average_Reliability; within 0.005 for sums, 1e-4 for means), or as any
   tied optimal route (tied routes share J but may differ in a total: the recorded totals are the

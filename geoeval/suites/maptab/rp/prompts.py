@@ -1,7 +1,7 @@
 """Route-planning (RP) prompts: `system_prompt` (role, objective with the cost rules and scaling,
 output format) and `user_prompt` (question, weights, tables in fenced blocks
 "Edge Table (csv):\\n```csv ...```"), filled from the templates in `prompts/`. The cost rules state
-the scenario's objective (`routing`): "mean" is the paper's Eq. 1, "sum" the additive comfort /
+the scenario's objective (`routing.cost`): "mean" is the paper's Eq. 1, "sum" the additive comfort /
 reliability costs of the authors' Travelmap prompts, marked by `SUM_OBJECTIVE_NOTE`.
 """
 
@@ -160,7 +160,7 @@ def _cost_rules(category: str, scenario: Scenario, objective: routing_cost.Objec
 
 
 def _sum_cost_rules(category: str, scenario: Scenario, stations: str) -> str:
-    """Cost rules of the additive objective (`routing`'s objective="sum"): comfort and reliability
+    """Cost rules of the additive objective (`routing.cost`'s objective="sum"): comfort and reliability
     enter as sums of (1 - value) over the route, as the authors' Travelmap prompts state
     ("final route score = sum(edge Comfort Level) + sum(vertex Comfort Level)")."""
     crit = CRITERIA[category]
@@ -271,7 +271,7 @@ def system_prompt(
     objective: routing_cost.Objective = "mean",
 ) -> str:
     """The system prompt of an RP category (templates in `prompts/`). `objective` is the cost model
-    the references are optimal under (`routing`): "mean" states the paper's Eq. 1, "sum" the
+    the references are optimal under (`routing.cost`): "mean" states the paper's Eq. 1, "sum" the
     additive comfort / reliability costs (the authors' Travelmap labels and prompts)."""
     check_category(category)
     fields = _common_fields(category, scenario)

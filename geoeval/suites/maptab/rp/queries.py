@@ -1,5 +1,5 @@
 """Route-planning (RP) queries: categories, sampling, reference labels, question wording (and its
-inverse, `parse_question`) and the tables each category shows. The prompts are in `rp_prompts`;
+inverse, `parse_question`) and the tables each category shows. The prompts are in `prompts`;
 reading a prompt back, as the offline baselines do, is in `baselines.prompt_reading`.
 
 Categories (key -> the authors' test-set suffix, input setting, criteria):
@@ -14,19 +14,19 @@ Sampling (B.2): `build_rp_queries` draws origin-destination pairs whose fewest-s
 at least 3 stations (SPLI >= 2), without replacement, with `random.Random(seed)` from the sorted
 list of all such ordered pairs; like the paper ("each pair generates 3 criteria-free and 9
 criteria-based queries") every category is asked on the same pairs. Query difficulty is the 1:1:1
-split (difficulty.tercile_levels) of the pairs' SPLI (Travelmap: SPCI) within the map.
+split (generator.difficulty.tercile_levels) of the pairs' SPLI (Travelmap: SPCI) within the map.
 
 Weights: only the category's criteria are non-zero. Each is an integer drawn from
 `WEIGHT_CHOICES` = {1, 2, 3, 4, 5} (a private Random seeded by (seed, category, pair index)),
 normalised to sum 1 and rounded to 6 decimals, the last non-zero weight taking 1 minus the others
 so that the rounded weights still sum to 1. Single-criterion weights are exactly 1. The references
-are optimal under the rounded weights the model is shown, with `routing`'s cost model and the
-scenario's objective (`routing.SCENARIO_OBJECTIVE`: Metromap "mean", the paper's Eq. 1; Travelmap
+are optimal under the rounded weights the model is shown, with `routing.cost`'s cost model and the
+scenario's objective (`routing.cost.SCENARIO_OBJECTIVE`: Metromap "mean", the paper's Eq. 1; Travelmap
 "sum", the additive variant the authors' Travelmap prompts state and labels follow). Tied routes:
 every route within the tie tolerance is a reference; when tied routes have different totals (equal
 J, say a faster but dearer route), `totals` are those of the first reference in sorted order (the
 authors' items too carry one route's totals), and the T/P/C/R understanding analysis
-(`rp_analysis.understanding`) accepts the totals of any tied reference.
+(`analysis.understanding`) accepts the totals of any tied reference.
 
 Table rows (the paper: "The rows are independently shuffled for each sample to prevent
 order-based topology leakage"): `prompt_tables(..., row_seed=...)` permutes every table's rows
@@ -50,7 +50,7 @@ setting), titled "Vertex Table" as in the authors' prompts. In Travelmap, a cate
 but not Time still shows the Time columns, as the authors' masking does: a spot's Time says
 whether it is a transport hub (Time 0), whose Price counts only at the destination.
 
-Prompts (`rp_prompts`): `system_prompt` (role, objective with the cost rules and scaling, output
+Prompts (`prompts`): `system_prompt` (role, objective with the cost rules and scaling, output
 format) and `user_prompt` (question, weights, tables in fenced blocks) are filled from the
 templates in `prompts/` (`PROMPTS_DIR`, shared with the QA prompts).
 """

