@@ -2,8 +2,9 @@
 with geoeval's own message, naming the key, and before Hydra creates the job's `outputs/` folder.
 
 Hydra would otherwise answer a typo'd key first with its advice to add it with `+` (which is
-wrong for a typo) and create `outputs/<date>/<time>/` for a call that does no work. Sweeps are
-left to Hydra's sweeper and to `SweepCallback`, which validates every job before the first.
+wrong for a typo) and create `outputs/<date>/<time>/` for a call that does no work. A sweep's jobs
+are validated by `SweepCallback` before the first runs; the `hydra:` section, which Hydra acts on
+before that, is checked here for sweeps too (`hydra_section.check_hydra_section`).
 """
 
 from __future__ import annotations
@@ -15,41 +16,75 @@ from geoeval.core.errors import GeoevalError
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
 
 
-def _is_sweep(overrides: list[str]) -> bool:
+_MULTIRUN_FLAGS = ("-m", "--multirun")
+
+
+def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
+    """The single-job command lines whose `hydra:` sections a call can produce, and whether it
+    is a sweep: the overrides as they are, or for a sweep each value of each sweep override on its
+    own (the others at their first value). None for overrides Hydra's parser refuses (its own
+    error says it best)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:
-        return False  # a malformed override: Hydra's own parser error says it best
-    return any(o.is_sweep_override() for o in parsed)
+        return None
+    sweeps = [(i, o) for i, o in enumerate(parsed) if o.is_sweep_override()]
+    if not sweeps:
+        return [list(overrides)], False
+
+    def key(line: str) -> str:
+        return line.split("=", 1)[0]
+
+    base = list(overrides)
+    values = {i: list(o.sweep_string_iterator()) for i, o in sweeps}
+    for i, o in sweeps:
+        base[i] = f"{key(o.input_line)}={values[i][0]}"
+    lines = [base]
+    for i, o in sweeps:
+        for value in values[i][1:]:
+            line = list(base)
+            line[i] = f"{key(o.input_line)}={value}"
+            lines.append(line)
+    return lines, True
 
 
 def precheck(args: list[str]) -> None:
     """Compose and validate `args` as one job would; raise GeoevalError naming the bad key.
-    Does nothing for Hydra's own flags (`--help`, `--cfg`, `-m`, ...) and for sweeps."""
-    if any(a.startswith("-") for a in args) or _is_sweep(args):
+    The `hydra:` section is checked for every call, sweeps included (`check_hydra_section`: Hydra
+    instantiates what it names before any job starts); a sweep's jobs are validated by
+    `SweepCallback` before the first runs. Hydra's other flags (`--help`, `--cfg`, ...) pass."""
+    flags = [a for a in args if a.startswith("-")]
+    if any(f not in _MULTIRUN_FLAGS for f in flags):
         return
+    found = _command_lines([a for a in args if not a.startswith("-")])
+    if found is None:
+        return
+    lines, sweep = found
     from hydra import compose, initialize_config_module
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
+    from geoeval.core.config.hydra_section import check_hydra_section
     from geoeval.core.config.schema import validate_config
     from geoeval.core.config.search_path import register
 
     register()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        try:
-            cfg = compose(config_name="config", overrides=args, return_hydra_config=True)
-        except ConfigCompositionException as exc:
-            message = _unknown_key_message(args, exc)
-            if message:
-                raise GeoevalError(message) from None
-            return  # other composition errors: Hydra reports them as it runs
-        except MissingConfigException:
-            return  # Hydra lists the options of the group
-        if str(cfg.hydra.get("mode", "RUN")).endswith("MULTIRUN"):
-            return  # an experiment that is a sweep
-        validate_config(cfg)
+        for line in lines:
+            try:
+                cfg = compose(config_name="config", overrides=line, return_hydra_config=True)
+            except ConfigCompositionException as exc:
+                message = None if sweep else _unknown_key_message(line, exc)
+                if message:
+                    raise GeoevalError(message) from None
+                return  # other composition errors: Hydra reports them as it runs
+            except MissingConfigException:
+                return  # Hydra lists the options of the group
+            check_hydra_section(cfg.hydra)
+            if sweep or bool(flags) or str(cfg.hydra.get("mode", "RUN")).endswith("MULTIRUN"):
+                continue  # a sweep (or an experiment that is one): SweepCallback validates its jobs
+            validate_config(cfg)
 
 
 def _unknown_key_message(args: list[str], exc: Exception) -> str | None:
