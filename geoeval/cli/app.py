@@ -54,13 +54,16 @@ def _job_label(hc: Any, sweep: SweepJob | None) -> str:
     return hc.job.override_dirname or "run"
 
 
-def _scrub_hydra_outputs(out_dir: Path, secrets: set[str]) -> None:
+def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | None = None) -> None:
     """Hydra saves the composed config and the overrides under `<out_dir>/.hydra/` before the job
-    starts: any secret given in the config is blanked there too."""
-    from geoeval.core.config.secrets import scrub_tree
+    starts, and a sweep's config with every override as `<sweep dir>/multirun.yaml` before its
+    first job: any secret given in the config is blanked there too."""
+    from geoeval.core.config.secrets import scrub_file, scrub_tree
 
     if secrets and (out_dir / ".hydra").is_dir():
         scrub_tree(out_dir / ".hydra", secrets)
+    if secrets and sweep_dir is not None and (sweep_dir / "multirun.yaml").is_file():
+        scrub_file(sweep_dir / "multirun.yaml", secrets)
 
 
 def _report_preflight(results: list) -> None:
@@ -95,7 +98,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     out_dir = Path(hc.runtime.output_dir)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     secrets = collect_secret_values(resolved) | env_secret_values()
-    _scrub_hydra_outputs(out_dir, secrets)
+    _scrub_hydra_outputs(out_dir, secrets, Path(str(hc.sweep.dir)) if sweep is not None else None)
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))))
     try:
         with served_model(spec) as spec:

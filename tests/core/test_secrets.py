@@ -20,6 +20,7 @@ from geoeval.core.config.secrets import (
     scrub_file,
     scrub_text,
     scrub_tree,
+    secrets_in_plain_fields,
     strip_secrets,
 )
 
@@ -334,3 +335,30 @@ def test_scrub_tree_hydra_layout(tmp_path):
     assert (hydra / "overrides.yaml").read_text() == "- +model.args.api_key=***\n"
     assert (hydra.parent / "image.png").read_bytes() == b"sk-TESTSECRET123"  # suffix not listed
     assert scrub_tree(tmp_path / "missing", {"x" * 8}) == []
+
+
+def test_a_secret_copied_into_a_plain_field_is_found_with_where_it_came_from():
+    environ = {"OPENAI_API_KEY": "sk-envKEYvalue123456", "HOME": "/root"}
+    config = {
+        "experiment_name": "run-sk-envKEYvalue123456",  # ${oc.env:OPENAI_API_KEY} inside a name
+        "model": {"args": {"api_key": "cfgSECRETvalue99"}, "base_url": "http://u:pw-in-url-1@h/v1"},
+        "tracking": {"run_note": "uses cfgSECRETvalue99"},  # ${model.args.api_key} copied
+        "suite": {"tags": ["ok", "HOME is /root"]},  # not a secret variable: no finding
+    }
+    found = secrets_in_plain_fields(config, environ)
+    assert found == [
+        ("experiment_name", "the environment's OPENAI_API_KEY"),
+        ("tracking.run_note", "model.args.api_key"),
+    ]
+    # the sources themselves are where secrets belong, and a URL's own credentials are redacted
+    assert secrets_in_plain_fields({"model": config["model"]}, environ) == []
+
+
+def test_a_config_that_copies_a_secret_into_a_plain_field_is_invalid(tmp_path, monkeypatch):
+    from geoeval.core.errors import GeoevalError
+    from tests.conftest import compose_spec
+
+    monkeypatch.setenv("GEOEVAL_TEST_API_KEY", "plantedENVkey42xyz")
+    with pytest.raises(GeoevalError, match=r"experiment_name: holds the value of a secret .*GEOEVAL_TEST_API_KEY"):
+        compose_spec(tmp_path, "experiment_name=${oc.env:GEOEVAL_TEST_API_KEY}")
+    assert compose_spec(tmp_path, "experiment_name=plain").experiment_name == "plain"

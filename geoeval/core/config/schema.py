@@ -395,8 +395,18 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     except ValidationError as err:
         raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
 
-    from geoeval.core.config.secrets import is_secret_key
+    from geoeval.core.config.secrets import is_secret_key, secrets_in_plain_fields
 
+    copied = secrets_in_plain_fields(data)
+    if copied:
+        raise GeoevalError(
+            "Invalid config:\n"
+            + "\n".join(
+                f"  {path}: holds the value of a secret ({source}); it would be written in clear wherever "
+                "this field goes (the warehouse, MLflow, reports): give the field its own value"
+                for path, source in copied
+            )
+        )
     leaked = sorted(k for k in spec.model.args if k != "api_key" and is_secret_key(k))
     if leaked:
         # Inspect writes model_args into every log; only `api_key` travels apart from them

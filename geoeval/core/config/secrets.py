@@ -394,6 +394,50 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
     return {v for v in found if _worth_scrubbing(v)}
 
 
+def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Where a known secret's value sits in a field whose name is not secret, as
+    (dotted path, where the secret comes from): a provider key in the environment, or the value of
+    a secret-named key of `obj`, copied (typically by `${oc.env:...}` or `${model.args.api_key}`)
+    into, say, `experiment_name`. Redaction works by key name, so such a value would be written
+    wherever that field is (the warehouse, MLflow's experiment and params, reports). A URL's own
+    credentials are not counted: `redact_url` blanks them wherever the URL is written."""
+    environ = os.environ if environ is None else environ
+    sources = {v: f"the environment's {k}" for k, v in environ.items() if is_secret_key(k) and _worth_scrubbing(v)}
+    found: list[tuple[str, str]] = []
+
+    def secret_keyed(node: Any, path: str) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if is_secret_key(k):
+                    for s in _leaf_strings(v):
+                        if _worth_scrubbing(s):
+                            sources.setdefault(s, f"{path}{k}")
+                else:
+                    secret_keyed(v, f"{path}{k}.")
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                secret_keyed(v, f"{path}{i}.")
+
+    def plain(node: Any, path: str) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if not is_secret_key(k):
+                    plain(v, f"{path}.{k}" if path else str(k))
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                plain(v, f"{path}[{i}]")
+        elif isinstance(node, str):
+            text = _redact_string(node)  # URL credentials and key shapes are redacted where written
+            for secret, source in sources.items():
+                if secret in text:
+                    found.append((path, source))
+                    return
+
+    secret_keyed(obj, "")
+    plain(obj, "")
+    return found
+
+
 def _scrub_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
     variants: set[str] = set()
     for secret in secrets:
