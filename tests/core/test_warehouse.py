@@ -388,3 +388,22 @@ def test_held_shares_one_connection_and_other_threads_wait_for_it(tmp_path: Path
         assert opened == ["MainThread", "other"]  # four operations, one open; then the waiting thread's
         assert wh.finished_keys("run1") == {("s1", 1), ("s2", 1)}
         assert [r["status"] for r in wh.runs()] == ["finished"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[:4096] + b"\0" * (len(data) - 4096),  # blocks overwritten: "Corrupt ... in block"
+        lambda data: b"not a database at all " * 100,  # another kind of file
+    ],
+    ids=["zeroed blocks", "not a DuckDB file"],
+)
+def test_a_damaged_file_is_named_damaged_not_locked(tmp_path: Path, damage) -> None:
+    path = tmp_path / "results.duckdb"
+    with Warehouse(path) as wh:
+        wh.write_results([result(f"s{i}") for i in range(50)])
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(GeoevalError) as err, Warehouse(path, config_key="results_db=") as wh:
+        wh.write_results([result("after")])
+    message = str(err.value)
+    assert "damaged" in message and "results_db=" in message and "another program" not in message

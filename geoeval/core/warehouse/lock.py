@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from geoeval.core.errors import GeoevalError
+
+#: DuckDB's words for a file another process holds (`Could not set lock on file ...: Conflicting
+#: lock is held`); a whole word, since "block" (as in a corrupt block) contains "lock"
+LOCKED = re.compile(r"\block\b", re.IGNORECASE)
+#: DuckDB's words for a truncated, overwritten or foreign file
+DAMAGED = re.compile(
+    r"Corrupt database file|Could not read enough bytes|not a valid DuckDB database file|checksum", re.IGNORECASE
+)
 
 
 def first_line(error: BaseException) -> str:
@@ -29,7 +38,12 @@ def open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
     """What to do when DuckDB cannot open `path`, by its reason. `key` is how the user names the
     file: `--db` (the results command) or `results_db=` (a run)."""
     message = first_line(error)
-    if "lock" in message.lower():
+    if DAMAGED.search(message):
+        return (
+            f"cannot open {path}: the file is damaged ({message}); move it aside (geoeval starts a new one "
+            f"there) or point {key} at another file"
+        )
+    if LOCKED.search(message):
         return (
             f"cannot open {path}: another program holds it open ({message}). geoeval runs share "
             f"a warehouse, but another DuckDB client keeps it locked: close that client, or point "
