@@ -25,3 +25,14 @@ def test_an_invalid_value_is_named_before_outputs_exist(tmp_path):
     )
     assert proc.returncode == 2 and "runner.num_workers" in proc.stderr
     assert not (tmp_path / "outputs").exists()
+
+
+def test_an_experiment_that_is_not_yaml_is_one_line_with_its_place(tmp_path):
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "broken.yaml").write_text("# @package _global_\nmodel: [oracle\nsuite: {\n")
+    proc = subprocess.run(geoeval_cmd("+experiment=broken"), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("geoeval: error: Invalid config: a file is not valid YAML:")
+    assert "broken.yaml" in proc.stderr and "line 2" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["experiments"]  # no outputs/

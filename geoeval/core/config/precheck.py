@@ -62,6 +62,7 @@ def precheck(args: list[str]) -> None:
     if found is None:
         return
     lines, sweep = found
+    import yaml
     from hydra import compose, initialize_config_module
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
@@ -81,6 +82,8 @@ def precheck(args: list[str]) -> None:
                 return  # other composition errors: Hydra reports them as it runs
             except MissingConfigException:
                 return  # Hydra lists the options of the group
+            except yaml.YAMLError as exc:  # an experiment or config file that is not YAML
+                raise GeoevalError(f"Invalid config: a file is not valid YAML: {' '.join(str(exc).split())}") from None
             check_hydra_section(cfg.hydra)
             if sweep or bool(flags) or str(cfg.hydra.get("mode", "RUN")).endswith("MULTIRUN"):
                 continue  # a sweep (or an experiment that is one): SweepCallback validates its jobs
