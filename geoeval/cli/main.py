@@ -14,7 +14,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int | None:
@@ -55,8 +59,40 @@ def main(argv: list[str] | None = None) -> int | None:
         return 2
     from geoeval.cli.app import hydra_main
 
-    hydra_main()
+    with _stop_signals() as received:
+        try:
+            hydra_main()
+        except KeyboardInterrupt:
+            name = received[-1] if received else "SIGINT"
+            print(
+                f"geoeval: stopped by {name}: the samples that finished are stored and the run is marked "
+                "interrupted (MLflow: KILLED); the same command resumes the rest",
+                file=sys.stderr,
+            )
+            return 128 + int(getattr(signal, name, signal.SIGINT))
     return 0
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[list[str]]:
+    """SIGTERM (a scheduler's or `kill`'s stop) stops a run as Ctrl-C does: the exception unwinds
+    through the job, which stores what finished and marks its warehouse run and MLflow run, instead
+    of the process vanishing with both left `running`. Yields the names of the signals received."""
+    received: list[str] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (an embedding program): leave its signals alone
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _suite_command(module_name: str, command: str, args: list[str], usage: str) -> int:

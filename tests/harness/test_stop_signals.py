@@ -1,0 +1,56 @@
+"""SIGTERM (a scheduler's stop, `kill`) stops a run as Ctrl-C does: one line on stderr, exit
+128 + the signal, the samples that finished stored, the warehouse run `interrupted` and its MLflow
+run KILLED (not left `running`), and the same command resumes the rest."""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+
+import duckdb
+import pytest
+
+from tests.conftest import geoeval_cmd
+
+pytestmark = pytest.mark.slow  # two whole LifePlanner runs
+
+ARGS = ("+experiment=lifeplanner_offline", "runner=local")
+
+
+def _done(text: str) -> int:
+    counts = [int(n) for n in re.findall(r"\| *(\d+)/\d+ \[", text)]
+    return max(counts, default=0)
+
+
+def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path):
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as sink:
+        proc = subprocess.Popen(geoeval_cmd(*ARGS), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)
+        deadline = time.monotonic() + 300
+        while _done(err.read_text(errors="replace")) < 5 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, err.read_text()[-3000:]  # still running when the signal comes
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=120)
+    text = err.read_text(errors="replace")
+    assert rc == 128 + signal.SIGTERM, text[-3000:]
+    assert "geoeval: stopped by SIGTERM: the samples that finished are stored" in text
+    assert "Traceback" not in text
+
+    with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("interrupted",)]
+        stored = con.execute("SELECT count(*) FROM samples WHERE status = 'scored'").fetchone()[0]
+    assert stored >= 5
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
+        assert store.execute("SELECT status FROM runs").fetchall() == [("KILLED",)]
+
+    rerun = subprocess.run(geoeval_cmd(*ARGS), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
+        assert con.execute("SELECT count(*) FROM samples WHERE status = 'scored'").fetchone()[0] >= stored
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
+        assert store.execute("SELECT status FROM runs").fetchall() == [("FINISHED",)]  # the same run, resumed
