@@ -305,6 +305,33 @@ def _inner_exception(exc: BaseException) -> BaseException:
     return exc
 
 
+#: The JSON-RPC code of the error the MCP client raises when the server's end of the connection is
+#: gone (`mcp_types.CONNECTION_CLOSED`); Inspect turns it into a ToolError the model would read.
+CONNECTION_CLOSED = -32000
+
+
+class ToolServerGone(RuntimeError):
+    """The MCP tool server closed the connection during a call (it died or was stopped). That is
+    a failure of the harness, not of the model: the sample becomes an error (counted, and retried
+    by the next run of the config) instead of being scored on tool replies that never came."""
+
+
+def connection_closed(error: BaseException) -> bool:
+    """Whether `error`, or an exception it was raised from, is the MCP client's 'Connection
+    closed' (code `CONNECTION_CLOSED`)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        data = getattr(current, "error", None)
+        code = getattr(data, "code", getattr(current, "code", None))
+        message = str(getattr(data, "message", "") or current)
+        if code == CONNECTION_CLOSED and "closed" in message.lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _recording_tool(mcp_tool: Any, toolset: str) -> Any:
     """`mcp_tool` with the in-process wrapper's behaviour: text result, tool log, max_output."""
     from inspect_ai.tool import ToolDef, ToolError
@@ -322,6 +349,11 @@ def _recording_tool(mcp_tool: Any, toolset: str) -> Any:
             # without a held connection Inspect opens one per call, inside a task group, so the
             # ToolError can arrive wrapped in an exception group
             inner = _inner_exception(exc)
+            if connection_closed(inner):
+                raise ToolServerGone(
+                    f"the LifePlanner MCP tool server closed the connection during {d.name} (it died or was "
+                    "stopped): the sample is an error, retried by the next run"
+                ) from exc
             if isinstance(inner, ToolError):
                 record_call(d.name, arguments, ToolResult({"error": inner.message}, "parameter_error"))
             raise
