@@ -136,11 +136,13 @@ class JudgeEnsemble:
     def _model(self, name: str) -> Any:
         from inspect_ai.model import GenerateConfig, get_model
 
+        from geoeval.core.run.inspect_bridge import clean_model_replies
         from geoeval.core.run.preflight import RETRY_DEFAULTS
 
         factory = self._model_factory or get_model
         # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait
-        return factory(name, config=GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS))
+        model = factory(name, config=GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS))
+        return clean_model_replies(model)  # a judge's reply enters the sample's log too
 
     async def score(self, request: JudgeRequest) -> JudgeVerdict:
         verdict = JudgeVerdict(score=math.nan, per_judge={})

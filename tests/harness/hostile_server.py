@@ -14,6 +14,8 @@ count of each mode over a run does not). The modes are what real servers and sma
 - `surrogate_args`: a lone surrogate in the arguments of a call that does not end the agent's
   loop (a map tool; else an unknown tool), so it is also in the input of the next request;
 - `surrogate_submit`: a lone surrogate in the submitted answer (the submit tool's arguments);
+- `surrogate_tool_name`, `surrogate_arg_name`, `surrogate_reasoning`: a lone surrogate in the
+  called function's name, in an argument's name, and in the reasoning beside the text;
 - `nul`: NUL and other control characters (`\\u0000`, `\\u001b`) in content and arguments;
 - `huge`: a 1 MB reply;
 - `tag_bomb`: 1 MB of unclosed answer tags and blanks (`<route_begin>`, `<answer_begin>`): a
@@ -58,6 +60,9 @@ MODES: tuple[str, ...] = (
     "surrogate_content",
     "surrogate_args",
     "surrogate_submit",
+    "surrogate_tool_name",
+    "surrogate_arg_name",
+    "surrogate_reasoning",
     "nul",
     "huge",
     "tag_bomb",
@@ -284,6 +289,14 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
         # json.dumps writes the lone surrogate as the escape \ud800 inside the arguments string
         args = json.dumps(_text_arguments(target, f"route {LONE_SURROGATE} end"))
         return _tool_reply(index, target["name"], args)
+    if mode == "surrogate_tool_name":  # a lone surrogate inside the called function's name
+        target = map_tool or submit or _MADE_UP_SUBMIT
+        return _tool_reply(index, target["name"][:3] + LONE_SURROGATE + target["name"][3:], json.dumps({}))
+    if mode == "surrogate_arg_name":  # ... and inside an argument's name
+        target = submit or map_tool or _MADE_UP_SUBMIT
+        return _tool_reply(index, target["name"], json.dumps({f"answer{LONE_SURROGATE}": "A"}))
+    if mode == "surrogate_reasoning":  # ... and in the reasoning a reasoning model sends beside its text
+        return {"content": "A", "reasoning_content": f"think {LONE_SURROGATE} more", "tool_calls": None}
     if mode == "nul":
         target = map_tool or submit or _MADE_UP_SUBMIT
         args = json.dumps(_text_arguments(target, f"a{CONTROL_CHARS}b"))

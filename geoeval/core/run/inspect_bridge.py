@@ -170,15 +170,24 @@ def is_clean_value(value: Any) -> bool:
     return clean_value(value) == value
 
 
-def _with_clean_output(api: Any) -> None:
-    """Wrap one provider instance's `generate` with `clean_model_output` (the seam between the
-    provider and Inspect's Model, which records the reply as soon as `generate` returns)."""
+def clean_model_replies(model: Any) -> Any:
+    """`model` (an Inspect `Model`) with its provider's `generate` wrapped by `clean_model_output`
+    (the seam between the provider and Inspect's Model, which records the reply as soon as
+    `generate` returns), once; returns it. Every model geoeval builds goes through it: the
+    evaluated one, and the suites' own roles (a user or tool simulator, a model judge), whose
+    replies enter the same sample log. Anything without a provider (a test's stand-in) is
+    returned as it is."""
+    api = getattr(model, "api", None)
+    if api is None or getattr(api, "_geoeval_clean_replies", False):
+        return model
     generate = api.generate
 
     async def clean_generate(*args: Any, **kwargs: Any) -> Any:
         return clean_model_output(await generate(*args, **kwargs))
 
     api.generate = clean_generate
+    api._geoeval_clean_replies = True
+    return model
 
 
 def build_model(spec: RunSpec) -> Model:
@@ -200,8 +209,7 @@ def build_model(spec: RunSpec) -> Model:
         memoize=False,
         **args,
     )
-    _with_clean_output(model.api)
-    return model
+    return clean_model_replies(model)
 
 
 def undelivered_error(

@@ -406,6 +406,7 @@ class MapSatisfySuite(Suite):
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig, get_model
 
+        from geoeval.core.run.inspect_bridge import clean_model_replies
         from geoeval.core.run.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
@@ -417,9 +418,9 @@ class MapSatisfySuite(Suite):
         bounded = GenerateConfig(**RETRY_DEFAULTS)
         roles = {}
         if spec.suite.user_model:
-            roles["user"] = get_model(spec.suite.user_model, config=bounded)
+            roles["user"] = clean_model_replies(get_model(spec.suite.user_model, config=bounded))
         if spec.suite.tool_simulator:
-            roles[SIMULATOR_ROLE] = get_model(spec.suite.tool_simulator, config=bounded)
+            roles[SIMULATOR_ROLE] = clean_model_replies(get_model(spec.suite.tool_simulator, config=bounded))
         return Task(
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),

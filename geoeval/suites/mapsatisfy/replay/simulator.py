@@ -43,9 +43,10 @@ def simulator_model(tool_simulator: Any) -> Any:
         return tool_simulator
     from inspect_ai.model import GenerateConfig, get_model
 
+    from geoeval.core.run.inspect_bridge import clean_model_replies
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
-    return get_model(tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS))
+    return clean_model_replies(get_model(tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS)))
 
 
 def simulator_prompt(

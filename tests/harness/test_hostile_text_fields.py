@@ -1,0 +1,62 @@
+"""A lone surrogate anywhere in a reply (the called tool's name, an argument's name, the
+reasoning beside the text) is cleaned before Inspect logs it: every sample is scored, none is
+voided by a reply that could not be serialised, for the evaluated model and for the suite's own
+model roles (MapSatisfy's user and tool simulators and model judge) alike."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import duckdb
+import pytest
+
+from tests.conftest import geoeval_cmd
+from tests.harness.hostile_server import HostileServer
+
+pytestmark = pytest.mark.slow  # whole runs against a local server
+
+HOSTILE = "openai-api/local/hostile"
+SCHEDULE = ["surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning", "valid"]
+CASES = {
+    "maptab_react": ("suite.solver=react", "suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=3"),
+    "mapsatisfy_llm_roles": (
+        "+experiment=mapsatisfy_generated",
+        "env.n=4",
+        "env.seed=4",
+        "env.embedder=hashing",
+        f"suite.user_model={HOSTILE}",
+        f"suite.tool_simulator={HOSTILE}",
+        f"judge.models=[rules,{HOSTILE}]",
+        "suite.judge_votes=1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_surrogates_in_names_and_reasoning_void_no_sample(tmp_path, case):
+    server = HostileServer(schedule=SCHEDULE).start()
+    try:
+        proc = subprocess.run(
+            geoeval_cmd(
+                "model=openai_api",
+                f"model.name={HOSTILE}",
+                f"model.base_url={server.base_url}",
+                *CASES[case],
+                "tracking=none",
+                "runner=local",
+            ),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "LOCAL_API_KEY": "x", "LOCAL_BASE_URL": server.base_url},
+        )
+        modes = set(server.counts)
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {"surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning"} <= modes  # the server was hostile
+    with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
+        statuses = con.execute("SELECT status, count(*) FROM samples GROUP BY 1").fetchall()
+    assert dict(statuses) == {"scored": dict(statuses).get("scored", 0)} and dict(statuses)["scored"] >= 3
