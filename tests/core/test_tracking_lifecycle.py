@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -438,3 +439,36 @@ def test_a_fresh_store_is_built_in_place_without_the_cache(tmp_path, monkeypatch
     client = tracking_store.client_for(spec_for(tmp_path / "mlruns"))
     assert client.get_experiment("0").name == "Default"
     assert not (tmp_path / "cache").exists()
+
+
+DAMAGED_STORE = textwrap.dedent("""
+    import sys
+    from types import SimpleNamespace
+    from geoeval.core.errors import GeoevalError
+    from geoeval.core.tracking import store
+    spec = SimpleNamespace(tracking_uri=sys.argv[1], artifact_location=None, experiment_name=None)
+    try:
+        store.client_for(spec)
+    except GeoevalError as exc:
+        print(exc)
+""")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: b"\x8f garbage, not SQLite " * 500, lambda data: data[:100] + b"\0" * (len(data) - 100)],
+    ids=["not a database", "header kept, pages zeroed"],
+)
+def test_a_damaged_store_is_one_error_naming_it(tmp_path, damage):
+    store = tmp_path / "mlruns"
+    tracking_store.client_for(spec_for(store))  # a real store first
+    db = store / "mlflow.db"
+    db.write_bytes(damage(db.read_bytes()))
+    for extra in store.glob("mlflow.db-*"):  # the WAL could otherwise repair what was damaged
+        extra.unlink()
+    proc = subprocess.run(  # a new process, as the next run finds the file
+        [sys.executable, "-c", DAMAGED_STORE, spec_for(store).tracking_uri], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.match(r"the MLflow store .*mlflow\.db is damaged \(.+\): move it aside", proc.stdout), proc.stdout
+    assert "tracking=none" in proc.stdout

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.errors import GeoevalError
+
 LOCK_FILE = ".geoeval.lock"
 
 
@@ -185,14 +187,44 @@ def client_for(tracking: Any) -> Any:
         return MlflowClient(tracking_uri=uri)
     with store_lock(uri):
         new_store = db is not None and not db.exists()
-        if new_store:
-            _create_sqlite_store(uri, _artifact_location(tracking, uri))
-        else:
-            _create_sqlite_in_wal_mode(uri)
-        client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
+        try:
+            if new_store:
+                _create_sqlite_store(uri, _artifact_location(tracking, uri))
+            else:
+                _create_sqlite_in_wal_mode(uri)
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)  # builds (and migrates) the store now, locked
+        except Exception as error:
+            if db is None or not _damaged_sqlite(error):
+                raise
+            raise GeoevalError(
+                f"the MLflow store {db} is damaged ({_first_line(error)}): move it aside (a new one is made "
+                "there), or point tracking.tracking_uri elsewhere, or run with tracking=none"
+            ) from None
     _READY.add(uri)
     return client
+
+
+def _damaged_sqlite(error: BaseException) -> bool:
+    """Whether `error` (or what it was raised from) is SQLite saying the file is not a database."""
+    import sqlite3
+
+    current: BaseException | None = error
+    while current is not None:
+        orig = getattr(current, "orig", None)  # SQLAlchemy keeps the driver's error here
+        for candidate in (current, orig):
+            if isinstance(candidate, sqlite3.DatabaseError) and not isinstance(candidate, sqlite3.OperationalError):
+                return True
+            text = str(candidate or "")
+            if "file is not a database" in text or "database disk image is malformed" in text:
+                return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(getattr(error, "orig", None) or error)
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
 
 
 def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:
