@@ -67,3 +67,28 @@ def test_clean_release_loses_nothing(tmp_path, peers):
     suite = get_suite("maptab")
     s = spec(tmp_path, peers / "maptab", "fail")
     assert len(suite.build_samples(s, suite.build_env(s))) == 24
+
+
+@pytest.fixture
+def truncated_image_release(tmp_path, peers):
+    root = tmp_path / "release"
+    shutil.copytree(peers / "maptab", root)
+    image = root / "metromap" / "images" / "america" / "cleveland.png"
+    data = image.read_bytes()
+    image.write_bytes(data[: len(data) // 2])  # a download cut off half-way
+    return root
+
+
+def test_a_truncated_image_follows_the_quality_policy(tmp_path, truncated_image_release, capsys):
+    suite = get_suite("maptab")
+    s = spec(tmp_path / "exclude", truncated_image_release, "exclude")
+    env = suite.build_env(s)
+    samples = suite.build_samples(s, env)
+    assert "cleveland" in capsys.readouterr().err
+    assert samples and all(x.metadata["map"] != "cleveland" for x in samples)
+    quality = json.loads((Path(env.items_path).parent / "quality.json").read_text())
+    assert quality["excluded"]["maps"] == ["cleveland"]
+    assert any("image cleveland.png cannot be read" in p for p in quality["maps"]["cleveland"])
+
+    with pytest.raises(GeoevalError, match=r"map cleveland: image cleveland.png cannot be read"):
+        suite.build_env(spec(tmp_path / "fail", truncated_image_release, "fail"))

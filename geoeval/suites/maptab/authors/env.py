@@ -340,6 +340,8 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
                 for p in item_problems(it, by_name[it["map"]])
             ],
         }
+        for name, problem in image_problems(items).items():  # an image the map-based settings cannot read
+            quality["maps"].setdefault(name, []).append(problem)
         bad_maps = {name for name, problems in quality["maps"].items() if problems}
         bad_items = {(q["file"], q["index"]) for q in quality["items"]}
         if (bad_maps or bad_items) and env_cfg.on_quality_failure == "fail":
@@ -413,6 +415,25 @@ def _flat_rgb(img: Any) -> Any:
         flat.paste(rgba, mask=rgba.getchannel("A"))
         return flat
     return img.convert("RGB")
+
+
+def image_problems(items: list[dict[str, Any]]) -> dict[str, str]:
+    """Per map, why an image its items show cannot be decoded (a truncated or damaged PNG), so
+    that `env.on_quality_failure` decides about it as about any other defect of the files. A
+    missing image is left to the settings that need it (they name it); table-only settings run
+    without images."""
+    from PIL import Image
+
+    problems: dict[str, str] = {}
+    for figure, name in sorted({(it["figure"], it["map"]) for it in items}):
+        if name in problems or not Path(figure).is_file():
+            continue
+        try:
+            with Image.open(figure) as im:
+                im.load()  # decodes every byte: a truncated file fails here, not mid-run
+        except (OSError, SyntaxError, ValueError) as error:  # PIL's words for a file it cannot decode
+            problems[name] = f"image {Path(figure).name} cannot be read ({' '.join(str(error).split())})"
+    return problems
 
 
 def authors_map_image(env: MapTabEnv, figure: str | Path, map_name: str, resolution: float) -> Path:
