@@ -28,6 +28,7 @@ count of each mode over a run does not). The modes are what real servers and sma
 - `timeout`: no reply until the client has given up (the handler sleeps `hang_s`, at most 10 s,
   and wakes at once when the server stops);
 - `garbage`: HTTP 200 with a body that is not JSON;
+- `no_choices`: HTTP 200 with a chat completion whose `choices` is empty;
 - `valid`: a well-formed answer: a call to the offered submit tool with some text, or that text
   as the content when no submit tool is offered.
 
@@ -72,6 +73,7 @@ MODES: tuple[str, ...] = (
     "http_500",
     "timeout",
     "garbage",
+    "no_choices",
     "valid",
 )
 # the default rotation: every mode within its first 18 requests (the transport failures early,
@@ -395,5 +397,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, completion({"content": "too late"}, body.get("model", "hostile"), index))
         elif mode == "garbage":
             self._send(200, b"<html>502 Bad Gateway</html>\x00\xff not json {")
+        elif mode == "no_choices":  # a chat completion without a choice in it
+            payload = {"id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": "hostile", "choices": []}
+            self._send(200, json.dumps(payload).encode())
         else:
             self._send(200, completion(reply_message(mode, body, index), body.get("model", "hostile"), index))

@@ -60,3 +60,41 @@ def test_surrogates_in_names_and_reasoning_void_no_sample(tmp_path, case):
     with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
         statuses = con.execute("SELECT status, count(*) FROM samples GROUP BY 1").fetchall()
     assert dict(statuses) == {"scored": dict(statuses).get("scored", 0)} and dict(statuses)["scored"] >= 3
+
+
+def test_a_reply_without_choices_is_an_error_that_says_so(tmp_path):
+    server = HostileServer(schedule=["no_choices", "valid", "valid"]).start()
+    try:
+        proc = subprocess.run(
+            geoeval_cmd(
+                "model=openai_api",
+                f"model.name={HOSTILE}",
+                f"model.base_url={server.base_url}",
+                *CASES["maptab_react"],
+                "tracking=none",
+                "runner=local",
+                "fail_on_error=false",
+                "retry_on_error=0",
+            ),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "LOCAL_API_KEY": "x"},
+        )
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
+        errors = [e for (e,) in con.execute("SELECT error FROM samples WHERE status = 'error'").fetchall()]
+    assert errors and all("has no choices" in e and "IndexError" not in e for e in errors), errors
+
+
+def test_clean_model_output_refuses_an_empty_choice_list():
+    from inspect_ai.model import ModelOutput
+
+    from geoeval.core.run.inspect_bridge import ModelReplyError, clean_model_output
+
+    with pytest.raises(ModelReplyError, match="no choices"):
+        clean_model_output(ModelOutput(model="m", choices=[]))
+    assert clean_model_output(ModelOutput.from_content("m", "fine")).completion == "fine"

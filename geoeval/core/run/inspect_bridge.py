@@ -20,6 +20,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.hooks import Hooks, SampleEnd, hooks
 from inspect_ai.log import EvalSample
 from inspect_ai.model import GenerateConfig, Model, get_model
+from pydantic import ValidationError
 
 from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.records import Dimensions, SampleResult
@@ -145,6 +146,8 @@ def clean_model_output(output: Any) -> Any:
     from geoeval.core.text import nesting_depth
 
     result, call = output if isinstance(output, tuple) else (output, None)
+    if getattr(result, "choices", None) == [] and not getattr(result, "error", None):
+        raise ModelReplyError("the model endpoint answered with a chat completion that has no choices (`choices: []`)")
     for choice in getattr(result, "choices", None) or []:
         message = choice.message
         if isinstance(message.content, str):
@@ -170,6 +173,24 @@ def is_clean_value(value: Any) -> bool:
     return clean_value(value) == value
 
 
+#: What a provider raises when a reply parses as JSON but is not the chat completion it reads
+#: (`choices: []` gives IndexError, a missing field TypeError, KeyError or a pydantic error)
+UNREADABLE_REPLY = (IndexError, KeyError, TypeError, AttributeError, ValidationError)
+
+
+class ModelReplyError(RuntimeError):
+    """A reply the provider could not read: the sample's error says so in one line (it was an
+    opaque `IndexError('list index out of range')`)."""
+
+
+def _retryable(api: Any, error: BaseException) -> bool:
+    should_retry = getattr(api, "should_retry", None)
+    try:
+        return bool(should_retry(error)) if should_retry is not None else False
+    except Exception:  # a provider's classifier that cannot classify this: not retryable
+        return False
+
+
 def clean_model_replies(model: Any) -> Any:
     """`model` (an Inspect `Model`) with its provider's `generate` wrapped by `clean_model_output`
     (the seam between the provider and Inspect's Model, which records the reply as soon as
@@ -183,7 +204,16 @@ def clean_model_replies(model: Any) -> Any:
     generate = api.generate
 
     async def clean_generate(*args: Any, **kwargs: Any) -> Any:
-        return clean_model_output(await generate(*args, **kwargs))
+        try:
+            output = await generate(*args, **kwargs)
+        except UNREADABLE_REPLY as error:
+            if _retryable(api, error):
+                raise  # Inspect's retry decides about it, as about any provider error
+            raise ModelReplyError(
+                f"the model endpoint answered, but its reply could not be read as a chat completion "
+                f"({type(error).__name__}: {clean_text(str(error), max_chars=300)}; e.g. an empty `choices` list)"
+            ) from error
+        return clean_model_output(output)
 
     api.generate = clean_generate
     api._geoeval_clean_replies = True
