@@ -52,7 +52,7 @@ def _warm_worker_fn():
 
 
 def spec_for(work: Path, *overrides: str):
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
 
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=["tracking=none", f"work_dir={work}/work", *overrides])

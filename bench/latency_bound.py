@@ -123,7 +123,7 @@ def overrides_for(args: argparse.Namespace, base_url: str, work: Path, name: str
 
 
 def spec_for(overrides: list[str]):
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
 
     if not any(o.startswith("tracking=") for o in overrides):
         overrides = ["tracking=none", *overrides]

@@ -45,7 +45,7 @@ def compose_spec(tmp_path: Path, *overrides: str):
     """A validated RunSpec from the shipped configs, writing only under `tmp_path`, tracking off."""
     from hydra import compose, initialize_config_module
 
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
     from geoeval.core.registry import load_plugins
 
     load_plugins()

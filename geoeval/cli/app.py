@@ -21,8 +21,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from geoeval.core.config.schema import validate_config
 from geoeval.core.config.search_path import register as _register_experiments_path
+from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher

@@ -42,8 +42,8 @@ def compose_spec(suite: str, overrides: Sequence[str]) -> RunSpec:
 
     from hydra import compose, initialize_config_module
 
-    from geoeval.core.config.schema import validate_config
     from geoeval.core.config.search_path import register
+    from geoeval.core.config.validate import validate_config
 
     register()
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -86,3 +87,30 @@ def error_counts(results: list[SampleResult]) -> dict[str, float]:
     """`n_samples`, `n_scored` and `n_errors` of a set of results (the MLflow metric names)."""
     n_errors = sum(1 for r in results if r.status == "error")
     return {"n_samples": float(len(results)), "n_scored": float(len(results) - n_errors), "n_errors": float(n_errors)}
+
+
+# ------------------------------------------------- meta-evaluation (`geoeval.core.analysis.meta_eval`)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A kind of constructed answer: `name` (e.g. "reference", "defect:wrong_station", "empty",
+    "refusal", "invented"), its quality `level` (0 reference, 1 one defect, 2 worthless) and the
+    metrics its defect must lower against the reference (None: every metric)."""
+
+    name: str
+    level: int
+    affects: frozenset[str] | None = None
+
+    def lowers(self, metric: str) -> bool:
+        return self.affects is None or metric in self.affects
+
+
+@dataclass
+class ScoredAnswer:
+    """One constructed answer to one sample and its scores from the suite's real scorers."""
+
+    sample_id: str
+    tier: Tier
+    answer: str
+    scores: dict[str, float] = field(default_factory=dict)

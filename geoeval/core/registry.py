@@ -29,9 +29,8 @@ if TYPE_CHECKING:
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
 
-    from geoeval.core.analysis.meta_eval import ScoredAnswer
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult
+    from geoeval.core.records import SampleResult, ScoredAnswer
 
 PLUGIN_GROUP = "geoeval.plugins"
 

@@ -16,13 +16,8 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from geoeval.core.config.schema import (
-    JudgeSpec,
-    RunnerSpec,
-    RunSpec,
-    TrackingSpec,
-    _env_schema,
-)
+from geoeval.core.config.schema import JudgeSpec, RunnerSpec, RunSpec, TrackingSpec
+from geoeval.core.config.validate import _env_schema
 from geoeval.core.registry import get_suite, suite_names
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import math
 
-from geoeval.core.analysis.meta_eval import (
-    DEFECT,
-    REFERENCE,
-    WORTHLESS,
-    ScoredAnswer,
-    Tier,
-    ordering_report,
-    tier_means,
-)
+from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ordering_report, tier_means
+from geoeval.core.records import ScoredAnswer, Tier
 
 REF = Tier("reference", REFERENCE)
 WRONG = Tier("defect:wrong_station", DEFECT, frozenset({"ema"}))

@@ -398,7 +398,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "garbage":
             self._send(200, b"<html>502 Bad Gateway</html>\x00\xff not json {")
         elif mode == "no_choices":  # a chat completion without a choice in it
-            payload = {"id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": "hostile", "choices": []}
+            payload = {
+                "id": f"chatcmpl-{index}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "hostile",
+                "choices": [],
+            }
             self._send(200, json.dumps(payload).encode())
         else:
             self._send(200, completion(reply_message(mode, body, index), body.get("model", "hostile"), index))

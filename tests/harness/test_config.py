@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError
 from tests.conftest import geoeval_cmd
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.run.job import run_job
 
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.run.job import run_job
 from tests.conftest import geoeval_cmd
 

@@ -8,7 +8,7 @@ import math
 import duckdb
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.registry import get_suite, register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
 from geoeval.suites.maptab.env.environment import station_neighbors

@@ -18,7 +18,7 @@ def run_policy(policy, case, city, system_prompt_text, user_prompt_text, budget=
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
     from inspect_ai.tool import ToolCall, ToolCallError
 
-    from geoeval.suites.lifeplanner.cases.reference_path import run_standard
+    from geoeval.suites.lifeplanner.cases.case import run_standard
 
     messages = [ChatMessageSystem(content=system_prompt_text), ChatMessageUser(content=user_prompt_text)]
     calls = 0

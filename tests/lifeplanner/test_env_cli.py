@@ -50,7 +50,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 
 
 def osm_config(tmp_path, **env):
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
 
     return validate_config(
         {

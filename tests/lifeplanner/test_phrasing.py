@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.suites.lifeplanner.phrasing import accept_rewrite, protected_tokens, rephrase_questions
 
 

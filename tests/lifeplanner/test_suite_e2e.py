@@ -128,7 +128,7 @@ def test_the_tool_budget_is_enforced(tmp_path):
 
 
 def test_bad_suite_and_env_settings_are_config_errors():
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
     from geoeval.core.errors import GeoevalError
 
     def cfg(**suite):

@@ -8,7 +8,7 @@ import math
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.registry import load_plugins
 from geoeval.core.run.job import run_job

@@ -35,7 +35,7 @@ register_policy("test_scripted_dialogue", "mapsatisfy", _scripted)
 
 @pytest.fixture
 def run_dialogue(tmp_path):
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
     from geoeval.core.registry import get_suite
 
     (tmp_path / "bench.json").write_text(json.dumps([record()], ensure_ascii=False), encoding="utf-8")
@@ -122,7 +122,7 @@ register_policy("test_asks_the_weather", "mapsatisfy", _asks_the_weather)
 
 
 def _weather_spec(tmp_path, **suite):
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
 
     (tmp_path / "bench.json").write_text(json.dumps([record()], ensure_ascii=False), encoding="utf-8")
     store = RecordStore()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.registry import get_suite
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from hydra import compose, initialize_config_module
 
-from geoeval.core.config.schema import validate_config
+from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError
 from geoeval.core.registry import get_suite
 from geoeval.core.run.job import run_job

@@ -17,7 +17,8 @@ import pytest
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.perception.answers import match_station_name, route_on_perceived
 from geoeval.suites.maptab.perception.ocr import get_ocr_engine
-from geoeval.suites.maptab.perception.reader import PerceivedMap, PerceivedStation, read_map_image
+from geoeval.suites.maptab.perception.perceived import PerceivedMap, PerceivedStation
+from geoeval.suites.maptab.perception.reader import read_map_image
 from geoeval.suites.maptab.render.image import compute_layout, render_map
 from geoeval.suites.maptab.routing.reference import fewest_station_routes
 

@@ -14,7 +14,7 @@ from geoeval.core.registry import get_suite
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.run.job import JobOutcome
+    from geoeval.core.run.outcome import JobOutcome
 
 
 def plots_wanted(spec: RunSpec) -> bool:

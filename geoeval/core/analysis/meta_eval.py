@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from geoeval.core.records import ScoredAnswer
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -35,30 +36,6 @@ DEFECT = 1
 WORTHLESS = 2
 DEFAULT_TARGET = 1.0
 MAX_EXAMPLES = 5
-
-
-@dataclass(frozen=True)
-class Tier:
-    """A kind of constructed answer: `name` (e.g. "reference", "defect:wrong_station", "empty",
-    "refusal", "invented"), its quality `level` (0 reference, 1 one defect, 2 worthless) and the
-    metrics its defect must lower against the reference (None: every metric)."""
-
-    name: str
-    level: int
-    affects: frozenset[str] | None = None
-
-    def lowers(self, metric: str) -> bool:
-        return self.affects is None or metric in self.affects
-
-
-@dataclass
-class ScoredAnswer:
-    """One constructed answer to one sample and its scores from the suite's real scorers."""
-
-    sample_id: str
-    tier: Tier
-    answer: str
-    scores: dict[str, float] = field(default_factory=dict)
 
 
 def _nan(x: Any) -> bool:

@@ -34,18 +34,16 @@ def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
     if not sweeps:
         return [list(overrides)], False
 
-    def key(line: str) -> str:
-        return line.split("=", 1)[0]
-
     base = list(overrides)
+    keys = {i: overrides[i].split("=", 1)[0] for i, _ in sweeps}  # with its +/++/~ prefix
     values = {i: list(o.sweep_string_iterator()) for i, o in sweeps}
-    for i, o in sweeps:
-        base[i] = f"{key(o.input_line)}={values[i][0]}"
+    for i, _ in sweeps:
+        base[i] = f"{keys[i]}={values[i][0]}"
     lines = [base]
-    for i, o in sweeps:
+    for i, _ in sweeps:
         for value in values[i][1:]:
             line = list(base)
-            line[i] = f"{key(o.input_line)}={value}"
+            line[i] = f"{keys[i]}={value}"
             lines.append(line)
     return lines, True
 
@@ -67,8 +65,8 @@ def precheck(args: list[str]) -> None:
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
     from geoeval.core.config.hydra_section import check_hydra_section
-    from geoeval.core.config.schema import validate_config
     from geoeval.core.config.search_path import register
+    from geoeval.core.config.validate import validate_config
 
     register()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):

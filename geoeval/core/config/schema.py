@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from geoeval.core.errors import GeoevalError
-
-if TYPE_CHECKING:
-    from geoeval.core.registry import SuiteSpec
 
 
 class Strict(BaseModel):
@@ -192,6 +188,9 @@ class RunSpec(Strict):
     # set by the job from the suite's `env_fingerprint(spec)`: the content of external inputs
     # (e.g. the authors' files), so that changed inputs never resume stale scores
     env_fingerprint: str = ""
+    # set by `validate_config` from the suite: its scoring version and its offline agents' versions,
+    # which the run identity holds (kept out of the fields: they are the code's, not the config's)
+    _suite_declarations: tuple[str, dict[str, str]] | None = PrivateAttr(default=None)
 
     @field_validator("fail_on_error")
     @classmethod
@@ -212,10 +211,11 @@ class RunSpec(Strict):
         is the same experiment), and what a suite declares irrelevant (MapTab's `resolution` when
         no image is shown), through the suite config's optional `identity_dict()`."""
         import geoeval
-        from geoeval.core import registry
         from geoeval.core.config.secrets import strip_secrets
 
-        suite = registry.get_suite(self.suite.name)
+        if self._suite_declarations is None:
+            raise RuntimeError("a RunSpec's identity needs its suite's declarations: build it with validate_config")
+        scoring_version, agent_versions = self._suite_declarations
         # where the model is served is not what it is (a local server gets a new port each run);
         # a served model's own settings (its weights, context, chat format) are
         model = self.model.model_dump(mode="json", exclude={"serve", "base_url"})
@@ -224,14 +224,14 @@ class RunSpec(Strict):
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         provider, _, agent = self.model.name.partition("/")
-        agent_version = suite.agent_versions.get(agent) if provider == "geoeval" else None
+        agent_version = agent_versions.get(agent) if provider == "geoeval" else None
         if agent_version is not None:  # a changed offline agent answers differently: a new run
             model["agent_version"] = agent_version
         return strip_secrets(
             {
                 **extra,
                 "geoeval_version": geoeval.__version__,
-                "scoring_version": str(suite.scoring_version),
+                "scoring_version": scoring_version,
                 "seed": self.seed,
                 "epochs": self.epochs,
                 "env": self.env.model_dump(mode="json"),
@@ -319,15 +319,6 @@ def format_errors(group: str, err: ValidationError, model: type[BaseModel]) -> s
     return "\n".join(lines)
 
 
-def _validate_group(group: str, model: type[BaseModel], data: Any) -> BaseModel:
-    if not isinstance(data, dict):
-        raise GeoevalError(f"Invalid config: `{group}` must be a mapping, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise GeoevalError("Invalid config:\n" + format_errors(group, err, model)) from None
-
-
 def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
     data: dict[str, Any]
     if isinstance(cfg, DictConfig):
@@ -344,92 +335,3 @@ def to_container(cfg: DictConfig | dict) -> dict[str, Any]:
         data = dict(cfg)
     data.pop("hydra", None)
     return data
-
-
-def _env_schema(suite: SuiteSpec, env_data: Any) -> type[BaseModel]:
-    """A suite's `env_schema` is one pydantic model, or {env name: model} when the suite offers
-    several environments (chosen by `env.name`)."""
-    schemas = suite.env_schema
-    if not isinstance(schemas, Mapping):
-        return schemas
-    name = env_data.get("name") if isinstance(env_data, dict) else None
-    if not isinstance(name, str) or name not in schemas:
-        raise GeoevalError(
-            f"Invalid config: env.name: unknown environment {name!r} for suite '{suite.name}' "
-            f"(available: {', '.join(sorted(schemas))})"
-        )
-    return schemas[name]
-
-
-def validate_config(cfg: DictConfig | dict) -> RunSpec:
-    """Validate a composed config into a RunSpec, or raise GeoevalError naming every bad key."""
-    from geoeval.core import registry
-
-    data = to_container(cfg)
-    unknown = sorted(set(data) - _TOP_LEVEL)
-    if unknown:
-        raise GeoevalError(
-            f"Invalid config: unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_TOP_LEVEL))})"
-        )
-    for group in ("env", "suite", "model", "judge", "metrics", "runner", "tracking"):
-        if group not in data or data[group] is None:
-            raise GeoevalError(f"Invalid config: missing config group `{group}` (choose one with {group}=<option>)")
-
-    suite_data = data["suite"]
-    if not isinstance(suite_data, dict) or "name" not in suite_data:
-        raise GeoevalError("Invalid config: suite.name is required")
-    suite = registry.get_suite(str(suite_data["name"]))
-
-    parts: dict[str, Any] = {
-        "suite": _validate_group("suite", suite.config_schema, suite_data),
-        "env": _validate_group("env", _env_schema(suite, data["env"]), data["env"]),
-        "model": _validate_group("model", ModelSpec, data["model"]),
-        "judge": _validate_group("judge", JudgeSpec, data["judge"]),
-        "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
-        "runner": _validate_group("runner", RunnerSpec, data["runner"]),
-        "tracking": _validate_group("tracking", TrackingSpec, data["tracking"]),
-    }
-    scalars = {k: v for k, v in data.items() if k not in parts}
-    try:
-        spec = RunSpec.model_validate({**scalars, **parts})
-    except ValidationError as err:
-        raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
-
-    from geoeval.core.config.secrets import is_secret_key, secrets_in_plain_fields
-
-    copied = secrets_in_plain_fields(data)
-    if copied:
-        raise GeoevalError(
-            "Invalid config:\n"
-            + "\n".join(
-                f"  {path}: holds the value of a secret ({source}); it would be written in clear wherever "
-                "this field goes (the warehouse, MLflow, reports): give the field its own value"
-                for path, source in copied
-            )
-        )
-    leaked = sorted(k for k in spec.model.args if k != "api_key" and is_secret_key(k))
-    if leaked:
-        # Inspect writes model_args into every log; only `api_key` travels apart from them
-        raise GeoevalError(
-            f"Invalid config: model.args.{leaked[0]}: a secret here would be written to the "
-            "Inspect logs; pass the key as model.args.api_key or, better, through the "
-            "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)"
-        )
-    registry.check_provider(spec.model.name, key="model.name")
-    for j in spec.judge.models:
-        if j != "rules":
-            registry.check_provider(j, key="judge.models")
-    known = registry.metric_names(suite.name)
-    bad = [m for m in spec.metrics.metrics if m not in known]
-    if bad:
-        raise GeoevalError(
-            f"Invalid config: metrics.metrics: unknown metric(s) {', '.join(bad)} for suite "
-            f"'{suite.name}' (available: {', '.join(sorted(known))})"
-        )
-    bad_tools = [t for t in getattr(spec.suite, "tools", []) if t not in registry.tool_names()]
-    if bad_tools:
-        raise GeoevalError(
-            f"Invalid config: suite.tools: unknown tool(s) {', '.join(bad_tools)} "
-            f"(available: {', '.join(sorted(registry.tool_names())) or 'none'})"
-        )
-    return spec

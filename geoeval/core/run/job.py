@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
 from geoeval.core.config.secrets import collect_secret_values, redact, scrub_zip
 from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import run_samples
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
@@ -33,24 +33,6 @@ from geoeval.core.warehouse.store import Warehouse
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
     from geoeval.core.registry import SuiteSpec
-
-
-@dataclass
-class JobOutcome:
-    run_hash: str
-    spec: RunSpec
-    results: list[SampleResult]
-    metrics: dict[str, float]
-    log_paths: list[str]  # Inspect logs written by this invocation
-    resumed: int  # samples found already scored
-    ran: int  # samples evaluated now
-    out_dir: Path
-    artifacts: list[Path] = field(default_factory=list)
-    mlflow_run_id: str | None = None
-    log_paths_all: list[str] = field(default_factory=list)  # this run's logs, earlier (resumed) invocations too
-    seconds: float = 0.0
-    counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors
-    failed: str | None = None  # why the run counts as failed (errors past `fail_on_error`)
 
 
 def error_threshold_exceeded(n_errors: int, n_samples: int, fail_on_error: bool | int | float) -> bool:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
@@ -35,8 +35,19 @@ from geoeval.core.sweep.points import (
 )
 
 if TYPE_CHECKING:
-    from geoeval.core.sweep.launcher import GeoevalLauncher
     from geoeval.core.sweep.progress import SweepProgress
+
+
+class SweepLauncher(Protocol):
+    """What the fan-out needs of the launcher that starts it (`launcher.GeoevalLauncher`): the
+    command of one worker process, where a job's log goes, and whether jobs print their tables."""
+
+    job_tables: bool
+
+    def worker_command(self, sweep_dir: Path) -> list[str]: ...
+
+    def job_log(self, sweep_dir: Path, num: int, overrides: Sequence[str]) -> Path: ...
+
 
 # in a fanned-out sweep's workers: "<the sweep process's pid>:<first job>:<jobs>" (the batch it launches)
 SWEEP_WORKER_ENV = "GEOEVAL_SWEEP_WORKER"
@@ -113,7 +124,7 @@ class _FanOut:
     reports each job as its point appears. A worker that dies is replaced while jobs remain."""
 
     def __init__(
-        self, launcher: GeoevalLauncher, sweep_dir: Path, progress: SweepProgress, headline: Sequence[str]
+        self, launcher: SweepLauncher, sweep_dir: Path, progress: SweepProgress, headline: Sequence[str]
     ) -> None:
         self.launcher, self.sweep_dir, self.progress, self.headline = launcher, sweep_dir, progress, headline
         self.workers: list[_Worker] = []

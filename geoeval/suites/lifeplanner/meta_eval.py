@@ -42,7 +42,8 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
-from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
+from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
+from geoeval.core.records import ScoredAnswer, Tier
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
@@ -94,7 +95,7 @@ def _family(task: str) -> str:
 
 def reference_messages(city: city_handle.City, case: dict[str, Any]) -> list[Any]:
     """The prompt and τ* replayed through the real standard tools (what the oracle does)."""
-    from geoeval.suites.lifeplanner.cases.reference_path import run_standard
+    from geoeval.suites.lifeplanner.cases.case import run_standard
 
     msgs: list[Any] = [
         ChatMessageSystem(content=system_prompt(case["task"])),

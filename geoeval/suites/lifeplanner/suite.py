@@ -30,9 +30,8 @@ from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
 
 if TYPE_CHECKING:
-    from geoeval.core.analysis.meta_eval import ScoredAnswer
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult
+    from geoeval.core.records import SampleResult, ScoredAnswer
 
 Task_ = Literal["place", "nearby", "routing", "trip"]
 Level = Literal["l0", "l1", "l2"]

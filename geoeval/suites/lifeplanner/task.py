@@ -209,7 +209,7 @@ def lifeplanner(
 ) -> Task:
     """LifePlanner on a seeded synthetic city, without geoeval's CLI
     (`inspect eval geoeval/lifeplanner --model geoeval/oracle`)."""
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
     from geoeval.core.registry import get_suite
 
     def split(v: str | list[str]) -> list[str]:

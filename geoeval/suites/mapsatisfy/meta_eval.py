@@ -32,7 +32,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier
+from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
+from geoeval.core.records import ScoredAnswer, Tier
 from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
 from geoeval.suites.mapsatisfy.judging.answer_facts import evidence_of, norm, number_grounded
 from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of

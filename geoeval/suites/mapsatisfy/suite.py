@@ -31,9 +31,8 @@ from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
 if TYPE_CHECKING:
-    from geoeval.core.analysis.meta_eval import ScoredAnswer
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult
+    from geoeval.core.records import SampleResult, ScoredAnswer
 
 PROMPTS = Path(__file__).parent / "prompts"
 

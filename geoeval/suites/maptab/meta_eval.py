@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from geoeval.core.analysis.meta_eval import ScoredAnswer, Tier
 from geoeval.core.errors import GeoevalError
+from geoeval.core.records import ScoredAnswer, Tier
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route

@@ -50,9 +50,8 @@ from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficul
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 if TYPE_CHECKING:
-    from geoeval.core.analysis.meta_eval import ScoredAnswer
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult
+    from geoeval.core.records import SampleResult, ScoredAnswer
 
 
 def _env_seed(spec: RunSpec) -> int:

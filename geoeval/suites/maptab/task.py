@@ -51,7 +51,7 @@ def maptab(
     geoeval suite=maptab` does, so the defaults live in one place (the YAML)."""
     from hydra import compose, initialize_config_module
 
-    from geoeval.core.config.schema import validate_config
+    from geoeval.core.config.validate import validate_config
     from geoeval.core.registry import get_suite
 
     given = {

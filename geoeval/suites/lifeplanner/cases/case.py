@@ -1,6 +1,8 @@
 """A LifePlanner case and how many of each kind a run gets: the `Case` record (the paper's
 instance with τ*, evidence, requirements and constraints), Table 4's allocation, the engine's
-version and the two ways generation can fail."""
+version and the two ways generation can fail; the case under construction (`Draft`: τ* in the
+standard toolset, run as it is written, the data-engine calls and the evidence) and one
+standard-toolset call (`run_standard`, `replay`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
+from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
+from geoeval.suites.lifeplanner.tools import city as city_handle
+from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
+from geoeval.suites.lifeplanner.tools import notes as note_tools
+from geoeval.suites.lifeplanner.tools import places as place_tools
+from geoeval.suites.lifeplanner.tools import routing as routing_tools
 
 # Cached case files are keyed by this: change it when the engine would make different cases.
 ENGINE_VERSION = "lifeplanner-cases-2"
@@ -88,3 +96,54 @@ def allocate(n_cases: int, combos: list[tuple[str, str]] | None = None) -> dict[
     for c in sorted(combos, key=lambda c: (-(quotas[c] - counts[c]), combos.index(c)))[:left]:
         counts[c] += 1
     return counts
+
+
+class Draft:
+    """τ* (standard tools, run as it is written), the data-engine calls, the evidence."""
+
+    def __init__(self, city: city_handle.City) -> None:
+        self.city = city
+        self.tau: list[dict[str, Any]] = []
+        self.results: list[tool_arguments.ToolResult] = []
+        self.engine_path: list[dict[str, Any]] = []
+        self.evidence: list[str] = []
+        self.legs: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def call(self, tool: str, **arguments: Any) -> Any:
+        """Run one standard-toolset call of τ*; a call that does not work rejects the case."""
+        result = run_standard(self.city, tool, arguments)
+        if result.failure_class == "parameter_error":
+            raise Reject(f"τ* call {tool}({arguments}) failed: {result.error}")
+        self.tau.append({"tool": tool, "arguments": arguments})
+        self.results.append(result)
+        if tool == "routing" and result.failure_class == "ok":
+            p = result.payload
+            self.legs[(p["start"]["place_id"], p["end"]["place_id"])] = (p["total_distance_m"], p["total_time_s"])
+        return result.payload
+
+    def need(self, *items: str) -> None:
+        for it in items:
+            if it not in self.evidence:
+                self.evidence.append(it)
+
+
+def run_standard(city: city_handle.City, tool: str, arguments: dict[str, Any]) -> tool_arguments.ToolResult:
+    """One call of the standard agent toolset (Table 7) on `city`."""
+    fns = {
+        "place_search": place_tools.place_search,
+        "place_detail": place_tools.place_detail,
+        "nearby_search": nearby_tools.nearby_search,
+        "routing": routing_tools.routing,
+        "search_notes": note_tools.search_notes,
+        "note_detail": note_tools.note_detail,
+    }
+    if tool not in fns:
+        raise ValueError(f"{tool!r} is not a standard agent tool")
+    if tool in ("place_search", "nearby_search", "search_notes"):
+        return fns[tool](city, **arguments, toolset="standard")
+    return fns[tool](city, **arguments)
+
+
+def replay(city: city_handle.City, tau: list[dict[str, Any]]) -> list[tool_arguments.ToolResult]:
+    """Run τ* with the standard tools."""
+    return [run_standard(city, step["tool"], dict(step["arguments"])) for step in tau]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.suites.lifeplanner.cases.case import Case
-from geoeval.suites.lifeplanner.cases.reference_path import replay
+from geoeval.suites.lifeplanner.cases.case import Case, replay
 from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import attribute_accuracy_of, constraint_results, purity_checks
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, observed_items, route_legs

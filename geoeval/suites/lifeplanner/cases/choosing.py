@@ -16,7 +16,7 @@ from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, open_at_minute
 
 if TYPE_CHECKING:  # the draft's module builds on these steps
-    from geoeval.suites.lifeplanner.cases.reference_path import Draft
+    from geoeval.suites.lifeplanner.cases.case import Draft
 
 RADIUS_BAND_M = 20  # no candidate this close to a stated radius (rounding must not decide)
 AREA_FLOOR_M = 150  # an unstated "near"/"on the way" reaches at least this far past the answer

@@ -9,12 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.suites.lifeplanner.cases.case import MAX_REFERENCE_CALLS, Case, CaseGenerationError, Reject, allocate
+from geoeval.suites.lifeplanner.cases.case import (
+    MAX_REFERENCE_CALLS,
+    Case,
+    CaseGenerationError,
+    Draft,
+    Reject,
+    allocate,
+)
 from geoeval.suites.lifeplanner.cases.check import check_case
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex
 from geoeval.suites.lifeplanner.cases.nearby import NearbyCases
 from geoeval.suites.lifeplanner.cases.place import PlaceCases
-from geoeval.suites.lifeplanner.cases.reference_path import Draft
 from geoeval.suites.lifeplanner.cases.routing import RoutingCases
 from geoeval.suites.lifeplanner.cases.trip import TripCases
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS

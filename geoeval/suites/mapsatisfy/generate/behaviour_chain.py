@@ -10,8 +10,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from geoeval.suites.mapsatisfy.generate.expected_calls import SEARCH_PAGE
-from geoeval.suites.mapsatisfy.generate.poi_city import POI, City, distance_m
+from geoeval.suites.mapsatisfy.generate.poi_city import POI, SEARCH_PAGE, City, distance_m
 from geoeval.suites.mapsatisfy.judging import weights as W
 from geoeval.suites.mapsatisfy.schema import IMPLICIT_FACTOR_SOURCES
 from geoeval.suites.mapsatisfy.user.model import PRICE_CAP, UserModel

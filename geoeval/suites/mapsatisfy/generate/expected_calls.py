@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from geoeval.suites.mapsatisfy.generate.poi_city import City, distance_m
+from geoeval.suites.mapsatisfy.generate.poi_city import SEARCH_PAGE, City, distance_m
 from geoeval.suites.mapsatisfy.user.model import MODE_API
 
-if TYPE_CHECKING:  # behaviour_chain imports SEARCH_PAGE from here
+if TYPE_CHECKING:
     from geoeval.suites.mapsatisfy.generate.behaviour_chain import Candidate
 
 
@@ -63,7 +63,6 @@ def _calls(c: Candidate, city: City, needs_profile: bool) -> list[tuple[str, dic
     return calls
 
 
-SEARCH_PAGE = 10  # POIs a nearby search returns (one page, nearest first)
 _SPEED_KMH = {"driving": 30.0, "transit": 22.0, "taxi": 30.0, "walking": 4.5}
 
 

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+#: POIs a nearby search of the generator's city returns (one page, nearest first)
+SEARCH_PAGE = 10
+
 
 @dataclass(frozen=True)
 class POI:

@@ -1,4 +1,4 @@
-"""Answers computed on a perceived map (`reader.PerceivedMap`) rather than on the true one.
+"""Answers computed on a perceived map (`perceived.PerceivedMap`) rather than on the true one.
 
 The offline perception baseline reads a map image once (`reader.read_map_image`) and then
 answers from what it saw: the MapTab route question (`route_on_perceived`) and the Map-only and
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from geoeval.suites.maptab.perception.reader import PerceivedMap
+    from geoeval.suites.maptab.perception.perceived import PerceivedMap
 
 _MATCH_MIN_RATIO = 0.5
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -52,6 +51,7 @@ from geoeval.suites.maptab.perception import colour as perception_colour
 from geoeval.suites.maptab.perception import edges as perception_edges
 from geoeval.suites.maptab.perception import markers as perception_markers
 from geoeval.suites.maptab.perception import ocr as perception_ocr
+from geoeval.suites.maptab.perception import perceived as perception_perceived
 from geoeval.suites.maptab.perception.colour import _colour_layer, _hex
 from geoeval.suites.maptab.perception.edges import _detect_edges
 from geoeval.suites.maptab.perception.markers import (
@@ -67,39 +67,10 @@ from geoeval.suites.maptab.perception.ocr import (
     _run_ocr,
     get_ocr_engine,
 )
+from geoeval.suites.maptab.perception.perceived import PerceivedMap, PerceivedStation
 
 # Working size: images whose longer side is below this are enlarged by a power of two.
 WORK_MIN_LONG_SIDE = 1600
-
-
-@dataclass(frozen=True)
-class PerceivedStation:
-    """A station as read from the image. `x`, `y` are pixel coordinates in the input
-    image; `line_colors` are the "#rrggbb" colours of the strokes touching its marker."""
-
-    name: str
-    x: float
-    y: float
-    is_transfer: bool
-    line_colors: tuple[str, ...]
-
-
-@dataclass
-class PerceivedMap:
-    """What `read_map_image` saw.
-
-    `stations` is keyed by the OCR'd name (markers without a readable label get a
-    placeholder name "?<n>" so that paths through them still exist). `edges` holds
-    `(station_a, station_b, line_colours)`. `line_colors` is the palette of line colours.
-    """
-
-    stations: dict[str, PerceivedStation]
-    edges: list[tuple[str, str, tuple[str, ...]]]
-    line_colors: tuple[str, ...] = ()
-    width: int = 0
-    height: int = 0
-    ocr_seconds: float = 0.0
-    texts: list[str] = field(default_factory=list)  # every OCR text kept, for diagnostics
 
 
 # ---------------------------------------------------------------------------- version
@@ -111,7 +82,14 @@ PERCEPTION_VERSION = 2  # 2: text detection on a 5/8-size copy (ocr.DETECTION_SC
 
 #: The modules whose source a reading depends on: this one and every perception module it uses.
 #: A change in any of them is a new version, so the disk cache never serves an outdated reading.
-_SOURCE_MODULES = (perception_colour, perception_markers, perception_edges, perception_ocr, perception_answers)
+_SOURCE_MODULES = (
+    perception_colour,
+    perception_markers,
+    perception_edges,
+    perception_ocr,
+    perception_answers,
+    perception_perceived,
+)
 
 _VERSION_CACHE: list[str] = []
 
