@@ -103,7 +103,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     try:
         with served_model(spec) as spec:
             if spec.preflight and sweep is None:  # a sweep checks once, before job 0
-                _report_preflight(preflight(endpoint_checks(spec)))
+                _report_preflight(preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s))
             outcome = run_job(
                 spec,
                 out_dir=out_dir,
@@ -215,7 +215,8 @@ class SweepCallback(Callback):
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
         try:
-            _report_preflight(preflight([c for s in served for c in endpoint_checks(s)]))
+            checks = [c for s in served for c in endpoint_checks(s)]
+            _report_preflight(preflight(checks, timeout_s=spec.preflight_timeout_s))
         except GeoevalError as exc:
             _fail(exc)
         if spec.tracking.enabled:

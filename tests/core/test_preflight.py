@@ -204,6 +204,7 @@ def test_a_server_that_never_answers_times_out(server):
     result = _check(server, "hang", role="user simulator")
     assert (result.ok, result.fatal, result.status) == (False, True, None)
     assert "(role: user simulator) did not answer within 1 s" in result.message
+    assert "raise preflight_timeout_s" in result.message  # the key to raise is named
 
 
 def test_a_url_without_scheme_is_fatal():

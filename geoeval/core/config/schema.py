@@ -169,6 +169,8 @@ class RunSpec(Strict):
     # one small request to each configured model endpoint before any work: a dead or refusing
     # endpoint stops the run in seconds, naming the role, the endpoint and the status
     preflight: bool = True
+    # how long each probe waits for an answer (a cold model load, a far endpoint may want more)
+    preflight_timeout_s: float = Field(default=5.0, gt=0)
     # per-job plots (metrics by setting/level, a suite's paper figures): `auto` draws them for a
     # single run and skips them for a sweep's jobs, whose curves the sweep draws once (the
     # per-job tables and per-sample Parquet are always written)
@@ -264,6 +266,7 @@ class RunSpec(Strict):
             "retry_on_error": self.retry_on_error,
             "retry_errors_on_resume": self.retry_errors_on_resume,
             "preflight": self.preflight,
+            "preflight_timeout_s": self.preflight_timeout_s,
             "job_plots": self.job_plots,
             "env": self.env.model_dump(mode="json"),
             "suite": self.suite.model_dump(mode="json"),
@@ -294,6 +297,7 @@ _TOP_LEVEL = {
     "retry_on_error",
     "retry_errors_on_resume",
     "preflight",
+    "preflight_timeout_s",
     "job_plots",
     "env",
     "suite",

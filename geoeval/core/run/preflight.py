@@ -217,7 +217,10 @@ def _is_chat_completion(raw: bytes) -> bool:
 def _why_unreachable(error: BaseException, timeout_s: float) -> str:
     reason = getattr(error, "reason", error)
     if isinstance(reason, (TimeoutError, socket.timeout)):
-        return f"did not answer within {timeout_s:g} s (a cold model load can take longer: raise the timeout)"
+        return (
+            f"did not answer within {timeout_s:g} s (a cold model load can take longer: raise preflight_timeout_s, "
+            "or skip the check with preflight=false)"
+        )
     if isinstance(reason, ConnectionRefusedError):
         return "is unreachable: connection refused"
     if isinstance(reason, socket.gaierror):
