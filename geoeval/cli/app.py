@@ -237,6 +237,7 @@ class SweepCallback(Callback):
             os.environ[tracking.PARENT_RUN_ENV] = run_id
             self._tracking = spec.tracking
             self._experiment = spec.experiment_name
+            _OPEN_SWEEP[:] = [(spec.tracking, spec.experiment_name, run_id)]
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if in_sweep_worker():  # the sweep's own process writes the reports
@@ -261,6 +262,7 @@ class SweepCallback(Callback):
                 log2_axes=tuple(suite.log2_sweep_axes),
             )
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
+        _OPEN_SWEEP.clear()
         failed = [p for p in points if p.get("failed")]
         if run_id and getattr(self, "_tracking", None) is not None:
             tracking.end_parent_run(
@@ -277,6 +279,24 @@ class SweepCallback(Callback):
             for p in failed:
                 print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)
             raise SystemExit(1)
+
+
+#: the sweep whose MLflow parent run this process opened and has not ended: (tracking, experiment, run id)
+_OPEN_SWEEP: list[tuple[Any, str, str]] = []
+
+
+def end_interrupted_sweep() -> None:
+    """Mark the open sweep's MLflow parent run KILLED (Ctrl-C, SIGTERM): its jobs mark their own
+    runs as they unwind, and a rerun of the sweep finds the parent and goes on in it."""
+    from geoeval.core.tracking import runs as tracking
+
+    while _OPEN_SWEEP:
+        tracking_spec, experiment, run_id = _OPEN_SWEEP.pop()
+        os.environ.pop(tracking.PARENT_RUN_ENV, None)
+        try:
+            tracking.end_parent_run(tracking_spec, experiment, run_id, status="KILLED")
+        except Exception as exc:  # noqa: BLE001 -- the stop must still be reported; say what was left
+            print(f"[geoeval] the sweep's MLflow run {run_id} could not be marked KILLED: {exc}", file=sys.stderr)
 
 
 @hydra.main(config_path="pkg://geoeval.conf", config_name="config", version_base="1.3")

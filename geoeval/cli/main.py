@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int | None:
         try:
             hydra_main()
         except KeyboardInterrupt:
+            from geoeval.cli.app import end_interrupted_sweep
+
+            end_interrupted_sweep()
             name = received[-1] if received else "SIGINT"
             print(
                 f"geoeval: stopped by {name}: the samples that finished are stored and the run is marked "

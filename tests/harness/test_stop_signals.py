@@ -54,3 +54,28 @@ def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path):
         assert con.execute("SELECT count(*) FROM samples WHERE status = 'scored'").fetchone()[0] >= stored
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
         assert store.execute("SELECT status FROM runs").fetchall() == [("FINISHED",)]  # the same run, resumed
+
+
+def test_sigterm_stops_a_sweep_and_its_parent_run_and_the_rerun_finishes_it(tmp_path):
+    args = ("-m", *ARGS, "seed=1,2")
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as sink:
+        proc = subprocess.Popen(geoeval_cmd(*args), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)
+        deadline = time.monotonic() + 300
+        while "sweep 1/2 done" not in err.read_text(errors="replace") and proc.poll() is None:
+            assert time.monotonic() < deadline, err.read_text()[-3000:]
+            time.sleep(0.2)
+        assert proc.poll() is None, err.read_text()[-3000:]
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=120)
+    text = err.read_text(errors="replace")
+    assert rc == 128 + signal.SIGTERM and "geoeval: stopped by SIGTERM" in text, text[-3000:]
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
+        runs = dict(store.execute("SELECT name, status FROM runs").fetchall())
+    assert runs["sweep:lifeplanner_offline"] == "KILLED" and runs["seed=1"] == "FINISHED"
+
+    rerun = subprocess.run(geoeval_cmd(*args), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
+        rows = store.execute("SELECT name, status FROM runs ORDER BY name").fetchall()
+    assert rows == [("seed=1", "FINISHED"), ("seed=2", "FINISHED"), ("sweep:lifeplanner_offline", "FINISHED")]
