@@ -407,3 +407,16 @@ def test_a_damaged_file_is_named_damaged_not_locked(tmp_path: Path, damage) -> N
         wh.write_results([result("after")])
     message = str(err.value)
     assert "damaged" in message and "results_db=" in message and "another program" not in message
+
+
+def test_a_cut_short_file_that_still_opens_is_found_before_any_work(tmp_path: Path) -> None:
+    path = tmp_path / "results.duckdb"
+    with Warehouse(path) as wh:
+        wh.write_results([result(f"s{i}", answer="x" * 200) for i in range(20000)])
+        wh.check_readable()  # an intact file passes, and the check changes nothing
+        assert count(wh, "samples") == 20000 and count(wh, "scores") == 40000
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 5])  # a copy or a download cut off: the header survives
+    wh = Warehouse(path, config_key="results_db=")  # it opens ...
+    with pytest.raises(GeoevalError, match=r"the file is damaged .*results_db="):
+        wh.check_readable()  # ... and is named damaged before a run evaluates anything

@@ -161,6 +161,7 @@ def run_job(
     suite = registry.get_suite(spec.suite.name)
     # a bad results_db fails before any work; the object holds the file only per operation
     warehouse = Warehouse(spec.results_db, config_key="results_db=")
+    warehouse.check_readable()  # a damaged file is named now, not after the evaluation
     env_name = getattr(spec.env, "name", "") or suite.name
     if progress:  # the first minute of a cold run is building: say so instead of going silent
         print(

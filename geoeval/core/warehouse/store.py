@@ -332,6 +332,36 @@ class Warehouse:
             rows = con.execute(sql, [run_hash]).fetchall()
         return {(sample_id, int(epoch)) for sample_id, epoch in rows}
 
+    def check_readable(self) -> None:
+        """Read what a write will read, before any work: the key columns of `samples` and `scores`
+        (the join each write's replace step scans), in a transaction that changes nothing. A file
+        that opens but is cut short or overwritten past its header fails here, named damaged, and
+        not after every sample of a run has been evaluated."""
+        with self._session() as con:
+            if self._memory is not None:
+                return
+            try:
+                con.begin()
+                try:
+                    for table in ("scores", "samples"):
+                        con.execute(
+                            f"""
+                            DELETE FROM {table}
+                            USING (SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch) AS n
+                            WHERE {table}.run_hash = n.run_hash
+                              AND {table}.sample_id = n.sample_id
+                              AND {table}.epoch = n.epoch
+                            """
+                        )
+                        # ... and one row through the table's key index, as an insert goes
+                        con.execute(
+                            f"INSERT INTO {table} SELECT * REPLACE ('\x00geoeval-probe' AS run_hash) FROM {table} LIMIT 1"
+                        )
+                finally:
+                    con.rollback()
+            except duckdb.Error as error:
+                raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
+
     def write_results(self, results: Sequence[SampleResult]) -> None:
         """Store a batch of results in ONE transaction: every sample row with all its score rows,
         or (on any error) nothing. A result whose (run_hash, sample_id, epoch) is already stored
