@@ -57,8 +57,9 @@ RUN_TIMEOUT_S = 300  # a run past this is a hang (a normal run here takes under 
 # retries; a body that is not JSON). Anything else is a harness bug: a model that answered, however
 # badly, is scored (a crash, a cancelled sample or an eval failed as a whole is not an answer).
 TRANSPORT_FAILURE = re.compile(
-    r"raised (InternalServerError|AttemptTimeoutError|APITimeoutError|APIConnectionError)>"
-    r"|^UnicodeDecodeError\('utf-8', b'<html>502 Bad Gateway|^JSONDecodeError\("
+    r"^the model call failed after its retries: "
+    r"(InternalServerError|AttemptTimeoutError|APITimeoutError|APIConnectionError) \("
+    r"|^the model endpoint's reply is not JSON: (UnicodeDecodeError\('utf-8', b'<html>502 Bad Gateway|JSONDecodeError\()"
 )
 
 

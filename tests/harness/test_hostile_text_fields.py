@@ -98,3 +98,19 @@ def test_clean_model_output_refuses_an_empty_choice_list():
     with pytest.raises(ModelReplyError, match="no choices"):
         clean_model_output(ModelOutput(model="m", choices=[]))
     assert clean_model_output(ModelOutput.from_content("m", "fine")).completion == "fine"
+
+
+def test_a_stored_error_says_what_happened_in_one_line():
+    from geoeval.core.run.inspect_bridge import readable_error
+
+    retried = "RetryError(<Future at 0x7f2aae2e3650 state=finished raised InternalServerError>)"
+    assert readable_error(retried) == (
+        "the model call failed after its retries: InternalServerError (the endpoint answered HTTP 5xx)"
+    )
+    assert readable_error("RetryError[<Future at 0x7f00 state=finished raised APIConnectionError>]").endswith(
+        "APIConnectionError (the connection failed or was closed)"
+    )
+    assert readable_error("UnicodeDecodeError('utf-8', b'<html>', 0, 1, 'invalid start byte')").startswith(
+        "the model endpoint's reply is not JSON: UnicodeDecodeError("
+    )
+    assert readable_error("a tool crashed: boom") == "a tool crashed: boom"  # anything else as it is

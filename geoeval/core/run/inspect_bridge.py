@@ -10,6 +10,7 @@ finished samples.
 from __future__ import annotations
 
 import contextvars
+import re
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -54,6 +55,38 @@ _STATE = _SinkState()
 _current_shard: contextvars.ContextVar[int] = contextvars.ContextVar("geoeval_shard", default=0)
 
 
+#: Inspect's message for a model call that failed after its retries (tenacity's RetryError repr)
+_RETRIES_EXHAUSTED = re.compile(r"^RetryError[\[(]<Future at 0x[0-9a-fA-F]+ state=finished raised (\w+)>[\])]$")
+#: what each provider error class means, said in the stored error
+_PROVIDER_ERRORS = {
+    "InternalServerError": "the endpoint answered HTTP 5xx",
+    "RateLimitError": "the endpoint answered HTTP 429 (rate limited)",
+    "APITimeoutError": "no answer in time",
+    "AttemptTimeoutError": "no answer in time (model.config.attempt_timeout)",
+    "APIConnectionError": "the connection failed or was closed",
+    "BadRequestError": "the endpoint answered HTTP 400",
+    "AuthenticationError": "the endpoint answered HTTP 401",
+    "PermissionDeniedError": "the endpoint answered HTTP 403",
+    "NotFoundError": "the endpoint answered HTTP 404",
+    "APIStatusError": "the endpoint answered an HTTP error status",
+}
+_NOT_JSON = re.compile(r"^(UnicodeDecodeError|JSONDecodeError)\(")
+
+
+def readable_error(message: str) -> str:
+    """A sample's error as one line that says what happened: Inspect stores a model call that
+    failed after its retries as `RetryError(<Future at 0x... raised InternalServerError>)`,
+    and a body that is not JSON as the decoder's exception."""
+    text = " ".join(message.split())
+    found = _RETRIES_EXHAUSTED.match(text)
+    if found:
+        name = found.group(1)
+        return f"the model call failed after its retries: {name} ({_PROVIDER_ERRORS.get(name, 'see the Inspect log')})"
+    if _NOT_JSON.match(text):
+        return f"the model endpoint's reply is not JSON: {text}"
+    return message
+
+
 def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_names: list[str]) -> SampleResult:
     """Convert an Inspect EvalSample into the shared result shape.
 
@@ -66,7 +99,7 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
     meta = sample.metadata or {}
     dims = Dimensions.model_validate(meta.get("dims") or {"suite": meta.get("suite", "unknown")})
     score = (sample.scores or {}).get("geoeval")
-    error = clean_text(sample.error.message, max_chars=4000) if sample.error is not None else None
+    error = readable_error(clean_text(sample.error.message, max_chars=4000)) if sample.error is not None else None
     details: dict[str, Any] = {}
     if score is not None and isinstance(score.value, dict):
         scores = {k: float(v) for k, v in score.value.items()}
