@@ -114,3 +114,39 @@ def test_a_stored_error_says_what_happened_in_one_line():
         "the model endpoint's reply is not JSON: UnicodeDecodeError("
     )
     assert readable_error("a tool crashed: boom") == "a tool crashed: boom"  # anything else as it is
+
+
+def test_a_failing_model_call_makes_at_most_max_retries_plus_one_requests(tmp_path):
+    """Only Inspect retries (`model.config.max_retries`): the OpenAI SDK's own two retries per
+    request are off, so a dead endpoint costs what was configured, not three times as much."""
+    server = HostileServer(schedule=["http_500"]).start()
+    try:
+        proc = subprocess.run(
+            geoeval_cmd(
+                "model=openai_api",
+                f"model.name={HOSTILE}",
+                f"model.base_url={server.base_url}",
+                "++model.config.max_retries=2",
+                "preflight=false",
+                "retry_on_error=0",
+                "fail_on_error=false",
+                "suite.categories=[edge_only]",
+                "env.n_maps=1",
+                "suite.n_per_category=1",
+                "tracking=none",
+                "runner=local",
+            ),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "LOCAL_API_KEY": "x"},
+        )
+        requests = server.counts["http_500"]
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert requests == 3  # one sample, one model call: the first request and two retries
+    with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
+        [(error,)] = con.execute("SELECT error FROM samples").fetchall()
+    assert error.startswith("the model call failed after its retries: InternalServerError")

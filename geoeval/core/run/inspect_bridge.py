@@ -253,6 +253,10 @@ def clean_model_replies(model: Any) -> Any:
     return model
 
 
+#: Inspect providers that talk through the OpenAI SDK client, whose own retries `build_model` turns off
+OPENAI_SDK_PROVIDERS = frozenset({"openai", "openai-api", "ollama"})
+
+
 def build_model(spec: RunSpec) -> Model:
     """The evaluated model from `model=`: any Inspect model string with its generate settings.
 
@@ -264,6 +268,10 @@ def build_model(spec: RunSpec) -> Model:
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
     args = dict(spec.model.args)
     api_key = args.pop("api_key", None)
+    if spec.model.name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS:
+        # the OpenAI SDK retries each request twice on its own, under Inspect's retries: with it off,
+        # a model call makes at most `max_retries` + 1 requests, as configured (a user's value wins)
+        args.setdefault("max_retries", 0)
     model = get_model(
         spec.model.name,
         config=GenerateConfig(**settings),
