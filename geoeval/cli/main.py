@@ -58,42 +58,55 @@ def main(argv: list[str] | None = None) -> int | None:
         print(f"geoeval: error: {exc}", file=sys.stderr)
         return 2
     from geoeval.cli.app import hydra_main
+    from geoeval.core.stop import stop_requested
 
-    with _stop_signals() as received:
+    with _stop_signals():
         try:
             hydra_main()
         except KeyboardInterrupt:
-            from geoeval.cli.app import end_interrupted_sweep
+            return _stopped(stop_requested() or "SIGINT")
+        except BaseException:
+            # a stop that a library turned into another error (DuckDB: "Query interrupted") or
+            # that a sweep counted as a failed job is still a stop
+            name = stop_requested()
+            if name is None:
+                raise
+            return _stopped(name)
+    name = stop_requested()
+    return _stopped(name) if name else 0
 
-            end_interrupted_sweep()
-            name = received[-1] if received else "SIGINT"
-            print(
-                f"geoeval: stopped by {name}: the samples that finished are stored and the run is marked "
-                "interrupted (MLflow: KILLED); the same command resumes the rest",
-                file=sys.stderr,
-            )
-            return 128 + int(getattr(signal, name, signal.SIGINT))
-    return 0
+
+def _stopped(name: str) -> int:
+    from geoeval.cli.app import end_interrupted_sweep
+
+    end_interrupted_sweep()
+    print(
+        f"geoeval: stopped by {name}: the samples that finished are stored and the run is marked "
+        "interrupted (MLflow: KILLED); the same command resumes the rest",
+        file=sys.stderr,
+    )
+    return 128 + int(getattr(signal, name, signal.SIGINT))
 
 
 @contextlib.contextmanager
-def _stop_signals() -> Iterator[list[str]]:
+def _stop_signals() -> Iterator[None]:
     """SIGTERM (a scheduler's or `kill`'s stop) stops a run as Ctrl-C does: the exception unwinds
     through the job, which stores what finished and marks its warehouse run and MLflow run, instead
-    of the process vanishing with both left `running`. Yields the names of the signals received."""
-    received: list[str] = []
+    of the process vanishing with both left `running`. The stop is recorded (`core.stop`) for
+    where the interrupt is turned into another error."""
+    from geoeval.core.stop import request_stop
 
     def stop(signum: int, frame: Any) -> None:
-        received.append(signal.Signals(signum).name)
+        request_stop(signal.Signals(signum).name)
         raise KeyboardInterrupt
 
     try:
         previous = signal.signal(signal.SIGTERM, stop)
     except ValueError:  # not the main thread (an embedding program): leave its signals alone
-        yield received
+        yield
         return
     try:
-        yield received
+        yield
     finally:
         signal.signal(signal.SIGTERM, previous)
 

@@ -257,6 +257,9 @@ def _sigterm_as_interrupt():
     """A SIGTERM to the sweep stops its workers as Ctrl-C does, instead of leaving them running."""
 
     def handler(signum: int, frame: Any) -> None:
+        from geoeval.core.stop import request_stop
+
+        request_stop(signal.Signals(signum).name)
         raise KeyboardInterrupt
 
     try:

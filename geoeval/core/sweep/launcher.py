@@ -39,6 +39,7 @@ from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from geoeval.core.errors import JobExit
+from geoeval.core.stop import raise_if_stopped
 
 # A sweep's points, its progress line and the fan-out to worker processes have modules of their
 # own.
@@ -131,7 +132,9 @@ class GeoevalLauncher(Launcher):
         if concurrency == 1:
             returns = []
             for job in jobs:
+                raise_if_stopped()  # a stop between jobs starts no other
                 ret, point = self._run_job(job, sweep_dir)
+                raise_if_stopped()  # a job whose interrupt became another error still stops the sweep
                 progress.job_done(job[0], job[2], point, (point or {}).get("seconds", 0.0), headline)
                 returns.append(ret)
             return returns

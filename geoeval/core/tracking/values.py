@@ -78,8 +78,10 @@ def tag_value(value: Any) -> str:
 def status_for_exception(exc: BaseException | None) -> str:
     """The MLflow status a job ends with: KILLED for an interrupt (Ctrl-C, a signal turned into
     KeyboardInterrupt or SystemExit), FAILED for any other exception, FINISHED for none."""
+    from geoeval.core.stop import stop_requested
+
     if exc is None:
         return "FINISHED"
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-        return "KILLED"
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) or stop_requested():
+        return "KILLED"  # also an interrupt a library turned into another error (DuckDB's "Query interrupted")
     return "FAILED"
