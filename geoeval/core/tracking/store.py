@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.warehouse.lock import first_line
 
 LOCK_FILE = ".geoeval.lock"
 
@@ -198,7 +199,7 @@ def client_for(tracking: Any) -> Any:
             if db is None or not _damaged_sqlite(error):
                 raise
             raise GeoevalError(
-                f"the MLflow store {db} is damaged ({_first_line(error)}): move it aside (a new one is made "
+                f"the MLflow store {db} is damaged ({first_line(getattr(error, 'orig', None) or error)}): move it aside (a new one is made "
                 "there), or point tracking.tracking_uri elsewhere, or run with tracking=none"
             ) from None
     _READY.add(uri)
@@ -220,11 +221,6 @@ def _damaged_sqlite(error: BaseException) -> bool:
                 return True
         current = current.__cause__ or current.__context__
     return False
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(getattr(error, "orig", None) or error)
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
 
 
 def ensure_experiment(client: Any, tracking: Any, experiment_name: str) -> str:
