@@ -8,7 +8,9 @@
 - `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
   `cli.env_build(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
-- `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
+- `geoeval score <suite> --answers FILE.jsonl [overrides]` scores answers written outside geoeval
+  through the suite's public scoring entry point (`geoeval.cli.score`); without `--answers`,
+  `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
   suite's `cli.score(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
 """
 
@@ -149,6 +151,10 @@ def _env(args: list[str]) -> int:
 
 
 def _score(args: list[str]) -> int:
+    if "--answers" in args or any(a.startswith("--answers=") for a in args):
+        from geoeval.cli.score import main as score_main
+
+        return score_main(args)
     return _suite_command("cli", "score", args, "geoeval score <suite> <results file> [options]")
 
 

@@ -101,6 +101,19 @@ def summary_table(report: dict[str, Any]) -> str:
     return markdown_table(rows, ["metric", "pairs", "violations", "ordering accuracy", "target", "met"])
 
 
+def families_table(report: dict[str, Any]) -> str:
+    """Ordering accuracy per answer family (rows) and metric (columns), "-" where a family has no pair."""
+    families = sorted({f for r in report.values() for f in r.get("by_family", {})}, key=lambda f: (f != "tiers", f))
+    rows = []
+    for family in families:
+        row: dict[str, Any] = {"family": family}
+        for metric, r in report.items():
+            f = r.get("by_family", {}).get(family)
+            row[metric] = "-" if f is None else f"{f['accuracy']:.3f}" + ("" if f["met"] else " (NO)")
+        rows.append(row)
+    return markdown_table(rows, ["family", *report])
+
+
 def tiers_table(means: dict[str, dict[str, float]], metrics: list[str]) -> str:
     order = sorted(means, key=lambda t: (t != "reference", t.startswith(("empty", "refusal", "invented")), t))
     rows = [{"tier": t, **{m: _fmt(means[t].get(m, float("nan"))) for m in metrics}} for t in order]
@@ -126,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     print(tiers_table(tier_means(answers), list(report)))
     print("\nOrdering accuracy per metric (pairs of one sample's answers whose order is known):\n")
     print(summary_table(report))
+    print("\nOrdering accuracy per answer family (tiers, surface, gaming, partial, trajectory) and metric:\n")
+    print(families_table(report))
     missed = [m for m, r in report.items() if not r["met"]]
     for m in missed:
         for ex in report[m]["examples"][:2]:

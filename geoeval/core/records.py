@@ -96,11 +96,18 @@ def error_counts(results: list[SampleResult]) -> dict[str, float]:
 class Tier:
     """A kind of constructed answer: `name` (e.g. "reference", "defect:wrong_station", "empty",
     "refusal", "invented"), its quality `level` (0 reference, 1 one defect, 2 worthless) and the
-    metrics its defect must lower against the reference (None: every metric)."""
+    metrics its defect must lower against the reference (None: every metric).
+
+    `family` groups the tiers a meta-evaluation reports together: `tiers` (the reference, one
+    defect, worthless), `surface` (the right answer written another way: level 0, must score as
+    the reference), `gaming` (answers that game the reader: hedges, self-corrections, negations,
+    keyword stuffing), `partial` (partly right: between the reference and worthless) and
+    `trajectory` (tool-use probes)."""
 
     name: str
     level: int
     affects: frozenset[str] | None = None
+    family: str = "tiers"
 
     def lowers(self, metric: str) -> bool:
         return self.affects is None or metric in self.affects
@@ -114,3 +121,35 @@ class ScoredAnswer:
     tier: Tier
     answer: str
     scores: dict[str, float] = field(default_factory=dict)
+
+
+# ------------------------------------------------- the public scoring entry point (`geoeval.core.scoring`)
+
+
+@dataclass(frozen=True)
+class AnswerToScore:
+    """One answer to score outside a run (`geoeval score <suite> --answers`, `score_answers`):
+    the sample it answers, the model's final answer as it wrote it (the completion), and for a
+    tool-using suite the trajectory as Inspect chat messages (`ChatMessage.model_dump()` dicts;
+    None: the answer alone, as if no tool had been called)."""
+
+    sample_id: str
+    answer: str
+    messages: list[dict[str, Any]] | None = None
+    epoch: int = 1
+
+
+@dataclass
+class AnswerScore:
+    """What the suite's scorer made of one `AnswerToScore`: the metric values under the run's
+    protocol, the answer as read (`answer`), the reading's facts (`reading`: what was extracted,
+    which rules fired, the judges' verdicts), the explanation the scorer gives, and where the
+    other protocol scores differently."""
+
+    sample_id: str
+    scores: dict[str, float]
+    answer: str = ""
+    reading: dict[str, Any] = field(default_factory=dict)
+    explanation: str = ""
+    protocol_disagreement: dict[str, dict[str, float]] = field(default_factory=dict)
+    epoch: int = 1

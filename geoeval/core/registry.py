@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from inspect_ai.dataset import Sample
 
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult, ScoredAnswer
+    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
 
 PLUGIN_GROUP = "geoeval.plugins"
 
@@ -109,6 +109,11 @@ class SuiteSpec(Protocol):
     @property
     def has_meta_eval(self) -> bool: ...  # whether `meta_eval_answers` is defined
     def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]: ...
+    @property
+    def has_score_answers(self) -> bool: ...  # whether `score_answers` is defined
+    def score_answers(
+        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+    ) -> list[AnswerScore]: ...  # the public scoring entry point (`geoeval.core.scoring.score_answers`)
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
 
 
@@ -124,6 +129,8 @@ OPTIONAL_SUITE_MEMBERS = (
     "meta_eval_targets",
     "has_meta_eval",
     "meta_eval_answers",
+    "has_score_answers",
+    "score_answers",
     "after_run",
 )
 
@@ -166,6 +173,18 @@ class Suite(abc.ABC):
         """Answers of known quality per sample, scored through the suite's real scorers
         (`geoeval.core.analysis.meta_eval`); a suite without a meta-evaluation has none."""
         raise GeoevalError(f"suite '{self.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
+
+    @property
+    def has_score_answers(self) -> bool:
+        return type(self).score_answers is not Suite.score_answers
+
+    def score_answers(
+        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+    ) -> list[AnswerScore]:
+        """Score answers written outside a run exactly as the suite's Inspect scorer (and judges)
+        score a run's samples, under `spec.scoring.protocol`; `samples` maps sample id to sample.
+        The public entry point behind `geoeval.core.scoring.score_answers`."""
+        raise GeoevalError(f"suite '{self.name}' has no scoring entry point (it defines no `score_answers`)")
 
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The suite's own reports of a finished run, written under `out_dir` (logged by the

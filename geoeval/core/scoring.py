@@ -6,6 +6,13 @@ score (usually 0). A metric that *raises* is a harness failure, not a judgement 
 sample becomes an error (its metrics NaN, the reason kept), so a buggy plugin metric never crashes
 a run and never hides as a 0.
 
+Two answer protocols (`scoring.protocol`): `robust` reads what an answer says however it is
+typeset; `paper` reads it exactly as the papers' authors' evaluators do. A metric sees the run's
+protocol in `MetricInput.protocol`, and the suite's answer extractor gets it as a `protocol`
+keyword when it takes one. Every sample is scored under both; the metrics on which they differ
+are kept in the score's metadata (`PROTOCOL_DISAGREEMENT_KEY`), so a run can say how many of its
+scores depend on the protocol (`n_protocol_disagreements`).
+
 A suite's solver can flag a sample as an error the same way, by putting a one-line reason under
 `state.metadata[SAMPLE_ERROR_KEY]` (LifePlanner and MapSatisfy do when every judge failed), and
 can keep per-sample facts for the warehouse (every judge vote and its raw reply) under
@@ -14,6 +21,7 @@ can keep per-sample facts for the warehouse (every judge vote and its raw reply)
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +36,12 @@ from geoeval.core import registry
 SAMPLE_ERROR_KEY = "geoeval_error"
 #: `state.metadata` key of per-sample details stored with the result (judge votes, raw replies).
 DETAILS_KEY = "geoeval_details"
+#: the answer protocols (`scoring.protocol`); the first is the default
+PROTOCOLS = ("robust", "paper")
+#: {metric: {"robust": x, "paper": y}} for the metrics the two protocols score differently: a
+#: result `details` key, and a `state.metadata` key where a judge step that judged under both
+#: protocols leaves its verdicts' disagreement (merged into the score's)
+PROTOCOL_DISAGREEMENT_KEY = "protocol_disagreement"
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,8 @@ class MetricInput:
     target: list[str]
     metadata: dict[str, Any] = field(default_factory=dict)
     tokens: dict[str, int] = field(default_factory=dict)
+    #: the answer protocol the metric applies (`scoring.protocol`): "robust" or "paper"
+    protocol: str = "robust"
 
 
 def evaluated_model_tokens(state: TaskState) -> dict[str, int]:
@@ -71,25 +87,81 @@ def compute_metrics(names: list[str], inp: MetricInput) -> tuple[dict[str, float
     return values, problems
 
 
+def extract_with(extract_answer: Callable[..., tuple[str, str]], raw: str, protocol: str) -> tuple[str, str]:
+    """`extract_answer(raw, protocol=...)` where the extractor takes the protocol, else `extract_answer(raw)`."""
+    try:
+        takes_protocol = "protocol" in inspect.signature(extract_answer).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no keywords
+        takes_protocol = False
+    return extract_answer(raw, protocol=protocol) if takes_protocol else extract_answer(raw)
+
+
+def protocol_disagreement(
+    primary: dict[str, float], other: dict[str, float], protocol: str
+) -> dict[str, dict[str, float]]:
+    """{metric: {protocol: value, other protocol: value}} where the two protocols' values differ
+    (NaN equals NaN: a metric that does not apply under both is no disagreement)."""
+    other_name = PROTOCOLS[1] if protocol == PROTOCOLS[0] else PROTOCOLS[0]
+    out: dict[str, dict[str, float]] = {}
+    for name, value in primary.items():
+        alt = other.get(name, math.nan)
+        both_nan = math.isnan(value) and math.isnan(alt)
+        if not both_nan and value != alt:
+            out[name] = {protocol: value, other_name: alt}
+    return out
+
+
+def score_both_protocols(
+    metric_names: list[str],
+    extract_answer: Callable[..., tuple[str, str]],
+    raw: str,
+    target: list[str],
+    metadata: dict[str, Any],
+    tokens: dict[str, int],
+    protocol: str,
+) -> tuple[str, str, dict[str, float], list[str], dict[str, dict[str, float]]]:
+    """The answer, the extraction problem, the metric values and failures under `protocol`, and
+    where the other protocol scores differently: what `geoeval_scorer` does for one sample, for
+    callers that score outside Inspect (the public scoring entry points, the meta-evaluation)."""
+    answer, problem = extract_with(extract_answer, raw, protocol)
+    inp = MetricInput(answer=answer, raw=raw, target=target, metadata=metadata, tokens=tokens, protocol=protocol)
+    values, failures = compute_metrics(metric_names, inp)
+    other = PROTOCOLS[1] if protocol == PROTOCOLS[0] else PROTOCOLS[0]
+    other_answer, _ = extract_with(extract_answer, raw, other)
+    other_values, _ = compute_metrics(
+        metric_names,
+        MetricInput(answer=other_answer, raw=raw, target=target, metadata=metadata, tokens=tokens, protocol=other),
+    )
+    disagreement = protocol_disagreement(values, other_values, protocol) if not failures else {}
+    # a judge step that judged under both protocols left its own disagreement
+    disagreement.update(metadata.get(PROTOCOL_DISAGREEMENT_KEY) or {})
+    return answer, problem, values, failures, disagreement
+
+
 @scorer(metrics={"*": [mean()]}, name="geoeval")
-def geoeval_scorer(metric_names: list[str], extract_answer: Callable[[str], tuple[str, str]]):
-    """`extract_answer(raw) -> (answer, problem)`: the suite's parser of a model's answer; a
-    non-empty `problem` (e.g. "no route in the answer") goes into the explanation."""
+def geoeval_scorer(metric_names: list[str], extract_answer: Callable[..., tuple[str, str]], protocol: str = "robust"):
+    """`extract_answer(raw[, protocol=...]) -> (answer, problem)`: the suite's parser of a model's
+    answer; a non-empty `problem` (e.g. "no route in the answer") goes into the explanation.
+    `protocol`: the run's `scoring.protocol`; the sample is scored under the other one too, and
+    the metrics they disagree on are kept in the details (`PROTOCOL_DISAGREEMENT_KEY`)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         raw = state.output.completion if state.output is not None else ""
-        answer, problem = extract_answer(raw or "")
-        inp = MetricInput(
-            answer=answer,
-            raw=raw or "",
-            target=list(target.target),
-            metadata=dict(state.metadata or {}),
-            tokens=evaluated_model_tokens(state),
-        )
-        values, failures = compute_metrics(metric_names, inp)
         metadata = state.metadata or {}
+        answer, problem, values, failures, disagreement = score_both_protocols(
+            metric_names,
+            extract_answer,
+            raw or "",
+            list(target.target),
+            dict(metadata),
+            evaluated_model_tokens(state),
+            protocol,
+        )
         errors = [e for e in [metadata.get(SAMPLE_ERROR_KEY), *failures] if e]
         notes = [problem] if problem else []
+        details = dict(metadata.get(DETAILS_KEY) or {})
+        if disagreement:
+            details[PROTOCOL_DISAGREEMENT_KEY] = disagreement
         return Score(
             value=values,
             answer=answer,
@@ -97,8 +169,32 @@ def geoeval_scorer(metric_names: list[str], extract_answer: Callable[[str], tupl
             metadata={
                 "dims": metadata.get("dims", {}),
                 "error": "; ".join(errors) or None,
-                "details": metadata.get(DETAILS_KEY) or {},
+                "details": details,
             },
         )
 
     return score
+
+
+def score_answers(spec: Any, answers: list[Any]) -> list[Any]:
+    """The public scoring entry point: score `answers` (`records.AnswerToScore`) for the samples of
+    the run config `spec` (a validated `RunSpec`) exactly as a run scores them, under
+    `spec.scoring.protocol`; returns one `records.AnswerScore` per answer, in order. The suite
+    builds its environment and samples as a run does (cached), and its `score_answers` reads each
+    answer. An unknown sample id is a `GeoevalError` naming it. Stable across refactors: the
+    meta-evaluation, `geoeval score <suite> --answers` and plugins use it."""
+    from geoeval.core.errors import GeoevalError
+
+    suite = registry.get_suite(spec.suite.name)
+    if not suite.has_score_answers:
+        raise GeoevalError(f"suite '{suite.name}' has no scoring entry point (it defines no `score_answers`)")
+    env = suite.build_env(spec)
+    samples = {str(s.id): s for s in suite.build_samples(spec, env)}
+    unknown = sorted({a.sample_id for a in answers} - set(samples))
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise GeoevalError(
+            f"unknown sample id(s) for suite '{suite.name}' with this config: {shown} "
+            f"(the config's samples are e.g. {', '.join(list(samples)[:3])})"
+        )
+    return suite.score_answers(spec, env, samples, list(answers))

@@ -11,7 +11,14 @@ correctly:
 - reference vs a defect that the defect's tier says it lowers (`Tier.affects`; None = every
   metric): the reference must score strictly higher;
 - reference vs a worthless answer: strictly higher;
-- a defect vs a worthless answer: at least as high (a one-defect answer is never worse than none).
+- a defect vs a worthless answer: at least as high (a one-defect answer is never worse than none);
+- the reference vs another level-0 answer (the `surface` family: the right answer written another
+  way): equal, up to 1e-9 (what an answer says is read, not how it is typeset).
+
+Each pair belongs to the family (`Tier.family`) of the answer that is not the reference (of the
+better one when neither is), and the report gives the ordering accuracy per metric overall and per
+family; a target (`suite.meta_eval_targets`, keyed by metric or by "family:metric") must be met by
+every family.
 
 Pairs where either score is NaN (the metric does not apply, e.g. a criteria metric on a
 fewest-stations query) are left out and counted as `n_not_applicable`.
@@ -42,19 +49,42 @@ def _nan(x: Any) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[ScoredAnswer, ScoredAnswer, bool]]:
-    """(better, worse, strict) for every ordered pair of one sample's answers on `metric`."""
+#: the relation a pair must satisfy: strictly higher, at least as high, equal
+STRICT, AT_LEAST, EQUAL = "strict", "at_least", "equal"
+EQUAL_TOLERANCE = 1e-9
+
+
+def _holds(relation: str, a: float, b: float) -> bool:
+    if relation == STRICT:
+        return a > b
+    if relation == EQUAL:
+        return abs(a - b) <= EQUAL_TOLERANCE
+    return a >= b
+
+
+def _pair_family(hi: ScoredAnswer, lo: ScoredAnswer) -> str:
+    return lo.tier.family if hi.tier.name == "reference" else hi.tier.family
+
+
+def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[ScoredAnswer, ScoredAnswer, str]]:
+    """(better, worse, relation) for every pair of one sample's answers whose order on `metric` is known."""
     for hi in answers:
         for lo in answers:
+            if hi.tier.level == lo.tier.level == REFERENCE and hi.tier.name == "reference" and lo is not hi:
+                if lo.tier.name != "reference" and lo.tier.lowers(metric):
+                    yield hi, lo, EQUAL
+                continue
             if hi.tier.level >= lo.tier.level:
                 continue
+            if hi.tier.level == REFERENCE and hi.tier.name != "reference" and lo.tier.level == DEFECT:
+                continue  # a surface variant ties the reference, which the defects are measured against
             if hi.tier.level == REFERENCE and lo.tier.level == DEFECT:
                 if lo.tier.lowers(metric):
-                    yield hi, lo, True
+                    yield hi, lo, STRICT
             elif hi.tier.level == REFERENCE:
-                yield hi, lo, True
+                yield hi, lo, STRICT
             elif lo.tier.level == WORTHLESS:
-                yield hi, lo, False
+                yield hi, lo, AT_LEAST
 
 
 def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -70,19 +100,23 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
         pairs = correct = not_applicable = 0
         examples: list[dict[str, Any]] = []
         by_tier: dict[str, list[int]] = {}
+        by_family: dict[str, list[int]] = {}
         for sample_id, group in by_sample.items():
-            for hi, lo, strict in _expected_pairs(group, metric):
+            for hi, lo, relation in _expected_pairs(group, metric):
                 a, b = hi.scores.get(metric), lo.scores.get(metric)
                 if a is None or b is None or _nan(a) or _nan(b):  # missing or NaN: the metric does not apply
                     not_applicable += 1
                     continue
                 pairs += 1
-                ok = a > b if strict else a >= b
+                ok = _holds(relation, a, b)
                 tally = by_tier.setdefault(lo.tier.name, [0, 0])
+                family_tally = by_family.setdefault(_pair_family(hi, lo), [0, 0])
                 tally[1] += 1
+                family_tally[1] += 1
                 if ok:
                     correct += 1
                     tally[0] += 1
+                    family_tally[0] += 1
                 elif len(examples) < MAX_EXAMPLES:
                     examples.append(
                         {
@@ -91,13 +125,25 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
                             "worse": lo.tier.name,
                             "better_score": a,
                             "worse_score": b,
-                            "strict": strict,
+                            "relation": relation,
+                            "family": _pair_family(hi, lo),
                             "better_answer": hi.answer[:400],
                             "worse_answer": lo.answer[:400],
                         }
                     )
         target = float(targets.get(metric, DEFAULT_TARGET))
         accuracy = correct / pairs if pairs else float("nan")
+        families = {}
+        for family, (ok_pairs, n_pairs) in sorted(by_family.items()):
+            family_target = float(targets.get(f"{family}:{metric}", target))
+            family_accuracy = ok_pairs / n_pairs
+            families[family] = {
+                "pairs": n_pairs,
+                "correct": ok_pairs,
+                "accuracy": family_accuracy,
+                "target": family_target,
+                "met": family_accuracy >= family_target - 1e-12,
+            }
         report[metric] = {
             "pairs": pairs,
             "correct": correct,
@@ -105,7 +151,8 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
             "n_not_applicable": not_applicable,
             "accuracy": accuracy,
             "target": target,
-            "met": bool(pairs) and accuracy >= target - 1e-12,
+            "met": bool(pairs) and all(f["met"] for f in families.values()),
+            "by_family": families,
             "by_worse_tier": {k: {"correct": v[0], "pairs": v[1]} for k, v in sorted(by_tier.items())},
             "examples": examples,
         }

@@ -92,6 +92,15 @@ class MetricsSpec(Strict):
     sum_metrics: list[str] = Field(default_factory=list)
 
 
+class ScoringSpec(Strict):
+    """`scoring=`: how answers are read. `robust` (the default) reads what an answer says whatever
+    its typesetting and applies the one-answer rule (each suite's README, "Answer protocol");
+    `paper` reads answers exactly as the papers' authors' evaluators do (byte-identical scores).
+    Every run also scores each sample under the other protocol and counts where they differ."""
+
+    protocol: Literal["robust", "paper"] = "robust"
+
+
 class RunnerSpec(Strict):
     """`runner=`: `local` runs in-process; `ray` shards samples over Ray workers."""
 
@@ -185,6 +194,7 @@ class RunSpec(Strict):
     model: ModelSpec
     judge: JudgeSpec
     metrics: MetricsSpec
+    scoring: ScoringSpec = Field(default_factory=ScoringSpec)
     runner: RunnerSpec
     tracking: TrackingSpec
     # set by the job from the suite's `env_fingerprint(spec)`: the content of external inputs
@@ -245,6 +255,7 @@ class RunSpec(Strict):
                 "model": model,
                 "judge": self.judge.model_dump(mode="json"),
                 "metrics": self.metrics.model_dump(mode="json"),
+                "scoring": self.scoring.model_dump(mode="json"),
             }
         )
 
@@ -273,6 +284,7 @@ class RunSpec(Strict):
             "model": self.model.model_dump(mode="json"),
             "judge": self.judge.model_dump(mode="json"),
             "metrics": self.metrics.model_dump(mode="json"),
+            "scoring": self.scoring.model_dump(mode="json"),
         }
         d.update(
             experiment_name=self.experiment_name,
@@ -304,6 +316,7 @@ _TOP_LEVEL = {
     "model",
     "judge",
     "metrics",
+    "scoring",
     "runner",
     "tracking",
 }

@@ -19,6 +19,7 @@ from geoeval.core.config.schema import (
     ModelSpec,
     RunnerSpec,
     RunSpec,
+    ScoringSpec,
     TrackingSpec,
     format_errors,
     to_container,
@@ -78,6 +79,7 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
         "model": _validate_group("model", ModelSpec, data["model"]),
         "judge": _validate_group("judge", JudgeSpec, data["judge"]),
         "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
+        "scoring": _validate_group("scoring", ScoringSpec, data.get("scoring") or {}),
         "runner": _validate_group("runner", RunnerSpec, data["runner"]),
         "tracking": _validate_group("tracking", TrackingSpec, data["tracking"]),
     }
