@@ -28,7 +28,6 @@ not reported.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import math
@@ -44,6 +43,7 @@ from inspect_ai.tool import ToolCall
 
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
 from geoeval.core.records import ScoredAnswer, Tier
+from geoeval.suites.lifeplanner.answer_families import family_answers
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
@@ -54,8 +54,14 @@ if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
-# SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC.
-TARGETS: dict[str, float] = {m: 1.0 for m in METRICS} | {"sc": 0.9, "rp": 0.9, "pr": 0.9}
+# SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC; the answer
+# families of real models' writing (answer_families.py) must order 95% of their pairs.
+FAMILIES = ("surface", "gaming", "partial", "trajectory")
+TARGETS: dict[str, float] = (
+    {m: 1.0 for m in METRICS}
+    | {"sc": 0.9, "rp": 0.9, "pr": 0.9}
+    | {f"{family}:{m}": 0.95 for family in FAMILIES for m in METRICS}
+)
 
 _ROUTE_TOTALS = frozenset({"piou", "oc", "rd_distance", "rd_time", "pr"})
 _TIERS = {
@@ -309,51 +315,52 @@ def invented(case: dict[str, Any]) -> Any:
 
 
 def score_messages(
-    case: dict[str, Any], messages: list[Any], db_path: str, ensemble: Any, alpha: float
+    case: dict[str, Any], messages: list[Any], db_path: str, ensemble: Any, alpha: float, protocol: str = "robust"
 ) -> dict[str, float]:
-    """The run's scoring path: the judging step, then the registered metric functions."""
-    from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
+    """The run's scoring path (`scorers.score_sample`: the judging step under both protocols,
+    then the core scorer over the registered metric functions), under `protocol`."""
+    from geoeval.suites.lifeplanner.scorers import score_sample
 
-    record = asyncio.run(evaluate_sample(case, messages, db_path, ensemble, alpha=alpha))
-    values, _ = metric_values(case, record, METRICS)
-    return {m: float(values.get(m, math.nan)) for m in METRICS}
+    scored = score_sample(
+        {"case": case}, messages, db_path, ensemble, alpha=alpha, protocol=protocol, metric_names=METRICS
+    )
+    return {m: float(scored.values.get(m, math.nan)) for m in METRICS}
 
 
 def answers_for_case(
-    city: city_handle.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float
+    city: city_handle.City, case: dict[str, Any], db_path: str, ensemble: Any, alpha: float, protocol: str = "robust"
 ) -> list[ScoredAnswer]:
     base = reference_messages(city, case)
     seen = _seen_places(base)
     prompt = base[:2]
     built: list[tuple[Tier, list[Any], Any]] = [(REFERENCE_TIER, base, case["answer"])]
-    for made in (
-        wrong_place(city, case, seen),
-        wrong_order(case),
-        missed_constraint(city, case, seen),
-        invented_attribute(case),
-    ):
+    wrong = wrong_place(city, case, seen)
+    for made in (wrong, wrong_order(case), missed_constraint(city, case, seen), invented_attribute(case)):
         if made is not None:
             built.append((made[0], base, made[1]))
     built.append((WORTHLESS_TIERS["empty"], prompt, ""))
     built.append((WORTHLESS_TIERS["invented"], prompt, invented(case)))
+    built += family_answers(city, case, base, seen, wrong[1] if wrong else None, invented(case))
     out = []
     for tier, msgs, answer in built:
-        scores = score_messages(case, _submitted(msgs, answer), db_path, ensemble, alpha)
-        out.append(ScoredAnswer(case["id"], tier, json.dumps(answer, ensure_ascii=False), scores))
+        scores = score_messages(case, _submitted(msgs, answer), db_path, ensemble, alpha, protocol)
+        shown = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        out.append(ScoredAnswer(case["id"], tier, shown, scores))
     refusal = "I'm sorry, but I can't help with planning this."
     out.append(
         ScoredAnswer(
             case["id"],
             WORTHLESS_TIERS["refusal"],
             refusal,
-            score_messages(case, [*prompt, ChatMessageAssistant(content=refusal)], db_path, ensemble, alpha),
+            score_messages(case, [*prompt, ChatMessageAssistant(content=refusal)], db_path, ensemble, alpha, protocol),
         )
     )
     return out
 
 
 def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
-    """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`)."""
+    """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`) under the
+    run's answer protocol (`spec.scoring.protocol`)."""
     from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
@@ -361,5 +368,6 @@ def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[Score
     city = city_handle.open_city(env.db_path)
     out: list[ScoredAnswer] = []
     for sample in samples:
-        out += answers_for_case(city, sample.metadata["case"], env.db_path, ensemble, spec.suite.alpha)
+        case = sample.metadata["case"]
+        out += answers_for_case(city, case, env.db_path, ensemble, spec.suite.alpha, spec.scoring.protocol)
     return out

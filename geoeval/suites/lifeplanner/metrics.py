@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -145,26 +146,34 @@ def _number(v: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _equal(a: Any, b: Any) -> bool:
+def _loose_text(v: Any) -> str:
+    """Text as the robust protocol compares it: NFKC, case, punctuation and spacing ignored."""
+    return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", str(v)).casefold()).split())
+
+
+def _equal(a: Any, b: Any, loose: bool = False) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         va, vb = _verdict(a), _verdict(b)
         return va is not None and va == vb
     na, nb = _number(a), _number(b)
     if na is not None and nb is not None:
         return abs(na - nb) <= _EPS * max(1.0, abs(nb))
+    if loose:
+        return _loose_text(a) == _loose_text(b)
     return _norm_text(a) == _norm_text(b)
 
 
-def satisfies(record: Mapping[str, Any], req: Requirement) -> bool:
-    """Whether one record meets one requirement. A missing or null attribute meets none."""
+def satisfies(record: Mapping[str, Any], req: Requirement, loose: bool = False) -> bool:
+    """Whether one record meets one requirement. A missing or null attribute meets none. `loose`:
+    text equality also ignores punctuation (the robust answer protocol)."""
     if req.attribute not in record or record[req.attribute] is None:
         return False
     x = record[req.attribute]
     op, v = req.op, req.value
     if op == "==":
-        return _equal(x, v)
+        return _equal(x, v, loose)
     if op == "!=":
-        return not _equal(x, v)
+        return not _equal(x, v, loose)
     if op in (">=", "<=", ">", "<"):
         nx, nv = _number(x), _number(v)
         if nx is None or nv is None:
@@ -177,7 +186,7 @@ def satisfies(record: Mapping[str, Any], req: Requirement) -> bool:
             hit = _norm_text(v) in _norm_text(x)
         return hit if op == "contains" else not hit
     if op == "in":
-        return any(_equal(x, item) for item in v)
+        return any(_equal(x, item, loose) for item in v)
     weekday, hhmm = v
     try:
         open_now = is_open(x, weekday, hhmm)
@@ -186,12 +195,14 @@ def satisfies(record: Mapping[str, Any], req: Requirement) -> bool:
     return open_now if op == "open_at" else not open_now
 
 
-def attribute_accuracy(records: Sequence[Mapping[str, Any]], requirements: Sequence[Requirement]) -> float:
+def attribute_accuracy(
+    records: Sequence[Mapping[str, Any]], requirements: Sequence[Requirement], loose: bool = False
+) -> float:
     """A = 1[x ⊨ x_q] (eq. 1): 1 when every record of the answer meets every requirement, else 0.
     An answer with no record (no place, no value) meets nothing: 0."""
     if not records:
         return 0.0
-    return 1.0 if all(satisfies(r, q) for r in records for q in requirements) else 0.0
+    return 1.0 if all(satisfies(r, q, loose) for r in records for q in requirements) else 0.0
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ metrics NaN, counted in n_errors, retried on resume), never a PR over the judged
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -30,16 +32,19 @@ from typing import Any
 
 from geoeval.core.registry import register_metric
 from geoeval.core.scoring import MetricInput, compute_metrics
-from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed
+from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed, JudgeVerdict
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import answer_place, attribute_accuracy_of, place_records
+from geoeval.suites.lifeplanner.scoring.reading import PROTOCOLS, read_submission
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, trajectory_from_messages
 from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import notes as note_tools
 
 SUITE = "lifeplanner"
 RECORD_KEY = "lifeplanner"
+#: `metadata` key of {protocol: record}: the judging step reads the answer under both protocols
+BY_PROTOCOL_KEY = "lifeplanner_by_protocol"
 _JUDGE_EVIDENCE_CHARS = 24_000
 
 SC_RUBRIC = (
@@ -72,6 +77,11 @@ class SampleRecord:
     notes: list[str] = field(default_factory=list)  # why the scores are what they are
     judge_votes: dict[str, Any] = field(default_factory=dict)  # per metric: every vote and raw reply
     judge_error: str | None = None  # every judge of a metric failed: the sample is an error
+    protocol: str = "paper"  # the answer protocol this record read the submission under
+    reading: list[str] = field(default_factory=list)  # the robust reader's rules that fired
+    #: the one-answer rule: one record per distinct answer the submission offers (each scored,
+    #: the minimum kept); empty for a submission with one answer
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,37 +119,123 @@ async def evaluate_sample(
     case: dict[str, Any],
     messages: list[Any],
     db_path: str,
-    ensemble: JudgeEnsemble,
+    ensemble: Any,
     *,
     alpha: float = M.DEFAULT_ALPHA,
     tokens: dict[str, int] | None = None,
+    protocol: str = "robust",
 ) -> SampleRecord:
-    """Read the finished sample (its case and messages) and run the judges on it."""
+    """Read the finished sample (its case and messages) under the answer `protocol` and run the
+    judges on it."""
     traj: Trajectory = trajectory_from_messages(messages)
-    record = SampleRecord(
+    base = SampleRecord(
         db_path=db_path,
         alpha=alpha,
-        submitted=load_answer(traj.submitted),
         tool_calls=traj.n_calls,
         refused_calls=traj.refused,
         failure_classes=traj.failure_counts(),
         observed_evidence=sorted(set(case["evidence"]) & traj.observed),
         tokens=dict(tokens or {}),
+        protocol=protocol,
     )
+    if protocol == "paper":
+        return await _judge_answer(case, traj, base, load_answer(traj.submitted), ensemble)
+    city = city_handle.open_city(db_path)
+    reading = read_submission(city, case["task"], traj.submitted, protocol)
+    base.reading = list(reading.rules)
+    if reading.void or not reading.candidates:
+        # the one-answer rule: the worst candidate is no answer, scored as an answer off the schema
+        base.submitted = reading.candidates[0] if reading.candidates else load_answer(traj.submitted)
+        base.schema_error = f"one-answer rule: {reading.void}" if reading.void else "no answer was submitted"
+        base.notes.append(base.schema_error)
+        _note_refused(base, traj)
+        return base
+    if len(reading.candidates) == 1:
+        return await _judge_answer(case, traj, base, reading.candidates[0], ensemble)
+    records = [
+        await _judge_answer(case, traj, dataclasses.replace(base, notes=list(base.notes)), cand, ensemble)
+        for cand in reading.candidates
+    ]
+    record = dataclasses.replace(records[0], candidates=[r.to_dict() for r in records])
+    record.notes = [*base.notes, f"one-answer rule: {len(records)} different answers, the worst is scored"]
+    record.judge_error = next((r.judge_error for r in records if r.judge_error), None)
+    return record
+
+
+async def evaluate_both(
+    case: dict[str, Any],
+    messages: list[Any],
+    db_path: str,
+    ensemble: JudgeEnsemble,
+    *,
+    alpha: float = M.DEFAULT_ALPHA,
+    tokens: dict[str, int] | None = None,
+) -> dict[str, SampleRecord]:
+    """The sample's record under each answer protocol; a model judge asked the same question under
+    both is asked once (`SharedVerdicts`)."""
+    shared = SharedVerdicts(ensemble)
+    return {
+        p: await evaluate_sample(case, messages, db_path, shared, alpha=alpha, tokens=tokens, protocol=p)
+        for p in PROTOCOLS
+    }
+
+
+class SharedVerdicts:
+    """A judge ensemble that reuses a model judge's verdict on a request it has already judged
+    (the robust and paper readings of one answer are often the same text); the offline rules
+    judge, which reads the protocol from the request, is asked every time."""
+
+    def __init__(self, ensemble: JudgeEnsemble) -> None:
+        self.ensemble = ensemble
+        self.cache: dict[tuple[str, str, str, str], JudgeVerdict] = {}
+
+    async def score(self, request: JudgeRequest) -> JudgeVerdict:
+        key = (request.rubric, request.answer, request.reference, request.evidence)
+        cached = self.cache.get(key)
+        models = list(self.ensemble.models)
+        if cached is None or models == ["rules"]:
+            verdict = await self.ensemble.score(request)
+            self.cache[key] = verdict
+            return verdict
+        if "rules" not in models:
+            return cached
+        rules_only = copy.copy(self.ensemble)
+        rules_only.models = ["rules"]
+        rules = await rules_only.score(request)
+        per_judge = {k: v for k, v in cached.per_judge.items() if k != "rules"} | rules.per_judge
+        return JudgeVerdict(
+            score=sum(per_judge.values()) / len(per_judge),
+            per_judge=per_judge,
+            raw=dict(cached.raw),
+            votes={**cached.votes, **rules.votes},
+            errors={k: v for k, v in cached.errors.items() if k != "rules"} | rules.errors,
+            failed=[f for f in cached.failed if f != "rules"] + rules.failed,
+        )
+
+
+def _note_refused(record: SampleRecord, traj: Trajectory) -> None:
+    if traj.refused:
+        record.notes.append(f"{traj.refused} call(s) refused past the tool budget")
+
+
+async def _judge_answer(
+    case: dict[str, Any], traj: Trajectory, record: SampleRecord, submitted: Any, ensemble: Any
+) -> SampleRecord:
+    """Check one answer against its task's schema and ask the judges for SC and RP."""
+    record.submitted = submitted
     try:
-        parsed = parse_answer(case["task"], case["level"], traj.submitted)
+        parsed = parse_answer(case["task"], case["level"], submitted)
     except AnswerSchemaError as exc:
         record.schema_error = f"answer does not follow the schema: {exc}"
         record.notes.append(record.schema_error)
-        parsed = None
-    if traj.refused:
-        record.notes.append(f"{traj.refused} call(s) refused past the tool budget")
-    if parsed is None:
+        _note_refused(record, traj)
         return record
+    _note_refused(record, traj)
+    db_path = record.db_path
     city = city_handle.open_city(db_path)
     answer_text = json.dumps(parsed.raw, ensure_ascii=False)
     reference = json.dumps(case["answer"], ensure_ascii=False)
-    base = {"db_path": db_path, "case": case, "parsed": parsed, "trajectory": traj}
+    base = {"db_path": db_path, "case": case, "parsed": parsed, "trajectory": traj, "protocol": record.protocol}
     if "sc" in M.applicable(case["task"], case["level"]):
         rubric = (
             SC_RUBRIC
@@ -169,9 +265,7 @@ async def evaluate_sample(
     return record
 
 
-async def _judge(
-    ensemble: JudgeEnsemble, request: JudgeRequest, metric: str, record: SampleRecord
-) -> dict[str, float] | None:
+async def _judge(ensemble: Any, request: JudgeRequest, metric: str, record: SampleRecord) -> dict[str, float] | None:
     """The judges' scores for `metric`, every vote kept in `record.judge_votes`. When every judge
     fails the case cannot be judged: `record.judge_error` makes the sample an error (counted in
     n_errors), instead of a metric that silently drops out of the mean."""
@@ -200,6 +294,11 @@ class _Sample:
     parsed: ParsedAnswer | None  # None: the answer is off the schema
 
     @property
+    def loose(self) -> bool:
+        """Text values compared ignoring punctuation (the robust protocol)."""
+        return self.record.protocol == "robust"
+
+    @property
     def city(self) -> city_handle.City:
         return city_handle.open_city(self.record.db_path)
 
@@ -207,28 +306,45 @@ class _Sample:
         return metric in M.applicable(self.case["task"], self.case["level"])
 
 
-def _sample(inp: MetricInput) -> _Sample:
-    case = inp.metadata["case"]
-    raw = inp.metadata.get(RECORD_KEY)
+def record_of(metadata: dict[str, Any], protocol: str) -> dict[str, Any]:
+    """The sample's record under `protocol` (the judging step keeps one per protocol)."""
+    by_protocol = metadata.get(BY_PROTOCOL_KEY)
+    raw = by_protocol.get(protocol) if by_protocol else metadata.get(RECORD_KEY)
     if raw is None:
         raise ValueError("no LifePlanner record: the lifeplanner_judging solver step did not run")
+    return raw
+
+
+def _samples(case: dict[str, Any], raw: dict[str, Any]) -> list[_Sample]:
+    """The record's sample, or one per candidate answer (the one-answer rule)."""
     record = SampleRecord(**raw)
+    if record.candidates:
+        return [s for c in record.candidates for s in _samples(case, c)]
     parsed = None if record.schema_error else parse_answer(case["task"], case["level"], record.submitted)
-    return _Sample(case, record, parsed)
+    return [_Sample(case, record, parsed)]
+
+
+def _worst(inp: MetricInput, fn) -> float:
+    """`fn` of the sample, the minimum over its candidate answers (NaN where it does not apply)."""
+    values = [float(fn(s)) for s in _samples(inp.metadata["case"], record_of(inp.metadata, inp.protocol))]
+    return math.nan if any(math.isnan(v) for v in values) else min(values)
+
+
+def _sample(inp: MetricInput) -> _Sample:
+    return _samples(inp.metadata["case"], record_of(inp.metadata, inp.protocol))[0]
 
 
 def _outcome(metric: str, compute):
     """An outcome metric: NaN where Table 11 does not apply it, 0 for an answer off the schema."""
 
-    def fn(inp: MetricInput) -> float:
-        s = _sample(inp)
+    def one(s: _Sample) -> float:
         if not s.applies(metric):
             return math.nan
         if s.parsed is None:
             return 0.0
         return float(compute(s))
 
-    return fn
+    return lambda inp: _worst(inp, one)
 
 
 def _piou(s: _Sample) -> float:
@@ -245,7 +361,7 @@ def _sc(s: _Sample) -> float:
 
 
 _COMPUTE = {
-    "a": lambda s: attribute_accuracy_of(s.city, s.case, s.parsed),
+    "a": lambda s: attribute_accuracy_of(s.city, s.case, s.parsed, loose=s.loose),
     "piou": _piou,
     "rd_distance": lambda s: M.routing_deviation(
         s.parsed.total_distance_m, s.case["answer"]["total_distance_m"], _piou(s)
@@ -268,7 +384,10 @@ for _name, _fn in _COMPUTE.items():
 
 @register_metric("pr", suites=[SUITE], description="Pass Rate at alpha: SC > alpha and every other outcome metric = 1")
 def pr_metric(inp: MetricInput) -> float:
-    s = _sample(inp)
+    return _worst(inp, _pr)
+
+
+def _pr(s: _Sample) -> float:
     if s.parsed is None:
         return 0.0
     app = M.applicable(s.case["task"], s.case["level"])
@@ -280,7 +399,10 @@ def pr_metric(inp: MetricInput) -> float:
 
 @register_metric("rp", suites=[SUITE], description="Reasoning Purity: mean of the judge ensemble")
 def rp_metric(inp: MetricInput) -> float:
-    s = _sample(inp)
+    return _worst(inp, _rp)
+
+
+def _rp(s: _Sample) -> float:
     if s.parsed is None:
         return 0.0
     scores = _judges(s.record.rp_judges)
@@ -309,26 +431,105 @@ def output_tokens_metric(inp: MetricInput) -> float:
     return float(_sample(inp).record.tokens.get("output", 0))
 
 
-def extract_answer(raw: str) -> tuple[str, str]:
-    """The submitted answer, and the notes `evaluate_sample` recorded (a schema problem, calls
-    refused past the budget, a failed judge) as the problem that explains the scores."""
+def extract_answer(raw: str, protocol: str = "robust") -> tuple[str, str]:
+    """The submitted answer, and the notes `evaluate_sample` recorded under `protocol` (a schema
+    problem, the one-answer rule, calls refused past the budget, a failed judge) as the problem
+    that explains the scores."""
     from geoeval.core.private_api import sample_state
 
     state = sample_state()
-    record = ((state.metadata or {}).get(RECORD_KEY) if state is not None else None) or {}
+    metadata = (state.metadata or {}) if state is not None else {}
+    try:
+        record = record_of(metadata, protocol)
+    except ValueError:
+        record = {}
     return raw.strip(), "; ".join(record.get("notes") or [])
+
+
+def record_metadata(records: dict[str, SampleRecord], protocol: str) -> dict[str, Any]:
+    """The sample metadata the judging step leaves for the metrics: the record under the run's
+    `protocol` (`RECORD_KEY`, what reports read) and every protocol's (`BY_PROTOCOL_KEY`)."""
+    return {
+        RECORD_KEY: records[protocol].to_dict(),
+        BY_PROTOCOL_KEY: {p: r.to_dict() for p, r in records.items()},
+    }
 
 
 def metric_values(
     case: dict[str, Any], record: SampleRecord, metric_names: list[str]
 ) -> tuple[dict[str, float], list[str]]:
-    """The core scorer's computation for one evaluated case, without Inspect (tests, tools)."""
+    """The core scorer's computation for one evaluated case under the record's protocol, without
+    Inspect (tests, tools)."""
     inp = MetricInput(
         answer=json.dumps(record.submitted, ensure_ascii=False),
         raw="",
         target=[],
         metadata={"suite": SUITE, "case": case, RECORD_KEY: record.to_dict()},
         tokens=dict(record.tokens),
+        protocol=record.protocol,
     )
     values, problems = compute_metrics(metric_names, inp)
     return values, record.notes + problems
+
+
+@dataclass
+class ScoredSample:
+    """One sample scored outside Inspect exactly as a run scores it (`score_sample`)."""
+
+    values: dict[str, float]
+    records: dict[str, SampleRecord]  # per protocol
+    protocol_disagreement: dict[str, dict[str, float]]
+    failures: list[str]
+
+    @property
+    def record(self) -> SampleRecord:
+        return next(iter(self.records.values()))
+
+    def reading(self, protocol: str) -> dict[str, Any]:
+        """What the reader made of the answer under `protocol` (for `AnswerScore.reading`)."""
+        r = self.records[protocol]
+        return {
+            "protocol": protocol,
+            "submitted_as_read": r.submitted,
+            "rules": list(r.reading),
+            "schema_error": r.schema_error,
+            "candidates": len(r.candidates) or 1,
+            "sc_judges": r.sc_judges,
+            "rp_judges": r.rp_judges,
+            "notes": list(r.notes),
+        }
+
+
+def score_sample(
+    sample_metadata: dict[str, Any],
+    messages: list[Any],
+    db_path: str,
+    ensemble: JudgeEnsemble,
+    *,
+    alpha: float,
+    protocol: str,
+    metric_names: list[str],
+    completion: str = "",
+    tokens: dict[str, int] | None = None,
+) -> ScoredSample:
+    """The judging step and the core scorer (`score_both_protocols`) for one finished sample: what
+    `task.lifeplanner_judging` and `geoeval_scorer` do in a run, for the public scoring entry point
+    (`LifePlannerSuite.score_answers`) and the meta-evaluation."""
+    import asyncio
+
+    from geoeval.core.scoring import score_both_protocols
+
+    case = sample_metadata["case"]
+    records = asyncio.run(evaluate_both(case, messages, db_path, ensemble, alpha=alpha, tokens=tokens))
+    metadata = {**sample_metadata, "suite": SUITE, **record_metadata(records, protocol)}
+    _, _, values, failures, disagreement = score_both_protocols(
+        list(metric_names),
+        lambda raw, protocol="robust": (raw.strip(), ""),
+        completion,
+        [],
+        metadata,
+        dict(tokens or {}),
+        protocol,
+    )
+    ordered = {protocol: records[protocol], **{p: r for p, r in records.items() if p != protocol}}
+    return ScoredSample(values, ordered, disagreement, failures)

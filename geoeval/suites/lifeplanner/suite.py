@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,7 +24,7 @@ from pydantic import Field, model_validator
 
 from geoeval.core.config.schema import Strict
 from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions
+from geoeval.core.records import AnswerScore, AnswerToScore, Dimensions
 from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
@@ -271,7 +272,51 @@ class LifePlannerSuite(Suite):
     def build_task(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> Task:
         from geoeval.suites.lifeplanner.task import make_task
 
-        return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge)
+        return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge, spec.scoring.protocol)
+
+    # ------------------------------------------------------------ the public scoring entry point
+    def score_answers(
+        self, spec: RunSpec, env: LifePlannerEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+    ) -> list[AnswerScore]:
+        """Score answers as a run does: the judging step (under both protocols, with the run's
+        judge ensemble) and the registered metrics, under `spec.scoring.protocol`.
+
+        `messages` is the trajectory (Inspect chat messages as dicts, validated with
+        `inspect_ai.model`); a `submit_answer` call in it is the submission. Without one,
+        `answer` is submitted after the trajectory; without messages, after the prompt alone (no
+        tool was called: IG and TE say so)."""
+        from geoeval.judges.ensemble import JudgeEnsemble
+        from geoeval.suites.lifeplanner.scorers import score_sample
+        from geoeval.suites.lifeplanner.scoring.judging import rules_judge
+
+        ensemble = JudgeEnsemble(spec.judge, rules=rules_judge)
+        out = []
+        for item in answers:
+            sample = samples[item.sample_id]
+            messages = trajectory_messages(sample, item)
+            scored = score_sample(
+                dict(sample.metadata or {}),
+                messages,
+                env.db_path,
+                ensemble,
+                alpha=spec.suite.alpha,
+                protocol=spec.scoring.protocol,
+                metric_names=list(spec.metrics.metrics),
+                completion=item.answer,
+            )
+            record = scored.records[spec.scoring.protocol]
+            out.append(
+                AnswerScore(
+                    sample_id=item.sample_id,
+                    scores=scored.values,
+                    answer=item.answer,
+                    reading=scored.reading(spec.scoring.protocol),
+                    explanation="; ".join(record.notes + scored.failures),
+                    protocol_disagreement=scored.protocol_disagreement,
+                    epoch=item.epoch,
+                )
+            )
+        return out
 
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
@@ -283,6 +328,36 @@ class LifePlannerSuite(Suite):
             return []
         counts = failure_counts_from_results(results)
         return write_reports(results, Path(out_dir) / "lifeplanner_reports", counts, plots=plots_wanted(spec))
+
+
+def trajectory_messages(sample: Sample, item: AnswerToScore) -> list[Any]:
+    """The chat messages an `AnswerToScore` stands for: its trajectory (or the sample's prompt)
+    ending with a `submit_answer` call, `item.answer` submitted when the trajectory has none."""
+    from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
+    from inspect_ai.tool import ToolCall
+    from pydantic import TypeAdapter, ValidationError
+
+    from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
+
+    if item.messages is None:
+        messages: list[Any] = list(sample.input) if isinstance(sample.input, list) else []
+    else:
+        try:
+            messages = TypeAdapter(list[ChatMessage]).validate_python(item.messages)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise GeoevalError(
+                f"sample {item.sample_id}: messages are not Inspect chat messages "
+                f"({'.'.join(str(x) for x in first['loc'])}: {first['msg']})"
+            ) from None
+    submitted = any(c.function == SUBMIT_TOOL for m in messages if m.role == "assistant" for c in (m.tool_calls or []))
+    if not submitted and item.answer.strip():
+        call = ToolCall(id="submit_answer_scored", function=SUBMIT_TOOL, arguments={"result": item.answer})
+        messages += [
+            ChatMessageAssistant(content="", tool_calls=[call]),
+            ChatMessageTool(content="Answer submitted.", tool_call_id=call.id, function=SUBMIT_TOOL),
+        ]
+    return messages
 
 
 def case_sample(case: Any, question: str | None = None) -> Sample:

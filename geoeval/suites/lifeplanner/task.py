@@ -156,23 +156,29 @@ def _evaluated_tokens(state: TaskState) -> dict[str, int]:
 
 
 @solver
-def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
-    """The last step: read the finished trajectory and answer, run the judge ensemble (SC, RP)
-    and record the outcome in `metadata["lifeplanner"]` for the metric functions. Judges are
-    model calls, which the core scorer's synchronous metric functions cannot make."""
+def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9, protocol: str = "robust") -> Solver:
+    """The last step: read the finished trajectory and answer under both answer protocols, run
+    the judge ensemble (SC, RP) on each reading and record the outcome in `metadata["lifeplanner"]`
+    (the run's `protocol`) and `metadata["lifeplanner_by_protocol"]` for the metric functions,
+    which score both. Judges are model calls, which the core scorer's synchronous metric
+    functions cannot make."""
     from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
     from geoeval.judges.ensemble import JudgeEnsemble
-    from geoeval.suites.lifeplanner.scorers import RECORD_KEY, evaluate_sample
+    from geoeval.suites.lifeplanner.scorers import evaluate_both, record_metadata
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
     ensemble = JudgeEnsemble(judge, rules=rules_judge)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        record = await evaluate_sample(
+        records = await evaluate_both(
             state.metadata["case"], state.messages, db_path, ensemble, alpha=alpha, tokens=_evaluated_tokens(state)
         )
-        state.metadata[RECORD_KEY] = record.to_dict()
-        state.metadata[DETAILS_KEY] = {"judges": record.judge_votes, "failure_classes": record.failure_classes}
+        record = records[protocol]
+        state.metadata.update(record_metadata(records, protocol))
+        details: dict[str, Any] = {"judges": record.judge_votes, "failure_classes": record.failure_classes}
+        if record.reading:
+            details["reading"] = record.reading
+        state.metadata[DETAILS_KEY] = details
         if record.judge_error:
             state.metadata[SAMPLE_ERROR_KEY] = record.judge_error
         return state
@@ -180,7 +186,14 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9) -> Solver:
     return solve
 
 
-def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str], judge: Any) -> Task:
+def make_task(
+    suite_cfg: Any,
+    env: Any,
+    samples: list[Sample],
+    metric_names: list[str],
+    judge: Any,
+    protocol: str = "robust",
+) -> Task:
     from geoeval.core.scoring import geoeval_scorer
     from geoeval.suites.lifeplanner.scorers import extract_answer
 
@@ -189,9 +202,9 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
         dataset=MemoryDataset(samples, name="lifeplanner"),
         solver=[
             lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport),
-            lifeplanner_judging(env.db_path, judge, suite_cfg.alpha),
+            lifeplanner_judging(env.db_path, judge, suite_cfg.alpha, protocol),
         ],
-        scorer=geoeval_scorer(list(metric_names), extract_answer),
+        scorer=geoeval_scorer(list(metric_names), extract_answer, protocol=protocol),
         metadata={"suite": "lifeplanner"},
     )
 
@@ -252,4 +265,6 @@ def lifeplanner(
     )
     suite = get_suite("lifeplanner")
     env = suite.build_env(spec)
-    return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics, spec.judge)
+    return make_task(
+        spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics, spec.judge, spec.scoring.protocol
+    )

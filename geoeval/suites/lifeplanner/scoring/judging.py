@@ -26,6 +26,7 @@ from typing import Any
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
+from geoeval.suites.lifeplanner.scoring.purity import reason_claims
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory
 from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
@@ -204,14 +205,17 @@ def _req(r: Any) -> Requirement:
     return Requirement(attribute, op, value)
 
 
-def attribute_accuracy_of(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> float:
-    """A (eq. 1): 1 when every requirement group of the case holds for the answer, else 0."""
+def attribute_accuracy_of(
+    city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer, *, loose: bool = False
+) -> float:
+    """A (eq. 1): 1 when every requirement group of the case holds for the answer, else 0.
+    `loose`: the answer's own text values are compared ignoring punctuation (robust protocol)."""
     anchor = (case.get("context") or {}).get("anchor")
     for group in case.get("requirements") or []:
         reqs = [_req(r) for r in group["requirements"]]
         scope = group["scope"]
         if scope == "answer":
-            ok = attribute_accuracy([answer_record(parsed)], reqs) == 1.0
+            ok = attribute_accuracy([answer_record(parsed)], reqs, loose) == 1.0
         elif scope == "answer_place":
             pid = answer_place(city, parsed)
             rec = visible_record(city, pid, anchor) if pid else None
@@ -413,6 +417,120 @@ def reasoning_purity_score(city: city_handle.City, parsed: ParsedAnswer, traj: T
     return sum(ok for _, ok in checks) / len(checks) if checks else 1.0
 
 
+_VOCABULARY: dict[int, list[str]] = {}
+
+
+def fact_vocabulary(city: city_handle.City) -> list[str]:
+    """Every tag and memory value some place of the city has (the fact phrases a reason can claim)."""
+    recs = place_records(city)
+    got = _VOCABULARY.get(id(recs))
+    if got is None:
+        got = sorted({f.split(":", 2)[2] for rec in recs.values() for f in rec["facts"]})
+        _VOCABULARY.clear()
+        _VOCABULARY[id(recs)] = got
+    return got
+
+
+def _reasons(city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer) -> list[tuple[str | None, str]]:
+    """(the place a reason speaks of, the reason) for every reason the answer gives."""
+    raw = parsed.raw if isinstance(parsed.raw, dict) else {}
+    out: list[tuple[str | None, str]] = []
+    if parsed.task == "place":
+        subject = answer_place(city, parsed)
+        if subject is None and len(case.get("reference_places") or []) == 1:
+            subject = case["reference_places"][0]  # a verdict or a value about the place asked of
+        if isinstance(raw.get("reason"), str):
+            out.append((subject, raw["reason"]))
+        return out
+    items: list[Any] = list(raw.get("answer") or []) if parsed.task == "nearby" else []
+    if parsed.task in ("routing", "trip"):
+        items = [raw.get("start"), raw.get("end"), *(raw.get("waypoints") or [])]
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("reason"), str):
+            pid = item.get("place_id") if isinstance(item.get("place_id"), str) else None
+            out.append((pid, item["reason"]))
+    return out
+
+
+def _cited_notes_text(city: city_handle.City, note_ids: list[str]) -> str:
+    if not note_ids:
+        return ""
+    rows = (
+        city.cursor()
+        .execute('SELECT title, "desc", tag_list FROM notes WHERE list_contains(?, note_id)', [note_ids])
+        .fetchall()
+    )
+    return " ".join(" ".join(str(x or "") for x in r) for r in rows)
+
+
+def robust_purity_checks(
+    city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer, traj: Trajectory
+) -> list[tuple[str, bool]]:
+    """The paper protocol's checks, plus what the answer cites (each `ref.attribute_key` is a real
+    field of the place, shown to the agent, and a `tag:` key is one of its tags; a value answered
+    for one cited field is the record's) and what its reasons state (`purity.reason_claims`)."""
+    recs = place_records(city)
+    checks = purity_checks(city, parsed, traj)
+    subject = answer_place(city, parsed)
+    if parsed.task == "place" and subject is None and len(case.get("reference_places") or []) == 1:
+        subject = case["reference_places"][0]
+    if parsed.task == "place" and subject in recs:
+        plain = [k for k in parsed.attribute_keys if ":" not in k]
+        for k in parsed.attribute_keys:
+            field_name, _, tag = k.partition(":")
+            if field_name == "tag" and tag:
+                checks.append((f"{subject}.tag was shown", f"place:{subject}:tag" in traj.observed))
+                if parsed.value is not False:  # a "no" cites the tag it did not find
+                    checks.append((f"{subject} has tag {tag}", f" {_norm(tag)}" in " " + _norm(recs[subject]["tag"])))
+            elif field_name in _VISIBLE:
+                checks.append((f"{subject}.{k} was shown", f"place:{subject}:{k}" in traj.observed))
+            else:
+                checks.append((f"{k} is a field of the place", False))
+        value = parsed.value
+        stated = len(plain) == 1 and plain[0] in _VISIBLE and value is not None and not isinstance(value, bool)
+        if stated and answer_place(city, parsed) is None:
+            checks.append(
+                (
+                    f"answered {plain[0]} is the record's",
+                    satisfies(recs[subject], Requirement(plain[0], "==", value), True),
+                )
+            )
+    vocabulary = fact_vocabulary(city)
+    notes_text = _cited_notes_text(city, parsed.note_ids)
+    names = {_norm(r["name"]): pid for pid, r in recs.items()}
+
+    for pid, reason in _reasons(city, case, parsed):
+        rec = recs.get(pid) if pid else None
+        if rec is None:
+            continue
+
+        def distance_to(name: str, pid: str = pid) -> float | None:
+            other = names.get(_norm(name))
+            return straight_distance(city, pid, other) if other else None
+
+        checks += [
+            (f"{pid}: {claim}", ok)
+            for claim, ok in reason_claims(
+                reason,
+                rec,
+                vocabulary=vocabulary,
+                question=str(case.get("question") or ""),
+                evidence_text=notes_text,
+                distance_to=distance_to,
+            )
+        ]
+    return checks
+
+
+def robust_purity_score(
+    city: city_handle.City, case: Mapping[str, Any], parsed: ParsedAnswer, traj: Trajectory
+) -> float:
+    """The share of the answer's checkable claims that hold; 0 when it states nothing checkable
+    (no faithfulness is shown by an answer that grounds nothing: RP is not a default of 1)."""
+    checks = robust_purity_checks(city, case, parsed, traj)
+    return sum(ok for _, ok in checks) / len(checks) if checks else 0.0
+
+
 # --------------------------------------------------------------------------------------------
 # The `rules` judge
 # --------------------------------------------------------------------------------------------
@@ -427,5 +545,7 @@ def rules_judge(request: Any) -> float:
     if ctx["metric"] == "sc":
         return semantic_constraint_score(city, ctx["case"], ctx["parsed"])
     if ctx["metric"] == "rp":
+        if ctx.get("protocol", "paper") == "robust":
+            return robust_purity_score(city, ctx["case"], ctx["parsed"], ctx["trajectory"])
         return reasoning_purity_score(city, ctx["parsed"], ctx["trajectory"])
     raise ValueError(f"the rules judge scores 'sc' or 'rp', not {ctx['metric']!r}")
