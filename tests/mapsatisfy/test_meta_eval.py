@@ -12,7 +12,7 @@ from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.core.registry import get_suite
 from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
-from geoeval.suites.mapsatisfy.meta_eval import TIERS, given_of, replay, sample_answers
+from geoeval.suites.mapsatisfy.meta_eval import FAMILIES, TIERS, given_of, replay, sample_answers
 from geoeval.suites.mapsatisfy.scorers import scores_from_record
 from tests.conftest import compose_spec
 
@@ -45,7 +45,11 @@ def test_every_metric_orders_the_tiers_at_its_target(generated):
     assert set(report) == {"ecr", "iisr", "ar", "ts", "ifs", "eff", "ses", "cei"}
     for metric, row in report.items():
         assert row["pairs"] > 0 and row["met"], (metric, row["accuracy"], row["examples"])
-    assert {a.tier.name for a in answers} == {t.name for t in TIERS.values()}
+    assert {a.tier.name for a in answers if a.tier.family == "tiers"} == {
+        t.name for t in TIERS.values() if t.family == "tiers"
+    }
+    assert {a.tier.family for a in answers} == {"tiers", *FAMILIES}
+    assert {a.tier.name for a in answers} <= {t.name for t in TIERS.values()}
     assert len({a.sample_id for a in answers}) == len(samples)
     assert suite.meta_eval_targets["ecr"] == 0.9 and suite.meta_eval_targets["ts"] == 1.0
 
@@ -66,7 +70,8 @@ def test_metrics_the_construction_cannot_change_are_not_applicable(generated):
         if a.tier.name == "reference":
             assert not math.isnan(a.scores["ts"]) and not math.isnan(a.scores["eff"])
         else:
-            assert math.isnan(a.scores["ts"]) == (a.tier.name != "defect:missed_tool"), a.tier.name
+            own_calls = a.tier.name == "defect:missed_tool" or a.tier.family == "trajectory"
+            assert math.isnan(a.scores["ts"]) == (not own_calls), a.tier.name
             assert math.isnan(a.scores["eff"]) == (a.tier.name != "defect:needless_clarification"), a.tier.name
 
 
@@ -111,11 +116,12 @@ def demo_case(peers):
     return instance, calls
 
 
-def _score(instance, calls, answer):
+def _score(instance, calls, answer, protocol="robust"):
     import asyncio
 
     record = {"answer": answer, "tool_calls": calls, "given": given_of(instance, "normal"), "turns": 1, "tokens": 1000}
-    verdicts = asyncio.run(judge_dialogue(instance, Trajectory.from_record(record), ["rules"], votes=3))
+    trajectory = Trajectory.from_record(record)
+    verdicts = asyncio.run(judge_dialogue(instance, trajectory, ["rules"], votes=3, protocol=protocol))
     record["verdicts"] = verdicts.to_record()
     scores = scores_from_record(instance, record)
     return {m: scores[m] for m in ("ecr", "iisr", "ifs")}
@@ -139,11 +145,26 @@ def test_demo_case_worthless_answers_score_zero(demo_case):
         assert _score(instance, calls, answer) == {"ecr": 0.0, "iisr": 0.0, "ifs": 0.0}, answer
 
 
+#: one recommendation, every fact from the outputs: the search's first station (its name bears 万象城),
+#: the route the navigation call computed to it
+SINGLE = (
+    "推荐「奥迪汽车充电站(宁波华润万象城)」，在宁波万象城B2层的地下停车场内，距离约61米，24小时营业。"
+    "驾车前往全程3.5公里，约18分钟。"
+)
+
+
 @pytest.mark.conformance
 def test_demo_case_correct_answer_scores_high_with_a_polite_closing_question(demo_case):
     instance, calls = demo_case
     for tail in ("", "如需帮您发起导航，请告诉我。", "您更想去停车场内的站还是特来电的站？都可以告诉我。"):
-        assert _score(instance, calls, CORRECT + tail) == {"ecr": 1.0, "iisr": 1.0, "ifs": 1.0}, tail
+        # the paper protocol reads the words: the echoed 万象城 and the second station's 特来电 count
+        assert _score(instance, calls, CORRECT + tail, "paper") == {"ecr": 1.0, "iisr": 1.0, "ifs": 1.0}, tail
+        single = _score(instance, calls, SINGLE + tail)
+        assert single["ecr"] == 1.0 and single["ifs"] == 1.0, tail
+    # robust: two stations offered are credited as the worse one; 万象城 said only in the user's words
+    # is not said of the recommended station, which does not bear it
+    hedged = _score(instance, calls, CORRECT)
+    assert hedged["ecr"] < 1.0 and hedged["ifs"] == 1.0
 
 
 @pytest.mark.conformance

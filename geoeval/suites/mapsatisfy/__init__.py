@@ -9,4 +9,6 @@ The instance schema and loaders (`schema`), instance generation (`generate/`), t
 #: The version of this suite's references, metrics and environments. It is part of the run
 #: identity and of the environment cache keys: bump it whenever any of them changes, so that no
 #: stored score or cached environment is reused across the change.
-SCORING_VERSION = "3"  # 3: the rules judge reads the answer; paper judge defaults; generator fixes
+# 3: the rules judge reads the answer; paper judge defaults; generator fixes
+# 4: answer protocols (issue 22): robust reading (default) and paper (the v3 judge); one answer in the reference
+SCORING_VERSION = "4"

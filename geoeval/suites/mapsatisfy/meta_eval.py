@@ -29,6 +29,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,49 @@ TIERS = {
     "refusal": Tier("refusal", WORTHLESS),
     "invented": Tier("invented", WORTHLESS),
 }
-#: ordering-accuracy targets: the rules judge's metrics 0.9 (offline rules judge), the rest 1.0
-TARGETS = {"ecr": 0.9, "iisr": 0.9, "ifs": 0.9, "ar": 0.9, "ses": 0.9, "cei": 0.9, "ts": 1.0, "eff": 1.0}
+_RECOMMENDATION = frozenset({"ecr", "ar", "ses", "cei"})
+_ACCEPTANCE = frozenset({"ar", "ses", "cei"})
+#: the answer families of issue 22 (module docstring, "Families"): the right answer written
+#: another way (level 0: scores as the reference), answers that game the reader, partly right
+#: answers (level 1: strictly below the reference on what they lose, never below the worthless
+#: answers), and tool-use probes
+FAMILY_TIERS = {
+    "surface:markdown": Tier("surface:markdown", REFERENCE, family="surface"),
+    "surface:full_width": Tier("surface:full_width", REFERENCE, family="surface"),
+    "surface:number_words": Tier("surface:number_words", REFERENCE, family="surface"),
+    "surface:explained": Tier("surface:explained", REFERENCE, family="surface"),
+    "gaming:negated": Tier("gaming:negated", DEFECT, _RECOMMENDATION, family="gaming"),
+    "gaming:corrected": Tier("gaming:corrected", DEFECT, _ACCEPTANCE, family="gaming"),
+    "gaming:hedged": Tier("gaming:hedged", DEFECT, _ACCEPTANCE, family="gaming"),
+    "gaming:echoed": Tier("gaming:echoed", DEFECT, _RECOMMENDATION, family="gaming"),
+    "gaming:keyword_list": Tier("gaming:keyword_list", DEFECT, _ACCEPTANCE, family="gaming"),
+    "partial:name_only": Tier("partial:name_only", DEFECT, _ACCEPTANCE, family="partial"),
+    "partial:route_only": Tier("partial:route_only", DEFECT, _RECOMMENDATION, family="partial"),
+    "trajectory:right_tools_wrong_answer": Tier(
+        "trajectory:right_tools_wrong_answer", DEFECT, _ACCEPTANCE, family="trajectory"
+    ),
+    "trajectory:no_tools_right_answer": Tier(
+        "trajectory:no_tools_right_answer",
+        DEFECT,
+        frozenset({"ts", "ifs", "ecr", "iisr", "ar", "ses", "cei"}),
+        family="trajectory",
+    ),
+}
+TIERS.update(FAMILY_TIERS)
+FAMILIES = ("surface", "gaming", "partial", "trajectory")
+#: ordering-accuracy targets: the rules judge's metrics 0.9 on the tiers (offline rules judge), the
+#: deterministic TS and Eff 1.0; every metric 0.95 on the answer families (issue 22)
+TARGETS: dict[str, float] = {
+    "ecr": 0.9,
+    "iisr": 0.9,
+    "ifs": 0.9,
+    "ar": 0.9,
+    "ses": 0.9,
+    "cei": 0.9,
+    "ts": 1.0,
+    "eff": 1.0,
+    **{f"{family}:{m}": 0.95 for family in FAMILIES for m in METRIC_NAMES},
+}
 CLARIFY_QUESTION = "请问您打算怎么去？"
 _TOPIC_PARTS = {
     "route": {"route", "distance"},
@@ -217,8 +259,11 @@ def _dialogue(answer: str, calls: list[dict[str, Any]], given: list[str], turns:
     return {"answer": answer, "tool_calls": calls, "given": given, "turns": turns, "tokens": turns * TOKENS_PER_TURN}
 
 
-def constructed(instance: Any, calls: list[dict[str, Any]], given: list[str]) -> list[tuple[str, dict[str, Any]]]:
-    """(tier key, dialogue record without verdicts) for every tier this sample can have."""
+def constructed(
+    instance: Any, calls: list[dict[str, Any]], given: list[str], families: bool = True
+) -> list[tuple[str, dict[str, Any]]]:
+    """(tier key, dialogue record without verdicts) for every tier this sample can have, and the
+    answer families' (`family_answers`) unless `families` is False."""
     from geoeval.suites.mapsatisfy.user.simulator import RuleBasedUser
 
     segments = compose(instance, calls)
@@ -239,12 +284,150 @@ def constructed(instance: Any, calls: list[dict[str, Any]], given: list[str]) ->
     out.append(("missed_tool", _dialogue(render(compose(instance, fewer)), fewer, given)))
     # the invented answer addresses the rubrics too, with no fact of the outputs (no record to cite)
     implicit = implicit_segments(instance, None, dataclasses.replace(ev, records=[]))
+    if families:
+        out += family_answers(instance, calls, given, segments, ev)
     out += [
         ("empty", _dialogue("", calls, given)),
         ("refusal", _dialogue(refusal(instance), calls, given)),
         ("invented", _dialogue(invented_answer(instance, ev.sources, implicit), calls, given)),
     ]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# answer families (issue 22)
+
+_CN_DIGIT_WORDS = "零一二三四五六七八九"
+_WORD_UNITS = re.compile(r"(?<![\d.])(\d+(?:\.\d)?)(?=公里|米|分钟|小时|元)")
+
+
+def cn_words(number: str) -> str:
+    """A number as Chinese words: "3.5" -> 三点五, "190" -> 一百九十, "18" -> 十八."""
+    whole, _, frac = number.partition(".")
+    n = int(whole)
+    if n == 0:
+        words = "零"
+    else:
+        words, zero = "", False
+        for value, unit in ((10000, "万"), (1000, "千"), (100, "百"), (10, "十"), (1, "")):
+            digit, n = divmod(n, value)
+            if digit:
+                if zero:
+                    words += "零"
+                words += ("" if value == 10 and not words and digit == 1 else _CN_DIGIT_WORDS[digit]) + unit
+                zero = False
+            elif words:
+                zero = True
+    return words + ("点" + "".join(_CN_DIGIT_WORDS[int(d)] for d in frac) if frac else "")
+
+
+def _outside_names(text: str, fn: Callable[[str], str]) -> str:
+    """`fn` applied to the text outside 「」 (record names stay as the outputs write them)."""
+    parts = re.split(r"(「[^」]*」)", text)
+    return "".join(p if p.startswith("「") else fn(p) for p in parts)
+
+
+def surface_variants(reference: str) -> list[tuple[str, str]]:
+    """The reference written another way: markdown, full-width forms, numbers in words, an
+    explanation after it."""
+    sentences = [x for x in re.split(r"(?<=。)", reference) if x]
+    markdown = "### 推荐\n" + "\n".join(f"- {x}" for x in sentences).replace("「", "**「").replace("」", "」**")
+    full_width = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in reference)
+    words = _outside_names(reference, lambda t: _WORD_UNITS.sub(lambda m: cn_words(m.group(1)), t))
+    explained = reference + "\n\n说明：以上信息均来自地图工具的查询结果，供您参考。"
+    return [
+        ("surface:markdown", markdown),
+        ("surface:full_width", full_width),
+        ("surface:number_words", words),
+        ("surface:explained", explained),
+    ]
+
+
+def _key_terms_of(instance: Any) -> list[str]:
+    from geoeval.suites.mapsatisfy.judging.rules_judge import key_terms
+
+    texts = [instance.query, *instance.context.history]
+    return [t for f in instance.ground_truth.explicit_intent for t in key_terms(f, texts)]
+
+
+def _asks_recommendation(instance: Any) -> bool:
+    """An explicit factor asks for a recommended entity: a recommendation topic or the entity's words."""
+    return bool(_key_terms_of(instance)) or any(
+        "recommend" in topics_of(f) for f in instance.ground_truth.explicit_intent
+    )
+
+
+def _asks_beyond_a_name(instance: Any) -> bool:
+    """A factor needs more than an entity's name: a route, price, traffic, booking or order, or an
+    implicit rubric's travel mode, topic or constraint."""
+    explicit = any(set(topics_of(f)) - {"recommend"} for f in instance.ground_truth.explicit_intent)
+    implicit = any(constraint_checks(f.rubric_instruction) for f in instance.ground_truth.implicit_intent)
+    return explicit or implicit
+
+
+def _other_records(ev: Any, chosen: Any) -> list[Any]:
+    from geoeval.suites.mapsatisfy.judging.answer_facts import ROUTING_TOOLS
+
+    if chosen is None:
+        return []
+    c = norm(chosen.name)
+    return [r for r in ev.records if r.tool not in ROUTING_TOOLS and norm(r.name) not in c and c not in norm(r.name)]
+
+
+def wrong_record(instance: Any, ev: Any, chosen: Any) -> Any:
+    """An output record other than the reference's that a record-specific check fails: it lacks
+    one of the explicit factors' key terms (a place of another kind or elsewhere), or breaks an
+    implicit rubric's price cap or opening time; None when there is none."""
+    others = _other_records(ev, chosen)
+    terms = _key_terms_of(instance)
+    for r in others:
+        if terms and any(t not in r.text for t in terms):
+            return r
+    for factor in instance.ground_truth.implicit_intent:
+        for check in constraint_checks(factor.rubric_instruction):
+            if check[0] in ("cap", "open_at"):
+                record = _violating_record(check, others)
+                if record is not None:
+                    return record
+    return None
+
+
+def family_answers(
+    instance: Any, calls: list[dict[str, Any]], given: list[str], segments: list[Segment], ev: Any
+) -> list[tuple[str, dict[str, Any]]]:
+    """(tier key, dialogue record) of every answer family this case can have (module docstring)."""
+    from geoeval.suites.mapsatisfy.generate.reference import choose_record, lead_segments, route_segments
+
+    reference = render(segments)
+    out = [(key, _dialogue(text, calls, given)) for key, text in surface_variants(reference)]
+    chosen = choose_record(instance, ev.records)
+    named = chosen is not None and f"「{chosen.name}」" in reference
+    wrong = wrong_record(instance, ev, chosen) if named else None
+    recommending = _asks_recommendation(instance)
+    if named and recommending:
+        negated = reference.replace(f"为您推荐「{chosen.name}」", f"不推荐「{chosen.name}」（已经不营业）", 1)
+        if negated != reference:
+            out.append(("gaming:negated", _dialogue(negated, calls, given)))
+    if wrong is not None:
+        out.append(("gaming:corrected", _dialogue(reference + f"更正：请改去「{wrong.name}」。", calls, given)))
+        out.append(("gaming:hedged", _dialogue(f"可能是「{wrong.name}」，也可能是" + reference, calls, given)))
+        wrong_answer = render(compose(instance, calls, record=wrong))
+        out.append(("trajectory:right_tools_wrong_answer", _dialogue(wrong_answer, list(calls), given)))
+        terms = _key_terms_of(instance)
+        if terms and any(t not in wrong.text for t in terms):  # the request's words, echoed, name the right kind
+            echoed = f"您说“{instance.query}”，明白。为您推荐「{wrong.name}」。"
+            out.append(("gaming:echoed", _dialogue(echoed, calls, given)))
+    if named and _asks_beyond_a_name(instance):
+        out.append(("gaming:keyword_list", _dialogue(f"「{chosen.name}」。{' '.join(_KEYWORDS)}", calls, given)))
+        out.append(("partial:name_only", _dialogue(render(lead_segments(chosen)[:1]) + "。", calls, given)))
+    route = render(route_segments(calls))
+    if named and recommending and route:
+        out.append(("partial:route_only", _dialogue(route, calls, given)))
+    out.append(("trajectory:no_tools_right_answer", _dialogue(reference, [], given)))
+    return out
+
+
+_KEYWORDS = ("驾车", "孩子", "停车", "营业", "人均", "路线", "距离", "价格", "路况", "预约", "顺序")
 
 
 def _not_applicable(scores: dict[str, float], record: dict[str, Any], reference: dict[str, Any]) -> dict[str, float]:
@@ -284,7 +467,8 @@ def sample_answers(
 
 
 def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
-    """The tiers of every sample, scored with the run's judges (`judging.ensemble.judge_settings`)."""
+    """The tiers and answer families of every sample, scored with the run's judges
+    (`judging.ensemble.judge_settings`) under the run's answer protocol (`scoring.protocol`)."""
     from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue, judge_settings
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
@@ -292,7 +476,7 @@ def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[Score
     sandbox = env.sandbox()
 
     def judge(instance: Any, trajectory: Any) -> Any:
-        return judge_dialogue(instance, trajectory, **settings)
+        return judge_dialogue(instance, trajectory, **settings, protocol=spec.scoring.protocol)
 
     answers: list[ScoredAnswer] = []
     for sample in samples:

@@ -2,7 +2,9 @@
 
 Each metric function reads what the dialogue solver recorded (`metadata["mapsatisfy"]`: the
 judges' verdicts, the tool calls, the assistant turns, the agent's tokens) and the instance's
-ground truth (`metadata["instance"]`), and computes the case's value with `metrics.case_scores`.
+ground truth (`metadata["instance"]`), and computes the case's value with `metrics.case_scores`,
+from the verdicts of the answer protocol the core asks for (`MetricInput.protocol`: the judge step
+judged under both, so the core's paper/robust disagreement is the judges' disagreement).
 A value the formulas leave undefined (Eff with max_allowed = 0, CEI without tokens, a metric whose
 judge verdict failed) is NaN: the core's scorer takes floats only, and NaN is "no value", not 0.
 """
@@ -28,25 +30,34 @@ DESCRIPTIONS = {
 }
 
 
+#: the dialogue record's key of the judges' verdicts under each answer protocol ({protocol: verdicts})
+VERDICTS_BY_PROTOCOL = "verdicts_by_protocol"
+
+
 def extract_answer(raw: str) -> tuple[str, str]:
     """The final assistant turn is the answer; the metrics read the recorded dialogue."""
     return raw.strip(), ""
 
 
-def scores_of(metadata: dict[str, Any]) -> dict[str, float | None]:
+def scores_of(metadata: dict[str, Any], protocol: str | None = None) -> dict[str, float | None]:
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
     record = metadata.get("mapsatisfy")
     if record is None:
         raise ValueError("no dialogue record: the mapsatisfy solver did not run on this sample")
-    return scores_from_record(parse_instance(metadata["instance"]), record)
+    return scores_from_record(parse_instance(metadata["instance"]), record, protocol)
 
 
-def scores_from_record(instance: Any, record: dict[str, Any]) -> dict[str, float | None]:
-    """The eight metrics of one dialogue record (the solver's, or a meta-evaluation answer's)."""
+def scores_from_record(instance: Any, record: dict[str, Any], protocol: str | None = None) -> dict[str, float | None]:
+    """The eight metrics of one dialogue record (the solver's, or a meta-evaluation answer's),
+    with the judges' verdicts under the answer protocol `protocol` (`record["verdicts_by_protocol"]`,
+    the judge step judged under each); None, or a record judged under one protocol only: its
+    `verdicts`."""
     from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
 
-    verdicts = Verdicts.from_record(record["verdicts"])
+    by_protocol = record.get(VERDICTS_BY_PROTOCOL) or {}
+    chosen = by_protocol.get(protocol) if protocol is not None else None
+    verdicts = Verdicts.from_record(chosen if chosen is not None else record["verdicts"])
     calls = [(c["name"], c.get("arguments") or {}) for c in record["tool_calls"]]
     return case_scores(
         instance,
@@ -61,7 +72,7 @@ def scores_from_record(instance: Any, record: dict[str, Any]) -> dict[str, float
 
 def _metric(name: str):
     def fn(inp: MetricInput) -> float:
-        value = scores_of(inp.metadata)[name]
+        value = scores_of(inp.metadata, inp.protocol)[name]
         return math.nan if value is None else float(value)
 
     fn.__name__ = f"{name}_metric"

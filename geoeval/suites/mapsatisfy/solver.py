@@ -59,13 +59,15 @@ def mapsatisfy_dialogue(
     votes: int = 3,
     temperature: float = 1.0,
     evidence_chars: int | None = None,
+    protocol: str = "robust",
+    metric_names: list[str] | None = None,
 ) -> Solver:
-    """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox."""
+    """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox;
+    `protocol`: the run's answer protocol (`scoring.protocol`), whose verdicts are the record's
+    `verdicts`; the judges judge under both (`judge_into_record`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
-        from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue
-        from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
+        from geoeval.core.scoring import DETAILS_KEY, PROTOCOL_DISAGREEMENT_KEY, SAMPLE_ERROR_KEY
         from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
 
@@ -149,14 +151,81 @@ def mapsatisfy_dialogue(
             "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None,
         }
         budget = {} if evidence_chars is None else {"evidence_chars": evidence_chars}
-        verdicts = await judge_dialogue(
-            instance, Trajectory.from_record(record), judges or ["rules"], votes, temperature, **budget
-        )
-        record["verdicts"] = verdicts.to_record()
+        settings = {"judges": judges or ["rules"], "votes": votes, "temperature": temperature, **budget}
+        verdicts = await judge_into_record(instance, record, settings, protocol)
         state.metadata["mapsatisfy"] = record
         state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
+        disagreement = protocol_disagreement_of(instance, record, protocol, metric_names)
+        if disagreement:
+            state.metadata[PROTOCOL_DISAGREEMENT_KEY] = disagreement
         if verdicts.all_failed():
             state.metadata[SAMPLE_ERROR_KEY] = "every judge failed on every rubric item: the case cannot be judged"
         return state
 
     return solve
+
+
+async def judge_into_record(instance: Any, record: dict[str, Any], settings: dict[str, Any], protocol: str) -> Any:
+    """Judge a dialogue record under both answer protocols (`judging.ensemble.judge_protocols`:
+    the rules judge once per protocol, a model judge once) and keep the verdicts in it: `verdicts`
+    under `protocol`, every protocol's under `scorers.VERDICTS_BY_PROTOCOL`. Returns the verdicts
+    under `protocol`. The solver, `MapSatisfySuite.score_answers` and the meta-evaluation judge
+    with this one function."""
+    from geoeval.suites.mapsatisfy.judging.ensemble import judge_protocols
+    from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
+    from geoeval.suites.mapsatisfy.scorers import VERDICTS_BY_PROTOCOL
+
+    both = await judge_protocols(instance, Trajectory.from_record(record), **settings)
+    record["verdicts"] = both[protocol].to_record()
+    record[VERDICTS_BY_PROTOCOL] = {p: v.to_record() for p, v in both.items()}
+    return both[protocol]
+
+
+def protocol_disagreement_of(
+    instance: Any, record: dict[str, Any], protocol: str, metric_names: list[str] | None = None
+) -> dict[str, dict[str, float]]:
+    """{metric: {"robust": x, "paper": y}} for the metrics (of `metric_names`, None: all eight)
+    that the two protocols' verdicts of a judged record score differently."""
+    import math
+
+    from geoeval.core.scoring import PROTOCOLS, protocol_disagreement
+    from geoeval.suites.mapsatisfy.scorers import scores_from_record
+
+    def floats(p: str) -> dict[str, float]:
+        scores = scores_from_record(instance, record, p)
+        names = metric_names if metric_names is not None else list(scores)
+        return {m: math.nan if scores.get(m) is None else float(scores[m]) for m in names if m in scores}  # type: ignore[arg-type]
+
+    other = PROTOCOLS[1] if protocol == PROTOCOLS[0] else PROTOCOLS[0]
+    return protocol_disagreement(floats(protocol), floats(other), protocol)
+
+
+def record_from_messages(instance: Any, answer: str, messages: list[dict[str, Any]] | None, setting: str) -> dict:
+    """The dialogue record of an answer written outside a run (`MapSatisfySuite.score_answers`):
+    `messages` are the trajectory as Inspect chat messages (dicts, validated with
+    `inspect_ai.model.ChatMessage`); each tool message is a call, served unless it is an error or
+    the sandbox's typed no_record reply (`agents.served_calls`); the user's replies after the
+    query are what the agent was given too; the assistant turns without tool calls are S_actual.
+    None: the answer alone, as if no tool had been called. The agent's tokens are not known (CEI
+    is then undefined)."""
+    from pydantic import TypeAdapter
+
+    from geoeval.suites.mapsatisfy.agents import served_calls
+    from geoeval.suites.mapsatisfy.meta_eval import given_of
+
+    given = given_of(instance, setting)
+    if messages is None:
+        return {"answer": answer, "tool_calls": [], "given": given, "turns": 1, "tokens": 0}
+    from inspect_ai.model import ChatMessage
+
+    parsed = [TypeAdapter(ChatMessage).validate_python(m) for m in messages]
+    replies = [message_text(m) for m in parsed if m.role == "user"][1:]
+    turns = [m for m in parsed if m.role == "assistant" and not getattr(m, "tool_calls", None)]
+    final = answer or (message_text(turns[-1]) if turns else "")
+    return {
+        "answer": final,
+        "tool_calls": served_calls(parsed),
+        "given": given + replies,
+        "turns": max(1, len(turns)),
+        "tokens": 0,
+    }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,7 +33,7 @@ from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult, ScoredAnswer
+    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -377,6 +378,61 @@ class MapSatisfySuite(Suite):
 
         return meta_eval_answers(spec, env, samples)
 
+    def score_answers(
+        self, spec: RunSpec, env: MapSatisfyEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+    ) -> list[AnswerScore]:
+        """Answers written outside a run, scored as the solver and scorer score a run's dialogue:
+        the record built from the answer and its trajectory (`solver.record_from_messages`), judged
+        under both protocols by the run's judges (`solver.judge_into_record`), and the metrics
+        computed by the core's scorer (`core.scoring.score_both_protocols`) under
+        `spec.scoring.protocol`. `reading`: the rules judge's reading under that protocol (what it
+        named, the recommended candidates, the rules that fired: negation, correction, echo, …) and
+        every item's verdict."""
+        import asyncio
+
+        from geoeval.core.records import AnswerScore
+        from geoeval.core.scoring import SAMPLE_ERROR_KEY, score_both_protocols
+        from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
+        from geoeval.suites.mapsatisfy.schema import parse_instance
+        from geoeval.suites.mapsatisfy.scorers import extract_answer
+        from geoeval.suites.mapsatisfy.solver import judge_into_record, record_from_messages
+
+        protocol = spec.scoring.protocol
+        settings = judge_settings(spec)
+        out = []
+        for item in answers:
+            sample = samples[item.sample_id]
+            instance = parse_instance(sample.metadata["instance"])
+            record = record_from_messages(instance, item.answer, item.messages, spec.suite.setting)
+            verdicts = asyncio.run(judge_into_record(instance, record, settings, protocol))
+            metadata = {**sample.metadata, "mapsatisfy": record}
+            if verdicts.all_failed():
+                metadata[SAMPLE_ERROR_KEY] = "every judge failed on every rubric item: the case cannot be judged"
+            answer, _problem, values, failures, disagreement = score_both_protocols(
+                list(spec.metrics.metrics), extract_answer, record["answer"], [], metadata, {}, protocol
+            )
+            reading = {
+                "protocol": protocol,
+                "explicit_met": verdicts.explicit_met,
+                "implicit_satisfied": verdicts.implicit_satisfied,
+                "judges": verdicts.raw,
+                "tool_calls": [c["name"] for c in record["tool_calls"]],
+                "turns": record["turns"],
+            }
+            errors = [e for e in [metadata.get(SAMPLE_ERROR_KEY), *failures] if e]
+            out.append(
+                AnswerScore(
+                    sample_id=item.sample_id,
+                    scores=values,
+                    answer=answer,
+                    reading=reading,
+                    explanation="; ".join(errors),
+                    protocol_disagreement=disagreement,
+                    epoch=item.epoch,
+                )
+            )
+        return out
+
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
         from geoeval.core.analysis.job_reports import plots_wanted
@@ -424,9 +480,14 @@ class MapSatisfySuite(Suite):
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),
             solver=mapsatisfy_dialogue(
-                env, max_turns=spec.suite.max_turns, max_tool_calls=spec.suite.max_tool_calls, **judge_settings(spec)
+                env,
+                max_turns=spec.suite.max_turns,
+                max_tool_calls=spec.suite.max_tool_calls,
+                protocol=spec.scoring.protocol,
+                metric_names=list(spec.metrics.metrics),
+                **judge_settings(spec),
             ),
-            scorer=geoeval_scorer(list(spec.metrics.metrics), extract_answer),
+            scorer=geoeval_scorer(list(spec.metrics.metrics), extract_answer, protocol=spec.scoring.protocol),
             model_roles=roles or None,
             metadata={"suite": "mapsatisfy"},
         )

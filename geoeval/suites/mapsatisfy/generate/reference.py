@@ -7,8 +7,9 @@ An answer is a list of `Segment`s, each tagged with what it delivers (`recommend
 exactly the part that serves one factor. The composer reads the responses, not the judge:
 
 - the *recommended* entity is the output record that best fits the case: named in the query
-  (a named destination), then meeting the implicit rubrics' caps and opening times, then
-  carrying the rubrics' distinctive words (停车, a brand), then the nearest;
+  (a named destination), then meeting the implicit rubrics' caps and opening times, then bearing
+  the explicit factors' words (万象城, 充电站), then carrying the rubrics' distinctive words (停车,
+  a brand), then the nearest; it is the one answer (no second record is offered);
 - the answer restates the request, names the entity with its distance, price, rating, hours and
   address as the outputs give them, then the route (mode, distance, duration, cost), the visit
   order, the traffic, the booking slots, and one sentence per implicit rubric (the travel mode,
@@ -108,6 +109,9 @@ def choose_record(instance: Any, records: list[Record], exclude: Sequence[str] =
     ]
     words += [("停车", f.evidence_confidence) for f in gt.implicit_intent if "停车" in f.rubric_instruction]
     query = norm(instance.query)
+    from geoeval.suites.mapsatisfy.judging.rules_judge import key_terms
+
+    asked = [t for f in gt.explicit_intent for t in key_terms(f, [instance.query, *instance.context.history])]
     pool = [r for r in records if r.tool not in ROUTING_TOOLS and norm(r.name) not in exclude]
     if not pool:
         return None
@@ -116,7 +120,8 @@ def choose_record(instance: Any, records: list[Record], exclude: Sequence[str] =
         named = norm(r.name) in query or norm(r.name).split("(")[0] in query
         bonus = sum(w for t, w in words if t in r.text)
         d = _distance_m(r)
-        return (not named, not _fits(r, checks), -bonus, d if d is not None else float("inf"))
+        carried = sum(t in r.text for t in asked)  # the explicit factors' words the record bears
+        return (not named, not _fits(r, checks), -carried, -bonus, d if d is not None else float("inf"))
 
     return min(pool, key=rank)
 
@@ -265,12 +270,11 @@ def implicit_segment(i: int, factor: Any, record: Record | None, ev: Any, query:
             parts.append("离您较近")
     if not parts:
         terms = distinctive_terms(factor.rubric_instruction, [norm(factor.evidence), *ev.output_texts], query)
+        # one answer: a preference the recommended record does not carry is not met by offering
+        # a second record (the one-answer rule, judging/reading.py)
         in_record = [t for t in terms if record is not None and t in record.text]
-        other = next(((t, r) for t in terms for r in ev.records if t in r.text and r is not record), None)
         if in_record:
             parts.append("也符合您对" + "、".join(in_record) + "的偏好")
-        elif other is not None:
-            parts.append(f"如更偏好{other[0]}，也可选择「{other[1].name}」")
     text = "，".join(p for p in parts if p)
     return _seg(f"{text}。" if text else "", f"implicit:{i}")
 

@@ -354,7 +354,7 @@ def claims_of(answer: str, ev: Evidence) -> list[Claim]:
     return claims
 
 
-def _bare_base(text: str, base: str) -> int:
+def bare_base(text: str, base: str) -> int:
     """Where `base` occurs in `text` not followed by a branch "(...)" (which names another branch)."""
     for m in re.finditer(re.escape(base), text):
         if not text[m.end() :].startswith("("):
@@ -374,7 +374,7 @@ def named_records(answer: str, ev: Evidence) -> list[Record]:
         base = name.split("(")[0]
         pos = text.find(name)
         if pos < 0 and len(base) >= 4 and base != name:
-            pos = _bare_base(text, base)
+            pos = bare_base(text, base)
         if pos >= 0 and name not in seen:
             seen.add(name)
             found.append((pos, rec))
@@ -388,9 +388,16 @@ class AnswerFacts:
     records: list[Record]  # output records the answer names
     substantive: bool
     invented: list[str] = field(default_factory=list)  # claims grounded nowhere
+    # the robust protocol's recommended records (judging/reading.py): a term is credited to the
+    # recommendation only when every candidate carries it; None under the paper protocol
+    candidates: list[Record] | None = None
+    # the robust protocol's words the answer asserts itself (no echo of the user, no record names):
+    # what mentions and terms are read in; None under the paper protocol (`text`)
+    asserted: str | None = None
 
     def mentions(self, words: Iterable[str]) -> bool:
-        return any(norm(w) in self.text for w in words)
+        text = self.text if self.asserted is None else self.asserted
+        return any(norm(w) in text for w in words)
 
     def grounded_numbers(self, units: Sequence[str]) -> list[Claim]:
         return [c for c in self.claims if c.kind == "number" and c.unit in units and c.in_output]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from geoeval.core.scoring import PROTOCOLS
 from geoeval.suites.mapsatisfy.judging.model_judge import EVIDENCE_CHARS, model_verdicts
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
@@ -56,24 +57,48 @@ async def judge_dialogue(
     temperature: float = 1.0,
     model_factory: Any = None,
     evidence_chars: int = EVIDENCE_CHARS,
+    protocol: str = "robust",
 ) -> Verdicts:
-    """Every judge's verdicts on one dialogue, combined."""
+    """Every judge's verdicts on one dialogue under the answer protocol `protocol`, combined."""
+    both = await judge_protocols(
+        instance, trajectory, judges, votes, temperature, model_factory, evidence_chars, protocols=(protocol,)
+    )
+    return both[protocol]
+
+
+async def judge_protocols(
+    instance: Any,
+    trajectory: Trajectory,
+    judges: Sequence[str],
+    votes: int,
+    temperature: float = 1.0,
+    model_factory: Any = None,
+    evidence_chars: int = EVIDENCE_CHARS,
+    protocols: Sequence[str] = PROTOCOLS,
+) -> dict[str, Verdicts]:
+    """Every judge's verdicts on one dialogue, combined, under each answer protocol. Only the
+    `rules` judge's reading depends on the protocol (judging/reading.py), so it judges once per
+    protocol; a model judge reads the answer itself and is asked once, its verdicts shared by
+    every protocol (the same answer and evidence either way)."""
     from inspect_ai.model import GenerateConfig, get_model
 
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     factory = model_factory or get_model
-    results = []
+    results: dict[str, list[Verdicts]] = {p: [] for p in protocols}
     for name in judges:
         if name == "rules":
-            results.append(rules_verdicts(instance, trajectory))
-        else:
-            model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
-            try:
-                results.append(await model_verdicts(model, name, instance, trajectory, votes, evidence_chars))
-            except Exception as exc:  # noqa: BLE001 - failed after its retries: left out and named, never a 0
-                results.append(failed_verdicts(instance, name, exc))
-    return combine(results)
+            for p in protocols:
+                results[p].append(rules_verdicts(instance, trajectory, protocol=p))
+            continue
+        model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
+        try:
+            verdicts = await model_verdicts(model, name, instance, trajectory, votes, evidence_chars)
+        except Exception as exc:  # noqa: BLE001 - failed after its retries: left out and named, never a 0
+            verdicts = failed_verdicts(instance, name, exc)
+        for p in protocols:
+            results[p].append(verdicts)
+    return {p: combine(v) for p, v in results.items()}
 
 
 def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:

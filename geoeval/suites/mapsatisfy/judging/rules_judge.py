@@ -166,6 +166,15 @@ def distinctive_terms(rubric: str, evidence_texts: Sequence[str], query: str) ->
 
 
 def _mentioned(term: str, facts: AnswerFacts) -> bool:
+    if facts.asserted is not None:
+        # robust: said by the answer itself, or borne by a record it names positively; when it
+        # offers several candidates, by every one of them (the one-answer rule)
+        if term in facts.asserted:
+            return True
+        candidates = facts.candidates or []
+        if len(candidates) > 1:
+            return all(term in r.text for r in candidates)
+        return any(term in r.text for r in facts.records)
     return term in facts.text or any(term in r.text for r in facts.records)
 
 
@@ -204,7 +213,7 @@ def topic_ok(topic: str, facts: AnswerFacts, ev: Evidence) -> bool:
     if topic == "order":
         return _order_ok(facts, ev)
     if topic == "recommend":
-        return bool(facts.records)
+        return bool(facts.records if facts.candidates is None else facts.candidates)
     raise KeyError(topic)
 
 
@@ -313,11 +322,53 @@ def implicit_met(
 # one dialogue
 
 
-def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
-    """The `rules` judge's verdicts of one dialogue (module docstring)."""
+def user_words(instance: Any, trajectory: Trajectory) -> list[str]:
+    """What the user said (the query, the history, their replies), normalised: the texts an answer
+    echoes without asserting anything (the robust protocol). The context and profile JSON the
+    agent was given are evidence, not the user's words."""
+    said = [g for g in trajectory.given if not g.lstrip().startswith("{")]
+    return [norm(t) for t in [instance.query, *instance.context.history, *said] if t]
+
+
+def robust_facts(instance: Any, trajectory: Trajectory, ev: Evidence) -> tuple[AnswerFacts, dict[str, Any]]:
+    """The answer read under the robust protocol (judging/reading.py): its claims and substance
+    from what it asserts positively, its records those named positively, its recommendation the
+    one-answer rule's candidates, its words those not echoed from the user; every claim it makes
+    anywhere still counts for faithfulness."""
+    from geoeval.suites.mapsatisfy.judging.reading import read_robust
+
+    reading = read_robust(trajectory.answer, ev, user_words(instance, trajectory))
+    positive = read_answer(reading.positive, ev)
+    every_claim = read_answer(reading.text, ev)
+    facts = AnswerFacts(
+        text=reading.positive,
+        claims=positive.claims,
+        records=reading.named,
+        substantive=positive.substantive,
+        invented=every_claim.invented,
+        candidates=reading.candidates,
+        asserted=reading.residual,
+    )
+    raw = {
+        "fired": reading.fired,
+        "candidates": [r.name for r in reading.candidates],
+        "negated": reading.negated,
+        "retracted": reading.retracted,
+    }
+    return facts, raw
+
+
+def rules_verdicts(instance: Any, trajectory: Trajectory, protocol: str = "robust") -> Verdicts:
+    """The `rules` judge's verdicts of one dialogue (module docstring) under the answer protocol
+    `protocol`: "paper" reads the answer's words as written (the judge of SCORING_VERSION 3),
+    "robust" reads what it asserts (judging/reading.py)."""
     gt = instance.ground_truth
     ev = evidence_of(trajectory.tool_calls, trajectory.given, instance.context.city)
-    facts = read_answer(trajectory.answer, ev)
+    reading: dict[str, Any] = {}
+    if protocol == "robust":
+        facts, reading = robust_facts(instance, trajectory, ev)
+    else:
+        facts = read_answer(trajectory.answer, ev)
     query_texts = [instance.query, *instance.context.history]
     explicit = [explicit_met(f, facts, ev, query_texts) for f in gt.explicit_intent]
     implicit, unreadable = [], []
@@ -335,6 +386,7 @@ def rules_verdicts(instance: Any, trajectory: Trajectory) -> Verdicts:
             "invented": facts.invented,
             "named": [r.name for r in facts.records],
             "unreadable": unreadable,
+            **reading,
         }
     }
     return Verdicts(explicit, implicit, rows, raw)
