@@ -84,3 +84,28 @@ def test_the_suite_declares_targets_and_builds_answers_from_its_samples(tmp_path
     samples = suite.build_samples(spec, env)
     report = ordering_report(suite.meta_eval_answers(spec, env, samples), suite.meta_eval_targets)
     assert all(row["met"] for row in report.values()), {m: r["accuracy"] for m, r in report.items()}
+
+
+def test_the_answer_families_order_at_their_targets(answers):
+    """Surface forms score as the reference, gaming, partial and trajectory answers below it, on
+    95% of the pairs of every family and metric (the robust protocol, the default)."""
+    report = ordering_report(answers, ME.TARGETS)
+    families = {a.tier.family for a in answers}
+    assert set(ME.FAMILIES) <= families
+    for metric, row in report.items():
+        for family in ME.FAMILIES:
+            got = row["by_family"].get(family)
+            if got is not None:
+                assert got["accuracy"] >= 0.95, (metric, family, got, row["examples"][:2])
+    assert report["a"]["by_family"]["surface"]["pairs"] > 0 and report["rp"]["by_family"]["gaming"]["pairs"] > 0
+
+
+def test_the_paper_protocol_misreads_the_surface_family(city, city_path, cases):
+    """What the robust protocol fixes: under the paper protocol, the right answer in prose or with
+    units loses its outcome metrics (the families' "before")."""
+    out = []
+    for case in cases[::6]:
+        out += ME.answers_for_case(city, case.to_dict(), str(city_path), rules_only(), 0.9, "paper")
+    report = ordering_report(out, ME.TARGETS)
+    assert report["a"]["by_family"]["surface"]["accuracy"] < 0.5
+    assert report["a"]["by_family"]["tiers"]["accuracy"] == 1.0

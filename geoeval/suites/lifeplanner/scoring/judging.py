@@ -500,13 +500,13 @@ def robust_purity_checks(
     names = {_norm(r["name"]): pid for pid, r in recs.items()}
 
     for pid, reason in _reasons(city, case, parsed):
-        rec = recs.get(pid) if pid else None
-        if rec is None:
+        if pid is None or pid not in recs:
             continue
+        rec, here = recs[pid], pid
 
-        def distance_to(name: str, pid: str = pid) -> float | None:
+        def distance_to(name: str, here: str = here) -> float | None:
             other = names.get(_norm(name))
-            return straight_distance(city, pid, other) if other else None
+            return straight_distance(city, here, other) if other else None
 
         checks += [
             (f"{pid}: {claim}", ok)

@@ -16,6 +16,7 @@ structured claims only (places, names, notes, totals); the robust one also reads
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -50,17 +51,16 @@ _COST = re.compile(
 )
 _HOURS_RANGE = re.compile(r"\b(\d{1,2}:\d{2})\s*[-–~to]+\s*(\d{1,2}:\d{2})\b")
 _ALL_DAY = re.compile(r"\b(?:open\s+)?24\s*(?:hours|hrs|h|/\s*7)\b|\baround the clock\b|24小时", re.IGNORECASE)
+_RECORD_TEXT = ("name", "place_type", "tag", "alias", "long_mem", "short_mem")
 _DISTANCE_FROM = re.compile(r"\b(\d+(?:\.\d+)?)\s*(m|km|metres|meters)\s+(?:away\s+)?from\s+(.+?)(?:[.;,)]|$)")
 
 
-def key(s: Any) -> str:
-    """Text as compared: NFKC, case-folded, punctuation and spacing ignored."""
+@functools.lru_cache(maxsize=65536)
+def key(s: str) -> str:
+    """Text as compared: NFKC, case-folded, punctuation and spacing ignored (cached: the city's
+    vocabulary is keyed once, not once per reason)."""
     s = unicodedata.normalize("NFKC", str(s)).casefold()
     return " ".join(re.sub(r"[^\w]+", " ", s).split())
-
-
-def _contains(haystack: str, needle: str) -> bool:
-    return f" {key(needle)} " in f" {key(haystack)} "
 
 
 def _hhmm(s: str) -> str:
@@ -102,15 +102,15 @@ def reason_claims(
         real = distance_to(m.group(3).strip())
         if real is not None:
             checks.append((f"{d:g} m from {m.group(3).strip()}", abs(real - d) <= max(10.0, 0.05 * real)))
-    own = " ".join(str(record.get(k) or "") for k in ("name", "place_type", "tag", "alias", "long_mem", "short_mem"))
-    asked = key(question)
+    own = " " + key(" ".join(str(record.get(k) or "") for k in _RECORD_TEXT)) + " "
+    said, asked, cited = f" {key(text)} ", f" {key(question)} ", f" {key(evidence_text)} "
     seen: set[str] = set()
     for phrase in [*COMMON_CLAIMS, *vocabulary]:
-        k = key(phrase)
-        if len(k) < 4 or k in seen or not _contains(text, phrase) or f" {k} " in f" {asked} ":
+        k = f" {key(phrase)} "
+        if len(k) < 6 or k in seen or k not in said or k in asked:
             continue
         seen.add(k)
-        checks.append((f"states '{phrase}'", _contains(own, phrase) or _contains(evidence_text, phrase)))
+        checks.append((f"states '{phrase}'", k in own or k in cited))
     # a phrase inside a longer claimed phrase ("parking" in "free parking") is that claim's part
     return _drop_nested(checks)
 
