@@ -15,6 +15,7 @@ from geoeval.suites.lifeplanner.reports import (
     level_means,
     pass_rates,
     pr_table,
+    protocol_section,
     write_reports,
 )
 
@@ -99,3 +100,17 @@ def test_write_reports_writes_markdown_and_pngs(tmp_path):
     md = (tmp_path / "lifeplanner_report.md").read_text()
     assert "Table 2" in md and "Table 3" in md and "Figure 5" in md and "Figure 6" in md
     assert (tmp_path / "exceedance.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_report_counts_and_shows_the_samples_the_protocols_score_differently(tmp_path):
+    differ = result("t9", "trip", "l1", pr=1.0, a=1.0)
+    differ.details = {
+        "protocol_disagreement": {"pr": {"robust": 1.0, "paper": 0.0}, "a": {"robust": 1.0, "paper": 0.0}},
+        "reading": ["vehicle synonym 'car' read as 'driving'"],
+    }
+    section = protocol_section([*RESULTS, differ])
+    assert section.startswith("1 of 6 samples score differently")
+    assert "| t9 | a: 1.00 / 0.00, pr: 1.00 / 0.00 | vehicle synonym 'car' read as 'driving' |" in section
+    assert protocol_section(RESULTS).startswith("0 of 5 samples")
+    write_reports([*RESULTS, differ], tmp_path, plots=False)
+    assert "1 of 6 samples score differently" in (tmp_path / "lifeplanner_report.md").read_text()

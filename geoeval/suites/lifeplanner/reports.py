@@ -4,7 +4,9 @@ per level), Figure 5 (exceedance curves: the share of cases scoring ≥ t) and F
 failures split into parameter errors, truncation and empty results).
 
 The table and curve functions are pure over `SampleResult`s; the failure split reads each
-sample's `failure_classes` from its stored details.
+sample's `failure_classes` from its stored details, and the answer-protocol section the samples
+the robust and paper protocols score differently (`protocol_disagreement` in the details, with
+the reading rules that fired), so a reader sees when a score depends on how answers are read.
 """
 
 from __future__ import annotations
@@ -233,6 +235,30 @@ def _plot_failures(split: Mapping[str, Mapping[str, float]], path: Path) -> Path
     return path
 
 
+MAX_PROTOCOL_EXAMPLES = 5
+
+
+def protocol_section(results: Sequence[SampleResult]) -> str:
+    """How many samples the two answer protocols score differently, and examples: the metrics
+    that differ with both values, and the robust reader's rules that fired."""
+    differ = [r for r in results if (r.details or {}).get("protocol_disagreement")]
+    lines = [
+        f"{len(differ)} of {len(results)} samples score differently under the robust and the paper "
+        "protocol (the run's scores use the run's `scoring.protocol`)."
+    ]
+    if not differ:
+        return lines[0]
+    lines += ["", "| sample | metric: robust / paper | reading |", "| --- | --- | --- |"]
+    for r in differ[:MAX_PROTOCOL_EXAMPLES]:
+        diff = r.details["protocol_disagreement"]
+        cells = ", ".join(
+            f"{m}: {_cell(v.get('robust'), 1, 2)} / {_cell(v.get('paper'), 1, 2)}" for m, v in sorted(diff.items())
+        )
+        rules = "; ".join(r.details.get("reading") or []) or "-"
+        lines.append(f"| {r.sample_id} | {cells} | {rules.replace('|', '/')[:300]} |")
+    return "\n".join(lines)
+
+
 def write_reports(
     results: Sequence[SampleResult],
     out_dir: Path,
@@ -272,6 +298,7 @@ def write_reports(
         if plots:
             parts.append("\n![exceedance](exceedance.png)\n")
             paths.append(_plot_exceedance(curves, ts, out_dir / "exceedance.png"))
+    parts += ["\n## Answer protocol: robust vs paper\n", protocol_section(results)]
     if failure_counts:
         split = failure_split(failure_counts)
         parts += ["\n## Tool-call failures (Figure 6)\n", failure_table(split)]

@@ -176,8 +176,8 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9, protocol: 
         record = records[protocol]
         state.metadata.update(record_metadata(records, protocol))
         details: dict[str, Any] = {"judges": record.judge_votes, "failure_classes": record.failure_classes}
-        if record.reading:
-            details["reading"] = record.reading
+        if records["robust"].reading:  # the rules that explain a disagreement, whatever the run's protocol
+            details["reading"] = records["robust"].reading
         state.metadata[DETAILS_KEY] = details
         if record.judge_error:
             state.metadata[SAMPLE_ERROR_KEY] = record.judge_error
