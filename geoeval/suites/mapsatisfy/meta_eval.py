@@ -400,9 +400,12 @@ def family_answers(
 
     reference = render(segments)
     out = [(key, _dialogue(text, calls, given)) for key, text in surface_variants(reference)]
+    out.append(("trajectory:no_tools_right_answer", _dialogue(reference, [], given)))
     chosen = choose_record(instance, ev.records)
-    named = chosen is not None and f"「{chosen.name}」" in reference
-    wrong = wrong_record(instance, ev, chosen) if named else None
+    if chosen is None or f"「{chosen.name}」" not in reference:
+        return out  # the reference recommends no record: nothing to negate, hedge or correct
+    named = True
+    wrong = wrong_record(instance, ev, chosen)
     recommending = _asks_recommendation(instance)
     if named and recommending:
         negated = reference.replace(f"为您推荐「{chosen.name}」", f"不推荐「{chosen.name}」（已经不营业）", 1)
@@ -423,7 +426,6 @@ def family_answers(
     route = render(route_segments(calls))
     if named and recommending and route:
         out.append(("partial:route_only", _dialogue(route, calls, given)))
-    out.append(("trajectory:no_tools_right_answer", _dialogue(reference, [], given)))
     return out
 
 

@@ -126,6 +126,41 @@ def profile_call_markdown(results: list[SampleResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PROTOCOL_EXAMPLES = 5
+
+
+def protocol_markdown(results: list[SampleResult], examples: int = PROTOCOL_EXAMPLES) -> str:
+    """How many cases the two answer protocols (`scoring.protocol`: robust, paper) score
+    differently, per metric, with the first `examples` cases (their answer and both values): a
+    reader sees when a model's score depends on how its answers are typeset (README, "Answer
+    protocol")."""
+    from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
+
+    differing = [r for r in results if (r.details or {}).get(PROTOCOL_DISAGREEMENT_KEY)]
+    lines = [
+        "## Answer protocols (robust / paper)",
+        "",
+        f"{len(differing)} of {len(results)} cases score differently under the other protocol.",
+        "",
+    ]
+    per_metric: dict[str, int] = {}
+    for r in differing:
+        for metric in r.details[PROTOCOL_DISAGREEMENT_KEY]:
+            per_metric[metric] = per_metric.get(metric, 0) + 1
+    if per_metric:
+        lines += ["| metric | cases |", "| --- | ---: |"]
+        lines += [f"| {m} | {n} |" for m, n in sorted(per_metric.items())]
+        lines += ["", "| case | metric | robust | paper | answer |", "| --- | --- | ---: | ---: | --- |"]
+        for r in differing[:examples]:
+            answer = " ".join(r.answer.split())[:120].replace("|", "/")
+            for metric, values in sorted(r.details[PROTOCOL_DISAGREEMENT_KEY].items()):
+                lines.append(
+                    f"| {r.sample_id[:8]} | {metric} | {_cell(values.get('robust', float('nan')))} | "
+                    f"{_cell(values.get('paper', float('nan')))} | {answer} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
 def groupings_markdown(results: list[SampleResult], metrics: tuple[str, ...] = TABLE_METRICS) -> str:
     lines = ["# MapSatisfy results by group (Figure 5 layout)", ""]
     for key, title in GROUP_BY.items():
@@ -175,7 +210,10 @@ def write_reports(results: list[SampleResult], out_dir: str | Path, *, plots: bo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "results.md", out / "groups.md"]
-    paths[0].write_text(tables_markdown(usable) + "\n" + profile_call_markdown(usable), encoding="utf-8")
+    paths[0].write_text(
+        tables_markdown(usable) + "\n" + profile_call_markdown(usable) + "\n" + protocol_markdown(usable),
+        encoding="utf-8",
+    )
     paths[1].write_text(groupings_markdown(usable), encoding="utf-8")
     for key in ("domain", "difficulty") if plots else ():
         paths.append(_plot(usable, key, out / f"by_{key}.png"))

@@ -401,11 +401,11 @@ class MapSatisfySuite(Suite):
         settings = judge_settings(spec)
         out = []
         for item in answers:
-            sample = samples[item.sample_id]
-            instance = parse_instance(sample.metadata["instance"])
+            sample_metadata = samples[item.sample_id].metadata or {}
+            instance = parse_instance(sample_metadata["instance"])
             record = record_from_messages(instance, item.answer, item.messages, spec.suite.setting)
             verdicts = asyncio.run(judge_into_record(instance, record, settings, protocol))
-            metadata = {**sample.metadata, "mapsatisfy": record}
+            metadata = {**sample_metadata, "mapsatisfy": record}
             if verdicts.all_failed():
                 metadata[SAMPLE_ERROR_KEY] = "every judge failed on every rubric item: the case cannot be judged"
             answer, _problem, values, failures, disagreement = score_both_protocols(

@@ -396,7 +396,9 @@ class AnswerFacts:
     asserted: str | None = None
 
     def mentions(self, words: Iterable[str]) -> bool:
-        text = self.text if self.asserted is None else self.asserted
+        # robust: the answer's own words and the names of the records it recommends ("…停车场充电站"
+        # addresses parking), not the user's words it echoes
+        text = self.text if self.asserted is None else "|".join([self.asserted, *(norm(r.name) for r in self.records)])
         return any(norm(w) in text for w in words)
 
     def grounded_numbers(self, units: Sequence[str]) -> list[Claim]:

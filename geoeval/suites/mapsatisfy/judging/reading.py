@@ -7,7 +7,8 @@ Typesetting that is read through (`normalise`):
   bullets, numbered items, code fences and backticks);
 - numbers written as words before a unit, Chinese (约五分钟, 一点七公里, 二十五元, 半小时, 一个半小时,
   两公里) and English ("five minutes", "twenty-five km"), and English unit words (minutes, hours,
-  km, meters, yuan, ¥) read as the Chinese units the claims use. Names of records in the tool
+  km, meters, yuan, ¥) read as the Chinese units the claims use, and English words for the
+  rules' enumerations (driving, subway, taxi, walking, parking, kids) as the Chinese ones. Names of records in the tool
   outputs are protected (三元里 is a place, not 3 元).
 
 What an answer asserts (`read_robust`), sentence by sentence:
@@ -109,6 +110,23 @@ _EN_UNITS = (
 )
 
 
+# English words for the rules' enumerations (travel modes, topics), read as the Chinese words
+_EN_SYNONYMS = tuple(
+    (re.compile(rf"\b(?:{words})\b", re.IGNORECASE), zh)
+    for words, zh in (
+        ("by car|driving|drive", "驾车"),
+        ("subway|metro", "地铁"),
+        ("bus", "公交"),
+        ("taxi|cab", "打车"),
+        ("on foot|walking|walk", "步行"),
+        ("cycling|by bike|bike", "骑行"),
+        ("parking|car park", "停车"),
+        ("kids|children|child", "孩子"),
+        ("open now|still open|open until", "营业"),
+    )
+)
+
+
 def _cn_integer(text: str) -> int | None:
     if not text:
         return 0
@@ -176,7 +194,6 @@ def normalise(answer: str, protected: Sequence[str] = ()) -> str:
     text = _FENCE.sub(" ", text)
     text = _BULLET.sub("\n", text)
     text = _EMPHASIS.sub("", text)
-    text = text.replace("半个小时", "30分钟").replace("半小时", "30分钟").replace("一刻钟", "15分钟")
 
     def cn(m: re.Match[str]) -> str | None:
         value = cn_number(m.group(1))
@@ -185,6 +202,7 @@ def normalise(answer: str, protected: Sequence[str] = ()) -> str:
     text = _protected_sub(_CN_NUMBER, cn, text, protected)
     text = re.sub(r"(\d+)个半小时", lambda m: f"{int(m.group(1)) + 0.5}小时", text)
     text = re.sub(r"(\d+)个小时", r"\1小时", text)
+    text = text.replace("半个小时", "30分钟").replace("半小时", "30分钟").replace("一刻钟", "15分钟")
 
     def en(m: re.Match[str]) -> str | None:
         value = _en_number(m.group(1))
@@ -193,6 +211,8 @@ def normalise(answer: str, protected: Sequence[str] = ()) -> str:
     text = _protected_sub(_EN_NUMBER, en, text, protected)
     for pattern, repl in _EN_UNITS:
         text = _protected_sub(pattern, lambda m, r=repl: m.expand(r), text, protected)
+    for pattern, zh in _EN_SYNONYMS:
+        text = _protected_sub(pattern, lambda _m, z=zh: z, text, protected)
     return text
 
 
