@@ -27,6 +27,7 @@ from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_ho
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
 from geoeval.suites.lifeplanner.scoring.purity import reason_claims
+from geoeval.suites.lifeplanner.scoring.reading import place_mentions
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory
 from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools
@@ -468,7 +469,8 @@ def robust_purity_checks(
 ) -> list[tuple[str, bool]]:
     """The paper protocol's checks, plus what the answer cites (each `ref.attribute_key` is a real
     field of the place, shown to the agent, and a `tag:` key is one of its tags; a value answered
-    for one cited field is the record's) and what its reasons state (`purity.reason_claims`)."""
+    for one cited field is the record's), the places its reasons name (each seen in a tool
+    result) and what its reasons state about their place (`purity.reason_claims`)."""
     recs = place_records(city)
     checks = purity_checks(city, parsed, traj)
     subject = answer_place(city, parsed)
@@ -500,6 +502,9 @@ def robust_purity_checks(
     names = {_norm(r["name"]): pid for pid, r in recs.items()}
 
     for pid, reason in _reasons(city, case, parsed):
+        asserted, rejected = place_mentions(city, reason)
+        for named in dict.fromkeys([*asserted, *rejected]):
+            checks.append((f"{named}, named in a reason, was seen", f"place:{named}" in traj.observed))
         if pid is None or pid not in recs:
             continue
         rec, here = recs[pid], pid

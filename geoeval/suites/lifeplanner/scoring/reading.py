@@ -153,18 +153,20 @@ def loose_equal_text(a: Any, b: Any) -> bool:
 # Places named in text
 # --------------------------------------------------------------------------------------------
 
-_NAME_INDEX: dict[str, dict[str, list[str]]] = {}
+_NAME_INDEX: dict[str, tuple[dict[str, list[str]], dict[str, str]]] = {}
 
 
-def _names(city: city_handle.City) -> dict[str, list[str]]:
-    from geoeval.suites.lifeplanner.scoring.judging import place_records
-
+def _names(city: city_handle.City) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """({name key: place ids}, {place id: name}) of the city, once per opened city."""
     key = f"{city.db_path}@{id(city)}"
     got = _NAME_INDEX.get(key)
     if got is None:
-        got = {}
-        for pid, rec in place_records(city).items():
-            got.setdefault(name_key(rec["name"]), []).append(pid)
+        by_key: dict[str, list[str]] = {}
+        by_id: dict[str, str] = {}
+        for pid, name in city.cursor().execute("SELECT id, name FROM places ORDER BY id").fetchall():
+            by_key.setdefault(name_key(name), []).append(pid)
+            by_id[pid] = name
+        got = (by_key, by_id)
         _NAME_INDEX.clear()
         _NAME_INDEX[key] = got
     return got
@@ -181,7 +183,7 @@ def place_mentions(city: city_handle.City, text: str) -> tuple[list[str], list[s
         if tok in city.place_index:
             pos = norm.find(" " + tok.casefold() + " ")
             spans.append((max(pos, 0), max(pos, 0) + len(tok) + 1, tok))
-    for key, pids in _names(city).items():
+    for key, pids in _names(city)[0].items():
         if len(pids) != 1 or not key:
             continue
         start = norm.find(" " + key + " ")
@@ -204,9 +206,7 @@ def place_mentions(city: city_handle.City, text: str) -> tuple[list[str], list[s
 
 
 def _place_name(city: city_handle.City, pid: str) -> str:
-    from geoeval.suites.lifeplanner.scoring.judging import place_records
-
-    return str(place_records(city)[pid]["name"])
+    return _names(city)[1][pid]
 
 
 # --------------------------------------------------------------------------------------------
