@@ -148,6 +148,16 @@ def test_two_plans_score_as_the_worse_and_a_self_correction_as_no_answer(city, c
     assert same(explained, reference)
 
 
+def test_a_route_explained_leg_by_leg_is_still_one_answer(city, city_path, cases):
+    case = next(c for c in cases if c.task == "trip")
+    names = [o["name"] for o in case.answer["optimal_order"]]
+    legs = "\n".join(f'- leg {k + 1}: {a} -> {b} {{"leg": {k + 1}}}' for k, (a, b) in enumerate(zip(names, names[1:])))
+    text = f"{json.dumps(case.answer)}\nHow to go:\n{legs}\nEnjoy the day!"
+    got, record = scores(city, city_path, case, text)
+    reference, _ = scores(city, city_path, case, case.answer)
+    assert same(got, reference) and not record.candidates, record.notes
+
+
 def test_a_verdict_contradicted_by_its_reason_is_not_the_answer(city, city_path, cases):
     case = case_of(cases, "place", "l1", "open_verdict")
     flipped = dict(case.answer, reason="Sorry, it is closed then." if case.answer["answer"] else "Yes, it is open.")

@@ -417,6 +417,22 @@ def _json_spans(text: str) -> list[tuple[int, int, Any]]:
     return out
 
 
+_ANSWER_KEYS = {
+    "place": {"answer"},
+    "nearby": {"answer", "places", "place_id", "name"},
+    "routing": {"start", "end", "waypoints", "optimal_order", "total_distance_m", "total_time_s"},
+    "trip": {"start", "end", "waypoints", "optimal_order", "total_distance_m", "total_time_s"},
+}
+
+
+def _looks_like_answer(task: str, value: Any) -> bool:
+    """Whether a JSON value found in prose has the top-level fields of the task's answer."""
+    value = _unwrap(_norm_json(value), task)
+    if isinstance(value, list):
+        return task == "nearby" and any(isinstance(v, dict) and {"place_id", "name"} & set(v) for v in value)
+    return isinstance(value, dict) and bool(_ANSWER_KEYS.get(task, set()) & set(value))
+
+
 def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str) -> Reading:
     """The submission `raw` (submit_answer's `result`) read under `protocol`."""
     if protocol == "paper":
@@ -440,6 +456,12 @@ def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str) 
                 reading.void = "the answer withdraws its recommendation"
         else:
             values = [clean_text(text)]
+    if len(values) > 1:
+        # a JSON fragment of the explanation ({"leg": 1}) is not an answer the submission offers
+        answers = [v for v in values if _looks_like_answer(task, v)]
+        if answers and len(answers) < len(values):
+            reading.rules.append("JSON fragments that are not answers left out")
+            values = answers
     seen: set[str] = set()
     for value in values:
         try:
