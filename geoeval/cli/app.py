@@ -119,6 +119,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             "metrics": outcome.metrics,
             "counts": outcome.counts,
             "failed": outcome.failed,
+            "budget_exceeded": outcome.budget_exceeded,
             "run_hash": outcome.run_hash,
             "mlflow_run_id": outcome.mlflow_run_id,
             "n": len(outcome.results),
@@ -128,6 +129,11 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         append_point(sweep.points_path, redact(point))
     if sweep is None or sweep.job_tables:  # in a sweep, the launcher prints one line per job
         print_outcome(outcome)
+    if outcome.budget_exceeded is not None and sweep is None:
+        from geoeval.core.cost.budget import EXIT_BUDGET_EXCEEDED
+
+        print(f"geoeval: error: run stopped: {outcome.failed}", file=sys.stderr)
+        raise SystemExit(EXIT_BUDGET_EXCEEDED)
     if outcome.failed and sweep is None:
         print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
         raise SystemExit(1)
@@ -165,13 +171,33 @@ def sweep_metrics(points: list[dict]) -> dict[str, float]:
     totals = {"sweep/jobs": float(len(points)), "sweep/failed_jobs": float(sum(1 for p in points if p.get("failed")))}
     for key in ("n_samples", "n_scored", "n_errors"):
         totals[f"sweep/{key}"] = float(sum((p.get("counts") or {}).get(key, 0) for p in points))
+    totals.update({f"sweep/{key}": value for key, value in sweep_costs(points).items()})
     ran = [p for p in points if not p.get("crashed")]
     shared = set.intersection(*({k for k in p["metrics"] if "/" not in k} for p in ran)) if ran else set()
-    for key in sorted(shared - {"n_samples", "n_scored", "n_errors", "http_retries"}):
+    for key in sorted(shared - {"n_samples", "n_scored", "n_errors", "http_retries", *SUMMED_COSTS}):
         values = [p["metrics"][key] for p in ran if p["metrics"][key] == p["metrics"][key]]  # skip NaN
         if values:
             totals[f"sweep/mean_over_jobs/{key}"] = sum(values) / len(values)
     return totals
+
+
+#: the run totals a sweep adds up over its jobs (`core.cost.pricing.run_costs`)
+SUMMED_COSTS = (
+    "cost_usd",
+    "cost_usd/judge",
+    "saved_usd",
+    "tokens_in",
+    "tokens_out",
+    "cache_hits",
+    "replayed_calls",
+    "model_calls",
+    "n_replayed",
+)
+
+
+def sweep_costs(points: list[dict]) -> dict[str, float]:
+    """What the sweep's jobs spent and saved, summed (NaN when a job's price is unknown)."""
+    return {key: float(sum((p.get("metrics") or {}).get(key, 0.0) for p in points)) for key in SUMMED_COSTS}
 
 
 class SweepCallback(Callback):
@@ -242,7 +268,7 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if in_sweep_worker():  # the sweep's own process writes the reports
             return
-        from geoeval.core.analysis.job_reports import write_sweep_reports
+        from geoeval.core.analysis.job_reports import cost_line, write_sweep_reports
         from geoeval.core.registry import get_suite
         from geoeval.core.tracking import runs as tracking
 
@@ -263,7 +289,8 @@ class SweepCallback(Callback):
             )
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         _OPEN_SWEEP.clear()
-        failed = [p for p in points if p.get("failed")]
+        stopped = [p for p in points if p.get("budget_exceeded")]
+        failed = [p for p in points if p.get("failed") and not p.get("budget_exceeded")]
         if run_id and getattr(self, "_tracking", None) is not None:
             tracking.end_parent_run(
                 self._tracking,
@@ -271,14 +298,22 @@ class SweepCallback(Callback):
                 run_id,
                 metrics=sweep_metrics(points),
                 artifacts=artifacts,
-                status="FAILED" if failed else "FINISHED",
+                status="FAILED" if failed else ("KILLED" if stopped else "FINISHED"),
+                tags={"geoeval.status": "BUDGET_EXCEEDED"} if stopped and not failed else None,
             )
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
+        print(cost_line(sweep_costs(points)).replace("cost:", "sweep cost:", 1))
         if failed:
             for p in failed:
                 print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)
             raise SystemExit(1)
+        if stopped:
+            from geoeval.core.cost.budget import EXIT_BUDGET_EXCEEDED
+
+            for p in stopped:
+                print(f"geoeval: error: sweep job {p['job']} stopped: {p['budget_exceeded']}", file=sys.stderr)
+            raise SystemExit(EXIT_BUDGET_EXCEEDED)
 
 
 #: the sweep whose MLflow parent run this process opened and has not ended: (tracking, experiment, run id)

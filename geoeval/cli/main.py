@@ -6,6 +6,11 @@
 - `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
 - `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
 - `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
+- `geoeval rescore [hydra overrides]` runs the config as `geoeval` does, but every sample's model
+  calls are replayed from its stored trajectory (`generation=replay_only`): the current scorers
+  score them again and the evaluated model is never called (docs/cost.md);
+- `geoeval estimate [hydra overrides] [--pilot N]` prints, before any model call, the samples of
+  each job and their expected tokens and cost (`geoeval.cli.estimate`);
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
   `cli.env_build(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> --answers FILE.jsonl [overrides]` scores answers written outside geoeval
@@ -47,6 +52,14 @@ def main(argv: list[str] | None = None) -> int | None:
         return cache_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
+    if args and args[0] == "estimate":
+        from geoeval.cli.estimate import main as estimate_main
+
+        return estimate_main(args[1:])
+    if args and args[0] == "rescore":
+        # a rescore is a run whose evaluated model is never called (the last override wins)
+        args = [*args[1:], "generation=replay_only"]
+        argv = args
     if args and args[0] == "env":
         return _env(args[1:])
     if argv is not None:

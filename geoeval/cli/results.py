@@ -41,6 +41,7 @@ import duckdb
 
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
 from geoeval.core.analysis.reports import fraction_label, markdown_table
+from geoeval.core.cost.pricing import run_costs
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.warehouse.store import Warehouse
@@ -164,6 +165,9 @@ def leaderboard(
     if by:
         return _grouped(results, list(by), metrics, sum_metrics)
     label_columns = [key for key in LABEL_KEYS if any(key in found for found in labels.values())]
+    by_run: dict[str, list[SampleResult]] = {}
+    for result in results:  # what each run spent, every invocation of it (unknown prices: NaN)
+        by_run.setdefault(result.run_hash, []).append(result)
     overall = {row["run"]: row for row in group_table(results, ["run"], metrics, sum_metrics=sum_metrics)}
 
     def best_first(run: dict[str, Any]) -> tuple[bool, float]:
@@ -183,9 +187,12 @@ def leaderboard(
         row["n"] = found["n"]
         if "n_errors" in found:
             row["n_errors"] = found["n_errors"]
+        costs = run_costs(by_run.get(run["run_hash"], []))
+        row["cost_usd"] = costs["cost_usd"]
+        row["tokens"] = int(costs["tokens_in"] + costs["tokens_out"])
         rows.append(row)
     extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
-    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra], rows
+    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra, "cost_usd", "tokens"], rows
 
 
 def _grouped(

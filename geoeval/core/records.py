@@ -70,6 +70,18 @@ class SampleResult(BaseModel):
     status: SampleStatus = "scored"
     # per-sample facts worth keeping beside the scores, e.g. every judge vote with its raw reply
     details: dict[str, Any] = Field(default_factory=dict)
+    # what the sample's model calls cost in this invocation, in USD (replayed and cached calls are
+    # free); None: a model without a price was called (`pricing`). `judge_cost_usd`: its judges' share
+    cost_usd: float | None = None
+    judge_cost_usd: float | None = None
+    # model calls answered from Inspect's cache, and from the stored trajectory (`run/replay.py`)
+    cache_hits: int = 0
+    replayed_calls: int = 0
+    # tokens by model: {model: {"role": "agent"|"judge", "input", "output", "cache_read",
+    # "replayed_input", "replayed_output", "cached_input", "cached_output", "calls"}} (see `core.cost.pricing`)
+    usage: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # the model calls recorded for the trajectory store, on their way to the warehouse (not a column)
+    trajectory: list[dict[str, Any]] | None = None
 
     @model_validator(mode="after")
     def _error_means_no_scores(self) -> SampleResult:

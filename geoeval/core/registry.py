@@ -95,6 +95,8 @@ class SuiteSpec(Protocol):
     @property
     def scoring_version(self) -> str: ...  # part of the run identity: bump it when references or metrics change
     @property
+    def generation_version(self) -> str: ...  # bump when what the model sees changes (envs, samples, prompts, tools)
+    @property
     def agent_versions(self) -> Mapping[str, str]: ...  # offline agent -> its algorithm's version (its run identity)
     @property
     def headline_metrics(self) -> tuple[str, ...]: ...  # what sweep tables, plots and run descriptions lead with
@@ -121,6 +123,7 @@ class SuiteSpec(Protocol):
 REQUIRED_SUITE_MEMBERS = ("name", "config_schema", "env_schema", "build_env", "build_samples", "build_task")
 OPTIONAL_SUITE_MEMBERS = (
     "scoring_version",
+    "generation_version",
     "agent_versions",
     "headline_metrics",
     "log2_sweep_axes",
@@ -158,6 +161,7 @@ class Suite(abc.ABC):
         """The Inspect task that evaluates `samples`."""
 
     scoring_version: str = "1"
+    generation_version: str = "1"
     agent_versions: Mapping[str, str] = MappingProxyType({})
     headline_metrics: tuple[str, ...] = ()
     log2_sweep_axes: tuple[str, ...] = ()

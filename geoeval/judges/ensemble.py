@@ -116,6 +116,17 @@ def majority_vote(votes: list[float]) -> float:
 AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {"median": combine_votes, "majority": majority_vote}
 
 
+def vote_cache(setting: bool | str, vote: int) -> Any:
+    """The `CachePolicy` of one judge vote (False: no cache): the vote's number is part of the key."""
+    if setting is False:
+        return False
+    from inspect_ai.model import CachePolicy
+
+    if setting is True:  # Inspect's default expiry
+        return CachePolicy(scopes={"vote": str(vote)})
+    return CachePolicy(expiry=str(setting), scopes={"vote": str(vote)})
+
+
 class JudgeEnsemble:
     def __init__(
         self,
@@ -130,6 +141,9 @@ class JudgeEnsemble:
         self.models: list[str] = list(spec.models)
         self.temperature: float = spec.temperature
         self.votes: int = spec.votes
+        # Inspect's model-call cache (`judge.cache`): a rerun or rescore asks a judge the same
+        # question again; each vote is its own entry, so votes at temperature > 0 stay independent
+        self.cache: bool | str = spec.cache
         self.rules = rules
         self._model_factory = model_factory  # default: inspect_ai.model.get_model
 
@@ -165,9 +179,9 @@ class JudgeEnsemble:
             replies: list[str] = []
             votes: list[float | None] = []
             errors: list[str] = []
-            for _ in range(self.votes):
+            for vote in range(self.votes):
                 try:
-                    out = await model.generate(prompt)
+                    out = await model.generate(prompt, cache=vote_cache(self.cache, vote))
                 except Exception as exc:  # provider failure after its retries: this vote is lost
                     replies.append("")
                     votes.append(None)

@@ -55,7 +55,7 @@ def test_the_rest_is_kept_for_the_callers_held_session(tmp_path: Path, window_s:
 
 def test_a_failed_write_surfaces_in_the_evaluating_thread(tmp_path: Path) -> None:
     class Broken:
-        def write_results(self, batch):
+        def write_results(self, batch, generation_hash=None):
             raise OSError("disk full")
 
     writer = GroupCommitWriter(Broken(), lambda batch: None, min_window_s=0.01)

@@ -15,12 +15,16 @@ from geoeval.core.warehouse.store import Warehouse
 
 
 def r(run_hash, sample_id, model, scores, level, query_level="q1") -> SampleResult:
+    # the strong model is priced ($0.01 a sample, 1,500 tokens sent); the weak one has no price
+    priced = model == "strong"
     return SampleResult(
         run_hash=run_hash,
         sample_id=sample_id,
         model=model,
         scores=scores,
         dims=Dimensions(suite="maptab", level=level, extra={"query_level": query_level}),
+        cost_usd=0.01 if priced else None,
+        usage={model: {"role": "agent", "input": 1000, "output": 500, "calls": 1}},
     )
 
 
@@ -67,10 +71,10 @@ def test_default_leaderboard_one_row_per_run_best_first(db: Path, capsys) -> Non
                              "--metric", "ds")  # fmt: skip
     assert (code, err) == (0, "")
     assert out == (
-        "| run          | model  | suite  | resolution |   ema |    ds |   n |\n"
-        "| ------------ | ------ | ------ | ---------- | ----: | ----: | --: |\n"
-        "| bbbbbbbbbbbb | strong | maptab | 1          | 0.750 | 2.000 |   2 |\n"
-        "| aaaaaaaaaaaa | weak   | maptab | 1/2        | 0.250 | 1.000 |   2 |\n"
+        "| run          | model  | suite  | resolution |   ema |    ds |   n | cost_usd | tokens |\n"
+        "| ------------ | ------ | ------ | ---------- | ----: | ----: | --: | -------: | -----: |\n"
+        "| bbbbbbbbbbbb | strong | maptab | 1          | 0.750 | 2.000 |   2 |    0.020 |   3000 |\n"
+        "| aaaaaaaaaaaa | weak   | maptab | 1/2        | 0.250 | 1.000 |   2 |        – |   3000 |\n"
     )
 
 
@@ -79,7 +83,7 @@ def test_all_runs_and_all_metrics_by_default(db: Path, capsys) -> None:
     rows = json.loads(out)
     assert code == 0
     # every stored metric, MapTab's headline metric (ema) first; runs sort by it, best first
-    assert list(rows[0]) == ["run", "model", "suite", "label", "resolution", "ema", "ds", "n"]
+    assert list(rows[0]) == ["run", "model", "suite", "label", "resolution", "ema", "ds", "n", "cost_usd", "tokens"]
     assert [(row["run"], row["ema"], row["ds"], row["n"]) for row in rows] == [
         ("bbbbbbbbbbbb", 0.75, 2.0, 2),
         ("aaaaaaaaaaaa", 0.25, 1.0, 2),

@@ -3,6 +3,7 @@ logged to MLflow (summary table, per-sample Parquet, plots)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,44 @@ def write_job_reports(outcome: JobOutcome) -> list[Path]:
     return [*artifacts, *outcome.artifacts]
 
 
+def usd(value: float) -> str:
+    """Dollars as a person reads them; NaN (a model without a price) as "unknown"."""
+    if isinstance(value, float) and math.isnan(value):
+        return "unknown (a model has no price: see `pricing`)"
+    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
+
+
+def cost_line(metrics: dict[str, float]) -> str:
+    """The run's spending in one line: dollars (agent and judges), tokens sent, and what replayed
+    trajectories and Inspect's cache saved."""
+    return (
+        f"cost: {usd(metrics.get('cost_usd', 0.0))} (judges {usd(metrics.get('cost_usd/judge', 0.0))}); "
+        f"tokens sent: {int(metrics.get('tokens_in', 0)):,} in, {int(metrics.get('tokens_out', 0)):,} out "
+        f"over {int(metrics.get('model_calls', 0))} model call(s); replayed: {int(metrics.get('replayed_calls', 0))} "
+        f"call(s) in {int(metrics.get('n_replayed', 0))} sample(s); cache hits: {int(metrics.get('cache_hits', 0))}; "
+        f"saved: {usd(metrics.get('saved_usd', 0.0))}"
+    )
+
+
+def protocol_line(outcome: JobOutcome, disagreements: int) -> str:
+    """How many samples the robust and paper answer protocols score differently, with examples."""
+    from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
+
+    examples = []
+    for r in outcome.results:
+        found = r.details.get(PROTOCOL_DISAGREEMENT_KEY) or {}
+        if found and r.status != "error":
+            metric, values = next(iter(sorted(found.items())))
+            shown = " vs ".join(f"{k} {v:g}" for k, v in values.items())
+            examples.append(f"{r.sample_id} {metric}: {shown}")
+        if len(examples) == 3:
+            break
+    return (
+        f"protocols: {disagreements} of {len(outcome.results)} sample(s) score differently under "
+        f"scoring.protocol=paper and robust (e.g. {'; '.join(examples)})"
+    )
+
+
 def print_outcome(outcome: JobOutcome) -> None:
     print((Path(outcome.out_dir) / "summary.md").read_text())
     counts = outcome.counts
@@ -69,6 +108,12 @@ def print_outcome(outcome: JobOutcome) -> None:
         f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
         f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}"
     )
+    print(cost_line(outcome.metrics))
+    disagreements = int(outcome.metrics.get("n_protocol_disagreements", 0))
+    if disagreements:
+        print(protocol_line(outcome, disagreements))
+    if outcome.budget_exceeded is not None:
+        print(f"BUDGET_EXCEEDED: {outcome.budget_exceeded}", file=sys.stderr)
     if counts.get("n_errors"):
         errored = [r for r in outcome.results if r.status == "error"]
         first = (errored[0].error or "") if errored else ""
@@ -84,6 +129,12 @@ def print_outcome(outcome: JobOutcome) -> None:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")
     sys.stdout.flush()
+
+
+#: the run totals of `core.cost.pricing.run_costs` and the replay count: not metrics of the answers
+COST_METRICS = frozenset(
+    {"cost_usd", "saved_usd", "tokens_in", "tokens_out", "cache_hits", "replayed_calls", "model_calls", "n_replayed"}
+)
 
 
 def _short(key: str) -> str:
@@ -113,7 +164,7 @@ def write_sweep_reports(
     by_name = ",".join(_short(k) for k in by_keys) or "group"
     metric_names = [m for m in headline_metrics if all(m in p["metrics"] for p in points)]
     if not metric_names:
-        counts = {"n_samples", "n_scored", "n_errors", "http_retries"}
+        counts = {"n_samples", "n_scored", "n_errors", "http_retries", "n_protocol_disagreements", *COST_METRICS}
         metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m and m not in counts})[:3]
     rows = []
     for p in points:
@@ -126,12 +177,13 @@ def write_sweep_reports(
         for m in metric_names:
             row[m] = p["metrics"].get(m)
         row["n"] = p.get("n")
+        row["cost_usd"] = p["metrics"].get("cost_usd")
         rows.append(row)
     x_name = _short(x_key) if x_key else "job"
     if not x_key:
         for r, p in zip(rows, points):
             r["job"] = p["job"]
-    table = sweep_table(rows, x=x_name, metrics=metric_names, by=by_name if by_keys else None)
+    table = sweep_table(rows, x=x_name, metrics=[*metric_names, "cost_usd"], by=by_name if by_keys else None)
     md = sweep_dir / "sweep_table.md"
     md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
     artifacts = [md]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from omegaconf import DictConfig, OmegaConf
@@ -50,6 +51,16 @@ SERVE_EXECUTION_KEYS = frozenset(
 EXECUTION_SETTINGS = frozenset({"max_connections", "timeout", "attempt_timeout", "max_retries"})
 
 
+_CACHE_EXPIRY = re.compile(r"^\d+[mhDWMY]$")
+
+
+def check_cache_expiry(v: bool | str) -> bool | str:
+    """A cache setting: a bool, or an Inspect expiry ("30m", "1h", "1D", "2W", "1M", "1Y")."""
+    if isinstance(v, str) and not _CACHE_EXPIRY.match(v):
+        raise ValueError("must be true, false or an expiry such as '1D', '2W', '1M' (m, h, D, W, M, Y)")
+    return v
+
+
 class ModelSpec(Strict):
     """`model=`: any Inspect model string, e.g. `geoeval/oracle`, `openai/gpt-4o`,
     `openai-api/local/qwen2.5`, `vllm/...`, `ollama/llama3.1`, `mockllm/model`."""
@@ -61,6 +72,15 @@ class ModelSpec(Strict):
     # a local server geoeval starts for the run and stops after it (`model=local_llm`); its URL
     # becomes `base_url`. None: the model is served elsewhere (or needs no server).
     serve: dict[str, Any] | None = None
+    # Inspect's model-call cache for the evaluated model: false (off, the default: an agent's
+    # samples are what is measured, and a stored trajectory is replayed anyway), true (Inspect's
+    # default expiry, one week) or an expiry such as "1D", "2W", "1M"
+    cache: bool | str = False
+
+    @field_validator("cache")
+    @classmethod
+    def _cache_expiry(cls, v: bool | str) -> bool | str:
+        return check_cache_expiry(v)
 
     @field_validator("name")
     @classmethod
@@ -82,6 +102,14 @@ class JudgeSpec(Strict):
     models: list[str] = Field(default_factory=lambda: ["rules"], min_length=1)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     votes: int = Field(default=1, ge=1, description="runs per judge; the majority/mean is taken")
+    # Inspect's model-call cache for model judges (on by default: a rerun or a rescore asks the
+    # same question of the same judge; a judge at temperature 0 answers it the same)
+    cache: bool | str = "1M"
+
+    @field_validator("cache")
+    @classmethod
+    def _cache_expiry(cls, v: bool | str) -> bool | str:
+        return check_cache_expiry(v)
 
 
 class MetricsSpec(Strict):
@@ -99,6 +127,39 @@ class ScoringSpec(Strict):
     Every run also scores each sample under the other protocol and counts where they differ."""
 
     protocol: Literal["robust", "paper"] = "robust"
+
+
+class BudgetSpec(Strict):
+    """`budget.*`: what a run, or a whole sweep, may spend (None: no limit). Before each batch
+    of samples the run checks what it has spent (every invocation of it, from the warehouse) plus
+    what the batch is expected to cost; past a limit no new sample starts, the samples in flight
+    finish and are stored, and the run ends BUDGET_EXCEEDED (exit status 3). Raising the budget
+    and rerunning resumes it. Dollars need a price for every model that is called (`pricing`)."""
+
+    usd: float | None = Field(default=None, gt=0, description="dollars per run")
+    tokens: int | None = Field(default=None, gt=0, description="tokens (input + output) per run")
+    sweep_usd: float | None = Field(default=None, gt=0, description="dollars per sweep (all its jobs)")
+    sweep_tokens: int | None = Field(default=None, gt=0, description="tokens per sweep (all its jobs)")
+
+
+class ModelPrice(Strict):
+    """USD per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0, description="None: priced as input")
+
+
+class PricingSpec(Strict):
+    """`pricing=`: USD per million tokens by model (an Inspect model name, or an fnmatch pattern
+    such as `geoeval/*`; the exact name wins over a pattern, a longer pattern over a shorter).
+    `file`: a YAML file with more `models:` entries, which win over the group's. A model with no
+    price costs *unknown*, never 0."""
+
+    name: str = "default"
+    as_of: str | None = Field(default=None, description="the date the prices were read from the providers")
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+    file: str | None = None
 
 
 class RunnerSpec(Strict):
@@ -195,6 +256,13 @@ class RunSpec(Strict):
     judge: JudgeSpec
     metrics: MetricsSpec
     scoring: ScoringSpec = Field(default_factory=ScoringSpec)
+    # stored trajectories (docs/cost.md): `reuse` replays a sample's stored model calls when its
+    # generation identity matches (no model call; scoring runs anew) and generates the rest;
+    # `replay_only` (what `geoeval rescore` sets) never calls the evaluated model: a sample
+    # without a stored trajectory is an error; `fresh` generates every sample anew
+    generation: Literal["reuse", "replay_only", "fresh"] = "reuse"
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    pricing: PricingSpec = Field(default_factory=PricingSpec)
     runner: RunnerSpec
     tracking: TrackingSpec
     # set by the job from the suite's `env_fingerprint(spec)`: the content of external inputs
@@ -203,6 +271,8 @@ class RunSpec(Strict):
     # set by `validate_config` from the suite: its scoring version and its offline agents' versions,
     # which the run identity holds (kept out of the fields: they are the code's, not the config's)
     _suite_declarations: tuple[str, dict[str, str]] | None = PrivateAttr(default=None)
+    # the suite's `generation_version` (what the model sees: environments, samples, prompts, tools)
+    _generation_version: str = PrivateAttr(default="1")
 
     @field_validator("fail_on_error")
     @classmethod
@@ -234,6 +304,7 @@ class RunSpec(Strict):
         if self.model.serve:
             model["serve"] = {k: v for k, v in self.model.serve.items() if k not in SERVE_EXECUTION_KEYS}
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
+        model.pop("cache", None)  # a cached reply is the reply: how it was obtained is not the run's identity
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         provider, _, agent = self.model.name.partition("/")
         agent_version = agent_versions.get(agent) if provider == "geoeval" else None
@@ -253,7 +324,7 @@ class RunSpec(Strict):
                     else self.suite.model_dump(mode="json")
                 ),
                 "model": model,
-                "judge": self.judge.model_dump(mode="json"),
+                "judge": self.judge.model_dump(mode="json", exclude={"cache"}),
                 "metrics": self.metrics.model_dump(mode="json"),
                 "scoring": self.scoring.model_dump(mode="json"),
             }
@@ -262,6 +333,25 @@ class RunSpec(Strict):
     def config_hash(self) -> str:
         """Keys the warehouse: the run identity's hash (see `identity`)."""
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def generation_identity(self) -> dict[str, Any]:
+        """What can change what the model sees or does, and nothing that only changes how its
+        answers are scored: the run identity without geoeval's version, the suite's scoring
+        version, the judges, the metrics, the answer protocol and the epochs (a trajectory is
+        stored per sample and epoch), plus the suite's `generation_version` (its environments,
+        samples, prompts and tools). Stored trajectories are keyed by it (`run/replay.py`), and
+        each replayed call is also checked against the input it was recorded for, so a prompt or
+        tool output that changed without a version bump is generated anew, never replayed."""
+        identity = self.identity()
+        for key in ("geoeval_version", "scoring_version", "judge", "metrics", "scoring", "epochs"):
+            identity.pop(key, None)
+        identity["generation_version"] = self._generation_version
+        return identity
+
+    def generation_hash(self) -> str:
+        """Keys stored trajectories: the generation identity's hash (see `generation_identity`)."""
+        blob = json.dumps(self.generation_identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
@@ -285,6 +375,9 @@ class RunSpec(Strict):
             "judge": self.judge.model_dump(mode="json"),
             "metrics": self.metrics.model_dump(mode="json"),
             "scoring": self.scoring.model_dump(mode="json"),
+            "generation": self.generation,
+            "budget": self.budget.model_dump(mode="json"),
+            "pricing": self.pricing.model_dump(mode="json"),
         }
         d.update(
             experiment_name=self.experiment_name,
@@ -317,6 +410,9 @@ _TOP_LEVEL = {
     "judge",
     "metrics",
     "scoring",
+    "generation",
+    "budget",
+    "pricing",
     "runner",
     "tracking",
 }

@@ -14,9 +14,11 @@ from pydantic import BaseModel, ValidationError
 
 from geoeval.core.config.schema import (
     _TOP_LEVEL,
+    BudgetSpec,
     JudgeSpec,
     MetricsSpec,
     ModelSpec,
+    PricingSpec,
     RunnerSpec,
     RunSpec,
     ScoringSpec,
@@ -54,6 +56,30 @@ def _env_schema(suite: SuiteSpec, env_data: Any) -> type[BaseModel]:
     return schemas[name]
 
 
+def _pricing_with_file(pricing: Any) -> Any:
+    """The `pricing` group with the models of its `file` added (they win): a missing or
+    malformed file is an error naming `pricing.file`, before any work."""
+    if not isinstance(pricing, dict) or not pricing.get("file"):
+        return pricing
+    import yaml
+
+    path = str(pricing["file"])
+    try:
+        with open(path, encoding="utf-8") as handle:
+            extra = yaml.safe_load(handle) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise GeoevalError(
+            f"Invalid config: pricing.file: cannot read {path!r} ({type(exc).__name__}: {exc})"
+        ) from None
+    models = extra.get("models") if isinstance(extra, dict) else None
+    if not isinstance(models, dict):
+        raise GeoevalError(
+            f"Invalid config: pricing.file: {path!r} must hold `models:`, a mapping of model name to "
+            "{input, output, cached_input} in USD per million tokens"
+        )
+    return {**pricing, "models": {**(pricing.get("models") or {}), **models}}
+
+
 def validate_config(cfg: DictConfig | dict) -> RunSpec:
     """Validate a composed config into a RunSpec, or raise GeoevalError naming every bad key."""
     from geoeval.core import registry
@@ -80,6 +106,8 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
         "judge": _validate_group("judge", JudgeSpec, data["judge"]),
         "metrics": _validate_group("metrics", MetricsSpec, data["metrics"]),
         "scoring": _validate_group("scoring", ScoringSpec, data.get("scoring") or {}),
+        "budget": _validate_group("budget", BudgetSpec, data.get("budget") or {}),
+        "pricing": _validate_group("pricing", PricingSpec, _pricing_with_file(data.get("pricing") or {})),
         "runner": _validate_group("runner", RunnerSpec, data["runner"]),
         "tracking": _validate_group("tracking", TrackingSpec, data["tracking"]),
     }
@@ -89,6 +117,7 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     except ValidationError as err:
         raise GeoevalError("Invalid config:\n" + format_errors("", err, RunSpec)) from None
     spec._suite_declarations = (str(suite.scoring_version), dict(suite.agent_versions))
+    spec._generation_version = str(suite.generation_version)
 
     from geoeval.core.config.secrets import is_secret_key, secrets_in_plain_fields
 

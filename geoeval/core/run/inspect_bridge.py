@@ -49,6 +49,9 @@ class _SinkState:
         self.run_hash: str = ""
         self.model: str = ""
         self.metric_names: list[str] = []
+        # the models whose calls make the trajectory (the evaluated one, the simulated roles); any
+        # other model a sample calls is a judge
+        self.generation_models: set[str] = set()
 
 
 _STATE = _SinkState()
@@ -121,6 +124,10 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
     usage = sample.model_usage or {}
     in_tok = sum(u.input_tokens for u in usage.values())
     out_tok = sum(u.output_tokens for u in usage.values())
+    from geoeval.core.run.replay import REPLAYED, take_recording
+
+    trajectory = take_recording(str(sample.id), int(sample.epoch))
+    by_model, cache_hits = sample_usage(sample, trajectory, _STATE.generation_models or {model})
     return SampleResult(
         run_hash=run_hash,
         sample_id=str(sample.id),
@@ -134,7 +141,63 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         output_tokens=int(out_tok),
         error=error,
         details=clean_value(details),
+        usage=by_model,
+        cache_hits=cache_hits,
+        replayed_calls=sum(1 for call in trajectory if call.get(REPLAYED)),
+        trajectory=clean_value(trajectory) or None,
     )
+
+
+def sample_usage(sample: EvalSample, trajectory: list[dict[str, Any]], generation_models: set[str]) -> tuple[dict, int]:
+    """A sample's tokens by model, as `core.cost.pricing` reads them, and its cache hits: what
+    Inspect counted (`model_usage`: every call that was not answered from its cache, replayed ones
+    included), the replayed calls' share (from the recording), and the calls Inspect answered
+    from its cache (its model events marked `cache="read"`, which it does not count)."""
+    from inspect_ai.event import ModelEvent
+
+    from geoeval.core.run.replay import replayed_usage
+
+    out: dict[str, dict[str, Any]] = {}
+
+    def entry(model: str) -> dict[str, Any]:
+        return out.setdefault(
+            model,
+            {
+                "role": "agent" if model in generation_models else "judge",
+                "input": 0,
+                "output": 0,
+                "cache_read": 0,
+                "replayed_input": 0,
+                "replayed_output": 0,
+                "cached_input": 0,
+                "cached_output": 0,
+                "calls": 0,
+            },
+        )
+
+    for model, usage in (sample.model_usage or {}).items():
+        e = entry(model)
+        e["input"] += int(usage.input_tokens or 0)
+        e["output"] += int(usage.output_tokens or 0)
+        e["cache_read"] += int(usage.input_tokens_cache_read or 0)
+    cache_hits = 0
+    for event in sample.events or []:
+        if not isinstance(event, ModelEvent):
+            continue
+        if event.cache == "read":
+            cache_hits += 1
+            e = entry(event.model)
+            cached = event.output.usage if event.output is not None else None
+            e["cached_input"] += int(cached.input_tokens or 0) if cached else 0
+            e["cached_output"] += int(cached.output_tokens or 0) if cached else 0
+        else:
+            entry(event.model)["calls"] += 1
+    for model, replayed in replayed_usage(trajectory).items():
+        e = entry(model)
+        e["replayed_input"] += replayed["input"]
+        e["replayed_output"] += replayed["output"]
+        e["calls"] = max(0, e["calls"] - replayed["calls"])
+    return out, cache_hits
 
 
 @hooks(name="geoeval_results", description="Streams each finished sample to geoeval's result sink.")
@@ -160,15 +223,18 @@ def streaming_to(
     model: str,
     metric_names: list[str],
     on_sample: Callable[[EvalSample], None] | None = None,
+    generation_models: set[str] | None = None,
 ):
     with _STATE.lock:
         _STATE.sink, _STATE.run_hash, _STATE.model, _STATE.metric_names = sink, run_hash, model, list(metric_names)
         _STATE.on_sample = on_sample
+        _STATE.generation_models = set(generation_models or {model})
     try:
         yield
     finally:
         with _STATE.lock:
             _STATE.sink = _STATE.on_sample = None
+            _STATE.generation_models = set()
 
 
 def clean_model_output(output: Any) -> Any:
@@ -257,6 +323,15 @@ def clean_model_replies(model: Any) -> Any:
 OPENAI_SDK_PROVIDERS = frozenset({"openai", "openai-api", "ollama"})
 
 
+def cache_policy(setting: bool | str) -> Any:
+    """Inspect's `CachePolicy` for a `model.cache` / `judge.cache` setting (None: off)."""
+    from inspect_ai.model import CachePolicy
+
+    if setting is False:
+        return None
+    return CachePolicy() if setting is True else CachePolicy(expiry=str(setting))
+
+
 def build_model(spec: RunSpec) -> Model:
     """The evaluated model from `model=`: any Inspect model string with its generate settings.
 
@@ -266,6 +341,8 @@ def build_model(spec: RunSpec) -> Model:
 
     # retries are bounded whatever the config says: a failing endpoint ends in counted errors
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
+    if spec.model.cache is not False:
+        settings["cache"] = cache_policy(spec.model.cache)
     args = dict(spec.model.args)
     api_key = args.pop("api_key", None)
     if spec.model.name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS:
@@ -349,18 +426,26 @@ def run_shard(
     sink: Sink,
     log_dir: str | Path,
     on_sample: Callable[[EvalSample], None] | None = None,
+    replay: dict[tuple[str, int], list[dict[str, Any]]] | None = None,
 ) -> list[str]:
     """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
+    `replay`: the stored model calls of these samples (`run/replay.py`), answered without a
+    request where the model is shown the same input.
 
     Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
     an errored sample `retry_on_error` times in the run; and when the eval fails as a whole (an
     error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
     carrying the eval's message, so nothing vanishes and a rerun retries them."""
     from geoeval.core import registry
+    from geoeval.core.run.replay import record_and_replay, replaying
 
     suite = registry.get_suite(spec.suite.name)
     task = suite.build_task(spec, env, samples)
-    model = build_model(spec)
+    model = record_and_replay(build_model(spec), "agent")
+    # the suite's simulated roles (a user, a tool simulator) make the trajectory with the agent
+    for role, role_model in (task.model_roles or {}).items():
+        record_and_replay(role_model, role)
+    generation_models = {str(model), spec.model.name, *(str(m) for m in (task.model_roles or {}).values())}
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     run_hash = spec.config_hash()
     delivered: set[tuple[str, int]] = set()
@@ -371,8 +456,16 @@ def run_shard(
 
     reason = ""
     logs = []
-    with streaming_to(
-        tracking_sink, run_hash=run_hash, model=spec.model.name, metric_names=spec.metrics.metrics, on_sample=on_sample
+    with (
+        replaying(replay, replay_only=spec.generation == "replay_only"),
+        streaming_to(
+            tracking_sink,
+            run_hash=run_hash,
+            model=spec.model.name,
+            metric_names=spec.metrics.metrics,
+            on_sample=on_sample,
+            generation_models=generation_models,
+        ),
     ):
         try:
             logs = inspect_eval(

@@ -23,9 +23,13 @@ from geoeval.core.analysis import provenance
 from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
 from geoeval.core.config.secrets import collect_secret_values, redact, scrub_zip
+from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
+from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.outcome import JobOutcome
-from geoeval.core.run.runner import run_samples
+from geoeval.core.run.runner import replay_for, run_samples
+from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 from geoeval.core.warehouse.store import Warehouse
@@ -60,7 +64,15 @@ class GroupCommitWriter:
     rerun redoes). `put` only appends to a deque: the thread is not woken per sample (a wake-up
     per sample took the GIL from Inspect's event loop 256 times per 256-sample eval, ~0.3 s)."""
 
-    def __init__(self, warehouse: Warehouse, on_written, min_window_s: float = 0.05, max_window_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        on_written,
+        min_window_s: float = 0.05,
+        max_window_s: float = 0.5,
+        generation_hash: str | None = None,
+    ) -> None:
+        self._generation_hash = generation_hash  # the trajectories of the batch are stored under it
         self._min_window_s, self._max_window_s = min_window_s, max_window_s
         self._window_s = min_window_s
         self._wh = warehouse
@@ -117,7 +129,7 @@ class GroupCommitWriter:
         `close(keep_rest=True)` returned); whether there was anything to write."""
         if not batch:
             return False
-        self._wh.write_results(batch)
+        self._wh.write_results(batch, generation_hash=self._generation_hash)
         self._on_written(batch)
         return True
 
@@ -139,6 +151,55 @@ def _dataset_rows(samples: list[Any]) -> Any:
             }
         )
     return pd.DataFrame(rows, dtype=object)
+
+
+def sweep_spent() -> dict[str, float]:
+    """What the finished jobs of the sweep this job belongs to spent ({"usd", "tokens"}), from the
+    sweep's points file (empty outside a sweep)."""
+    from geoeval.core.sweep.points import current_sweep_job, read_points
+
+    job = current_sweep_job()
+    if job is None:
+        return {}
+    usd = tokens = 0.0
+    for point in read_points(job.points_path):
+        if point.get("job") == job.num:
+            continue
+        metrics = point.get("metrics") or {}
+        usd += float(metrics.get("cost_usd", 0.0) or 0.0)
+        tokens += float(metrics.get("tokens_in", 0.0) or 0.0) + float(metrics.get("tokens_out", 0.0) or 0.0)
+    return {"usd": usd, "tokens": tokens}
+
+
+def batch_size(spec: RunSpec) -> int:
+    """Samples started together under a budget: what the runner runs at once (`runner.max_samples`
+    per worker), so that a stop leaves no worker idle before it and overshoots by one batch at most."""
+    workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
+    return max(1, spec.runner.max_samples * workers)
+
+
+def _run_within_budget(
+    spec: RunSpec,
+    env: Any,
+    todo: list[Any],
+    sink: Any,
+    log_dir: Path,
+    on_sample: Any,
+    stored: dict[tuple[str, int], list[dict[str, Any]]],
+    guard: BudgetGuard,
+    writer: GroupCommitWriter,
+) -> tuple[list[str], str | None]:
+    """Run `todo` batch by batch while the budget allows the next batch; returns the log paths
+    and, when the budget stopped the run, why."""
+    log_paths: list[str] = []
+    size = batch_size(spec)
+    for start in range(0, len(todo), size):
+        batch = todo[start : start + size]
+        if not guard.allows(len(batch)):
+            print(f"[geoeval] budget: no new sample starts: {guard.reason}", file=sys.stderr)
+            return log_paths, guard.reason
+        log_paths += run_samples(spec, env, batch, sink, log_dir, on_sample, replay_for(stored, batch))
+    return log_paths, None
 
 
 def run_job(
@@ -277,11 +338,16 @@ def run_job(
                 description = tracking_values.run_description(
                     outcome.metrics, suite.headline_metrics, provenance.provenance(spec, suite)["note"]
                 )
+                tags = {"mlflow.note.content": description} if description else {}
+                status = "FAILED" if outcome.failed else "FINISHED"
+                if outcome.budget_exceeded is not None:  # stopped on purpose, resumable: not a failure
+                    status = "KILLED"
+                    tags["geoeval.status"] = BUDGET_EXCEEDED
                 mlflow_run.finish(
                     {**outcome.metrics, "wall_seconds": outcome.seconds},
                     artifacts + ([resolved] if resolved.exists() else []),
-                    status="FAILED" if outcome.failed else "FINISHED",
-                    tags={"mlflow.note.content": description} if description else None,
+                    status=status,
+                    tags=tags or None,
                 )
         else:
             with stage("reports"):
@@ -324,6 +390,19 @@ def _evaluate(
                 f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run",
                 file=sys.stderr,
             )
+        generation_hash = spec.generation_hash()
+        todo_keys = {(str(s.id), e) for s in todo for e in range(1, spec.epochs + 1)} - done
+        stored = wh.trajectories(generation_hash, todo_keys) if spec.generation != "fresh" else {}
+        if stored:
+            print(
+                f"[geoeval] {len(stored)} of {len(todo_keys)} sample(s) to run have a stored trajectory "
+                f"(generation {generation_hash}): replayed, with no call to the evaluated model"
+                + ("" if spec.generation == "replay_only" else "; generation=fresh generates them anew"),
+                file=sys.stderr,
+            )
+        never_generated = sorted(todo_keys - set(stored)) if spec.generation == "replay_only" else []
+        spent_before = wh.spent(run_hash)
+        guard = BudgetGuard(spec.budget, spent_before, sweep_spent()) if has_limit(spec.budget) else None
         bar = tqdm(
             total=len(wanted),
             initial=len(done),
@@ -345,18 +424,48 @@ def _evaluate(
             if mlflow_run is not None:
                 mlflow_run.progress(done=bar.n, errors=n_errors, total=len(wanted))
 
-        writer = GroupCommitWriter(wh, on_written)
+        writer = GroupCommitWriter(wh, on_written, generation_hash=generation_hash)
 
         def sink(result: SampleResult) -> None:
             if (result.sample_id, result.epoch) in wanted:
+                price_result(spec.pricing, result)
+                if guard is not None:
+                    guard.add(result)
                 writer.put(result)
+
+        if never_generated:  # a rescore never calls the model: what was never generated cannot be scored
+            runnable = todo_keys - set(never_generated)
+            todo = [s for s in todo if any((str(s.id), e) in runnable for e in range(1, spec.epochs + 1))]
+            for s in samples:
+                for e in range(1, spec.epochs + 1):
+                    if (str(s.id), e) in never_generated:
+                        sink(
+                            undelivered_error(
+                                s,
+                                epoch=e,
+                                run_hash=run_hash,
+                                model=spec.model.name,
+                                metric_names=spec.metrics.metrics,
+                                reason=(
+                                    "generation=replay_only: no stored trajectory for this sample under generation "
+                                    f"identity {generation_hash} (a rescore makes no model call): run without rescore "
+                                    "to generate it"
+                                ),
+                            )
+                        )
 
         # one folder per invocation: a run lists and logs only its own logs (recorded per run in
         # the warehouse), never another warehouse's run of the same config
         log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        budget_stop: str | None = None
         try:
             with stage("evaluate"):
-                log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample)
+                if guard is None:
+                    log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample, stored)
+                else:
+                    log_paths, budget_stop = _run_within_budget(
+                        spec, env, todo, sink, log_dir, on_sample, stored, guard, writer
+                    )
             with stage("warehouse"):
                 rest = writer.close(keep_rest=True)
         except BaseException:
@@ -385,7 +494,9 @@ def _evaluate(
             counts = error_counts(results)
             missing = len(wanted) - len(results)
             failed = None
-            if missing:
+            if budget_stop is not None:
+                failed = f"{BUDGET_EXCEEDED}: {budget_stop}; {missing} sample(s) not started (raise the budget and rerun to resume)"
+            elif missing:
                 failed = f"{missing} sample(s) missing from the warehouse"
             elif error_threshold_exceeded(int(counts["n_errors"]), len(results), spec.fail_on_error):
                 failed = (
@@ -393,7 +504,11 @@ def _evaluate(
                     f"fail_on_error={spec.fail_on_error}"
                 )
             status = "finished" if failed is None else "failed"
-            wh.set_run_status(run_hash, status if not missing else f"incomplete ({missing} missing)")
+            if budget_stop is not None:
+                status = BUDGET_EXCEEDED.lower()
+            elif missing:
+                status = f"incomplete ({missing} missing)"
+            wh.set_run_status(run_hash, status)
             log_paths_all = wh.run_logs(run_hash)
     if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
@@ -408,6 +523,11 @@ def _evaluate(
             ),
             **counts,
             "http_retries": float(retries),
+            **run_costs(results),
+            "n_replayed": float(sum(1 for r in results if r.replayed_calls)),
+            "n_protocol_disagreements": float(
+                sum(1 for r in results if r.details.get(PROTOCOL_DISAGREEMENT_KEY) and r.status != "error")
+            ),
         }
         # every overall metric's interval and n beside it, as the summary tables show them
         metrics.update(
@@ -424,6 +544,7 @@ def _evaluate(
         out_dir=out_dir,
         counts=counts,
         failed=failed,
+        budget_exceeded=budget_stop,
     )
     outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
     with stage("reports_suite"):

@@ -30,3 +30,4 @@ class JobOutcome:
     seconds: float = 0.0
     counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors
     failed: str | None = None  # why the run counts as failed (errors past `fail_on_error`)
+    budget_exceeded: str | None = None  # why the budget stopped the run (BUDGET_EXCEEDED, exit status 3)

@@ -52,6 +52,18 @@ def shard_samples(samples: list[Any], n: int) -> list[list[Any]]:
     return [sorted(sh, key=lambda s: position[id(s)]) for sh in shards if sh]
 
 
+#: stored model calls by (sample_id, epoch) (`run/replay.py`)
+Replay = dict[tuple[str, int], list[dict[str, Any]]]
+
+
+def replay_for(replay: Replay | None, samples: list[Any]) -> Replay:
+    """The part of `replay` that belongs to `samples` (what one shard is sent)."""
+    if not replay:
+        return {}
+    ids = {str(s.id) for s in samples}
+    return {key: calls for key, calls in replay.items() if key[0] in ids}
+
+
 def run_local(
     spec: RunSpec,
     env: Any,
@@ -59,13 +71,14 @@ def run_local(
     sink: Sink,
     log_dir: Path,
     on_sample: Callable[[Any], None] | None = None,
+    replay: Replay | None = None,
 ) -> list[str]:
     from geoeval.core.run.inspect_bridge import run_shard
 
     if not samples:
         return []
     with stage("inspect_eval"):
-        return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample)
+        return run_shard(spec, env, samples, shard=0, sink=sink, log_dir=log_dir, on_sample=on_sample, replay=replay)
 
 
 # ---------------------------------------------------------------- Ray
@@ -298,6 +311,7 @@ def _remote_shard_fn():
         log_dir: str,
         secrets: dict[str, str] | None = None,
         job: dict[str, Any] | None = None,
+        replay: Replay | None = None,
     ) -> list[Any]:
         # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
         os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -315,7 +329,7 @@ def _remote_shard_fn():
         try:
             try:
                 with stage("inspect_eval"):
-                    paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir)
+                    paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir, replay=replay)
             except BaseException:
                 outbox.close(quiet=True)  # what finished still reaches the driver; the retry runs the rest
                 raise
@@ -426,7 +440,9 @@ def _results_queue() -> Any:
     return queue
 
 
-def run_ray(spec: RunSpec, env: Any, samples: list[Any], sink: Sink, log_dir: Path) -> list[str]:
+def run_ray(
+    spec: RunSpec, env: Any, samples: list[Any], sink: Sink, log_dir: Path, replay: Replay | None = None
+) -> list[str]:
     import ray
     from ray.util.queue import Empty
 
@@ -447,7 +463,8 @@ def run_ray(spec: RunSpec, env: Any, samples: list[Any], sink: Sink, log_dir: Pa
         secrets = worker_secrets(spec)
         job = _job_context(spec, env, log_dir)
         pending = {
-            remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job): i for i, shard in enumerate(shards)
+            remote.remote(spec, env, shard, i, queue, str(log_dir), secrets, job, replay_for(replay, shard)): i
+            for i, shard in enumerate(shards)
         }
     log_paths: list[str] = []
 
@@ -499,7 +516,9 @@ def run_ray(spec: RunSpec, env: Any, samples: list[Any], sink: Sink, log_dir: Pa
                 )
                 if left:
                     shards[i] = left
-                    pending[remote.remote(spec, env, left, i, queue, str(log_dir), secrets, job)] = i
+                    pending[
+                        remote.remote(spec, env, left, i, queue, str(log_dir), secrets, job, replay_for(replay, left))
+                    ] = i
     # a shard sends its last results before it returns (`ResultOutbox.close`): one drain takes
     # them; a shard that died sent what it could, and the wait below is only a safety margin
     expected = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
@@ -528,9 +547,11 @@ def run_samples(
     sink: Sink,
     log_dir: Path,
     on_sample: Callable[[Any], None] | None = None,
+    replay: Replay | None = None,
 ) -> list[str]:
     """Run the samples; `on_sample` also sees each finished Inspect sample where it finishes in
-    this process (the local runner; Ray's shards finish in workers)."""
+    this process (the local runner; Ray's shards finish in workers). `replay`: stored model calls
+    (`run/replay.py`), sent with each shard's samples."""
     if spec.runner.name == "ray":
-        return run_ray(spec, env, samples, sink, log_dir)
-    return run_local(spec, env, samples, sink, log_dir, on_sample)
+        return run_ray(spec, env, samples, sink, log_dir, replay)
+    return run_local(spec, env, samples, sink, log_dir, on_sample, replay)

@@ -418,9 +418,10 @@ def end_parent_run(
     metrics: Mapping[str, float] | None = None,
     artifacts: Iterable[Path | str] = (),
     status: str = "FINISHED",
+    tags: Mapping[str, str] | None = None,
 ) -> None:
     """Logs the sweep's summary metrics and artifacts (table, plot) to its parent and ends it."""
-    JobRun.attach(tracking, run_id).finish(metrics=metrics, artifacts=artifacts, status=status)
+    JobRun.attach(tracking, run_id).finish(metrics=metrics, artifacts=artifacts, status=status, tags=tags)
 
 
 def log_parent_artifacts(

@@ -39,6 +39,11 @@ def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> 
             "completed_at": completed_at,
             "status": result.status,
             "details": json.dumps(clean_value(result.details), sort_keys=True, default=str),
+            "cost_usd": result.cost_usd,
+            "judge_cost_usd": result.judge_cost_usd,
+            "cache_hits": result.cache_hits,
+            "replayed_calls": result.replayed_calls,
+            "usage": json.dumps(clean_value(result.usage), sort_keys=True, default=str),
         }
         for name, value in sample_row.items():
             samples[name].append(value)
@@ -64,7 +69,7 @@ def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequenc
     for row in samples:
         (sample_id, epoch, model, answer, explanation, error, input_tokens, output_tokens,
          suite, task_family, task, level, setting, capabilities, extra, status,
-         details) = row  # fmt: skip
+         details, cost_usd, judge_cost_usd, cache_hits, replayed_calls, usage) = row  # fmt: skip
         rebuilt.append(
             SampleResult(
                 run_hash=run_hash,
@@ -78,6 +83,11 @@ def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequenc
                 details=json.loads(details) if details else {},
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
+                cost_usd=cost_usd,
+                judge_cost_usd=judge_cost_usd,
+                cache_hits=cache_hits or 0,
+                replayed_calls=replayed_calls or 0,
+                usage=json.loads(usage) if usage else {},
                 scores=scores.get((sample_id, epoch), {}),
                 dims=Dimensions(
                     suite=suite,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: The schema this code writes. Bump it, and add the step to `MIGRATIONS`, when a table changes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: `MIGRATIONS[n]` holds the statements that take a file from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -24,6 +24,15 @@ MIGRATIONS: dict[int, list[str]] = {
         """UPDATE scores SET value = NULL FROM samples p
            WHERE p.status = 'error' AND scores.run_hash = p.run_hash
              AND scores.sample_id = p.sample_id AND scores.epoch = p.epoch""",
+    ],
+    # 2 -> 3: what each sample cost (USD; NULL: unknown price, or stored before prices), its cache
+    # hits and replayed calls, its tokens by model; the `trajectories` table is created by the DDL
+    2: [
+        "ALTER TABLE samples ADD COLUMN cost_usd DOUBLE",
+        "ALTER TABLE samples ADD COLUMN judge_cost_usd DOUBLE",
+        "ALTER TABLE samples ADD COLUMN cache_hits INTEGER DEFAULT 0",
+        "ALTER TABLE samples ADD COLUMN replayed_calls INTEGER DEFAULT 0",
+        "ALTER TABLE samples ADD COLUMN usage JSON DEFAULT '{}'",
     ],
 }
 
@@ -65,6 +74,11 @@ SCHEMA_DDL = [
         completed_at TIMESTAMPTZ NOT NULL,
         status VARCHAR DEFAULT 'scored',
         details JSON DEFAULT '{{}}',
+        cost_usd DOUBLE,
+        judge_cost_usd DOUBLE,
+        cache_hits INTEGER DEFAULT 0,
+        replayed_calls INTEGER DEFAULT 0,
+        usage JSON DEFAULT '{{}}',
         PRIMARY KEY (run_hash, sample_id, epoch)
     )""",
     f"""CREATE TABLE IF NOT EXISTS scores (
@@ -74,6 +88,19 @@ SCHEMA_DDL = [
         metric VARCHAR NOT NULL,
         value DOUBLE,{_DIMENSION_COLUMNS_DDL},
         PRIMARY KEY (run_hash, sample_id, epoch, metric)
+    )""",
+    # each sample's model calls (the evaluated model's and its simulated roles'), keyed by the
+    # generation identity, so that a run that scores differently replays them instead of paying
+    # for them again (`core/run/replay.py`); `calls` is a JSON list of {role, model, digest, output}
+    """CREATE TABLE IF NOT EXISTS trajectories (
+        generation_hash VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL,
+        epoch INTEGER NOT NULL,
+        run_hash VARCHAR NOT NULL,
+        n_calls INTEGER NOT NULL,
+        calls JSON NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (generation_hash, sample_id, epoch)
     )""",
     # the Inspect logs each run wrote (every invocation of it): a run lists and logs only its own
     """CREATE TABLE IF NOT EXISTS run_logs (
@@ -112,6 +139,11 @@ SAMPLES_ARROW = pa.schema(
         ("completed_at", pa.timestamp("us", tz="UTC")),
         ("status", pa.string()),
         ("details", pa.string()),  # a JSON object as text
+        ("cost_usd", pa.float64()),
+        ("judge_cost_usd", pa.float64()),
+        ("cache_hits", pa.int32()),
+        ("replayed_calls", pa.int32()),
+        ("usage", pa.string()),  # a JSON object as text
     ]
 )
 SCORES_ARROW = pa.schema([*_KEY_FIELDS, *_VALUE_FIELDS, *_DIMENSION_FIELDS])

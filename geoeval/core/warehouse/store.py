@@ -37,9 +37,10 @@ Every value reaches DuckDB as a bound parameter, never interpolated into SQL tex
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -362,16 +363,24 @@ class Warehouse:
             except duckdb.Error as error:
                 raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
 
-    def write_results(self, results: Sequence[SampleResult]) -> None:
+    def write_results(self, results: Sequence[SampleResult], *, generation_hash: str | None = None) -> None:
         """Store a batch of results in ONE transaction: every sample row with all its score rows,
         or (on any error) nothing. A result whose (run_hash, sample_id, epoch) is already stored
-        replaces it, score set included; within one batch the last of duplicates wins."""
+        replaces it, score set included; within one batch the last of duplicates wins. With a
+        `generation_hash`, each result's recorded model calls that include a new (not replayed)
+        call are stored in `trajectories` in the same transaction, replacing what was stored."""
         latest: dict[tuple[str, str, int], SampleResult] = {}
         for result in results:
             latest[(result.run_hash, result.sample_id, result.epoch)] = result
         if not latest:
             return
-        samples, scores = batch_tables(list(latest.values()), completed_at=_now())
+        now = _now()
+        samples, scores = batch_tables(list(latest.values()), completed_at=now)
+        trajectory_rows = [
+            (generation_hash, r.sample_id, r.epoch, r.run_hash, len(r.trajectory), json.dumps(r.trajectory), now)
+            for r in latest.values()
+            if generation_hash and r.trajectory and any(not call.get("replayed") for call in r.trajectory)
+        ]
         with self._session() as con:
             # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
             con.register("_geoeval_new_samples", samples)
@@ -394,6 +403,10 @@ class Warehouse:
                         f"SELECT {', '.join(SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
                     )
                     self._insert_scores(con)
+                    if trajectory_rows:
+                        con.executemany(
+                            "INSERT OR REPLACE INTO trajectories VALUES (?, ?, ?, ?, ?, ?, ?)", trajectory_rows
+                        )
                     con.commit()
                 except BaseException:
                     con.rollback()
@@ -401,6 +414,35 @@ class Warehouse:
             finally:
                 con.unregister("_geoeval_new_samples")
                 con.unregister("_geoeval_new_scores")
+
+    def trajectories(self, generation_hash: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
+        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`."""
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        with self._session() as con:
+            rows = con.execute(
+                "SELECT sample_id, epoch, CAST(calls AS VARCHAR) FROM trajectories WHERE generation_hash = ?",
+                [generation_hash],
+            ).fetchall()
+        return {(sid, int(epoch)): json.loads(calls) for sid, epoch, calls in rows if (sid, int(epoch)) in wanted}
+
+    def spent(self, run_hash: str) -> dict[str, float]:
+        """What the stored samples of `run_hash` cost (every invocation of it): `usd` (NaN when a
+        sample's price is unknown), `tokens` (input + output of the calls that were made, not
+        replayed or cached), `samples` (how many are stored)."""
+        with self._session() as con:
+            rows = con.execute(
+                "SELECT cost_usd, CAST(usage AS VARCHAR) FROM samples WHERE run_hash = ?", [run_hash]
+            ).fetchall()
+        from geoeval.core.cost.pricing import live_tokens
+
+        usd = 0.0
+        tokens = 0
+        for cost, usage in rows:
+            usd = math.nan if cost is None else usd + cost
+            tokens += live_tokens(json.loads(usage) if usage else {})
+        return {"usd": usd, "tokens": float(tokens), "samples": float(len(rows))}
 
     def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
         """The second half of `write_results`' transaction (a seam the tests break on purpose)."""
@@ -417,7 +459,8 @@ class Warehouse:
                 """
                 SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
                        output_tokens, suite, task_family, task, level, setting, capabilities,
-                       CAST(extra AS VARCHAR), status, CAST(details AS VARCHAR)
+                       CAST(extra AS VARCHAR), status, CAST(details AS VARCHAR), cost_usd, judge_cost_usd,
+                       cache_hits, replayed_calls, CAST(usage AS VARCHAR)
                 FROM samples WHERE run_hash = ? ORDER BY sample_id, epoch
                 """,
                 [run_hash],

@@ -1,0 +1,171 @@
+"""Stored trajectories: every model call of a sample is recorded, and replayed instead of sent
+when a later run has the same generation identity (`RunSpec.generation_hash`).
+
+The seam is the provider's `generate` (as for `inspect_bridge.clean_model_replies`): the
+evaluated model and the suite's simulated roles (a user, a tool simulator) are wrapped; judges are
+not (they score the trajectory: a rescore asks them again, through Inspect's cache). For each call
+the wrapper computes a digest of what the model is shown (the messages without their random ids,
+the tools offered, the tool choice, the model); when the sample's stored calls hold an output
+recorded for that digest, it is returned without a request, else the call is sent and recorded.
+So a trajectory is replayed exactly as far as the model would be shown the same input: a changed
+prompt or tool output is generated anew (or, with `generation=replay_only`, is an error), never
+answered with a stale reply. Inspect still logs each replayed call as a model event and counts
+its tokens (the scores that read tokens stay identical); the tokens of replayed calls are kept
+apart, so nothing replayed is priced as spent.
+
+The store is the warehouse (`trajectories`, written with the sample's result); the Inspect logs
+hold the same calls for reading, but are not read back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from geoeval.core.private_api import sample_state
+
+#: where a call's record says it came from
+REPLAYED = "replayed"
+
+
+class ReplayMissing(RuntimeError):
+    """`generation=replay_only` and a model call that the stored trajectory does not hold."""
+
+
+class _Active:
+    """The stored calls and the recordings of the eval running in this process (one at a time
+    per process, as for `inspect_bridge`'s sink)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stored: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.pools: dict[tuple[str, int], dict[str, deque[dict[str, Any]]]] = {}
+        self.recorded: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.replay_only = False
+
+
+_ACTIVE = _Active()
+
+
+@contextlib.contextmanager
+def replaying(stored: dict[tuple[str, int], list[dict[str, Any]]] | None, *, replay_only: bool) -> Iterator[None]:
+    """Within the block, the wrapped models answer from `stored` ({(sample_id, epoch): calls})."""
+    with _ACTIVE.lock:
+        _ACTIVE.stored = dict(stored or {})
+        _ACTIVE.pools = {}
+        _ACTIVE.recorded = {}
+        _ACTIVE.replay_only = replay_only
+    try:
+        yield
+    finally:
+        with _ACTIVE.lock:
+            _ACTIVE.stored, _ACTIVE.pools, _ACTIVE.recorded = {}, {}, {}
+            _ACTIVE.replay_only = False
+
+
+def take_recording(sample_id: str, epoch: int) -> list[dict[str, Any]]:
+    """The calls recorded for a finished sample (removed from the process's state)."""
+    with _ACTIVE.lock:
+        return _ACTIVE.recorded.pop((sample_id, epoch), [])
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in ("id", "source")}
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return value
+
+
+def call_digest(model: str, input: list[Any], tools: list[Any], tool_choice: Any) -> str:
+    """What the model is shown in one call, as a digest: the messages (without the ids Inspect
+    draws at random), the tools offered, the tool choice and the model."""
+    shown = {
+        "model": model,
+        "input": [_without_ids(m.model_dump(mode="json", exclude_none=True)) for m in input],
+        "tools": [t.model_dump(mode="json", exclude_none=True) for t in tools],
+        "tool_choice": tool_choice if isinstance(tool_choice, str) else _dump(tool_choice),
+    }
+    blob = json.dumps(shown, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _dump(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if dump is not None else repr(value)
+
+
+def _pool(key: tuple[str, int]) -> dict[str, deque[dict[str, Any]]]:
+    pool = _ACTIVE.pools.get(key)
+    if pool is None:
+        pool = {}
+        for call in _ACTIVE.stored.get(key, []):
+            pool.setdefault(call["digest"], deque()).append(call)
+        _ACTIVE.pools[key] = pool
+    return pool
+
+
+def record_and_replay(model: Any, role: str) -> Any:
+    """`model` (an Inspect `Model`) with its provider's `generate` recording each call of a
+    sample and replaying stored ones (see the module doc), once; returns it. `role`: "agent" for
+    the evaluated model, the role's name for a suite's simulated role."""
+    from inspect_ai.model import ModelOutput
+
+    api = getattr(model, "api", None)
+    if api is None or getattr(api, "_geoeval_replay", False):
+        return model
+    generate = api.generate
+    name = str(model)
+
+    async def replay_generate(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
+        state = sample_state()
+        if state is None:  # outside a sample (a preflight probe): nothing to record
+            return await generate(input, tools, tool_choice, config)
+        key = (str(state.sample_id), int(state.epoch))
+        digest = call_digest(name, input, tools, tool_choice)
+        with _ACTIVE.lock:
+            stored = _pool(key).get(digest)
+            found = stored.popleft() if stored else None
+            replay_only = _ACTIVE.replay_only
+            n_before = len(_ACTIVE.recorded.get(key, []))
+        if found is not None:
+            output = ModelOutput.model_validate(found["output"])
+            with _ACTIVE.lock:
+                _ACTIVE.recorded.setdefault(key, []).append({**found, REPLAYED: True})
+            return output
+        if replay_only:
+            raise ReplayMissing(
+                f"generation=replay_only: the stored trajectory has no {role} call for what the model is shown "
+                f"at call {n_before + 1} of this sample (its prompt or a tool output changed since it was "
+                "generated, or it was never generated): rerun without rescore to generate it"
+            )
+        reply = await generate(input, tools, tool_choice, config)
+        output = reply[0] if isinstance(reply, tuple) else reply
+        if isinstance(output, ModelOutput) and output.choices:
+            call = {"role": role, "model": name, "digest": digest, "output": output.model_dump(mode="json")}
+            with _ACTIVE.lock:
+                _ACTIVE.recorded.setdefault(key, []).append(call)
+        return reply
+
+    api.generate = replay_generate
+    api._geoeval_replay = True
+    return model
+
+
+def replayed_usage(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Tokens of the replayed calls among `calls`, by model: {model: {input, output, calls}}."""
+    out: dict[str, dict[str, int]] = {}
+    for call in calls:
+        if not call.get(REPLAYED):
+            continue
+        usage = (call.get("output") or {}).get("usage") or {}
+        entry = out.setdefault(call["model"], {"input": 0, "output": 0, "calls": 0})
+        entry["input"] += int(usage.get("input_tokens") or 0)
+        entry["output"] += int(usage.get("output_tokens") or 0)
+        entry["calls"] += 1
+    return out

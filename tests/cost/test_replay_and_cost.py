@@ -1,0 +1,190 @@
+"""Real models at a known price (issue 23), proven offline against a local OpenAI-compatible
+server that counts requests and reports usage (`policy_server.PolicyServer`):
+
+- a scoring-version bump re-scores every sample from its stored trajectory with 0 requests and
+  the same answers; `geoeval rescore` with the paper protocol makes 0 requests;
+- a rerun in another directory with `model.cache` on makes 0 requests (Inspect's cache);
+- a budget stops a run within one batch of its limit (exit 3, BUDGET_EXCEEDED) and a rerun with a
+  higher budget finishes it with nothing redone;
+- the cost of a run is the hand-computed price of the tokens the server counted.
+
+MapTab runs with the map image in the prompt, LifePlanner and MapSatisfy with tool-using
+trajectories (the server plays the suites' conversation-only baselines).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.cost.policy_server import PolicyServer
+
+pytestmark = pytest.mark.slow
+
+#: USD per million tokens of the server's model, as the tests' price file says
+PRICE_IN, PRICE_OUT = 3.0, 15.0
+MODEL = "openai-api/local/policy"
+
+SUITES = {
+    "maptab": (
+        "table_baseline",
+        "maptab",
+        [
+            "suite=maptab",
+            "suite.solver=react",
+            "suite.categories=[map_edge]",
+            "env.n_maps=1",
+            "suite.n_per_category=4",
+        ],
+    ),
+    "lifeplanner": ("heuristic_baseline", "lifeplanner", ["+experiment=lifeplanner_offline", "limit=4"]),
+    "mapsatisfy": ("clarify_baseline", "mapsatisfy", ["+experiment=mapsatisfy_generated", "limit=4"]),
+}
+
+
+def geoeval(
+    cwd: Path, server: PolicyServer, *overrides: str, command: str = "", patch: str = ""
+) -> subprocess.CompletedProcess:
+    """`geoeval [command] overrides` against `server`, in `cwd`; `patch`: Python run first in the
+    same process (e.g. a bumped scoring version)."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    (cwd / "prices.yaml").write_text(
+        json.dumps({"models": {MODEL: {"input": PRICE_IN, "output": PRICE_OUT}}})  # JSON is YAML
+    )
+    args = [
+        *([command] if command else []),
+        "model=openai_api",
+        f"model.name={MODEL}",
+        f"model.base_url={server.base_url}",
+        "pricing.file=prices.yaml",
+        "tracking=none",
+        *overrides,
+    ]
+    code = f"{patch}\nimport sys\nfrom geoeval.cli.main import main\nsys.exit(main({args!r}))"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "LOCAL_API_KEY": "test-key", "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache")},
+    )
+
+
+def rows(cwd: Path) -> dict[str, list[tuple]]:
+    """{run_hash: [(sample_id, epoch, answer, status, cost_usd, replayed_calls)]} of the warehouse in `cwd`."""
+    con = duckdb.connect(str(cwd / "results" / "geoeval.duckdb"), read_only=True)
+    try:
+        found = con.execute(
+            "SELECT run_hash, sample_id, epoch, answer, status, cost_usd, replayed_calls FROM samples "
+            "ORDER BY run_hash, sample_id, epoch"
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[tuple]] = {}
+    for run_hash, *rest in found:
+        out.setdefault(run_hash, []).append(tuple(rest))
+    return out
+
+
+def answers(found: list[tuple]) -> list[tuple]:
+    return [(sid, epoch, answer, status) for sid, epoch, answer, status, *_ in found]
+
+
+def bump_scoring_version(suite: str) -> str:
+    """Python that bumps `suite`'s scoring version in the process it runs in, as a release would."""
+    module = {"maptab": "MapTabSuite", "lifeplanner": "LifePlannerSuite", "mapsatisfy": "MapSatisfySuite"}[suite]
+    return (
+        "from geoeval.core import registry\nregistry.load_plugins()\n"
+        f"import geoeval.suites.{suite}.suite as s\ns.{module}.scoring_version = 'bumped-by-test'"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SUITES))
+def test_scoring_change_and_rescore_make_no_request(tmp_path, name):
+    agent, suite, overrides = SUITES[name]
+    with PolicyServer(agent, suite) as server:
+        first = geoeval(tmp_path / "a", server, *overrides)
+        assert first.returncode == 0, first.stderr[-3000:]
+        generated = server.requests
+        assert generated > 0
+        ((run_a, found_a),) = rows(tmp_path / "a").items()
+        assert all(status == "scored" for *_, status, _, _ in [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in found_a])
+        # cost = the hand-computed price of what the server counted
+        cost = sum(r[4] for r in found_a)
+        expected = (server.prompt_tokens * PRICE_IN + server.completion_tokens * PRICE_OUT) / 1e6
+        assert cost == pytest.approx(expected, rel=1e-9)
+        assert f"cost: ${expected:.4f}" in first.stdout
+
+        server.reset()
+        bumped = geoeval(tmp_path / "a", server, *overrides, patch=bump_scoring_version(suite))
+        assert bumped.returncode == 0, bumped.stderr[-3000:]
+        assert server.requests == 0, "a scoring change must re-score stored trajectories, not call the model"
+        runs = rows(tmp_path / "a")
+        assert len(runs) == 2  # a new run identity, the same answers
+        ((run_b, found_b),) = ((h, f) for h, f in runs.items() if h != run_a)
+        assert answers(found_b) == answers(found_a)
+        assert all(r[4] == 0.0 and r[5] > 0 for r in found_b)  # nothing paid, everything replayed
+
+        rescored = geoeval(tmp_path / "a", server, *overrides, "scoring.protocol=paper", command="rescore")
+        assert rescored.returncode == 0, rescored.stderr[-3000:]
+        assert server.requests == 0
+        assert len(rows(tmp_path / "a")) == 3
+
+
+def test_rescore_without_stored_trajectories_is_an_error_not_a_model_call(tmp_path):
+    agent, suite, overrides = SUITES["maptab"]
+    with PolicyServer(agent, suite) as server:
+        proc = geoeval(tmp_path / "a", server, *overrides, command="rescore")
+    assert server.requests == 0
+    assert proc.returncode == 1
+    assert "no stored trajectory" in proc.stderr
+
+
+def test_cache_answers_a_rerun_in_another_directory(tmp_path):
+    agent, suite, overrides = SUITES["maptab"]
+    with PolicyServer(agent, suite) as server:
+        first = geoeval(tmp_path / "a", server, *overrides, "model.cache=1D")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert server.requests > 0
+        server.reset()
+        second = geoeval(tmp_path / "b", server, *overrides, "model.cache=1D")
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert server.requests == 0
+    ((_, found),) = rows(tmp_path / "b").items()
+    assert all(r[4] == 0.0 for r in found)
+    assert "cache hits: " in second.stdout and "cache hits: 0;" not in second.stdout
+
+
+def test_budget_stops_within_a_batch_and_a_higher_budget_resumes(tmp_path):
+    agent, suite, overrides = SUITES["maptab"]
+    overrides = [*overrides, "suite.n_per_category=8", "runner.max_samples=2"]  # 8 samples, batches of 2
+    with PolicyServer(agent, suite) as server:
+        probe = geoeval(tmp_path / "probe", server, *overrides, "limit=2")
+        assert probe.returncode == 0, probe.stderr[-3000:]
+        ((_, found),) = rows(tmp_path / "probe").items()
+        per_sample = sum(r[4] for r in found) / len(found)
+        server.reset()
+        limit = per_sample * 4.5  # the first two batches fit; the one after would pass it
+        stopped = geoeval(tmp_path / "a", server, *overrides, f"budget.usd={limit}")
+        assert stopped.returncode == 3, stopped.stderr[-3000:]
+        assert "BUDGET_EXCEEDED" in stopped.stderr
+        ((_, found),) = rows(tmp_path / "a").items()
+        assert 4 <= len(found) < 8 and len(found) % 2 == 0  # whole batches, then no new sample
+        costs = [r[4] for r in found]
+        assert sum(costs) <= limit + 2 * max(costs)  # within one batch of the limit
+        requests_before = server.requests
+        resumed = geoeval(tmp_path / "a", server, *overrides, f"budget.usd={limit * 10}")
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        stored_before = len(found)
+        ((_, found),) = rows(tmp_path / "a").items()
+        assert len(found) == 8
+        # the stored samples were not redone: the resume asked only for the others (one request each)
+        assert requests_before == stored_before
+        assert server.requests - requests_before == 8 - stored_before
