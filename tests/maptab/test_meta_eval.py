@@ -51,7 +51,7 @@ def test_every_metric_orders_every_known_pair(rp_run):
     assert set(report) == {"ema", "pma", "ds"}  # token counts judge no answer: left out
     for metric, row in report.items():
         assert row["met"] and row["accuracy"] == 1.0, (metric, row["examples"])
-    tiers = {a.tier.name for a in answers}
+    tiers = {a.tier.name for a in answers if a.tier.family == "tiers"}
     assert tiers == {
         "reference",
         "defect:wrong_station",
@@ -111,23 +111,39 @@ def test_defects_are_what_their_names_say(rp_run):
         assert not set(invented) & set(m.stations)
 
 
-def test_a_broken_metric_is_caught(rp_run, monkeypatch):
+def _with_protocol(spec, protocol):
+    return spec.model_copy(update={"scoring": spec.scoring.model_copy(update={"protocol": protocol})})
+
+
+@pytest.mark.parametrize("protocol", ["robust", "paper"])
+def test_a_broken_metric_is_caught(rp_run, monkeypatch, protocol):
     """An EMA that forgot the paper's transfer rule ties the reference with a wrong transfer mark:
-    the ordering report shows it (the meta-eval can fail)."""
+    the ordering report shows it (the meta-eval can fail), under either protocol."""
     from geoeval.suites.maptab import scorers
 
     suite, spec, env, samples, _answers = rp_run
-    real = scorers.m.ema
-    monkeypatch.setattr(
-        scorers.m, "ema", lambda r, refs, scen="metromap", **k: real(r, refs, scen, transfer_rule=False)
-    )
+    if protocol == "paper":
+        real = scorers.m.ema
+        monkeypatch.setattr(
+            scorers.m, "ema", lambda r, refs, scen="metromap", **k: real(r, refs, scen, transfer_rule=False)
+        )
+    else:
+        real_robust = scorers.match.ema
+        monkeypatch.setattr(
+            scorers.match, "ema", lambda a, refs, meta: real_robust(a, refs, {**meta, "scenario": "travelmap"})
+        )
+    spec = _with_protocol(spec, protocol)
     report = ordering_report(suite.meta_eval_answers(spec, env, samples), suite.meta_eval_targets)
     assert not report["ema"]["met"]
     assert (
         report["ema"]["by_worse_tier"]["defect:wrong_transfer"]["correct"]
         < report["ema"]["by_worse_tier"]["defect:wrong_transfer"]["pairs"]
     )
-    assert report["pma"]["met"]
+    # PMA does not apply the transfer rule: its defect pairs are untouched by the broken EMA
+    assert all(
+        report["pma"]["by_worse_tier"][t]["correct"] == report["pma"]["by_worse_tier"][t]["pairs"]
+        for t in ("defect:wrong_station", "defect:missing_station")
+    )
 
 
 def test_authors_items_and_qa(tmp_path):

@@ -3,4 +3,6 @@
 #: The version of this suite's references, metrics and environments. It is part of the run
 #: identity and of the environment cache keys: bump it whenever any of them changes, so that no
 #: stored score or cached environment is reused across the change.
-SCORING_VERSION = "3"
+#: 4 (issue 22): the robust answer protocol (`reading/`, the default `scoring.protocol`) and its
+#: one-answer rule change how answers are read; RP samples carry their map's station names.
+SCORING_VERSION = "4"

@@ -68,9 +68,42 @@ def qa_tables(results: Sequence[SampleResult]) -> tuple[list[dict[str, Any]], li
     return type_rows, cap_rows
 
 
-def write_qa_report(results: Sequence[SampleResult], out_dir: Path, *, plots: bool = True) -> list[Path]:
+def protocol_section(results: Sequence[SampleResult], max_examples: int = 3) -> list[str]:
+    """Markdown parts saying how many samples the two answer protocols (`scoring.protocol`) score
+    differently, with a few examples: a reader sees when a score depends on how the answer is
+    typeset (README "Answer protocol"). The core keeps each sample's disagreement in its details."""
+    from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
+
+    scored = [r for r in results if r.status == "scored"]
+    differ = [r for r in scored if r.details.get(PROTOCOL_DISAGREEMENT_KEY)]
+    parts = [
+        "## Answer protocols",
+        f"{len(differ)} of {len(scored)} scored samples score differently under the robust and the paper "
+        'answer protocol (`scoring.protocol`; README "Answer protocol").',
+    ]
+    rows = []
+    for r in differ[:max_examples]:
+        values = r.details[PROTOCOL_DISAGREEMENT_KEY]
+        rows.append(
+            {
+                "sample": r.sample_id,
+                "scores (robust / paper)": "; ".join(
+                    f"{m} {v.get('robust', float('nan')):g} / {v.get('paper', float('nan')):g}"
+                    for m, v in sorted(values.items())
+                ),
+                "answer": " ".join(r.answer.split())[:80],
+            }
+        )
+    if rows:
+        parts.append(markdown_table(rows, ["sample", "scores (robust / paper)", "answer"]))
+    return parts
+
+
+def write_qa_report(
+    results: Sequence[SampleResult], out_dir: Path, *, plots: bool = True, notes: Sequence[str] = ()
+) -> list[Path]:
     """The QA report files (Markdown, and the PNG with `plots`) in `out_dir`; none when the run has
-    no QA results."""
+    no QA results. `notes`: Markdown parts added at the end (the protocol section)."""
     type_rows, cap_rows = qa_tables(results)
     if not type_rows:
         return []
@@ -86,6 +119,7 @@ def write_qa_report(results: Sequence[SampleResult], out_dir: Path, *, plots: bo
                 "## Acc per capability (Table 3 layout)",
                 "Each capability's score is the mean Acc over the problems Table 1 maps to it. " + legend + ".",
                 markdown_table(cap_rows, ["scenario", *CAPABILITY_ABBREVIATIONS.values()], floatfmt=".2f"),
+                *notes,
             ]
         )
         + "\n"

@@ -4,6 +4,7 @@ shows one, with the dimensions every score is split by and the metadata the scor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from inspect_ai.dataset import Sample
@@ -21,13 +22,15 @@ def rp_sample(
     suite_cfg: MapTabSuiteConfig,
     *,
     objective: str | None = None,
+    stations: Sequence[str] = (),
 ) -> Sample:
     """The Inspect sample of one RP query (`rp.queries.RPQuery`): system prompt (stating `objective`,
     the cost model the references are optimal under; default the scenario's,
     `routing.cost.SCENARIO_OBJECTIVE`), user prompt with `tables` ({title: text},
     already masked to the category's columns), and the map image when the setting shows one.
     A query whose instruction style is unknown (`style` < 0: the authors' own wording) is tagged
-    style "unknown"."""
+    style "unknown". `stations`: the names of the map's stations, by which the robust answer
+    protocol tells a station from a similar-named one (`reading/match.py`)."""
     from geoeval.suites.maptab.routing.cost import objective_for
     from geoeval.suites.maptab.rp.prompts import system_prompt, user_prompt
 
@@ -72,6 +75,7 @@ def rp_sample(
             "destination": q.target,
             "weights": list(q.weights) if q.weights else None,
             "routes": list(q.routes),
+            "stations": sorted(stations),
             "totals": q.totals,
             "map_difficulty": q.map_difficulty,
             "query_difficulty": q.query_difficulty,

@@ -25,6 +25,7 @@ Three environments (`env=`):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +52,7 @@ from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult, ScoredAnswer
+    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
 
 
 def _env_seed(spec: RunSpec) -> int:
@@ -157,7 +158,7 @@ class MapTabSuite(Suite):
                 tables = prompt_tables(
                     m, q.category, suite_cfg.table_format, row_seed=row_seed(spec.seed, q.id, suite_cfg.row_order)
                 )
-                samples.append(rp_sample(q, tables, image_uri, suite_cfg))
+                samples.append(rp_sample(q, tables, image_uri, suite_cfg, stations=list(m.stations)))
         return samples
 
     def _maps(self, spec: RunSpec, env: Any) -> list[Any]:
@@ -239,7 +240,18 @@ class MapTabSuite(Suite):
 
     # ------------------------------------------------------------ meta-evaluation
     # every MapTab answer metric is deterministic (meta_eval.py): each must order every known pair
-    meta_eval_targets = {"ema": 1.0, "pma": 1.0, "ds": 1.0, "acc": 1.0}
+    # of the reference / one-defect / worthless tiers; the answer families of what real models
+    # write (surface forms, gaming, partly right, trajectories) must be ordered at least 95% of the
+    # time (issue 22's target; the robust protocol orders all of them on the synthetic and the
+    # authors' samples, README "Answer protocol")
+    meta_eval_targets = {
+        **{m: 1.0 for m in ("ema", "pma", "ds", "acc")},
+        **{
+            f"{f}:{m}": 0.95
+            for f in ("surface", "gaming", "partial", "trajectory")
+            for m in ("ema", "pma", "ds", "acc")
+        },
+    }
 
     def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample (reference, one-defect, worthless), scored through
@@ -248,12 +260,24 @@ class MapTabSuite(Suite):
 
         return meta_eval_answers(spec, env, samples)
 
+    # ------------------------------------------------------------ public scoring entry point
+    def score_answers(
+        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+    ) -> list[AnswerScore]:
+        """Answers written outside a run, scored exactly as the Inspect scorer scores a completion,
+        under `spec.scoring.protocol` (the other protocol's differing values kept). The answer is
+        the completion; with `messages` and no answer, the last assistant message's text (MapTab
+        scores the final answer only: its paper has no tools, so a trajectory earns nothing)."""
+        from geoeval.suites.maptab.scorers import score_answers
+
+        return score_answers(spec, samples, answers)
+
     # ------------------------------------------------------------ task
     def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
         from geoeval.suites.maptab.task import make_task
 
         check_metrics(spec)
-        return make_task(spec.suite, env, samples, spec.metrics.metrics)
+        return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.scoring.protocol)
 
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
@@ -261,17 +285,21 @@ class MapTabSuite(Suite):
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp/analysis.py`, `rp/report.py`)."""
         from geoeval.core.analysis.job_reports import plots_wanted
-        from geoeval.suites.maptab.reports import write_qa_report
+        from geoeval.suites.maptab.reports import protocol_section, write_qa_report
 
         plots = plots_wanted(spec)
-        files = write_qa_report(results, Path(out_dir), plots=plots)
+        qa = [r for r in results if r.dims.task_family == "qa"]
+        files = write_qa_report(results, Path(out_dir), plots=plots, notes=protocol_section(qa))
         if env is not None and any(r.dims.task_family == "rp" for r in results):
             from geoeval.suites.maptab.rp.analysis import analyse
             from geoeval.suites.maptab.rp.report import write_rp_report
 
             queries = self.rp_queries(spec, env)
             models = sorted({r.model for r in results if r.model})
-            files += write_rp_report(analyse(results, queries), Path(out_dir), models, plots=plots)
+            rp = [r for r in results if r.dims.task_family == "rp"]
+            files += write_rp_report(
+                analyse(results, queries), Path(out_dir), models, plots=plots, notes=protocol_section(rp)
+            )
         return files
 
     def rp_queries(self, spec: RunSpec, env: Any) -> dict[str, tuple[Any, Any]]:

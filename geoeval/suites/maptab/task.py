@@ -12,7 +12,10 @@ from inspect_ai.solver import generate
 from geoeval.core.scoring import geoeval_scorer
 
 
-def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str]) -> Task:
+def make_task(
+    suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str], protocol: str = "robust"
+) -> Task:
+    """The MapTab task; `protocol` is the run's `scoring.protocol` (README "Answer protocol")."""
     from geoeval.core.registry import get_tool
     from geoeval.suites.maptab.scorers import extract_answer, extract_qa_answer
 
@@ -28,7 +31,9 @@ def make_task(suite_cfg: Any, env: Any, samples: list[Sample], metric_names: lis
         dataset=MemoryDataset(samples, name="maptab"),
         solver=solver,
         scorer=geoeval_scorer(
-            list(metric_names), extract_qa_answer if suite_cfg.task_family == "qa" else extract_answer
+            list(metric_names),
+            extract_qa_answer if suite_cfg.task_family == "qa" else extract_answer,
+            protocol=protocol,
         ),
         message_limit=suite_cfg.message_limit,
         metadata={"suite": "maptab"},
@@ -83,4 +88,4 @@ def maptab(
     spec = validate_config(cfg)
     suite = get_suite("maptab")
     env = suite.build_env(spec)
-    return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics)
+    return make_task(spec.suite, env, suite.build_samples(spec, env), spec.metrics.metrics, spec.scoring.protocol)

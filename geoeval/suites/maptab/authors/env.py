@@ -539,5 +539,9 @@ def authors_samples(suite_cfg: Any, env: MapTabEnv, seed: int = 0) -> list[Any]:
                 images[m.name] = image_data_uri(authors_map_image(env, it["figure"], m.name, suite_cfg.resolution))
             image_uri = images[m.name]
         tables = authors_tables(it, m, suite_cfg.table_format, row_seed(seed, q.id, suite_cfg.row_order))
-        samples.append(rp_sample(q, tables, image_uri, suite_cfg, objective=AUTHORS_OBJECTIVE[it["scenario"]]))
+        samples.append(
+            rp_sample(
+                q, tables, image_uri, suite_cfg, objective=AUTHORS_OBJECTIVE[it["scenario"]], stations=list(m.stations)
+            )
+        )
     return samples

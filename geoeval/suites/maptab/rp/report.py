@@ -34,9 +34,15 @@ def _level_columns() -> list[str]:
 
 
 def write_rp_report(
-    analyses: Sequence[RPAnalysis], out_dir: Path, models: Sequence[str] = (), *, plots: bool = True
+    analyses: Sequence[RPAnalysis],
+    out_dir: Path,
+    models: Sequence[str] = (),
+    *,
+    plots: bool = True,
+    notes: Sequence[str] = (),
 ) -> list[Path]:
-    """The RP report files in `out_dir` (the PNG only with `plots`); none when there is nothing to report."""
+    """The RP report files in `out_dir` (the PNG only with `plots`); none when there is nothing to
+    report. `notes`: Markdown parts added at the end (the protocol section)."""
     analyses = list(analyses)
     if not analyses:
         return []
@@ -91,6 +97,7 @@ def write_rp_report(
                 "Computed from the graph; an answer can carry several types (definitions: geoeval/suites/maptab/rp/analysis.py).",
                 markdown_table(errors, ["error type", "count", "error (%)", "overall (%)"], floatfmt=".2f"),
             ]
+    parts += list(notes)
     out_dir.mkdir(parents=True, exist_ok=True)
     md = out_dir / RP_REPORT_MD
     md.write_text("\n\n".join(parts) + "\n", encoding="utf-8")

@@ -1,0 +1,125 @@
+"""The robust protocol's EMA, PMA and DS (`scoring.protocol=robust`): the paper's definitions
+(appendix C.1) over what `reading/route.py` read, with exact name identity.
+
+* A station of the answer is the map's station whose `text.name_key` equals its own; else, a
+  misspelling, the map's only station within `MAX_TYPO_EDITS` edits (one edit for names of 5-9
+  characters, two from 10; none below 5) when exactly one is that close; else a trailing
+  "station" / "stn" dropped. A name that is the key of a real station is always that station, so
+  similar-named stations ("Shinjuku" / "Shinjuku Sanchome", the Cleveland map's "East 55th" /
+  "East 79th") are told apart, and a typo never becomes a different real station.
+* EMA: some reference has the same stations in the same order, and on Metromap the same transfer
+  marks at every position (the paper's rule; Travelmap references carry none, so marks are
+  ignored there, as the paper's in-run metric does).
+* PMA: the longest matching prefix of stations (transfer marks not compared, the authors' prefix
+  rule) over the reference length, best over references, rounded to 4 decimals.
+* Several candidates (the one-answer rule): the worst candidate's value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from geoeval.suites.maptab.reading.route import Stop, parse_answer_text
+from geoeval.suites.maptab.reading.text import name_key
+
+STATION_SUFFIXES = (" station", " stn")
+
+
+def max_typo_edits(key: str) -> int:
+    """The edits a misspelled name of this length may carry and still be read as a station."""
+    return 0 if len(key) < 5 else 1 if len(key) < 10 else 2
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance with adjacent transpositions, or `limit + 1` once it exceeds `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+class Stations:
+    """The station names of a map, keyed for the robust identity."""
+
+    def __init__(self, names: Iterable[str]):
+        self.by_key = {name_key(n): n for n in names}
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - one map's names; the instance lives as long as its sample
+    def resolve(self, name: str) -> str | None:
+        """The map station `name` names (module docstring), or None."""
+        key = name_key(name)
+        if key in self.by_key:
+            return key
+        for suffix in STATION_SUFFIXES:
+            if key.endswith(suffix) and key[: -len(suffix)] in self.by_key:
+                return key[: -len(suffix)]
+        limit = max_typo_edits(key)
+        if limit:
+            close = [k for k in self.by_key if edit_distance(key, k, limit) <= limit]
+            if len(close) == 1:
+                return close[0]
+        return None
+
+
+def _stations_of(metadata: dict, references: Sequence[str]) -> Stations:
+    names = metadata.get("stations")
+    if not names:  # a sample built before samples carried the map's names: the references' stations
+        names = [s.name for r in references for s in parse_answer_text(r)[0]]
+    return _cached_stations(tuple(names))
+
+
+@lru_cache(maxsize=64)
+def _cached_stations(names: tuple[str, ...]) -> Stations:
+    return Stations(names)
+
+
+def _resolved(route: list[Stop], stations: Stations) -> list[tuple[str | None, bool]]:
+    return [(stations.resolve(s.name), s.transfer) for s in route]
+
+
+def _exact(pred: list[tuple[str | None, bool]], gold: list[tuple[str | None, bool]], marks: bool) -> bool:
+    return len(pred) == len(gold) and all(
+        p is not None and p == g and (not marks or pt == gt) for (p, pt), (g, gt) in zip(pred, gold)
+    )
+
+
+def _prefix(pred: list[tuple[str | None, bool]], gold: list[tuple[str | None, bool]]) -> float:
+    matched = 0
+    for (p, _), (g, _) in zip(pred, gold):
+        if p is None or p != g:
+            break
+        matched += 1
+    return matched / len(gold) if gold else 0.0
+
+
+def _scored(answer: str, references: Sequence[str], metadata: dict, score) -> float:
+    candidates = parse_answer_text(answer)
+    if not candidates:
+        return 0.0
+    stations = _stations_of(metadata, references)
+    golds = [_resolved(r, stations) for ref in references for r in parse_answer_text(ref)[:1]]
+    return min(score(_resolved(c, stations), golds) for c in candidates)
+
+
+def ema(answer: str, references: Sequence[str], metadata: dict) -> float:
+    """Robust EMA of an answer read by `reading.route.answer_text` (module docstring)."""
+    marks = metadata.get("scenario", "metromap") == "metromap"
+    return _scored(answer, references, metadata, lambda p, golds: float(any(_exact(p, g, marks) for g in golds)))
+
+
+def pma(answer: str, references: Sequence[str], metadata: dict) -> float:
+    """Robust PMA (module docstring)."""
+    return round(
+        _scored(answer, references, metadata, lambda p, golds: max((_prefix(p, g) for g in golds), default=0.0)), 4
+    )

@@ -1,0 +1,310 @@
+"""The robust reading of a route answer (`scoring.protocol=robust`; README "Answer protocol").
+
+`read_route(text)` finds the routes an answer states and applies the one-answer rule; the metrics
+(`reading/match.py`) then compare each kept route with the references, station by station.
+
+Where the routes are: the `<route_begin>...<route_end>` spans when the answer has any (the
+authors' format marks its answer), else the text inside code fences when it has any, else every
+line. A line states a route when, after its typesetting is taken away, it splits into two or more
+station names:
+
+* separators: "-" with or without spaces, en and em dashes, arrows ("->", "→", "=>", "⟶", ">");
+* taken away: NFKC (full-width forms), markdown emphasis and code marks, bullets and numbering,
+  a lead-in label ending in a colon ("Route:", "The optimal route is:"), cue words at the ends
+  ("Actually, take ... instead"), a final full stop, and per station any comment after a colon or
+  comma and any parenthetical that is not a transfer mark ("B (Red Line)" is "B");
+* a transfer mark is any parenthetical that says transfer, change or 换乘, in any case or
+  bracket ("B (Transfer)", "B（transfer）", "B [transfer]"); it is kept as "(transfer)";
+* a piece that reads as a sentence (a verb, a pronoun, more than six words, ; ! ?) makes the line
+  prose, not a route ("I'm sorry - I cannot tell").
+
+The one-answer rule, over the routes in reading order:
+
+* a route on a line that rejects it ("do not take", "wrong", "avoid", "not", "instead of",
+  "rather than", "incorrect", "not optimal") is not offered: it is dropped (`rejected`);
+* a route on a line that corrects ("actually", "correction", "on second thought", "wait",
+  "I was wrong", "instead", "update", "更正", "改为") replaces every route before it (`retracted`):
+  the correction is the answer;
+* a route whose stations are a contiguous stretch of another kept route (a leg of a leg-by-leg
+  explanation, or a restatement) adds nothing (`legs`); a route stated twice is one route;
+* what remains are the answer's candidates. One candidate is the answer; several (a hedge,
+  alternatives, a list of every route) are scored by the worst of them (`reading/match.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END, TRANSFER_MARK, tagged_texts
+from geoeval.suites.maptab.reading.text import name_key, plain
+
+_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
+# arrows first ("->" holds a dash), then dashes of every width with any spacing
+_SEPARATOR = re.compile(r"\s*(?:-+>|=+>|[→⟶⇒➔➜⟹]|—+>|–+>|(?<=\S)\s*>\s*(?=\S)|[-–—―‒﹣])\s*")
+_TRANSFER = re.compile(r"[\(\[\{]\s*[^()\[\]{}]*?(?:transfer|change|换乘|轉乘|换车)[^()\[\]{}]*[\)\]\}]", re.IGNORECASE)
+# a comment after a station: the line taken there, or a count ("B on the Red Line", "C (3 stops)")
+_COMMENT = re.compile(
+    r"\s+(?:(?:on|via|by|using|along|taking|with)\s+(?:the\s+)?\S.*\bline\b.*|\d+\s*(?:min|minutes?|stops?|stations?)\b.*)$",
+    re.IGNORECASE,
+)
+_PARENTHETICAL = re.compile(r"\s*[\(\[\{][^()\[\]{}]*[\)\]\}]")
+_BULLET = re.compile(r"^\s*(?:[-*•+]\s+|\d+\s*[.)]\s+|step\s+\d+\s*[:.)]\s*|>\s*)", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(?:so,?\s+)?(?:the\s+|my\s+|your\s+)?(?:(?:final|optimal|best|shortest|fastest|cheapest|recommended|correct)\s+)*"
+    r"(?:route|answer|path)(?:\s+is)?\s*[:：]?\s+",
+    re.IGNORECASE,
+)
+_REJECT = re.compile(
+    r"\b(?:do\s+not|don't|dont|never|avoid|wrong|incorrect|not|rather\s+than|instead\s+of|isn't|is\s+not|"
+    r"not\s+optimal|suboptimal|rejected?|discard(?:ed)?)\b|不要|不推荐|错误",
+    re.IGNORECASE,
+)
+_CORRECT = re.compile(
+    r"\b(?:actually|correction|corrected|on\s+second\s+thought|wait|i\s+was\s+wrong|instead|update[d]?|"
+    r"revised|let\s+me\s+correct|scratch\s+that)\b|更正|改为|改去",
+    re.IGNORECASE,
+)
+# words at the start or end of a route line that say what to do with it, not where to go
+_LEAD = re.compile(
+    r"^(?:(?:actually|correction|wait|so|ok(?:ay)?|update|instead|hmm|well|then|or|and|but|maybe|perhaps|"
+    r"probably|alternatively|possibly|please|i\s+would|i'd|you\s+should|you\s+can|just|avoid|not|never|"
+    r"don't|do\s+not|wrong|incorrect)[\s,:;.!]+)*"
+    r"(?:(?:take|use|try|ride|go|follow|choose|pick)\s+)?(?:(?:the\s+)?route\s+)?",
+    re.IGNORECASE,
+)
+_TRAIL = re.compile(r"[\s,;]+(?:instead|then|either|too|as\s+well|is\s+better|works)\s*[.!]*\s*$", re.IGNORECASE)
+_PROSE_WORDS = frozenset(
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "does",
+        "do",
+        "did",
+        "that",
+        "this",
+        "these",
+        "those",
+        "there",
+        "it",
+        "its",
+        "i'm",
+        "we",
+        "you",
+        "then",
+        "which",
+        "will",
+        "would",
+        "should",
+        "could",
+        "can",
+        "cannot",
+        "can't",
+        "not",
+        "none",
+        "because",
+        "so",
+        "take",
+        "takes",
+        "taking",
+        "change",
+        "changes",
+        "transfers",
+        "using",
+        "exists",
+        "exist",
+        "fewest",
+        "shortest",
+        "sorry",
+        "i",
+        "think",
+    ]
+)
+_WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
+MAX_NAME_WORDS = 6
+#: a longer line is prose, never a route, and is not searched (a hostile answer may be a megabyte
+#: of one line, on which the patterns here would take quadratic time)
+MAX_LINE_CHARS = 2000
+# one line may offer several routes: "A-B-C / but maybe: A-D-C", "A-B-C or A-D-C", "A-B-C; not A-D-C",
+# "Take A-B-C. Actually, take A-D-C instead."
+_SEGMENT = re.compile(
+    r"\s+/\s+|\s+\|\s+|;\s*|\s+or\s+|\.\s+(?=(?:actually|but|or|wait|correction|instead|however|alternatively|"
+    r"maybe|perhaps|probably|not|do|don't|never|avoid|take|use|the|this|it|so|then|i|my)\b)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Stop:
+    """One station of a route as the answer names it, and whether it carries a transfer mark."""
+
+    name: str
+    transfer: bool = False
+
+    def text(self) -> str:
+        return f"{self.name}{TRANSFER_MARK}" if self.transfer else self.name
+
+
+@dataclass
+class RouteReading:
+    """What `read_route` found: the candidate routes and what the one-answer rule set aside."""
+
+    candidates: list[list[Stop]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    retracted: list[str] = field(default_factory=list)
+    legs: list[str] = field(default_factory=list)
+    source: str = "lines"  # where the routes were read: tags, fences or lines
+
+    def rules(self) -> list[str]:
+        fired = [f"read from {self.source}"]
+        if self.rejected:
+            fired.append("rejected route dropped")
+        if self.retracted:
+            fired.append("corrected: earlier route retracted")
+        if self.legs:
+            fired.append("legs / restatements of the route ignored")
+        if len(self.candidates) > 1:
+            fired.append("several candidates: scored by the worst")
+        return fired
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "candidates": [route_text(c) for c in self.candidates],
+            "rejected": self.rejected,
+            "retracted": self.retracted,
+            "legs": self.legs,
+            "rules": self.rules(),
+        }
+
+
+def route_text(stops: list[Stop]) -> str:
+    """A route in the paper's format, "A-B(transfer)-C"."""
+    return "-".join(s.text() for s in stops)
+
+
+def answer_text(reading: RouteReading) -> str:
+    """The candidates of a reading as the robust metrics take them: one route a line."""
+    return "\n".join(route_text(c) for c in reading.candidates)
+
+
+def parse_answer_text(answer: str) -> list[list[Stop]]:
+    """The inverse of `answer_text`."""
+    routes = []
+    for line in (answer or "").splitlines():
+        stops = [_stop(piece) for piece in line.split("-")]
+        if len(stops) >= 2 and all(s.name for s in stops):
+            routes.append(stops)
+    return routes
+
+
+def _stop(piece: str) -> Stop:
+    transfer = bool(_TRANSFER.search(piece))
+    name = _TRANSFER.sub(" ", piece)
+    name = _PARENTHETICAL.sub(" ", name)
+    name = re.split(r"[:,;]|\.\s+(?=[A-Z]?[a-z]+\s+[a-z])", name, maxsplit=1)[0]
+    name = _COMMENT.sub("", name)
+    return Stop(" ".join(name.split()).strip(" .。!\"'"), transfer)
+
+
+def read_line(line: str) -> list[Stop] | None:
+    """The route a line states, or None when it states none (module docstring)."""
+    text = plain(line).strip()
+    text = _BULLET.sub("", text).strip()
+    if ":" in text and _SEPARATOR.search(text.rsplit(":", 1)[1]):
+        text = text.rsplit(":", 1)[1]
+    text = _LABEL.sub("", text.strip())
+    text = _TRAIL.sub("", _LEAD.sub("", text.strip()))
+    text = text.strip().strip("\"'").rstrip(".。!").strip()
+    if not text:
+        return None
+    # mark every separator outside brackets, then split there
+    pieces: list[str] = []
+    current: list[str] = []
+    depth = 0
+    marked = _SEPARATOR.sub("\x1f", text)
+    for ch in marked:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        if ch == "\x1f" and depth == 0:
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append("-" if ch == "\x1f" else ch)
+    pieces.append("".join(current))
+    if len(pieces) < 2:
+        return None
+    stops = [_stop(p) for p in pieces]
+    for stop in stops:
+        words = _WORD.findall(stop.name)
+        if (
+            not stop.name
+            or len(stop.name.split()) > MAX_NAME_WORDS
+            or any(ch in stop.name for ch in ";!?")
+            or any(w.lower() in _PROSE_WORDS for w in words)
+        ):
+            return None
+    return stops
+
+
+def _keys(stops: list[Stop]) -> list[str]:
+    return [name_key(s.name) for s in stops]
+
+
+def _is_stretch(short: list[str], long: list[str]) -> bool:
+    n = len(short)
+    return n < len(long) and any(long[i : i + n] == short for i in range(len(long) - n + 1))
+
+
+def _cue_text(line: str, stops: list[Stop]) -> str:
+    """The line without its station names: the words around the route that say what it is."""
+    text = plain(line)
+    for stop in stops:
+        text = re.sub(rf"(?<!\w){re.escape(stop.name)}(?!\w)", " ", text, flags=re.IGNORECASE)
+    return text
+
+
+def read_route(text: str) -> RouteReading:
+    """The robust reading of an answer (module docstring)."""
+    raw = text or ""
+    tagged = tagged_texts(raw, ROUTE_BEGIN, ROUTE_END)
+    reading = RouteReading()
+    if tagged:
+        lines, reading.source = [line for span in tagged for line in span.splitlines()], "tags"
+    elif fenced := _FENCE.findall(raw):
+        lines, reading.source = [line for block in fenced for line in block.splitlines()], "fences"
+    else:
+        lines = raw.splitlines()
+    kept: list[list[Stop]] = []
+    short_lines = (whole for whole in lines if len(whole) <= MAX_LINE_CHARS)
+    for line in (segment for whole in short_lines for segment in _SEGMENT.split(whole)):
+        stops = read_line(line)
+        if stops is None:
+            continue
+        cues = _cue_text(line, stops)
+        if _REJECT.search(cues):
+            reading.rejected.append(route_text(stops))
+            continue
+        if _CORRECT.search(cues) and kept:
+            reading.retracted += [route_text(c) for c in kept]
+            kept = []
+        kept.append(stops)
+    # a restatement is one route; a stretch of a longer kept route is a leg of its explanation
+    unique: list[list[Stop]] = []
+    for stops in kept:
+        if stops not in unique:
+            unique.append(stops)
+    for stops in unique:
+        if any(_is_stretch(_keys(stops), _keys(other)) for other in unique if other is not stops):
+            reading.legs.append(route_text(stops))
+        else:
+            reading.candidates.append(stops)
+    return reading

@@ -1,0 +1,151 @@
+"""Text normalisation of MapTab's robust answer protocol (README "Answer protocol"): what an
+answer says is read, how it is typeset is not.
+
+* `plain`: Unicode NFKC (full-width letters, digits, brackets and colons become ASCII) and
+  markdown emphasis / code marks removed.
+* `name_key`: the identity of a station name: `plain`, case-folded, apostrophes and full stops
+  dropped, spacing collapsed. Two names are the same station only when their keys are equal.
+* `numbers_in`: the numbers a text states, in digits (with thousands separators, decimals and a
+  sign) or in words, English ("three", "twenty-one", "one hundred and five") or Chinese (三, 十二,
+  两, 一百零五, 一点五).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_MARKDOWN = re.compile(r"[*_`~]+")
+_DROPPED = re.compile(r"[.'\u2018\u2019\u00b4`]")
+_SPACES = re.compile(r"\s+")
+
+
+def plain(text: str) -> str:
+    """NFKC-normalised text without markdown emphasis or code marks (`**B**` is `B`)."""
+    return _MARKDOWN.sub("", unicodedata.normalize("NFKC", text or ""))
+
+
+def name_key(name: str) -> str:
+    """The key two names of one station share: case, spacing, emphasis, apostrophes, full stops
+    and surrounding punctuation do not count ("**St. James's**" and "st james s" differ only in
+    the "s"; "Kensett  Square" and "kensett square" are one key)."""
+    text = _DROPPED.sub("", plain(name)).casefold()
+    return _SPACES.sub(" ", text).strip(' \t,;:!?"()[]{}<>')
+
+
+# ----------------------------------------------------------------------------------- numbers
+
+_DIGITS = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|(?<![\w.])-?\.\d+")
+_EN_UNITS = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+}
+_EN_TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
+_EN_SCALES = {"hundred": 100, "thousand": 1000}
+_EN_WORD = re.compile(r"[a-z]+")
+_ZH_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_NUMBER = re.compile(f"[{''.join(_ZH_DIGITS)}{''.join(_ZH_SCALES)}]+(?:点[{''.join(_ZH_DIGITS)}]+)?")
+
+
+def _english_numbers(text: str) -> list[float]:
+    """The numbers written in English words, each run of number words one number."""
+    found: list[float] = []
+    total = current = 0
+    in_number = False
+    for word in _EN_WORD.findall(text.lower()):
+        if word in _EN_UNITS or word in _EN_TENS:
+            current += _EN_UNITS.get(word, 0) + _EN_TENS.get(word, 0)
+            in_number = True
+        elif word in _EN_SCALES and in_number:
+            scale = _EN_SCALES[word]
+            if scale == 100:
+                current *= 100
+            else:
+                total += current * scale
+                current = 0
+        elif word == "and" and in_number:
+            continue
+        elif in_number:
+            found.append(float(total + current))
+            total = current = 0
+            in_number = False
+    if in_number:
+        found.append(float(total + current))
+    return found
+
+
+def _chinese_number(text: str) -> float | None:
+    whole, _, decimals = text.partition("点")
+    total = section = digit = 0
+    seen = False
+    for ch in whole:
+        if ch in _ZH_DIGITS:
+            digit = _ZH_DIGITS[ch]
+            seen = True
+        elif ch == "万":
+            total += (section + digit) * 10000
+            section = digit = 0
+        else:  # 十 百 千: a bare 十 is ten
+            section += (digit or 1) * _ZH_SCALES[ch]
+            digit = 0
+            seen = True
+    if not seen and not decimals:
+        return None
+    value = float(total + section + digit)
+    if decimals:
+        value += float("0." + "".join(str(_ZH_DIGITS[ch]) for ch in decimals))
+    return value
+
+
+def numbers_in(text: str) -> list[float]:
+    """Every number `text` states, in the order digits, English words, Chinese numerals (a value
+    stated twice, "3 (three)", is listed twice; callers compare the set)."""
+    norm = unicodedata.normalize("NFKC", text or "")
+    found = [float(m.group().replace(",", "")) for m in _DIGITS.finditer(norm)]
+    found += _english_numbers(norm)
+    for m in _ZH_NUMBER.finditer(norm):
+        value = _chinese_number(m.group())
+        if value is not None:
+            found.append(value)
+    return found

@@ -1,0 +1,372 @@
+"""MapTab's answer protocols (issue 22; README "Answer protocol"): the robust reader on answers
+written by hand (not by the meta-evaluation's generator), the one-answer rule on both sides, the
+paper protocol equal to the authors' reading, and the public scoring entry point."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from geoeval.core.scoring import MetricInput, compute_metrics, score_both_protocols
+from geoeval.suites.maptab import metrics as m
+from geoeval.suites.maptab import scorers
+from geoeval.suites.maptab.reading import match
+from geoeval.suites.maptab.reading.qa import read_qa
+from geoeval.suites.maptab.reading.route import read_route
+from geoeval.suites.maptab.reading.text import name_key, numbers_in
+
+# a small Metromap: Harbour Gate -> Elm Court -> (change) Kings Cross Road -> Millbrook; the other
+# route goes through Northfield. "East 55th" / "East 59th" / "East 79th" are the Cleveland-like
+# similar names (difflib >= 0.5 between each pair).
+STATIONS = [
+    "Harbour Gate",
+    "Elm Court",
+    "Kings Cross Road",
+    "Millbrook",
+    "Northfield",
+    "Quarry Lane",
+    "East 55th",
+    "East 59th",
+    "East 79th",
+]
+REF = "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook"
+OTHER = "Harbour Gate-Northfield-Quarry Lane-Millbrook"
+META = {"scenario": "metromap", "stations": STATIONS, "map_difficulty": "Easy", "query_difficulty": "Hard"}
+RP = ["ema", "pma", "ds"]
+
+
+def robust(text: str, refs=(REF,), meta=META) -> dict[str, float]:
+    _answer, _problem, values, failures, _ = score_both_protocols(
+        RP, scorers.extract_answer, text, list(refs), dict(meta), {}, "robust"
+    )
+    assert not failures
+    return values
+
+
+def paper(text: str, refs=(REF,), meta=META) -> dict[str, float]:
+    _answer, _problem, values, failures, _ = score_both_protocols(
+        RP, scorers.extract_answer, text, list(refs), dict(meta), {}, "paper"
+    )
+    assert not failures
+    return values
+
+
+FULL = {"ema": 1.0, "pma": 1.0, "ds": 4.0}
+OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
+
+
+# ------------------------------------------------------------------ surface forms: read as the route
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        REF,
+        "harbour gate - elm court - kings cross road (Transfer) - millbrook",
+        "Harbour Gate → Elm Court → Kings Cross Road（transfer）→ Millbrook",
+        "Harbour Gate -> Elm Court -> Kings Cross Road [transfer] -> Millbrook",
+        "**Harbour Gate** – **Elm Court** – **Kings Cross Road** (transfer) – **Millbrook**",
+        "ＨａｒｂｏｕｒＧａｔｅ".replace("ＨａｒｂｏｕｒＧａｔｅ", "Ｈａｒｂｏｕｒ　Ｇａｔｅ")
+        + "－Elm Court－Kings Cross Road（ＴＲＡＮＳＦＥＲ）－Millbrook",
+        "Sure! After checking both tables:\n\n> **Answer:** `Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook`\n\n"
+        "This needs a single change at Kings Cross Road.",
+        "```text\nHarbour Gate - Elm Court - Kings Cross Road (transfer) - Millbrook\n```",
+        "* Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook.",
+        "Harbour Gate-Elm Court-Kings Cross Road (change to the Blue Line)-Millbrook",
+        # a route explained leg by leg is one route, not its last leg
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook\n\nLegs:\n"
+        "1. Harbour Gate - Elm Court (Red Line, 2 stops)\n"
+        "2. Elm Court - Kings Cross Road: Red Line\n"
+        "3. Kings Cross Road - Millbrook on the Blue Line",
+        # naming an alternative in order to reject it
+        "Take Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook. "
+        "Do not take Harbour Gate-Northfield-Quarry Lane-Millbrook: it is slower.",
+        "Route: Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook\n"
+        "(Harbour Gate-Northfield-Quarry Lane-Millbrook is not optimal.)",
+        "I first thought of Harbour Gate-Northfield-Quarry Lane-Millbrook.\n"
+        "Correction: Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "<route_begin>Harbour Gate - Elm Court - Kings Cross Road (transfer) - Millbrook<route_end>",
+        # a typo the map's station list resolves to one station only, and a trailing "Station"
+        "Harbour Gate-Elm Cuort-Kings Cross Road(transfer)-Millbrook Station",
+    ],
+)
+def test_a_correct_route_however_written_scores_as_the_reference(text):
+    assert robust(text) == FULL
+
+
+def test_the_papers_format_scores_the_same_under_both_protocols():
+    for text in (REF, f"<route_begin>{REF}<route_end>", f"The optimal route is: {REF}"):
+        assert robust(text) == paper(text) == FULL
+    _a, _p, _v, _f, disagreement = score_both_protocols(
+        RP, scorers.extract_answer, REF, [REF], dict(META), {}, "robust"
+    )
+    assert disagreement == {}
+
+
+# ------------------------------------------------------------------ the one-answer rule (gaming)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Wrong route (do not take): {REF}",
+        f"Avoid {REF}.",
+        f"{REF} is incorrect.",
+    ],
+)
+def test_a_negated_route_is_not_an_answer(text):
+    assert robust(text) == {"ema": 0.0, "pma": 0.0, "ds": 0.0}
+    assert paper(f"Wrong route (do not take): {REF}") == FULL  # what the paper protocol misreads
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Probably: {OTHER}\nbut maybe: {REF}",
+        f"Probably: {OTHER} / but maybe: {REF}",
+        f"{REF} or {OTHER}",
+        f"Candidates:\n- {OTHER}\n- {REF}",
+        f"<route_begin>{OTHER}<route_end> or <route_begin>{REF}<route_end>",
+        f"{REF}\nActually, take {OTHER} instead.",
+        f"{REF}. Wait, {OTHER} is better.",
+    ],
+)
+def test_several_candidates_or_a_correction_away_earn_no_more_than_the_worst(text):
+    assert robust(text) == OTHER_SCORES
+
+
+def test_the_correction_is_the_answer():
+    assert robust(f"{OTHER}\nActually, take {REF} instead.") == FULL
+    assert robust(f"{OTHER}\nOn second thought: {REF}") == FULL
+
+
+def test_a_restated_route_is_one_answer():
+    assert robust(f"{REF}\n\nSo, once more: {REF}.") == FULL
+
+
+# ------------------------------------------------------------------ name identity
+
+
+def test_similar_named_real_stations_are_told_apart():
+    refs = ["Harbour Gate-East 55th-Millbrook"]
+    # the paper's 0.5 rule takes East 79th for East 55th
+    assert m.similarity("East 79th", "East 55th") >= m.MATCH_THRESHOLD
+    assert paper("Harbour Gate-East 79th-Millbrook", refs)["ema"] == 1.0
+    assert robust("Harbour Gate-East 79th-Millbrook", refs) == {"ema": 0.0, "pma": 0.3333, "ds": 0.0}
+    assert robust("harbour gate - EAST 55TH - millbrook", refs)["ema"] == 1.0
+
+
+def test_a_typo_is_read_only_when_one_station_is_that_close():
+    stations = match.Stations(STATIONS)
+    assert stations.resolve("Northfeild") == name_key("Northfield")  # a transposition: one edit
+    assert stations.resolve("East 5th") is None  # one edit from East 55th and from East 59th
+    assert stations.resolve("East 59th") == name_key("East 59th")  # a real name is always itself
+    assert stations.resolve("Elm") is None  # not a typo: a different (unknown) name
+    assert stations.resolve("Milbrok") is None  # two edits on a 9-letter name: too far
+
+
+def test_travelmap_ignores_transfer_marks_and_metromap_requires_them():
+    travel = {**META, "scenario": "travelmap"}
+    refs = ["Harbour Gate-Elm Court-Millbrook"]
+    assert robust("Harbour Gate-Elm Court(transfer)-Millbrook", refs, travel)["ema"] == 1.0
+    assert robust("Harbour Gate-Elm Court(transfer)-Millbrook", refs)["ema"] == 0.0
+    assert robust("Harbour Gate-Elm Court-Kings Cross Road-Millbrook")["ema"] == 0.0  # mark missing
+    assert robust("Harbour Gate-Elm Court-Kings Cross Road-Millbrook")["pma"] == 1.0  # PMA reads names
+
+
+# ------------------------------------------------------------------ partially right
+
+
+@pytest.mark.parametrize(
+    "text, pma",
+    [
+        ("Harbour Gate-Elm Court", 0.5),
+        ("Harbour Gate-Elm Court-Kings Cross Road(transfer)-Northfield", 0.75),
+        ("Harbour Gate-Elm Court-East 59th-Millbrook", 0.5),
+    ],
+)
+def test_a_partly_right_route_scores_between_right_and_worthless(text, pma):
+    assert robust(text) == {"ema": 0.0, "pma": pma, "ds": 0.0}
+
+
+def test_prose_with_a_dash_is_not_a_route():
+    text = "I'm sorry - I cannot tell which route is best from this map."
+    assert read_route(text).candidates == []
+    assert robust(f"{REF}\nThat has one transfer - nothing more.") == FULL
+
+
+def test_a_megabyte_line_is_read_in_linear_time():
+    start = time.monotonic()
+    read_route("Harbour Gate " + " " * 1_000_000 + "- Millbrook")
+    read_route("((((" * 250_000)
+    assert time.monotonic() - start < 5
+
+
+# ------------------------------------------------------------------ QA
+
+
+@pytest.mark.parametrize(
+    "raw, kind, values",
+    [
+        ("<answer_begin>**3**<answer_end>", "integer", ["3"]),
+        ("<answer_begin>3 stations<answer_end>", "integer", ["3"]),
+        ("<answer_begin>three<answer_end>", "integer", ["3"]),
+        ("The count is <answer_begin> Twenty-one <answer_end>.", "integer", ["21"]),
+        ("<answer_begin>十二<answer_end>", "integer", ["12"]),
+        ("<answer_begin>2.5 km<answer_end>", "number", ["2.5"]),
+        ("<answer_begin>`0.42`<answer_end>", "number", ["0.42"]),
+        ("<answer_begin>Yes.<answer_end>", "binary", ["1"]),
+        ("<answer_begin>**no**<answer_end>", "binary", ["0"]),
+        ("<answer_begin>不是<answer_end>", "binary", ["0"]),
+        ("<answer_begin>是的<answer_end>", "binary", ["1"]),
+        ("<answer_begin>2<answer_end> or maybe <answer_begin>3<answer_end>", "integer", ["2", "3"]),
+        ("<answer_begin>yes or no<answer_end>", "binary", ["1", "0"]),
+        ("<answer_begin>3 (three)<answer_end>", "integer", ["3"]),
+        ("<answer_begin>not 3<answer_end>", "integer", []),
+        ("3", "integer", []),  # no tags: no answer, as under the paper protocol
+    ],
+)
+def test_qa_values_read(raw, kind, values):
+    assert read_qa(raw, kind).values == values
+
+
+def _acc(raw: str, reference: str, kind: str, protocol: str) -> float:
+    values, failures = compute_metrics(
+        ["acc"],
+        MetricInput(
+            answer=scorers.extract_qa_answer(raw, protocol=protocol)[0],
+            raw=raw,
+            target=[reference],
+            metadata={"answer_kind": kind, "task_family": "qa"},
+            protocol=protocol,
+        ),
+    )
+    assert not failures
+    return values["acc"]
+
+
+def test_qa_one_answer_rule_and_surface_forms():
+    assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "robust") == 1.0
+    assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "paper") == 0.0
+    hedged = "<answer_begin>4<answer_end>\nOn reflection: <answer_begin>3<answer_end>"
+    assert _acc(hedged, "3", "integer", "paper") == 1.0  # the last span wins under paper
+    assert _acc(hedged, "3", "integer", "robust") == 0.0
+    assert _acc("<answer_begin>3<answer_end> ... <answer_begin>three<answer_end>", "3", "integer", "robust") == 1.0
+    assert _acc("<answer_begin>Yes.<answer_end>", "1", "binary", "robust") == 1.0
+    assert _acc("<answer_begin>Zorvath Plaza<answer_end>", "1", "binary", "robust") == 0.0
+
+
+def test_numbers_in_words_and_digits():
+    assert numbers_in("one hundred and five") == [105.0]
+    assert numbers_in("1,234.5 m") == [1234.5]
+    assert numbers_in("一点五") == [1.5]
+    assert numbers_in("between 3-4") == [3.0, 4.0]
+
+
+# ------------------------------------------------------------------ the paper protocol is today's reading
+
+
+PAPER_CORPUS = [
+    REF,
+    OTHER,
+    "",
+    "I'm sorry - I cannot tell.",
+    f"Wrong route (do not take): {REF}",
+    f"Probably: {OTHER}\nbut maybe: {REF}",
+    "harbour gate - elm court - kings cross road (transfer) - millbrook",
+    "Harbour Gate-Elm Court-Kings Cross Road (transfer)-Millbrook",
+    "Harbor Gate-Elm Ct-Kings Cross Rd(transfer)-Millbrook",
+    "```\nHarbour Gate-Elm Court\n```",
+    f"<route_begin>{OTHER}<route_end><route_begin>{REF}<route_end>",
+    "Harbour Gate-East 79th-Millbrook",
+]
+
+
+@pytest.mark.parametrize("scenario", ["metromap", "travelmap"])
+@pytest.mark.parametrize("text", PAPER_CORPUS)
+def test_paper_protocol_is_the_authors_reading(text, scenario):
+    """`scoring.protocol=paper` scores exactly as geoeval did before issue 22: the route line
+    (`extract_route`), then the authors' `ema` / `pma` (difflib 0.5, the transfer rule) and `ds`."""
+    meta = {**META, "scenario": scenario}
+    route = m.extract_route(text)
+    e = m.ema(route, [REF, OTHER], scenario)
+    expected = {"ema": e, "pma": m.pma(route, [REF, OTHER], scenario), "ds": m.ds(e, "Easy", "Hard")}
+    assert paper(text, [REF, OTHER], meta) == expected
+
+
+# ------------------------------------------------------------------ the public scoring entry point
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    from geoeval.core.registry import get_suite
+    from tests.conftest import compose_spec
+
+    spec = compose_spec(
+        tmp_path_factory.mktemp("entry"),
+        "suite=maptab",
+        "env.n_maps=1",
+        "suite.n_per_category=1",
+        "suite.categories=[edge_only,T]",
+    )
+    suite = get_suite("maptab")
+    env = suite.build_env(spec)
+    return spec, suite.build_samples(spec, env)
+
+
+def test_score_answers_reads_scores_and_reports_disagreement(small_run):
+    from geoeval.core.records import AnswerToScore
+    from geoeval.core.scoring import score_answers
+
+    spec, samples = small_run
+    s = next(x for x in samples if x.metadata["scenario"] == "metromap")
+    ref = s.target[0]
+    assert s.metadata["stations"] and all(
+        st in s.metadata["stations"] for st in m.split_route(ref.replace(m.TRANSFER_MARK, ""))
+    )
+    stations = m.split_route(ref)
+    answers = [
+        AnswerToScore(s.id, ref),
+        AnswerToScore(s.id, f"Wrong route (do not take): {ref}"),
+        AnswerToScore(s.id, "", messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": ref}]),
+        AnswerToScore(s.id, " - ".join(stations)),
+    ]
+    ref_score, negated, trajectory, spaced = score_answers(spec, answers)
+    assert ref_score.scores["ema"] == 1.0 and ref_score.protocol_disagreement == {}
+    assert ref_score.reading["protocol"] == "robust" and ref_score.reading["candidates"] == [ref]
+    assert negated.scores["ema"] == 0.0 and negated.reading["rejected"] == [ref]
+    assert negated.protocol_disagreement["ema"] == {"robust": 0.0, "paper": 1.0}
+    assert trajectory.scores == ref_score.scores
+    assert spaced.scores["ema"] == 1.0
+    paper_spec = spec.model_copy(update={"scoring": spec.scoring.model_copy(update={"protocol": "paper"})})
+    (negated_paper,) = score_answers(paper_spec, answers[1:2])
+    assert negated_paper.scores["ema"] == 1.0 and negated_paper.reading["protocol"] == "paper"
+
+
+def test_bad_messages_are_a_config_error_naming_them():
+    from geoeval.core.errors import GeoevalError
+
+    with pytest.raises(GeoevalError, match="messages"):
+        scorers.final_answer("", [{"role": "robot", "content": 3}])
+    submit = {"id": "s", "function": "submit", "arguments": {"answer": REF}, "type": "function"}
+    assert scorers.final_answer("", [{"role": "assistant", "content": "", "tool_calls": [submit]}]) == REF
+
+
+def test_reports_count_the_protocol_disagreements():
+    from geoeval.core.records import Dimensions, SampleResult
+    from geoeval.suites.maptab.reports import protocol_section
+
+    def result(i, details):
+        return SampleResult(
+            run_hash="h",
+            sample_id=f"s{i}",
+            answer=REF,
+            scores={"ema": 1.0},
+            dims=Dimensions(suite="maptab"),
+            details=details,
+        )
+
+    results = [result(0, {}), result(1, {"protocol_disagreement": {"ema": {"robust": 0.0, "paper": 1.0}}})]
+    text = "\n".join(protocol_section(results))
+    assert "1 of 2 scored samples" in text and "s1" in text and "ema 0 / 1" in text
