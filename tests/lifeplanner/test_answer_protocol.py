@@ -257,3 +257,45 @@ def test_score_answers_scores_a_trajectory_as_the_meta_evaluation_does(tmp_path)
     assert without_tools.scores["a"] == 1.0 and without_tools.scores["ig"] == 0.0 and without_tools.scores["rp"] < 1.0
     with pytest.raises(GeoevalError, match="not Inspect chat messages"):
         score_answers(spec, [AnswerToScore(str(sample.id), "{}", [{"role": "robot", "content": 3}])])
+
+
+# ------------------------------------------------------------------ model judges
+
+
+def test_a_model_judge_sees_the_answer_as_read_and_is_asked_once_per_distinct_reading(city, city_path, cases):
+    from inspect_ai.model import ModelOutput, get_model
+
+    from geoeval.core.config.schema import JudgeSpec
+    from geoeval.judges.ensemble import JudgeEnsemble
+    from geoeval.suites.lifeplanner.scorers import evaluate_both
+    from geoeval.suites.lifeplanner.scoring.judging import rules_judge
+
+    prompts: list[str] = []
+
+    def factory(name, config):
+        model = get_model(
+            "mockllm/model", config=config, custom_outputs=[ModelOutput.from_content("mockllm/model", "SCORE: 0.5")]
+        )
+        generate = model.generate
+
+        async def recording(prompt, *args, **kwargs):
+            prompts.append(prompt)
+            return await generate(prompt, *args, **kwargs)
+
+        model.generate = recording
+        return model
+
+    case = case_of(cases, "nearby", "l2")
+    ensemble = JudgeEnsemble(JudgeSpec(models=["rules", "mockllm/judge"]), rules=rules_judge, model_factory=factory)
+    messages, _ = run_policy(replaying(case), case, city, system_prompt(case.task), user_prompt(case.question))
+    records = asyncio.run(evaluate_both(case.to_dict(), messages, str(city_path), ensemble))
+    assert len(prompts) == 2  # SC and RP, once: the paper-format answer reads the same under both protocols
+    assert records["paper"].sc_judges == records["robust"].sc_judges == {"rules": 1.0, "mockllm/judge": 0.5}
+    prompts.clear()
+    pretty = "Final answer:\n" + json.dumps(case.answer).replace('"place_id"', '"Place ID"')
+    messages, _ = run_policy(
+        replaying(case, answer=pretty), case, city, system_prompt(case.task), user_prompt(case.question)
+    )
+    records = asyncio.run(evaluate_both(case.to_dict(), messages, str(city_path), ensemble))
+    assert len(prompts) == 2 and all('"place_id"' in p and "Place ID" not in p for p in prompts)  # robust only
+    assert records["paper"].schema_error and records["robust"].sc_judges["mockllm/judge"] == 0.5
