@@ -201,8 +201,9 @@ def capabilities_of(instance: Any) -> tuple[str, ...]:
 
 def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
     """The oracle's tool calls: for each expected tool, the first recorded call of this case that
-    carries every required parameter (aliases renamed to the catalogue's names); without one, a
-    call built from the context and the query."""
+    carries every required parameter (aliases renamed to the catalogue's names), one whose
+    response has results first (`_has_results`); without one, a call built from the context and
+    the query."""
     from geoeval.suites.mapsatisfy.metrics import _carried
     from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
 
@@ -212,7 +213,7 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
         rename = ARGUMENT_ALIASES.get(tool, {})
         known = set(TOOL_SPECS[tool].param_names) if tool in TOOL_SPECS else None
         chosen = None
-        for record in store.records(tool):
+        for record in sorted(store.records(tool), key=lambda r: not _has_results(r.result)):
             if record.trace_id != instance.task_id:
                 continue
             args = {rename.get(k, k): v for k, v in record.arguments.items()}
@@ -225,6 +226,16 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
             {"tool": tool, "arguments": chosen if chosen is not None else _synthesized_call(instance, tool, required)}
         )
     return plan
+
+
+def _has_results(result: str) -> bool:
+    """False for a recorded response that found nothing (a search with `count` 0 or an empty
+    `pois` list): the oracle prefers a call of the case whose response has results."""
+    try:
+        obj = json.loads(result)
+    except (json.JSONDecodeError, TypeError):
+        return bool(str(result or "").strip())
+    return not (isinstance(obj, dict) and (str(obj.get("count", "1")) == "0" or obj.get("pois") == []))
 
 
 def _synthesized_call(instance: Any, tool: str, required: list[str]) -> dict[str, Any]:

@@ -130,17 +130,43 @@ def _km(metres: float) -> str:
     return f"{metres / 1000:.1f}公里"
 
 
-def route_segments(calls: Sequence[dict[str, Any]]) -> list[Segment]:
-    """The route facts of every routing response, as the outputs state them."""
+def route_segments(calls: Sequence[dict[str, Any]], modes: Sequence[str] = ()) -> list[Segment]:
+    """The route facts of every routing response, as the outputs state them; a multi-leg
+    response (get_sequential_navigation's `segments`) leg by leg, each in the first of `modes`
+    (travel-mode words: 公交, 骑行, …) its output offers."""
     out: list[Segment] = []
     for call, obj in _outputs(calls):
         if call["name"] not in ROUTING_TOOLS:
             continue
         mode = MODE_WORDS.get(str((call.get("arguments") or {}).get("mode") or ""), "")
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and isinstance(obj.get("segments"), list):
+            out += _legs(obj["segments"], modes)
+        elif isinstance(obj, dict):
             out += _route_from_json(call["name"], obj, mode)
         else:
             out += _route_from_text(str(call.get("content") or ""))
+    return out
+
+
+def _legs(segments: list[Any], modes: Sequence[str]) -> list[Segment]:
+    out = []
+    for i, seg in enumerate(segments):
+        if not isinstance(seg, dict) or not isinstance(seg.get("route_result"), list):
+            continue
+        found = [m for m in (_TEXT_ROUTE.search(str(r)) for r in seg["route_result"]) if m]
+        if not found:
+            continue
+        chosen = next((m for want in modes for m in found if m.group(1) == want), found[0])
+        start = (seg.get("start_point") or {}).get("name", "")
+        end = (seg.get("end_point") or {}).get("name", "")
+        where = f"「{start}」→「{end}」" if start and end else ""
+        out.append(
+            _seg(
+                f"第{i + 1}段{where}：{chosen.group(1)}全程{chosen.group(3)}，耗时约{chosen.group(2)}。",
+                "route",
+                "distance",
+            )
+        )
     return out
 
 
@@ -289,7 +315,11 @@ def compose(instance: Any, calls: Sequence[dict[str, Any]], record: Record | Non
     booking = _booking_segment(calls)
     if record is not None and not order:
         segs += lead_segments(record)
-    segs += order + route_segments(calls)
+    rubric_text = "".join(
+        [*instance.ground_truth.explicit_intent, *(f.rubric_instruction for f in instance.ground_truth.implicit_intent)]
+    )
+    modes = [w for w in ("地铁", "公交", "骑行", "步行", "驾车", "打车") if w in rubric_text]
+    segs += order + route_segments(calls, ["公交" if m == "地铁" else m for m in modes])
     segs += _traffic_segment(calls, record.name if record is not None else instance.query)
     segs += booking
     segs += implicit_segments(instance, record, ev)

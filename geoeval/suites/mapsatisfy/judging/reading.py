@@ -17,9 +17,11 @@ What an answer asserts (`read_robust`), sentence by sentence:
   sentence that negates it asserts nothing about the recommendation;
 - **correction**: after 更正 / 改为 / 请改去 / "actually" / "correction", the part before the last
   marker is retracted: the corrected recommendation is the answer;
-- **echoes**: text copied from what the user said (the query, the history, their replies; four
-  characters or more, outside a record's name) asserts nothing, so a factor's words echoed from the
-  request earn nothing;
+- **echoes**: a clause that restates what the user said (the query, the history, their replies)
+  asserts nothing: one led by a restatement (您说, 您要, 关于您的需求, "you asked"), a quoted
+  request, or one mostly (60 %) made of runs of four or more characters copied from the user's
+  words (record names aside); so a factor's words echoed from the request earn nothing, while the
+  request's words used in the answer's own clause ("27路开往滁州城里面方向") are read;
 - **keyword lists**: a clause that is a bare list of the rules' words (驾车 孩子 停车 营业 人均 …)
   asserts nothing;
 - **candidates**: the recommended records are the first positively named one and every one offered
@@ -348,6 +350,7 @@ RULE_WORDS = (
     "费用",
 )
 ECHO_MIN = 4  # characters copied from the user's words that count as an echo
+ECHO_SHARE = 0.6  # a clause this much copied from the user's words restates them
 
 
 @dataclass
@@ -411,26 +414,54 @@ def _is_keyword_list(sentence: str) -> bool:
     return hits >= 3 and unmatched <= 0.2 * len(text)
 
 
-def _strip_echo(text: str, given: Sequence[str], protected: Sequence[str]) -> str:
-    """`text` with every run of at least ECHO_MIN characters copied from the user's words blanked,
-    record names kept (a record's name may share words with the request and still be a fact)."""
-    keep = [(m.start(), m.end()) for name in protected if name for m in re.finditer(re.escape(name), text)]
-    out = list(text)
+RESTATEMENT = (
+    "您说",
+    "你说",
+    "您要",
+    "你要",
+    "您想",
+    "你想",
+    "您需要",
+    "您的需求",
+    "关于您",
+    "youasked",
+    "yousaid",
+    "youwant",
+)
+
+
+def _echo_share(clause: str, given: Sequence[str], protected: Sequence[str]) -> float:
+    """The share of `clause`'s characters (record names left out) inside runs of at least
+    ECHO_MIN characters copied from the user's words."""
+    kept = [(m.start(), m.end()) for name in protected if name for m in re.finditer(re.escape(name), clause)]
+    covered = [False] * len(clause)
     for g in given:
-        if not g:
-            continue
         i = 0
-        while i < len(text):
+        while i < len(clause):
             k = 0
-            while i + k < len(text) and text[i : i + k + 1] in g:
+            while i + k < len(clause) and clause[i : i + k + 1] in g:
                 k += 1
-            if k >= ECHO_MIN and not any(s <= i and i + k <= e for s, e in keep):
+            if k >= ECHO_MIN:
                 for j in range(i, i + k):
-                    if not any(s <= j < e for s, e in keep):
-                        out[j] = " "
+                    covered[j] = True
                 i += k
             else:
                 i += 1
+    own = [j for j, c in enumerate(clause) if c.strip("，,。.:：;；!！?？ ") and not any(s <= j < e for s, e in kept)]
+    return sum(covered[j] for j in own) / len(own) if own else 0.0
+
+
+def _strip_echo(text: str, given: Sequence[str], protected: Sequence[str]) -> str:
+    """`text` without the clauses that restate what the user said: a clause led by a restatement
+    (您说, 您要, 关于您的需求, "you asked") or mostly (ECHO_SHARE) copied from the user's words.
+    Words of the request used in the answer's own clause ("27路开往滁州城里面方向") stay."""
+    out = []
+    for clause in re.split(r"(?<=[,，:：。；;!！?？\n])", text):
+        lead = clause.lstrip(" ,，")
+        if lead.startswith(RESTATEMENT) or _echo_share(clause, given, protected) >= ECHO_SHARE:
+            out.append(" ")
+        else:
+            out.append(clause)
     return "".join(out)
 
 

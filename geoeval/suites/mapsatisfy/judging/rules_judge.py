@@ -168,13 +168,12 @@ def distinctive_terms(rubric: str, evidence_texts: Sequence[str], query: str) ->
 def _mentioned(term: str, facts: AnswerFacts) -> bool:
     if facts.asserted is not None:
         # robust: said by the answer itself, or borne by a record it names positively; when it
-        # offers several candidates, by every one of them (the one-answer rule)
-        if term in facts.asserted:
-            return True
+        # offers several candidates, borne by every one of them (the one-answer rule: what the
+        # answer says cannot be told to be about the better one)
         candidates = facts.candidates or []
         if len(candidates) > 1:
             return all(term in r.text for r in candidates)
-        return any(term in r.text for r in facts.records)
+        return term in facts.asserted or any(term in r.text for r in facts.records)
     return term in facts.text or any(term in r.text for r in facts.records)
 
 
