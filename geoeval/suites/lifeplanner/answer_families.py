@@ -45,7 +45,7 @@ def in_words(n: int) -> str:
     """An integer below a million in English words ("seven hundred eighty-three")."""
     if n == 0:
         return "zero"
-    parts = []
+    whole, parts = n, []
     if n >= 1000:
         parts.append(f"{in_words(n // 1000)} thousand")
         n %= 1000
@@ -59,7 +59,7 @@ def in_words(n: int) -> str:
     elif n:
         parts.append(_ONES[n])
     out = " ".join(parts)
-    assert english_number(out) == float(n) or n >= 1_000_000, out  # the reader reads what we write
+    assert english_number(out) == float(whole) or whole >= 1_000_000, out  # the reader reads what we write
     return out
 
 
