@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat server (stdlib only, 127.0.0.1, port 0) that answers with one of
 geoeval's offline policies and reports usage, for the tests of what real models cost.
 
-It plays a policy that reads only the conversation (MapTab's `table_baseline`, LifePlanner's
+A request for the model named `judge` is answered as a judge: "SCORE: 1" (counted apart, in
+`judge_requests`). Any other model plays a policy that reads only the conversation (MapTab's `table_baseline`, LifePlanner's
 `heuristic_baseline`, MapSatisfy's `clarify_baseline`): the request's messages and tools are
 turned back into Inspect messages and the policy's reply is sent as a chat completion, a tool
 call when the policy calls a tool. It counts every request it answers (geoeval's one-token
@@ -77,6 +78,7 @@ class PolicyServer:
         assert policy is not None, f"no policy {agent} for {suite}"
         self.policy = policy
         self.requests = 0
+        self.judge_requests = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.lock = threading.Lock()
@@ -93,6 +95,11 @@ class PolicyServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if is_preflight_probe(body):
                     return self._send(completion({"role": "assistant", "content": "pong"}, "stop", 1, 1))
+                if body.get("model") == "judge":
+                    with outer.lock:
+                        outer.judge_requests += 1
+                    reply_text = "The answer meets the rubric.\nSCORE: 1"
+                    return self._send(completion({"role": "assistant", "content": reply_text}, "stop", 100, 10))
                 tools = [
                     ToolInfo(
                         name=t["function"]["name"],
@@ -143,7 +150,7 @@ class PolicyServer:
 
     def reset(self) -> None:
         with self.lock:
-            self.requests = self.prompt_tokens = self.completion_tokens = 0
+            self.requests = self.judge_requests = self.prompt_tokens = self.completion_tokens = 0
 
     def __enter__(self) -> PolicyServer:
         self.thread.start()

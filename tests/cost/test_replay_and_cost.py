@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow
 #: USD per million tokens of the server's model, as the tests' price file says
 PRICE_IN, PRICE_OUT = 3.0, 15.0
 MODEL = "openai-api/local/policy"
+JUDGE = "openai-api/local/judge"  # the same server, answering as a judge
 
 SUITES = {
     "maptab": (
@@ -55,7 +56,7 @@ def geoeval(
     same process (e.g. a bumped scoring version)."""
     cwd.mkdir(parents=True, exist_ok=True)
     (cwd / "prices.yaml").write_text(
-        json.dumps({"models": {MODEL: {"input": PRICE_IN, "output": PRICE_OUT}}})  # JSON is YAML
+        json.dumps({"models": {MODEL: {"input": PRICE_IN, "output": PRICE_OUT}, JUDGE: {"input": 1.0, "output": 1.0}}})
     )
     args = [
         *([command] if command else []),
@@ -73,7 +74,12 @@ def geoeval(
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "LOCAL_API_KEY": "test-key", "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache")},
+        env={
+            **os.environ,
+            "LOCAL_API_KEY": "test-key",
+            "LOCAL_BASE_URL": server.base_url,  # where an `openai-api/local/...` judge is asked
+            "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache"),
+        },
     )
 
 
@@ -188,3 +194,40 @@ def test_budget_stops_within_a_batch_and_a_higher_budget_resumes(tmp_path):
         # the stored samples were not redone: the resume asked only for the others (one request each)
         assert requests_before == stored_before
         assert server.requests - requests_before == 8 - stored_before
+
+
+def test_model_judges_are_scoring_asked_again_through_their_cache(tmp_path):
+    """LifePlanner with a model judge beside the rules: a rescore replays the agent (0 requests)
+    and asks the judge again, which its cache answers (0 judge requests); the judge's dollars are
+    counted apart."""
+    agent, suite, overrides = SUITES["lifeplanner"]
+    judged = [*overrides, f"judge.models=[rules,{JUDGE}]"]
+    with PolicyServer(agent, suite) as server:
+        first = geoeval(tmp_path / "a", server, *judged)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert server.requests > 0 and server.judge_requests > 0
+        con = duckdb.connect(str(tmp_path / "a" / "results" / "geoeval.duckdb"), read_only=True)
+        judge_cost = con.execute("SELECT sum(judge_cost_usd) FROM samples").fetchone()[0]
+        con.close()
+        assert judge_cost == pytest.approx(server.judge_requests * (100 + 10) / 1e6)
+        server.reset()
+        rescored = geoeval(tmp_path / "a", server, *judged, "scoring.protocol=paper", command="rescore")
+        assert rescored.returncode == 0, rescored.stderr[-3000:]
+        assert (server.requests, server.judge_requests) == (0, 0)
+        assert "cache hits: 0;" not in rescored.stdout
+
+
+def test_replay_through_ray_workers(tmp_path):
+    agent, suite, overrides = SUITES["maptab"]
+    ray = [*overrides, "runner=ray", "runner.num_workers=2"]
+    with PolicyServer(agent, suite) as server:
+        first = geoeval(tmp_path / "a", server, *ray)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert server.requests > 0
+        server.reset()
+        rescored = geoeval(tmp_path / "a", server, *ray, "scoring.protocol=paper", command="rescore")
+        assert rescored.returncode == 0, rescored.stderr[-3000:]
+        assert server.requests == 0
+    runs = rows(tmp_path / "a")
+    first_rows, second_rows = (runs[h] for h in sorted(runs, key=lambda h: min(r[5] for r in runs[h])))
+    assert answers(first_rows) == answers(second_rows)

@@ -139,6 +139,17 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
             "Inspect logs; pass the key as model.args.api_key or, better, through the "
             "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)"
         )
+    if spec.budget.usd is not None or spec.budget.sweep_usd is not None:
+        from geoeval.core.cost.pricing import price_for
+
+        called = [("model.name", spec.model.name)] + [("judge.models", j) for j in spec.judge.models if j != "rules"]
+        for key, name in called:
+            if price_for(spec.pricing, name) is None:
+                raise GeoevalError(
+                    f"Invalid config: budget.usd: {key} {name!r} has no price, so dollars spent could not be "
+                    "counted: add it to the prices (pricing.file=<yaml with models: {name: {input, output}}>) "
+                    "or limit tokens instead (budget.tokens)"
+                )
     registry.check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:
         if j != "rules":
