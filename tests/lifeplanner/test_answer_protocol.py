@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from geoeval.suites.lifeplanner.answer_families import in_words
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
 from geoeval.suites.lifeplanner.scoring.answers import load_answer
@@ -65,6 +66,12 @@ def test_quantities_are_read_with_their_units(text, dimension, value):
 @pytest.mark.parametrize("text", ["700 or 800 m", "10-15 min", "between 3 and 4 km", "far", "2 km 300 m"])
 def test_several_numbers_or_none_are_not_one_quantity(text):
     assert quantity(text, "distance") is None
+
+
+@pytest.mark.parametrize("n", [0, 7, 13, 40, 99, 130, 1005, 3616, 20015])
+def test_numbers_the_meta_evaluation_writes_in_words_are_read_back(n):
+    assert english_number(in_words(n)) == n
+    assert quantity(f"{in_words(n)} metres", "distance") == n
 
 
 def test_number_words():
