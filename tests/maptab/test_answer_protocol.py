@@ -87,6 +87,13 @@ OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
         "I first thought of Harbour Gate-Northfield-Quarry Lane-Millbrook.\n"
         "Correction: Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
         "<route_begin>Harbour Gate - Elm Court - Kings Cross Road (transfer) - Millbrook<route_end>",
+        # legs by line skip the stations in between; summaries of quantities and line names are not routes
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook\n\n"
+        "- Harbour Gate → Kings Cross Road (Red Line, 2 stops)\n- Kings Cross Road → Millbrook (Blue Line)\n"
+        "Total: 3 stations - 1 transfer\nTime: 12 min - Price: 4 yuan\nLines used: Red Line -> Blue Line",
+        # a route written as a list under a header
+        "**Route:**\n1. Harbour Gate\n2. Elm Court\n3. Kings Cross Road (transfer)\n4. Millbrook\n\nTotal: 3 stops",
+        "Final: Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook (Time: 12)",
         # a typo the map's station list resolves to one station only, and a trailing "Station"
         "Harbour Gate-Elm Cuort-Kings Cross Road(transfer)-Millbrook Station",
     ],
@@ -188,6 +195,11 @@ def test_travelmap_ignores_transfer_marks_and_metromap_requires_them():
 )
 def test_a_partly_right_route_scores_between_right_and_worthless(text, pma):
     assert robust(text) == {"ema": 0.0, "pma": pma, "ds": 0.0}
+
+
+def test_lists_that_are_not_routes_are_not_read():
+    assert read_route("Notes:\n- Fastest option\n- Cheapest").candidates == []
+    assert read_route("Why this route:\n- It is faster\n- It is cheaper").candidates == []
 
 
 def test_prose_with_a_dash_is_not_a_route():

@@ -13,10 +13,13 @@ station names:
   a lead-in label ending in a colon ("Route:", "The optimal route is:"), cue words at the ends
   ("Actually, take ... instead"), a final full stop, and per station any comment after a colon or
   comma and any parenthetical that is not a transfer mark ("B (Red Line)" is "B");
+* a route written as a list, one station an item, under a header naming it ("Route:", "The
+  optimal path is:") is read as one line;
 * a transfer mark is any parenthetical that says transfer, change or 换乘, in any case or
   bracket ("B (Transfer)", "B（transfer）", "B [transfer]"); it is kept as "(transfer)";
 * a piece that reads as a sentence (a verb, a pronoun, more than six words, ; ! ?) makes the line
-  prose, not a route ("I'm sorry - I cannot tell").
+  prose, not a route ("I'm sorry - I cannot tell"); a piece that is a quantity or a line's name
+  makes it a summary ("Total: 3 stations - 1 transfer", "Lines: Red Line -> Blue Line").
 
 The one-answer rule, over the routes in reading order:
 
@@ -25,8 +28,9 @@ The one-answer rule, over the routes in reading order:
 * a route on a line that corrects ("actually", "correction", "on second thought", "wait",
   "I was wrong", "instead", "update", "更正", "改为") replaces every route before it (`retracted`):
   the correction is the answer;
-* a route whose stations are a contiguous stretch of another kept route (a leg of a leg-by-leg
-  explanation, or a restatement) adds nothing (`legs`); a route stated twice is one route;
+* a route whose stations are a contiguous stretch of another kept route, or two of its stations
+  in its order (a leg of a leg-by-leg explanation, which may skip the stations of one line, or a
+  restatement) adds nothing (`legs`); a route stated twice is one route;
 * what remains are the answer's candidates. One candidate is the answer; several (a hedge,
   alternatives, a list of every route) are scored by the worst of them (`reading/match.py`).
 """
@@ -128,6 +132,13 @@ _PROSE_WORDS = frozenset(
     ]
 )
 _WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
+# a piece that is a quantity ("3 stations", "12 min", "4.5") or a line's name ("Red Line", "2号线")
+# makes a line a summary ("Total: 3 stations - 1 transfer", "Lines: Red Line -> Blue Line"), not a route
+_NOT_A_STATION = re.compile(
+    r"^[\d.,]+(?:\s*(?:stations?|stops?|transfers?|changes?|min(?:ute)?s?|h(?:ours?)?|km|m|yuan|元|分钟|站)\b.*)?$|"
+    r"\bline$|线$",
+    re.IGNORECASE,
+)
 MAX_NAME_WORDS = 6
 #: a longer line is prose, never a route, and is not searched (a hostile answer may be a megabyte
 #: of one line, on which the patterns here would take quadratic time)
@@ -217,8 +228,13 @@ def read_line(line: str) -> list[Stop] | None:
     """The route a line states, or None when it states none (module docstring)."""
     text = plain(line).strip()
     text = _BULLET.sub("", text).strip()
-    if ":" in text and _SEPARATOR.search(text.rsplit(":", 1)[1]):
-        text = text.rsplit(":", 1)[1]
+    # a lead-in ending in a colon ("Route:", "but maybe:"): the route follows the last colon
+    # outside brackets that a separator follows
+    blanked = _PARENTHETICAL.sub(lambda found: " " * len(found.group()), text)
+    colons = [i for i, ch in enumerate(blanked) if ch in ":："]
+    after = [i for i in colons if _SEPARATOR.search(blanked[i + 1 :])]
+    if after:
+        text = text[after[-1] + 1 :]
     text = _LABEL.sub("", text.strip())
     text = _TRAIL.sub("", _LEAD.sub("", text.strip()))
     text = text.strip().strip("\"'").rstrip(".。!").strip()
@@ -240,8 +256,8 @@ def read_line(line: str) -> list[Stop] | None:
         else:
             current.append("-" if ch == "\x1f" else ch)
     pieces.append("".join(current))
-    if len(pieces) < 2:
-        return None
+    if len(pieces) < 2 or ":" in _PARENTHETICAL.sub(" ", pieces[0]):
+        return None  # "Time: 12 min - Price: 4 yuan" is a summary of labelled values
     stops = [_stop(p) for p in pieces]
     for stop in stops:
         words = _WORD.findall(stop.name)
@@ -250,18 +266,67 @@ def read_line(line: str) -> list[Stop] | None:
             or len(stop.name.split()) > MAX_NAME_WORDS
             or any(ch in stop.name for ch in ";!?")
             or any(w.lower() in _PROSE_WORDS for w in words)
+            or _NOT_A_STATION.search(stop.name)
         ):
             return None
     return stops
+
+
+_LIST_HEADER = re.compile(r"\b(?:route|path|answer)\b[^:：]*[:：]\s*$", re.IGNORECASE)
+
+
+def _list_item(line: str) -> str | None:
+    """The station a list item names ("2. Elm Court (transfer)"), or None when it is not one."""
+    text = plain(line).strip()
+    if not _BULLET.match(text):
+        return None
+    text = _BULLET.sub("", text).strip().rstrip(".")
+    stop = _stop(text) if text and not _SEPARATOR.search(_PARENTHETICAL.sub(" ", text)) else None
+    if stop is None or not stop.name or ":" in text:
+        return None
+    words = _WORD.findall(stop.name)
+    if len(stop.name.split()) > MAX_NAME_WORDS or any(w.lower() in _PROSE_WORDS for w in words):
+        return None
+    if _NOT_A_STATION.search(stop.name):
+        return None
+    return text
+
+
+def _join_lists(lines: list[str]) -> list[str]:
+    """Lines with each route written as a list, one station an item, under a header that names it
+    ("Route:", "The optimal path is:"), joined into one route line."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        out.append(lines[i])
+        if _LIST_HEADER.search(plain(lines[i])):
+            items = []
+            j = i + 1
+            while j < len(lines) and (item := _list_item(lines[j])) is not None:
+                items.append(item)
+                j += 1
+            if len(items) >= 2:
+                out.append(" - ".join(items))
+                i = j
+                continue
+        i += 1
+    return out
 
 
 def _keys(stops: list[Stop]) -> list[str]:
     return [name_key(s.name) for s in stops]
 
 
-def _is_stretch(short: list[str], long: list[str]) -> bool:
+def _is_leg(short: list[str], long: list[str]) -> bool:
+    """Whether `short` is a leg of the route `long`: a contiguous stretch of it, or, with two
+    stations, a ride between two of its stations in its order ("Elm Court → Millbrook (Blue
+    Line)" skips the stations in between)."""
     n = len(short)
-    return n < len(long) and any(long[i : i + n] == short for i in range(len(long) - n + 1))
+    if n >= len(long):
+        return False
+    if n == 2 and short[0] in long and short[1] in long[long.index(short[0]) + 1 :]:
+        return True
+    return any(long[i : i + n] == short for i in range(len(long) - n + 1))
 
 
 def _cue_text(line: str, stops: list[Stop]) -> str:
@@ -284,7 +349,7 @@ def read_route(text: str) -> RouteReading:
     else:
         lines = raw.splitlines()
     kept: list[list[Stop]] = []
-    short_lines = (whole for whole in lines if len(whole) <= MAX_LINE_CHARS)
+    short_lines = _join_lists([whole for whole in lines if len(whole) <= MAX_LINE_CHARS])
     for line in (segment for whole in short_lines for segment in _SEGMENT.split(whole)):
         stops = read_line(line)
         if stops is None:
@@ -303,7 +368,7 @@ def read_route(text: str) -> RouteReading:
         if stops not in unique:
             unique.append(stops)
     for stops in unique:
-        if any(_is_stretch(_keys(stops), _keys(other)) for other in unique if other is not stops):
+        if any(_is_leg(_keys(stops), _keys(other)) for other in unique if other is not stops):
             reading.legs.append(route_text(stops))
         else:
             reading.candidates.append(stops)
