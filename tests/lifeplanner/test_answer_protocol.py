@@ -306,3 +306,25 @@ def test_a_model_judge_sees_the_answer_as_read_and_is_asked_once_per_distinct_re
     records = asyncio.run(evaluate_both(case.to_dict(), messages, str(city_path), ensemble))
     assert len(prompts) == 2 and all('"place_id"' in p and "Place ID" not in p for p in prompts)  # robust only
     assert records["paper"].schema_error and records["robust"].sc_judges["mockllm/judge"] == 0.5
+
+
+def test_a_nearby_answer_in_prose_and_totals_keyed_by_their_unit(city, city_path, cases):
+    case = case_of(cases, "nearby", "l0")
+    lines = "\n".join(f"{k + 1}. **{item['name']}**: {item['reason']}" for k, item in enumerate(case.answer["answer"]))
+    got, record = scores(city, city_path, case, f"I found these:\n{lines}\nHope that helps.")
+    assert got["piou"] == got["a"] == got["pr"] == 1.0 and "places read from the prose" in record.reading
+    route = case_of(cases, "routing", "l0")
+    answer = {k: v for k, v in route.answer.items() if not k.startswith("total_")}
+    answer["Total distance (km)"] = route.answer["total_distance_m"] / 1000
+    answer["total_time_min"] = route.answer["total_time_s"] / 60
+    got, record = scores(city, city_path, route, answer)
+    assert got["rd_distance"] == got["rd_time"] == 1.0, record.notes
+
+
+def test_opening_hours_with_abbreviated_days_are_the_hours(city, city_path, cases):
+    case = case_of(cases, "place", "l0", "opentime_week")
+    hours = case.answer["answer"]  # e.g. "Monday-Sunday 18:00-02:00"
+    short = hours.replace("Monday", "Mon").replace("Sunday", "Sun").replace("-", " to ", 1)
+    got, _ = scores(city, city_path, case, dict(case.answer, answer=short))
+    assert got["a"] == 1.0 and got["rp"] == 1.0, short
+    assert scores(city, city_path, case, dict(case.answer, answer=short), protocol="paper")[0]["a"] == 0.0

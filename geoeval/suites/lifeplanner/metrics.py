@@ -146,9 +146,28 @@ def _number(v: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
+_DAY_WORDS = {
+    "mon": "monday",
+    "tue": "tuesday",
+    "tues": "tuesday",
+    "wed": "wednesday",
+    "thu": "thursday",
+    "thur": "thursday",
+    "thurs": "thursday",
+    "fri": "friday",
+    "sat": "saturday",
+    "sun": "sunday",
+    "to": "",
+    "through": "",
+    "thru": "",
+}
+
+
 def _loose_text(v: Any) -> str:
-    """Text as the robust protocol compares it: NFKC, case, punctuation and spacing ignored."""
-    return " ".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", str(v)).casefold()).split())
+    """Text as the robust protocol compares it: NFKC, case, punctuation and spacing ignored, day
+    names abbreviated or not ("Mon to Sun 10:00-22:00" is "Monday-Sunday 10:00-22:00")."""
+    words = re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", str(v)).casefold()).split()
+    return " ".join(w for w in (_DAY_WORDS.get(w, w) for w in words) if w)
 
 
 def _equal(a: Any, b: Any, loose: bool = False) -> bool:

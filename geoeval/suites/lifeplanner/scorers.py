@@ -141,7 +141,7 @@ async def evaluate_sample(
     if protocol == "paper":
         return await _judge_answer(case, traj, base, load_answer(traj.submitted), ensemble)
     city = city_handle.open_city(db_path)
-    reading = read_submission(city, case["task"], traj.submitted, protocol)
+    reading = read_submission(city, case["task"], traj.submitted, protocol, question=case["question"])
     base.reading = list(reading.rules)
     if reading.void or not reading.candidates:
         # the one-answer rule: the worst candidate is no answer, scored as an answer off the schema

@@ -74,6 +74,30 @@ _KEY_ALIASES = {
     "transport_mode": "vehicle",
     "stops": "waypoints",
 }
+#: a total whose key names its unit ("total_time_min": 14.5, "distance_km": 3.6)
+_UNIT_KEY = re.compile(
+    r"^(?:total_)?(?P<what>distance|time|duration)_(?P<unit>km|kms|kilometers|kilometres|m|meters|metres|"
+    r"min|mins|minutes|h|hr|hrs|hours|sec|secs|seconds)$"
+)
+_KEY_UNITS = {
+    "km": 1000.0,
+    "kms": 1000.0,
+    "kilometers": 1000.0,
+    "kilometres": 1000.0,
+    "m": 1.0,
+    "meters": 1.0,
+    "metres": 1.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hrs": 3600.0,
+    "hours": 3600.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "seconds": 1.0,
+}
 _WRAPPERS = ("result", "final_answer", "answer_json", "plan", "route")
 _MARKDOWN = re.compile(r"\*\*|__|`+|^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 #: prose that corrects or retracts the answer it follows
@@ -341,9 +365,12 @@ def _unwrap(obj: Any, task: str) -> Any:
     return obj
 
 
-def normalise_answer(city: city_handle.City, task: str, obj: Any, rules: list[str]) -> Any:
-    """One candidate answer rewritten into the Table 5 schema the paper protocol reads. Raises
-    `_Void` when the candidate is itself several answers or none."""
+def normalise_answer(
+    city: city_handle.City, task: str, obj: Any, rules: list[str], request_places: frozenset[str] = frozenset()
+) -> Any:
+    """One candidate answer rewritten into the Table 5 schema the paper protocol reads
+    (`request_places`: the places the request names, which a Nearby answer in prose mentions
+    without offering them). Raises `_Void` when the candidate is itself several answers or none."""
     obj = _unwrap(_norm_json(obj), task)
     if task == "place":
         if not isinstance(obj, dict):
@@ -360,6 +387,14 @@ def normalise_answer(city: city_handle.City, task: str, obj: Any, rules: list[st
         items = obj.get("answer", obj.get("places")) if isinstance(obj, dict) else obj
         if isinstance(items, dict):
             items = [items]
+        if isinstance(items, str):  # the places named in prose ("1. **A** (28 m) 2. **B** ...")
+            if RETRACTION_RE.search(items):
+                raise _Void("the answer withdraws a recommendation")
+            asserted, _ = place_mentions(city, items)
+            asserted = [p for p in asserted if p not in request_places]  # "28 m from <the anchor>"
+            if asserted:
+                rules.append("places read from the prose")
+                items = [{"name": _place_name(city, pid), "place_id": pid} for pid in asserted]
         if isinstance(items, list):
             items = [_item(city, it, f"answer[{k}]", rules) for k, it in enumerate(items)]
             return {**obj, "answer": items} if isinstance(obj, dict) else {"answer": items}
@@ -382,6 +417,14 @@ def normalise_answer(city: city_handle.City, task: str, obj: Any, rules: list[st
             if value != out[key]:
                 rules.append(f"{key} synonym {out[key]!r} read as {value!r}")
             out[key] = value
+    for key in list(out):
+        m = _UNIT_KEY.match(key)
+        target = m and ("total_distance_m" if m.group("what") == "distance" else "total_time_s")
+        if m and target and target not in out:
+            factor, value = _KEY_UNITS[m.group("unit")], out[key]
+            x = value * factor if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+            rules.append(f"{target} read from '{key}'")
+            out[target] = int(x) if isinstance(x, float) and x.is_integer() else x
     for key, dim in (("total_distance_m", "distance"), ("total_time_s", "time")):
         v = out.get(key)
         if isinstance(v, str):
@@ -433,8 +476,9 @@ def _looks_like_answer(task: str, value: Any) -> bool:
     return isinstance(value, dict) and bool(_ANSWER_KEYS.get(task, set()) & set(value))
 
 
-def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str) -> Reading:
-    """The submission `raw` (submit_answer's `result`) read under `protocol`."""
+def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str, question: str = "") -> Reading:
+    """The submission `raw` (submit_answer's `result`) read under `protocol`; `question`: the
+    request, whose own places are not places a Nearby answer in prose offers."""
     if protocol == "paper":
         return Reading([load_answer(raw)])
     if protocol != "robust":
@@ -462,10 +506,11 @@ def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str) 
         if answers and len(answers) < len(values):
             reading.rules.append("JSON fragments that are not answers left out")
             values = answers
+    request_places = frozenset(place_mentions(city, question)[0]) if question else frozenset()
     seen: set[str] = set()
     for value in values:
         try:
-            cand = normalise_answer(city, task, value, reading.rules)
+            cand = normalise_answer(city, task, value, reading.rules, request_places)
         except _Void as exc:
             reading.void = reading.void or str(exc)
             continue
