@@ -153,11 +153,15 @@ async def evaluate_sample(
     if len(reading.candidates) == 1:
         return await _judge_answer(case, traj, base, reading.candidates[0], ensemble)
     records = [
-        await _judge_answer(case, traj, dataclasses.replace(base, notes=list(base.notes)), cand, ensemble)
+        await _judge_answer(case, traj, dataclasses.replace(base, notes=[], judge_votes={}), cand, ensemble)
         for cand in reading.candidates
     ]
     record = dataclasses.replace(records[0], candidates=[r.to_dict() for r in records])
-    record.notes = [*base.notes, f"one-answer rule: {len(records)} different answers, the worst is scored"]
+    record.notes = [
+        *base.notes,
+        f"one-answer rule: {len(records)} different answers, the worst is scored",
+        *dict.fromkeys(n for r in records for n in r.notes),
+    ]
     record.judge_error = next((r.judge_error for r in records if r.judge_error), None)
     return record
 
