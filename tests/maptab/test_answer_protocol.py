@@ -382,3 +382,32 @@ def test_reports_count_the_protocol_disagreements():
     results = [result(0, {}), result(1, {"protocol_disagreement": {"ema": {"robust": 0.0, "paper": 1.0}}})]
     text = "\n".join(protocol_section(results))
     assert "1 of 2 scored samples" in text and "s1" in text and "ema 0 / 1" in text
+
+
+def test_the_authors_cleveland_stations_are_told_apart():
+    """The authors' Cleveland map has 18 station pairs the paper's 0.5 rule takes for one another;
+    the robust identity keeps all 18 apart, and no two of its names are within typo distance."""
+    import itertools
+
+    from geoeval.suites.maptab.authors.format import load_authors_map
+    from tests.maptab.test_authors_env import peers_or_skip
+
+    cleveland = load_authors_map(peers_or_skip(), "metromap", "america", "cleveland")
+    names = sorted(cleveland.stations)
+    pairs = [(a, b) for a, b in itertools.combinations(names, 2) if m.similarity(a, b) >= m.MATCH_THRESHOLD]
+    assert len(pairs) == 18
+    meta = {**META, "stations": names}
+    # difflib's ratio is not symmetric: the paper credits b for a where ratio(b, a) >= 0.5
+    confusable = [(a, b) for a, b in itertools.permutations(names, 2) if m.similarity(b, a) >= m.MATCH_THRESHOLD]
+    assert len(confusable) >= len(pairs)
+    for a, b in confusable:
+        route = f"{names[0] if a != names[0] else names[1]}-{a}-Terminus"
+        wrong = route.replace(f"-{a}-", f"-{b}-")
+        assert paper(wrong, [route], meta)["ema"] == 1.0
+        assert robust(wrong, [route], meta)["ema"] == 0.0
+        assert robust(route, [route], meta)["ema"] == 1.0
+    keys = [name_key(n) for n in names]
+    assert all(
+        match.edit_distance(x, y, 2) > max(match.max_typo_edits(x), match.max_typo_edits(y))
+        for x, y in itertools.combinations(keys, 2)
+    )

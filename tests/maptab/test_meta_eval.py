@@ -163,3 +163,37 @@ def test_wrong_value_is_wrong_for_each_kind():
     assert me.wrong_value("1", "binary") == "0" and me.wrong_value("0", "binary") == "1"
     assert me.wrong_value("7", "integer") == "8"
     assert me.wrong_value("0.42", "number") == "1.42"
+
+
+FAMILIES = {"tiers", "surface", "gaming", "partial", "trajectory"}
+
+
+def test_answer_families_are_ordered_under_the_robust_protocol(rp_run):
+    suite, _spec, _env, _samples, answers = rp_run
+    assert {a.tier.family for a in answers} == FAMILIES
+    report = ordering_report(answers, suite.meta_eval_targets)
+    for metric, row in report.items():
+        assert set(row["by_family"]) == FAMILIES
+        for family, f in row["by_family"].items():
+            assert f["met"] and f["accuracy"] == 1.0, (metric, family, row["examples"])
+    # every surface form scores exactly the reference; a negated reference scores nothing
+    per = _by_sample(answers)
+    for tiers in per.values():
+        for name, a in tiers.items():
+            if name.startswith(("surface:", "trajectory:no_tools", "trajectory:submitted")):
+                assert a.scores == tiers["reference"].scores, (name, a.answer)
+        assert tiers["gaming:negated"].scores == {"ema": 0.0, "pma": 0.0, "ds": 0.0}
+
+
+def test_the_paper_protocol_misreads_surface_forms_and_gaming(rp_run):
+    """The families measure what the paper's reading gets wrong (issue 22's table): the
+    meta-evaluation fails it there, and keeps its tiers ordered."""
+    suite, spec, env, samples, _answers = rp_run
+    answers = suite.meta_eval_answers(_with_protocol(spec, "paper"), env, samples)
+    tiers_only = ordering_report([a for a in answers if a.tier.family == "tiers"], suite.meta_eval_targets)
+    assert all(row["accuracy"] == 1.0 for row in tiers_only.values())
+    report = ordering_report(answers, suite.meta_eval_targets)
+    for metric in ("ema", "pma", "ds"):
+        assert report[metric]["by_family"]["surface"]["accuracy"] < 0.95
+        assert report[metric]["by_family"]["gaming"]["accuracy"] < 0.95
+        assert not report[metric]["met"]

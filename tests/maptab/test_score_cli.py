@@ -447,3 +447,39 @@ def test_tagged_route_reads_the_authors_formats():
     assert _tagged_route("<response_begin>C-D<response_end>") == "C-D"
     assert _tagged_route("```text\nA-B\n```") == "A-B" and _tagged_route("```A-B```") == "A-B"
     assert _tagged_route("  A-B ") == "A-B"
+
+
+def test_answers_are_scored_through_the_public_entry_point_under_either_protocol(tmp_path, capsys):
+    """`geoeval score maptab --answers` (the core's CLI over `MapTabSuite.score_answers`): scores,
+    the reading and the paper/robust disagreement per answer; the authors' format above is untouched."""
+    from geoeval.core.registry import get_suite
+    from tests.conftest import compose_spec
+
+    overrides = [
+        "suite=maptab",
+        "env.n_maps=1",
+        "suite.n_per_category=1",
+        "suite.categories=[edge_only]",
+        f"work_dir={tmp_path / 'work'}",
+    ]
+    spec = compose_spec(tmp_path, *overrides)
+    suite = get_suite("maptab")
+    sample = suite.build_samples(spec, suite.build_env(spec))[0]
+    ref = sample.target[0]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        json.dumps({"sample_id": sample.id, "answer": f"Wrong route (do not take): {ref}"})
+        + "\n"
+        + json.dumps({"sample_id": sample.id, "answer": ref.replace("-", " → ")})
+        + "\n",
+        encoding="utf-8",
+    )
+    for protocol, expected in (("robust", [0.0, 1.0]), ("paper", [1.0, 0.0])):
+        out = tmp_path / f"{protocol}.jsonl"
+        run = [*overrides[1:], f"scoring.protocol={protocol}"]
+        assert geoeval_main(["score", "maptab", *run, "--answers", str(answers), "--output", str(out)]) == 0
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert [r["scores"]["ema"] for r in rows] == expected
+        assert all(r["protocol_disagreement"]["ema"] for r in rows)
+        assert rows[0]["reading"]["protocol"] == protocol
+        assert "2 scored differently under the other protocol" in capsys.readouterr().err

@@ -85,7 +85,9 @@ def _cached_stations(names: tuple[str, ...]) -> Stations:
 
 
 def _resolved(route: list[Stop], stations: Stations) -> list[tuple[str | None, bool]]:
-    return [(stations.resolve(s.name), s.transfer) for s in route]
+    """Each stop as its station's key; a name of no station keeps its own key (marked, so that it
+    equals only the same name: a reference naming a station the list lacks still matches itself)."""
+    return [(stations.resolve(s.name) or f"?{name_key(s.name)}", s.transfer) for s in route]
 
 
 def _exact(pred: list[tuple[str | None, bool]], gold: list[tuple[str | None, bool]], marks: bool) -> bool:
