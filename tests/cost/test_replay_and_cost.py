@@ -58,8 +58,11 @@ def geoeval(
     (cwd / "prices.yaml").write_text(
         json.dumps({"models": {MODEL: {"input": PRICE_IN, "output": PRICE_OUT}, JUDGE: {"input": 1.0, "output": 1.0}}})
     )
+    flags = [o for o in overrides if o.startswith("-")]  # e.g. -m: before the overrides, as Hydra parses them
+    overrides = tuple(o for o in overrides if not o.startswith("-"))
     args = [
         *([command] if command else []),
+        *flags,
         "model=openai_api",
         f"model.name={MODEL}",
         f"model.base_url={server.base_url}",
@@ -163,8 +166,12 @@ def test_cache_answers_a_rerun_in_another_directory(tmp_path):
         second = geoeval(tmp_path / "b", server, *overrides, "model.cache=1D")
         assert second.returncode == 0, second.stderr[-3000:]
         assert server.requests == 0
-    ((_, found),) = rows(tmp_path / "b").items()
-    assert all(r[4] == 0.0 for r in found)
+        # the cache answered before the provider was called: those calls are still stored, so a
+        # rescore (cache off) replays them
+        rescored = geoeval(tmp_path / "b", server, *overrides, "scoring.protocol=paper", command="rescore")
+        assert rescored.returncode == 0, rescored.stderr[-3000:]
+        assert server.requests == 0
+    assert all(r[4] == 0.0 for found in rows(tmp_path / "b").values() for r in found)
     assert "cache hits: " in second.stdout and "cache hits: 0;" not in second.stdout
 
 

@@ -126,7 +126,9 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
     out_tok = sum(u.output_tokens for u in usage.values())
     from geoeval.core.run.replay import REPLAYED, take_recording
 
-    trajectory = take_recording(str(sample.id), int(sample.epoch))
+    trajectory = take_recording(str(sample.id), int(sample.epoch)) + cached_calls(
+        sample, _STATE.generation_models or {model}
+    )
     by_model, cache_hits = sample_usage(sample, trajectory, _STATE.generation_models or {model})
     return SampleResult(
         run_hash=run_hash,
@@ -146,6 +148,32 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         replayed_calls=sum(1 for call in trajectory if call.get(REPLAYED)),
         trajectory=clean_value(trajectory) or None,
     )
+
+
+def cached_calls(sample: EvalSample, generation_models: set[str]) -> list[dict[str, Any]]:
+    """The calls of the trajectory's models that Inspect answered from its cache, as records for
+    the trajectory store: the cache answers before the provider's `generate`, so the recorder of
+    `run/replay.py` never sees them, and without them a cached sample could not be replayed."""
+    from inspect_ai.event import ModelEvent
+
+    from geoeval.core.run.replay import call_digest
+
+    calls = []
+    for event in sample.events or []:
+        if not isinstance(event, ModelEvent) or event.cache != "read" or event.model not in generation_models:
+            continue
+        if not event.input or event.output is None:  # condensed away: nothing to key it by
+            continue
+        calls.append(
+            {
+                "role": event.role or "agent",
+                "model": event.model,
+                "digest": call_digest(event.model, event.input, event.tools, event.tool_choice),
+                "output": event.output.model_dump(mode="json"),
+                "cached": True,
+            }
+        )
+    return calls
 
 
 def sample_usage(sample: EvalSample, trajectory: list[dict[str, Any]], generation_models: set[str]) -> tuple[dict, int]:
