@@ -64,7 +64,11 @@ def test_oracle_calls_every_expected_tool_and_states_only_grounded_facts(oracle_
         assert scores["ifs"] == (1.0 if rules["substantive"] else 0.0) and not rules["invented"], sample.id
         assert sample.scores["geoeval"].explanation == ""
     by_id = {s.id: _scores(s) for s in oracle_samples}
-    assert {m: by_id[ISSUE_CASE][m] for m in RUBRIC_METRICS} == {m: 1.0 for m in RUBRIC_METRICS}
+    # the one answer (SCORING_VERSION 4) recommends the station in 万象城, which is not a 特来电 one:
+    # every factor met, the soft 特来电 preference not (no second station is offered for it)
+    issue = by_id[ISSUE_CASE]
+    assert {m: issue[m] for m in RUBRIC_METRICS if m != "iisr"} == {m: 1.0 for m in RUBRIC_METRICS if m != "iisr"}
+    assert 0.8 < issue["iisr"] < 1.0
     assert sum(1 for s in oracle_samples if s.metadata["mapsatisfy"]["verdicts"]["raw"]["rules"]["substantive"]) >= 9
 
 
