@@ -59,6 +59,10 @@ class SampleResult(BaseModel):
     epoch: int = 1
     model: str = ""
     answer: str = ""
+    # what the model wrote last, as it wrote it (the answer is what the scorer extracted from it),
+    # and why it stopped (Inspect's stop reason: stop, max_tokens, model_length, tool_calls, ...)
+    completion: str = ""
+    stop_reason: str = ""
     # why a score is what it is (e.g. "no route found in the answer"); recorded, never raised
     explanation: str = ""
     scores: dict[str, float]

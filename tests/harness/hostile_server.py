@@ -29,6 +29,8 @@ count of each mode over a run does not). The modes are what real servers and sma
   and wakes at once when the server stops);
 - `garbage`: HTTP 200 with a body that is not JSON;
 - `no_choices`: HTTP 200 with a chat completion whose `choices` is empty;
+- `context_exceeded`: HTTP 400 saying the request is longer than the context, in llama.cpp's
+  words (`Requested tokens (75000) exceed context window of 8192`);
 - `valid`: a well-formed answer: a call to the offered submit tool with some text, or that text
   as the content when no submit tool is offered.
 
@@ -74,6 +76,7 @@ MODES: tuple[str, ...] = (
     "timeout",
     "garbage",
     "no_choices",
+    "context_exceeded",
     "valid",
 )
 # the default rotation: every mode within its first 18 requests (the transport failures early,
@@ -397,6 +400,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, completion({"content": "too late"}, body.get("model", "hostile"), index))
         elif mode == "garbage":
             self._send(200, b"<html>502 Bad Gateway</html>\x00\xff not json {")
+        elif mode == "context_exceeded":  # llama.cpp's server, for a prompt past n_ctx
+            message = b'{"error": {"message": "Requested tokens (75000) exceed context window of 8192", '
+            self._send(400, message + b'"type": "invalid_request_error", "code": 400}}')
         elif mode == "no_choices":  # a chat completion without a choice in it
             payload = {
                 "id": f"chatcmpl-{index}",

@@ -164,7 +164,15 @@ def write_sweep_reports(
     by_name = ",".join(_short(k) for k in by_keys) or "group"
     metric_names = [m for m in headline_metrics if all(m in p["metrics"] for p in points)]
     if not metric_names:
-        counts = {"n_samples", "n_scored", "n_errors", "http_retries", "n_protocol_disagreements", *COST_METRICS}
+        counts = {
+            "n_samples",
+            "n_scored",
+            "n_errors",
+            "http_retries",
+            "n_protocol_disagreements",
+            "n_context_exceeded",
+            *COST_METRICS,
+        }
         metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m and m not in counts})[:3]
     rows = []
     for p in points:

@@ -90,6 +90,17 @@ def readable_error(message: str) -> str:
     return message
 
 
+#: the explanation of a sample whose model stopped at its context length (`stop_reason=model_length`)
+CONTEXT_EXCEEDED = "the input and answer do not fit the model's context (stop_reason=model_length)"
+#: what a provider's HTTP 400 says when a request is longer than the model's context (OpenAI's
+#: code is recognised by Inspect; llama.cpp's, vLLM's and others' messages are not)
+_CONTEXT_MESSAGE = re.compile(
+    r"exceed(?:s|ed)? (?:the )?context window|context length|maximum context|context_length_exceeded|"
+    r"input length|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
+
+
 def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_names: list[str]) -> SampleResult:
     """Convert an Inspect EvalSample into the shared result shape.
 
@@ -118,6 +129,15 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         explanation = ""
         if error is None:
             error = "sample produced no score"
+    output = sample.output
+    completion = (output.completion or "") if output is not None else ""
+    stop_reason = str(output.stop_reason or "") if output is not None else ""
+    if stop_reason == "model_length" and error is None:
+        # the model could not take the input (or ran out of context): scored as the empty answer it
+        # is, and said so, not left to read as "no route in the answer"
+        explanation = "; ".join(
+            x for x in [CONTEXT_EXCEEDED + (f" ({output.error})" if output and output.error else ""), explanation] if x
+        )
     retries = sample_http_retries(sample)
     if retries:  # shown in the progress line, and kept with the sample
         details["http_retries"] = retries
@@ -136,6 +156,8 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         epoch=int(sample.epoch),
         model=model,
         answer=clean_text(answer),
+        completion=clean_text(completion),
+        stop_reason=stop_reason,
         explanation=clean_text(explanation),
         scores=scores,
         dims=dims,
@@ -318,6 +340,21 @@ def _retryable(api: Any, error: BaseException) -> bool:
         return False
 
 
+def context_exceeded(model: Any, error: BaseException) -> Any:
+    """A `ModelOutput` with `stop_reason="model_length"` for a provider error that says the request
+    is longer than the model's context (an HTTP 400 whose message says so), else None. The sample
+    is then scored as the empty answer it is, with that reason, not retried as a failure."""
+    from inspect_ai.model import ModelOutput
+
+    status = getattr(error, "status_code", None)
+    message = clean_text(str(error), max_chars=300)
+    if status != 400 or not _CONTEXT_MESSAGE.search(message):
+        return None
+    output = ModelOutput.from_content(str(getattr(model, "name", "") or model), content="", stop_reason="model_length")
+    output.error = message
+    return output
+
+
 def clean_model_replies(model: Any) -> Any:
     """`model` (an Inspect `Model`) with its provider's `generate` wrapped by `clean_model_output`
     (the seam between the provider and Inspect's Model, which records the reply as soon as
@@ -333,13 +370,22 @@ def clean_model_replies(model: Any) -> Any:
     async def clean_generate(*args: Any, **kwargs: Any) -> Any:
         try:
             output = await generate(*args, **kwargs)
-        except UNREADABLE_REPLY as error:
+        except Exception as error:
+            found = context_exceeded(model, error)
+            if found is not None:
+                return found
+            if not isinstance(error, UNREADABLE_REPLY):
+                raise
             if _retryable(api, error):
                 raise  # Inspect's retry decides about it, as about any provider error
             raise ModelReplyError(
                 f"the model endpoint answered, but its reply could not be read as a chat completion "
                 f"({type(error).__name__}: {clean_text(str(error), max_chars=300)}; e.g. an empty `choices` list)"
             ) from error
+        if isinstance(output, tuple) and isinstance(output[0], Exception):  # a provider's handled 400
+            found = context_exceeded(model, output[0])
+            if found is not None:
+                return found, output[1]
         return clean_model_output(output)
 
     api.generate = clean_generate

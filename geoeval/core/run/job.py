@@ -525,6 +525,8 @@ def _evaluate(
             "http_retries": float(retries),
             **run_costs(results),
             "n_replayed": float(sum(1 for r in results if r.replayed_calls)),
+            # samples whose model could not take the input (scored as empty answers, with that reason)
+            "n_context_exceeded": float(sum(1 for r in results if r.stop_reason == "model_length")),
             "n_protocol_disagreements": float(
                 sum(1 for r in results if r.details.get(PROTOCOL_DISAGREEMENT_KEY) and r.status != "error")
             ),

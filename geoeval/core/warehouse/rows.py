@@ -44,6 +44,8 @@ def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> 
             "cache_hits": result.cache_hits,
             "replayed_calls": result.replayed_calls,
             "usage": json.dumps(clean_value(result.usage), sort_keys=True, default=str),
+            "completion": clean_text(result.completion),
+            "stop_reason": result.stop_reason,
         }
         for name, value in sample_row.items():
             samples[name].append(value)
@@ -69,7 +71,8 @@ def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequenc
     for row in samples:
         (sample_id, epoch, model, answer, explanation, error, input_tokens, output_tokens,
          suite, task_family, task, level, setting, capabilities, extra, status,
-         details, cost_usd, judge_cost_usd, cache_hits, replayed_calls, usage) = row  # fmt: skip
+         details, cost_usd, judge_cost_usd, cache_hits, replayed_calls, usage, completion,
+         stop_reason) = row  # fmt: skip
         rebuilt.append(
             SampleResult(
                 run_hash=run_hash,
@@ -88,6 +91,8 @@ def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequenc
                 cache_hits=cache_hits or 0,
                 replayed_calls=replayed_calls or 0,
                 usage=json.loads(usage) if usage else {},
+                completion=completion or "",
+                stop_reason=stop_reason or "",
                 scores=scores.get((sample_id, epoch), {}),
                 dims=Dimensions(
                     suite=suite,

@@ -25,7 +25,7 @@ MIGRATIONS: dict[int, list[str]] = {
            WHERE p.status = 'error' AND scores.run_hash = p.run_hash
              AND scores.sample_id = p.sample_id AND scores.epoch = p.epoch""",
     ],
-    # 2 -> 3: what each sample cost (USD; NULL: unknown price, or stored before prices), its cache
+    # 2 -> 3: the model's raw last output and its stop reason beside the extracted answer; what each sample cost (USD; NULL: unknown price, or stored before prices), its cache
     # hits and replayed calls, its tokens by model; the `trajectories` table is created by the DDL
     2: [
         "ALTER TABLE samples ADD COLUMN cost_usd DOUBLE",
@@ -33,6 +33,8 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE samples ADD COLUMN cache_hits INTEGER DEFAULT 0",
         "ALTER TABLE samples ADD COLUMN replayed_calls INTEGER DEFAULT 0",
         "ALTER TABLE samples ADD COLUMN usage JSON DEFAULT '{}'",
+        "ALTER TABLE samples ADD COLUMN completion VARCHAR DEFAULT ''",
+        "ALTER TABLE samples ADD COLUMN stop_reason VARCHAR DEFAULT ''",
     ],
 }
 
@@ -79,6 +81,8 @@ SCHEMA_DDL = [
         cache_hits INTEGER DEFAULT 0,
         replayed_calls INTEGER DEFAULT 0,
         usage JSON DEFAULT '{{}}',
+        completion VARCHAR DEFAULT '',
+        stop_reason VARCHAR DEFAULT '',
         PRIMARY KEY (run_hash, sample_id, epoch)
     )""",
     f"""CREATE TABLE IF NOT EXISTS scores (
@@ -144,6 +148,8 @@ SAMPLES_ARROW = pa.schema(
         ("cache_hits", pa.int32()),
         ("replayed_calls", pa.int32()),
         ("usage", pa.string()),  # a JSON object as text
+        ("completion", pa.string()),
+        ("stop_reason", pa.string()),
     ]
 )
 SCORES_ARROW = pa.schema([*_KEY_FIELDS, *_VALUE_FIELDS, *_DIMENSION_FIELDS])

@@ -460,7 +460,7 @@ class Warehouse:
                 SELECT sample_id, epoch, model, answer, explanation, error, input_tokens,
                        output_tokens, suite, task_family, task, level, setting, capabilities,
                        CAST(extra AS VARCHAR), status, CAST(details AS VARCHAR), cost_usd, judge_cost_usd,
-                       cache_hits, replayed_calls, CAST(usage AS VARCHAR)
+                       cache_hits, replayed_calls, CAST(usage AS VARCHAR), completion, stop_reason
                 FROM samples WHERE run_hash = ? ORDER BY sample_id, epoch
                 """,
                 [run_hash],
