@@ -94,6 +94,13 @@ OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
         # a route written as a list under a header
         "**Route:**\n1. Harbour Gate\n2. Elm Court\n3. Kings Cross Road (transfer)\n4. Millbrook\n\nTotal: 3 stops",
         "Final: Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook (Time: 12)",
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook (1 transfer, 25 min)",
+        "Harbour Gate ➡️ Elm Court ➡️ Kings Cross Road (transfer to the Blue Line) ➡️ Millbrook",
+        "路线：Harbour Gate—Elm Court—Kings Cross Road（换乘）—Millbrook",
+        "**Answer:** Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook\n\n"
+        "| Step | From | To | Line |\n|---|---|---|---|\n| 1 | Harbour Gate | Elm Court | Red |",
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook\n\n"
+        "Alternative (slower): Harbour Gate-Northfield-Quarry Lane-Millbrook",
         # a typo the map's station list resolves to one station only, and a trailing "Station"
         "Harbour Gate-Elm Cuort-Kings Cross Road(transfer)-Millbrook Station",
     ],
@@ -235,6 +242,11 @@ def test_a_megabyte_line_is_read_in_linear_time():
         ("<answer_begin>2<answer_end> or maybe <answer_begin>3<answer_end>", "integer", ["2", "3"]),
         ("<answer_begin>yes or no<answer_end>", "binary", ["1", "0"]),
         ("<answer_begin>3 (three)<answer_end>", "integer", ["3"]),
+        ("<answer_begin>2 stations: East 55th and East 79th<answer_end>", "integer", ["2"]),
+        ("<answer_begin>3, the one on the Red Line<answer_end>", "integer", ["3"]),
+        ("<answer_begin>约0.45<answer_end>", "number", ["0.45"]),
+        ("<answer_begin>Yes (1), they share a line.<answer_end>", "binary", ["1"]),
+        ("<answer_begin>Incorrect<answer_end>", "binary", ["0"]),
         ("<answer_begin>not 3<answer_end>", "integer", []),
         ("3", "integer", []),  # no tags: no answer, as under the paper protocol
     ],
@@ -274,6 +286,7 @@ def test_numbers_in_words_and_digits():
     assert numbers_in("1,234.5 m") == [1234.5]
     assert numbers_in("一点五") == [1.5]
     assert numbers_in("between 3-4") == [3.0, 4.0]
+    assert numbers_in("12.") == [12.0] and numbers_in("the 2nd stop") == []
 
 
 # ------------------------------------------------------------------ the paper protocol is today's reading

@@ -24,7 +24,8 @@ station names:
 The one-answer rule, over the routes in reading order:
 
 * a route on a line that rejects it ("do not take", "wrong", "avoid", "not", "instead of",
-  "rather than", "incorrect", "not optimal") is not offered: it is dropped (`rejected`);
+  "rather than", "incorrect", "not optimal", or a worse comparison: "slower", "longer", "more
+  expensive", "more transfers") is not offered: it is dropped (`rejected`);
 * a route on a line that corrects ("actually", "correction", "on second thought", "wait",
   "I was wrong", "instead", "update", "更正", "改为") replaces every route before it (`retracted`):
   the correction is the answer;
@@ -45,8 +46,14 @@ from geoeval.suites.maptab.reading.text import name_key, plain
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
 # arrows first ("->" holds a dash), then dashes of every width with any spacing
-_SEPARATOR = re.compile(r"\s*(?:-+>|=+>|[→⟶⇒➔➜⟹]|—+>|–+>|(?<=\S)\s*>\s*(?=\S)|[-–—―‒﹣])\s*")
-_TRANSFER = re.compile(r"[\(\[\{]\s*[^()\[\]{}]*?(?:transfer|change|换乘|轉乘|换车)[^()\[\]{}]*[\)\]\}]", re.IGNORECASE)
+_SEPARATOR = re.compile(r"\s*(?:-+>|=+>|[→⟶⇒➔➜⟹➡➝⇨⇢►▶]\ufe0f?|—+>|–+>|(?<=\S)\s*>\s*(?=\S)|[-–—―‒﹣])\s*")
+# a transfer mark says only that: "(transfer)", "(Transfer here)", "(change to the Blue Line)",
+# "[换乘]"; "(2 transfers, 25 min)" after the last station is a comment on the route
+_TRANSFER = re.compile(
+    r"[\(\[\{]\s*(?:transfer|change|interchange|换乘|轉乘|换车)(?:\s+(?:here|station|point|to\b[^()\[\]{}\d]*))?"
+    r"\s*[\)\]\}]",
+    re.IGNORECASE,
+)
 # a comment after a station: the line taken there, or a count ("B on the Red Line", "C (3 stops)")
 _COMMENT = re.compile(
     r"\s+(?:(?:on|via|by|using|along|taking|with)\s+(?:the\s+)?\S.*\bline\b.*|\d+\s*(?:min|minutes?|stops?|stations?)\b.*)$",
@@ -61,7 +68,8 @@ _LABEL = re.compile(
 )
 _REJECT = re.compile(
     r"\b(?:do\s+not|don't|dont|never|avoid|wrong|incorrect|not|rather\s+than|instead\s+of|isn't|is\s+not|"
-    r"not\s+optimal|suboptimal|rejected?|discard(?:ed)?)\b|不要|不推荐|错误",
+    r"not\s+optimal|suboptimal|rejected?|discard(?:ed)?|slower|longer|worse|costlier|more\s+expensive|"
+    r"more\s+transfers|less\s+comfortable|less\s+reliable)\b|不要|不推荐|错误|更慢|更长|更贵",
     re.IGNORECASE,
 )
 _CORRECT = re.compile(

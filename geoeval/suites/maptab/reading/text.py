@@ -6,8 +6,8 @@ answer says is read, how it is typeset is not.
 * `name_key`: the identity of a station name: `plain`, case-folded, apostrophes and full stops
   dropped, spacing collapsed. Two names are the same station only when their keys are equal.
 * `numbers_in`: the numbers a text states, in digits (with thousands separators, decimals and a
-  sign) or in words, English ("three", "twenty-one", "one hundred and five") or Chinese (三, 十二,
-  两, 一百零五, 一点五).
+  sign; not ordinals such as "55th") or, where it has no digits, in words, English ("three",
+  "twenty-one", "one hundred and five") or Chinese (三, 十二, 两, 一百零五, 一点五).
 """
 
 from __future__ import annotations
@@ -35,7 +35,12 @@ def name_key(name: str) -> str:
 
 # ----------------------------------------------------------------------------------- numbers
 
-_DIGITS = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|(?<![\w.])-?\.\d+")
+# digits, not an ordinal ("East 55th", "2nd Avenue" are names, not counts)
+_DIGITS = re.compile(
+    r"(?:(?<![A-Za-z0-9.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|(?<![A-Za-z0-9.])-?\.\d+)"
+    r"(?!\d|\.\d|(?:st|nd|rd|th)\b)",
+    re.IGNORECASE,
+)
 _EN_UNITS = {
     "zero": 0,
     "one": 1,
@@ -139,10 +144,13 @@ def _chinese_number(text: str) -> float | None:
 
 
 def numbers_in(text: str) -> list[float]:
-    """Every number `text` states, in the order digits, English words, Chinese numerals (a value
-    stated twice, "3 (three)", is listed twice; callers compare the set)."""
+    """Every number `text` states: its digits (ordinals left out) when it has any, else its
+    numbers in English words and Chinese numerals. Words are read only without digits, so "3, the
+    one on the Red Line" and "3 (three)" state 3 alone."""
     norm = unicodedata.normalize("NFKC", text or "")
     found = [float(m.group().replace(",", "")) for m in _DIGITS.finditer(norm)]
+    if found:
+        return found
     found += _english_numbers(norm)
     for m in _ZH_NUMBER.finditer(norm):
         value = _chinese_number(m.group())
