@@ -48,6 +48,9 @@ RUNS: dict[str, tuple[list[str], bool]] = {
     "mapsatisfy_generated": (["+experiment=mapsatisfy_generated"], False),
     "mapsatisfy_clarify": (["+experiment=mapsatisfy_generated", "model=clarify_baseline"], False),
     "mapsatisfy_demo": (["+experiment=mapsatisfy_demo"], True),
+    # the oracle's answers exercise the judge (the default agent's mostly score 0)
+    "mapsatisfy_oracle": (["+experiment=mapsatisfy_generated", "model=oracle"], False),
+    "mapsatisfy_demo_oracle": (["+experiment=mapsatisfy_demo", "model=oracle"], True),
 }
 META_EVAL = {
     "meta_maptab": ["maptab"],

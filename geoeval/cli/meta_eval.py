@@ -92,13 +92,14 @@ def summary_table(report: dict[str, Any]) -> str:
             "metric": m,
             "pairs": r["pairs"],
             "violations": r["violations"],
+            "reference 0": r.get("n_reference_zero", 0),
             "ordering accuracy": _fmt(r["accuracy"]),
             "target": f"{r['target']:.2f}",
             "met": "yes" if r["met"] else "NO",
         }
         for m, r in report.items()
     ]
-    return markdown_table(rows, ["metric", "pairs", "violations", "ordering accuracy", "target", "met"])
+    return markdown_table(rows, ["metric", "pairs", "violations", "reference 0", "ordering accuracy", "target", "met"])
 
 
 def families_table(report: dict[str, Any]) -> str:

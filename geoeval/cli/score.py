@@ -75,7 +75,7 @@ def _finite(value: Any) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_intermixed_args(argv)  # overrides before or after --answers
     try:
         from geoeval.cli.meta_eval import compose_spec
         from geoeval.core.scoring import score_answers

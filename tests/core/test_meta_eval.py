@@ -62,3 +62,33 @@ def test_tier_means_skip_nan():
         _answers({"ema": 1.0}, {"ema": 0.0}, {"ema": nan}) + _answers({"ema": 0.0}, {"ema": 0.0}, {"ema": 0.0}, "s2")
     )
     assert means["reference"]["ema"] == 0.5 and means["empty"]["ema"] == 0.0
+
+
+SURFACE = Tier("surface:bold_names", REFERENCE, family="surface")
+HEDGE = Tier("gaming:two_candidates", DEFECT, frozenset({"ema"}), family="gaming")
+
+
+def test_families_a_surface_variant_must_equal_the_reference_and_each_family_meets_its_target():
+    answers = [
+        ScoredAnswer("s1", REF, "A-B-C", {"ema": 1.0}),
+        ScoredAnswer("s1", SURFACE, "**A**-**B**-**C**", {"ema": 0.0}),  # misread: must tie the reference
+        ScoredAnswer("s1", HEDGE, "A-X-C or A-B-C", {"ema": 0.0}),
+        ScoredAnswer("s1", EMPTY, "", {"ema": 0.0}),
+    ]
+    report = ordering_report(answers, {"gaming:ema": 0.5})
+    families = report["ema"]["by_family"]
+    # surface: ref == variant (violated), variant > empty (violated: 0 is not above 0)
+    assert (families["surface"]["pairs"], families["surface"]["correct"]) == (2, 0)
+    # gaming: ref > hedge (right), hedge >= empty (right)
+    assert (families["gaming"]["pairs"], families["gaming"]["correct"]) == (2, 2)
+    assert families["gaming"]["target"] == 0.5 and families["tiers"]["target"] == 1.0
+    assert not report["ema"]["met"]  # one family (surface) misses
+    fixed = [a if a.tier is not SURFACE else ScoredAnswer("s1", SURFACE, a.answer, {"ema": 1.0}) for a in answers]
+    assert ordering_report(fixed)["ema"]["met"]
+
+
+def test_a_reference_that_scores_zero_orders_nothing_and_is_counted_apart():
+    report = ordering_report(_answers({"ema": 0.0}, {"ema": 0.0}, {"ema": 0.0}))
+    # ref>wrong and ref>empty cannot hold when the reference earns nothing: counted, not violated
+    assert report["ema"]["n_reference_zero"] == 2
+    assert report["ema"]["pairs"] == 1 and report["ema"]["correct"] == 1  # wrong >= empty

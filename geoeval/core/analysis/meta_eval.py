@@ -21,7 +21,10 @@ family; a target (`suite.meta_eval_targets`, keyed by metric or by "family:metri
 every family.
 
 Pairs where either score is NaN (the metric does not apply, e.g. a criteria metric on a
-fewest-stations query) are left out and counted as `n_not_applicable`.
+fewest-stations query) are left out and counted as `n_not_applicable`; strict pairs whose
+reference scores 0 (nothing can order below it: e.g. a rubric line no recording grounds) are left
+out and counted as `n_reference_zero`, shown beside the accuracy so that a scorer which gives the
+reference 0 is seen (the tier means show it too).
 The ordering accuracy is correct / pairs; a suite declares per-metric targets
 (`suite.meta_eval_targets`, default 1.0 for deterministic metrics).
 """
@@ -97,7 +100,7 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
     metrics = sorted({m for answer in answers for m in answer.scores})
     report: dict[str, Any] = {}
     for metric in metrics:
-        pairs = correct = not_applicable = 0
+        pairs = correct = not_applicable = reference_zero = 0
         examples: list[dict[str, Any]] = []
         by_tier: dict[str, list[int]] = {}
         by_family: dict[str, list[int]] = {}
@@ -106,6 +109,11 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
                 a, b = hi.scores.get(metric), lo.scores.get(metric)
                 if a is None or b is None or _nan(a) or _nan(b):  # missing or NaN: the metric does not apply
                     not_applicable += 1
+                    continue
+                if relation == STRICT and hi.tier.name == "reference" and a <= 0.0:
+                    # the reference itself earns nothing here (a rubric line no recording grounds):
+                    # nothing can score below it, so the pair measures the data, not the reader
+                    reference_zero += 1
                     continue
                 pairs += 1
                 ok = _holds(relation, a, b)
@@ -149,6 +157,7 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
             "correct": correct,
             "violations": pairs - correct,
             "n_not_applicable": not_applicable,
+            "n_reference_zero": reference_zero,
             "accuracy": accuracy,
             "target": target,
             "met": bool(pairs) and all(f["met"] for f in families.values()),
