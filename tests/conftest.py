@@ -29,6 +29,13 @@ def pytest_configure(config):
         os.environ["GEOEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="geoeval-test-cache-")
 
 
+@pytest.fixture(autouse=True)
+def _own_inspect_cache(monkeypatch, tmp_path_factory) -> None:
+    """Each test its own Inspect model-call cache (judges cache by default): a scripted reply of
+    one test is never read back by another, nor from the user's ~/.cache/inspect_ai."""
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("inspect-cache")))
+
+
 @pytest.fixture
 def peers() -> Path:
     """The authors' sample files; skipped cleanly where ../shared/peers is absent."""

@@ -116,15 +116,17 @@ def majority_vote(votes: list[float]) -> float:
 AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {"median": combine_votes, "majority": majority_vote}
 
 
-def vote_cache(setting: bool | str, vote: int) -> Any:
-    """The `CachePolicy` of one judge vote (False: no cache): the vote's number is part of the key."""
+def vote_cache(setting: bool | str, vote: int, attempt: int = 0) -> Any:
+    """The `CachePolicy` of one judge vote (False: no cache): the vote's and attempt's numbers are
+    part of the key (votes stay independent; a reply asked again is not read back)."""
     if setting is False:
         return False
     from inspect_ai.model import CachePolicy
 
+    scopes = {"vote": str(vote), "attempt": str(attempt)}
     if setting is True:  # Inspect's default expiry
-        return CachePolicy(scopes={"vote": str(vote)})
-    return CachePolicy(expiry=str(setting), scopes={"vote": str(vote)})
+        return CachePolicy(scopes=scopes)
+    return CachePolicy(expiry=str(setting), scopes=scopes)
 
 
 class JudgeEnsemble:
@@ -181,7 +183,8 @@ class JudgeEnsemble:
             errors: list[str] = []
             for vote in range(self.votes):
                 try:
-                    out = await model.generate(prompt, cache=vote_cache(self.cache, vote))
+                    cache = vote_cache(self.cache, vote)
+                    out = await (model.generate(prompt, cache=cache) if cache else model.generate(prompt))
                 except Exception as exc:  # provider failure after its retries: this vote is lost
                     replies.append("")
                     votes.append(None)

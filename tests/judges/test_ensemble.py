@@ -66,7 +66,7 @@ def test_every_judge_failing_raises_with_the_votes():
 
     def broken(name, config):
         class Model:
-            async def generate(self, prompt):
+            async def generate(self, prompt, **kwargs):
                 raise ConnectionError("judge endpoint down")
 
         return Model()

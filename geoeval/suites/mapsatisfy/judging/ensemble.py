@@ -58,10 +58,19 @@ async def judge_dialogue(
     model_factory: Any = None,
     evidence_chars: int = EVIDENCE_CHARS,
     protocol: str = "robust",
+    cache: bool | str = False,
 ) -> Verdicts:
     """Every judge's verdicts on one dialogue under the answer protocol `protocol`, combined."""
     both = await judge_protocols(
-        instance, trajectory, judges, votes, temperature, model_factory, evidence_chars, protocols=(protocol,)
+        instance,
+        trajectory,
+        judges,
+        votes,
+        temperature,
+        model_factory,
+        evidence_chars,
+        protocols=(protocol,),
+        cache=cache,
     )
     return both[protocol]
 
@@ -75,6 +84,7 @@ async def judge_protocols(
     model_factory: Any = None,
     evidence_chars: int = EVIDENCE_CHARS,
     protocols: Sequence[str] = PROTOCOLS,
+    cache: bool | str = False,
 ) -> dict[str, Verdicts]:
     """Every judge's verdicts on one dialogue, combined, under each answer protocol. Only the
     `rules` judge's reading depends on the protocol (judging/reading.py), so it judges once per
@@ -93,7 +103,7 @@ async def judge_protocols(
             continue
         model = factory(name, config=GenerateConfig(temperature=temperature, **RETRY_DEFAULTS))
         try:
-            verdicts = await model_verdicts(model, name, instance, trajectory, votes, evidence_chars)
+            verdicts = await model_verdicts(model, name, instance, trajectory, votes, evidence_chars, cache)
         except Exception as exc:  # noqa: BLE001 - failed after its retries: left out and named, never a 0
             verdicts = failed_verdicts(instance, name, exc)
         for p in protocols:
@@ -125,4 +135,5 @@ def judge_settings(spec: RunSpec) -> dict[str, Any]:
         "votes": spec.suite.judge_votes,
         "temperature": spec.judge.temperature if temperature is None else temperature,
         "evidence_chars": spec.suite.judge_evidence_chars,
+        "cache": spec.judge.cache,  # Inspect's cache of judge calls: a rerun or rescore asks the same question
     }

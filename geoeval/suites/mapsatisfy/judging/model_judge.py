@@ -75,13 +75,21 @@ def majority(votes: Sequence[float | None]) -> float | None:
     return majority_vote(parsed) if parsed else None
 
 
-async def model_item_verdict(model: Any, prompt: str, votes: int, retries: int = 1) -> tuple[float | None, list[str]]:
+async def model_item_verdict(
+    model: Any, prompt: str, votes: int, retries: int = 1, cache: bool | str = False
+) -> tuple[float | None, list[str]]:
+    """A model judge's majority verdict on one item over `votes` votes. `cache` (`judge.cache`):
+    Inspect's cache, one entry per vote and attempt, so that votes stay independent and an
+    unparseable reply is asked again rather than read back from the cache."""
+    from geoeval.judges.ensemble import vote_cache
+
     replies: list[str] = []
     results: list[float | None] = []
-    for _ in range(votes):
+    for vote in range(votes):
         verdict = None
-        for _attempt in range(1 + retries):  # an unparseable reply is asked again before it counts as failed
-            out = await model.generate(prompt)
+        for attempt in range(1 + retries):  # an unparseable reply is asked again before it counts as failed
+            policy = vote_cache(cache, vote, attempt)
+            out = await (model.generate(prompt, cache=policy) if policy else model.generate(prompt))
             replies.append(clean_text(out.completion or "", max_chars=RAW_REPLY_CHARS))
             verdict = parse_verdict(out.completion)
             if verdict is not None:
@@ -109,7 +117,13 @@ def evidence_text(tool_calls: Sequence[dict[str, Any]], budget: int = EVIDENCE_C
 
 
 async def model_verdicts(
-    model: Any, name: str, instance: Any, trajectory: Trajectory, votes: int, evidence_chars: int = EVIDENCE_CHARS
+    model: Any,
+    name: str,
+    instance: Any,
+    trajectory: Trajectory,
+    votes: int,
+    evidence_chars: int = EVIDENCE_CHARS,
+    cache: bool | str = False,
 ) -> Verdicts:
     gt = instance.ground_truth
     evidence, stats = evidence_text(trajectory.tool_calls, evidence_chars)
@@ -120,7 +134,7 @@ async def model_verdicts(
         prompt = JUDGE_PROMPT.format(
             question=QUESTIONS[kind], item=item, given=given, evidence=evidence, answer=trajectory.answer
         )
-        verdict, replies = await model_item_verdict(model, prompt, votes)
+        verdict, replies = await model_item_verdict(model, prompt, votes, cache=cache)
         raw[f"{name}:{kind}:{index}"] = replies
         return verdict
 
