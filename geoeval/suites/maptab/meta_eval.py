@@ -1,6 +1,12 @@
 """Meta-evaluation answers of MapTab (`geoeval.core.analysis.meta_eval`): for every sample, answers of known
-quality, scored through the suite's real scorer path (`scorers.score_completion`: the extractor
-and the registered metrics the Inspect scorer applies).
+quality, scored through the public scoring entry point's path (`scorers.score_answers`: the
+extractor and the registered metrics the Inspect scorer applies, under the run's
+`scoring.protocol`).
+
+Besides the tiers below, the answer families of issue 22 (`Tier.family`; README "Answer
+protocol" and "Meta-evaluation"): `surface` (the reference written otherwise: must score as it),
+`gaming` (hedges, corrections away, negations, stuffing: no more than the wrong candidate),
+`partial` (partly right routes) and `trajectory` (Inspect messages: the final answer counts).
 
 Route planning (RP), per sample:
 
