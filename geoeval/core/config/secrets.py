@@ -42,6 +42,7 @@ The structures handled are plain nested dicts, lists and tuples (convert an Omeg
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -439,6 +440,11 @@ def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) 
 
 
 def _scrub_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    return _compiled_pattern(frozenset(s for s in secrets if isinstance(s, str)))
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
     variants: set[str] = set()
     for secret in secrets:
         if isinstance(secret, str) and len(secret) >= MIN_SECRET_CHARS:
@@ -522,3 +528,36 @@ def scrub_zip(path: str | Path, secrets: Iterable[str]) -> bool:
             archive.writestr(info, data, compress_type=info.compress_type)
     os.replace(tmp, path)
     return True
+
+
+# --- what a model or tool wrote -----------------------------------------------------------------
+#: The secret values of the job running in this process (its config's and the environment's):
+#: text a model, a tool or a provider's error writes can echo a key, so results, traces and logs
+#: are scrubbed by value, not only by field name.
+_KNOWN_SECRETS: set[str] = set()
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Add values to the secrets `scrub_known` removes (a job calls it with its config's and the
+    environment's secrets before any sample runs)."""
+    _KNOWN_SECRETS.update(v for v in values if isinstance(v, str) and _worth_scrubbing(v))
+
+
+def known_secrets() -> set[str]:
+    return set(_KNOWN_SECRETS)
+
+
+def scrub_known(value: Any) -> Any:
+    """`value` (text, or nested dicts and lists of it) with every remembered secret, URL
+    credential and key-shaped substring replaced by `***`; other values unchanged."""
+    if isinstance(value, str):
+        if not value:
+            return value
+        return scrub_text(value, _KNOWN_SECRETS) if _KNOWN_SECRETS else _redact_string(value)
+    if isinstance(value, dict):
+        return {k: scrub_known(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_known(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(scrub_known(v) for v in value)
+    return value

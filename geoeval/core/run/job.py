@@ -22,7 +22,15 @@ from geoeval.core import registry
 from geoeval.core.analysis import provenance
 from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
-from geoeval.core.config.secrets import collect_secret_values, redact, scrub_zip
+from geoeval.core.config.secrets import (
+    collect_secret_values,
+    env_secret_values,
+    known_secrets,
+    redact,
+    remember_secrets,
+    scrub_known,
+    scrub_zip,
+)
 from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
@@ -153,6 +161,19 @@ def _dataset_rows(samples: list[Any]) -> Any:
     return pd.DataFrame(rows, dtype=object)
 
 
+def scrub_result(result: SampleResult) -> None:
+    """`result`'s text (answer, raw output, explanation, error, details, recorded calls) with the
+    job's secrets scrubbed by value, in place: a model or a provider's error can echo a key."""
+    result.answer = scrub_known(result.answer)
+    result.completion = scrub_known(result.completion)
+    result.explanation = scrub_known(result.explanation)
+    if result.error is not None:
+        result.error = scrub_known(result.error)
+    result.details = scrub_known(result.details)
+    if result.trajectory:
+        result.trajectory = scrub_known(result.trajectory)
+
+
 def sweep_spent() -> dict[str, float]:
     """What the finished jobs of the sweep this job belongs to spent ({"usd", "tokens"}), from the
     sweep's points file (empty outside a sweep)."""
@@ -219,6 +240,8 @@ def run_job(
     from geoeval.core.tracking.traces import writer as traces
 
     started = time.time()
+    # what a model, tool or provider writes is scrubbed of these by value (results, traces, logs)
+    remember_secrets(collect_secret_values(spec.to_dict()) | env_secret_values())
     suite = registry.get_suite(spec.suite.name)
     # a bad results_db fails before any work; the object holds the file only per operation
     warehouse = Warehouse(spec.results_db, config_key="results_db=")
@@ -428,6 +451,7 @@ def _evaluate(
 
         def sink(result: SampleResult) -> None:
             if (result.sample_id, result.epoch) in wanted:
+                scrub_result(result)
                 price_result(spec.pricing, result)
                 if guard is not None:
                     guard.add(result)
@@ -475,8 +499,9 @@ def _evaluate(
                 bar.close()
                 wh.set_run_status(run_hash, "interrupted")
             raise
-        # Inspect writes the model's base URL and args into its logs: blank any secret given in the config
-        config_secrets = collect_secret_values(spec.to_dict())
+        # Inspect writes the model's base URL and args into its logs, and a model can echo a key:
+        # blank every secret of the config and the environment
+        config_secrets = known_secrets() | collect_secret_values(spec.to_dict())
         if config_secrets:
             for path in log_paths:
                 if Path(path).exists():

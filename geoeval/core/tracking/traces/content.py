@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from geoeval.core.config.secrets import scrub_known
 from geoeval.core.text import clean_text
 
 FIELD_CHARS = 20_000  # per text field of a span
@@ -22,30 +23,31 @@ def _short(exc: BaseException) -> str:
 
 
 def _text(value: Any, max_chars: int = FIELD_CHARS) -> str:
-    """Any Inspect content (str, content list, message) as clean, bounded text."""
+    """Any Inspect content (str, content list, message) as clean, bounded text, with the job's
+    secrets scrubbed by value (a model or tool can echo a key)."""
     if value is None:
         return ""
     if isinstance(value, str):
-        return clean_text(value, max_chars=max_chars)
+        return scrub_known(clean_text(value, max_chars=max_chars))
     if isinstance(value, list):
         return clean_text("\n".join(_text(v, max_chars) for v in value), max_chars=max_chars)
     text = getattr(value, "text", None)
     if isinstance(text, str):
-        return clean_text(text, max_chars=max_chars)
-    return clean_text(str(value), max_chars=max_chars)
+        return scrub_known(clean_text(text, max_chars=max_chars))
+    return scrub_known(clean_text(str(value), max_chars=max_chars))
 
 
 def _clip(value: Any, depth: int = 0) -> Any:
     """JSON-safe, clean and bounded: strings cut at FIELD_CHARS, lists at MAX_LIST_ITEMS, deep
     nesting flattened to text (a hostile model can send any JSON as tool arguments)."""
     if isinstance(value, str):
-        return clean_text(value, max_chars=FIELD_CHARS)
+        return scrub_known(clean_text(value, max_chars=FIELD_CHARS))
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if depth > 8:
-        return clean_text(str(value), max_chars=FIELD_CHARS)
+        return scrub_known(clean_text(str(value), max_chars=FIELD_CHARS))
     if isinstance(value, Mapping):
         items = list(value.items())
         out = {clean_text(str(k), max_chars=200): _clip(v, depth + 1) for k, v in items[:MAX_LIST_ITEMS]}
@@ -59,7 +61,7 @@ def _clip(value: Any, depth: int = 0) -> Any:
         return out_list
     if hasattr(value, "model_dump"):
         return _clip(value.model_dump(mode="json", exclude_none=True), depth + 1)
-    return clean_text(str(value), max_chars=FIELD_CHARS)
+    return scrub_known(clean_text(str(value), max_chars=FIELD_CHARS))
 
 
 def _json(value: Any) -> str:
