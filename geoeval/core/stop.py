@@ -21,3 +21,21 @@ def raise_if_stopped() -> None:
     """Unwind as an interrupt when a stop was asked (between a sweep's jobs)."""
     if _REQUESTED:
         raise KeyboardInterrupt
+
+
+#: Why the job running in this process must start no more model calls (its results can no longer
+#: be stored: a full disk, a damaged warehouse). Inspect swallows what its sample-end hook raises,
+#: so the evaluation would go on paying for samples that are lost; every generation call checks it.
+_HALTED: list[str] = []
+
+
+def halt(reason: str) -> None:
+    _HALTED.append(reason)
+
+
+def halted() -> str | None:
+    return _HALTED[-1] if _HALTED else None
+
+
+def clear_halt() -> None:
+    _HALTED.clear()

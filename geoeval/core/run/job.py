@@ -39,7 +39,9 @@ from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.text import clean_text
+from geoeval.core.stop import clear_halt, halt
 from geoeval.core.timing import stage
+from geoeval.core.warehouse.lock import first_line
 from geoeval.core.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
@@ -115,6 +117,7 @@ class GroupCommitWriter:
                     self._window_s = min(self._max_window_s, max(self._min_window_s, 5 * spent))
             except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
                 self._error = exc
+                halt(first_line(exc))  # no more samples start: their results could not be stored
                 return
             if stopping and not self._pending:
                 return
@@ -242,6 +245,7 @@ def run_job(
     started = time.time()
     # what a model, tool or provider writes is scrubbed of these by value (results, traces, logs)
     remember_secrets(collect_secret_values(spec.to_dict()) | env_secret_values())
+    clear_halt()
     suite = registry.get_suite(spec.suite.name)
     # a bad results_db fails before any work; the object holds the file only per operation
     warehouse = Warehouse(spec.results_db, config_key="results_db=")
@@ -495,9 +499,14 @@ def _evaluate(
         except BaseException:
             try:
                 writer.close()
+            except BaseException:  # noqa: S110 - the error being raised is the one to report
+                pass
             finally:
                 bar.close()
-                wh.set_run_status(run_hash, "interrupted")
+                try:
+                    wh.set_run_status(run_hash, "interrupted")
+                except Exception:  # noqa: BLE001 - a full disk may refuse this too; the error raised says why
+                    pass
             raise
         # Inspect writes the model's base URL and args into its logs, and a model can echo a key:
         # blank every secret of the config and the environment

@@ -28,9 +28,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from geoeval.core.private_api import sample_state
+from geoeval.core.stop import halted
 
 #: where a call's record says it came from
 REPLAYED = "replayed"
+
+
+class JobHalted(RuntimeError):
+    """A model call after the job was halted (`core.stop.halt`)."""
 
 
 class ReplayMissing(RuntimeError):
@@ -123,6 +128,9 @@ def record_and_replay(model: Any, role: str) -> Any:
     name = str(model)
 
     async def replay_generate(input: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
+        reason = halted()
+        if reason is not None:  # the job cannot store results any more: pay for nothing more
+            raise JobHalted(f"the run is stopping, no model call is made: {reason}")
         state = sample_state()
         if state is None:  # outside a sample (a preflight probe): nothing to record
             return await generate(input, tools, tool_choice, config)

@@ -27,6 +27,45 @@ DAMAGED = re.compile(
 )
 
 
+#: the words of a write that found no room (the OS's ENOSPC, SQLite's and DuckDB's own)
+DISK_FULL = re.compile(
+    r"No space left on device|ENOSPC|database or disk is full|disk is full|Disk quota", re.IGNORECASE
+)
+#: what a warehouse needs free before a run starts (a run's rows are small; a full disk is not)
+MIN_FREE_BYTES = 64 * 2**20
+
+
+def check_free_space(path: Path, key: str, min_free: int = MIN_FREE_BYTES) -> None:
+    """A `GeoevalError` naming the file and `key` when the disk that holds `path` has less than
+    `min_free` bytes free: found before any work, not after the evaluation."""
+    import shutil
+
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if free < min_free:
+        raise GeoevalError(
+            f"the disk holding {path} is full ({free / 2**20:.0f} MiB free, {min_free / 2**20:.0f} MiB needed): "
+            f"free some space, or point {key} at another disk"
+        )
+
+
+def write_failure(path: Path, error: BaseException, key: str) -> GeoevalError | None:
+    """The `GeoevalError` for a write to `path` that failed for a reason of the storage (a full
+    disk, a damaged file), else None (the error is not the storage's)."""
+    message = first_line(error)
+    if DISK_FULL.search(message):
+        return GeoevalError(
+            f"the disk holding {path} is full ({message}); the samples stored before are kept and the run is "
+            f"marked interrupted: free some space and rerun the same command to resume, or point {key} at "
+            "another disk"
+        )
+    if DAMAGED.search(message):
+        return GeoevalError(f"writing to {path} failed: the file is damaged ({message}); point {key} at another file")
+    return None
+
+
 def first_line(error: BaseException) -> str:
     """DuckDB's messages run over several lines (a caret under the SQL); the first one says what
     failed."""

@@ -51,7 +51,7 @@ import pandas as pd
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
-from geoeval.core.warehouse.lock import file_lock, first_line, open_failure
+from geoeval.core.warehouse.lock import check_free_space, file_lock, first_line, open_failure, write_failure
 from geoeval.core.warehouse.rows import batch_tables, rebuild_results
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
@@ -337,7 +337,9 @@ class Warehouse:
         """Read what a write will read, before any work: the key columns of `samples` and `scores`
         (the join each write's replace step scans), in a transaction that changes nothing. A file
         that opens but is cut short or overwritten past its header fails here, named damaged, and
-        not after every sample of a run has been evaluated."""
+        not after every sample of a run has been evaluated; so does a disk with no room left."""
+        if self._memory is None:
+            check_free_space(Path(self.path), self.config_key)
         with self._session() as con:
             if self._memory is not None:
                 return
@@ -381,6 +383,16 @@ class Warehouse:
             for r in latest.values()
             if generation_hash and r.trajectory and any(not call.get("replayed") for call in r.trajectory)
         ]
+        try:
+            self._write_batch(samples, scores, trajectory_rows)
+        except duckdb.Error as error:
+            named = write_failure(Path(self.path), error, self.config_key)
+            if named is None:
+                raise
+            raise named from None
+
+    def _write_batch(self, samples: Any, scores: Any, trajectory_rows: list[tuple]) -> None:
+        """`write_results`' one transaction."""
         with self._session() as con:
             # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
             con.register("_geoeval_new_samples", samples)
