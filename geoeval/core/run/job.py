@@ -38,8 +38,8 @@ from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
-from geoeval.core.text import clean_text
 from geoeval.core.stop import clear_halt, halt
+from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 from geoeval.core.warehouse.lock import first_line
 from geoeval.core.warehouse.store import Warehouse
