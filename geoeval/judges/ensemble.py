@@ -150,15 +150,16 @@ class JudgeEnsemble:
         self._model_factory = model_factory  # default: inspect_ai.model.get_model
 
     def _model(self, name: str) -> Any:
-        from inspect_ai.model import GenerateConfig, get_model
+        from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.inspect_bridge import clean_model_replies
+        from geoeval.core.run.inspect_bridge import build_role_model, clean_model_replies
         from geoeval.core.run.preflight import RETRY_DEFAULTS
 
-        factory = self._model_factory or get_model
         # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait
-        model = factory(name, config=GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS))
-        return clean_model_replies(model)  # a judge's reply enters the sample's log too
+        config = GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS)
+        if self._model_factory is None:
+            return build_role_model(name, config)  # cleaned replies, the SDK's own retries off
+        return clean_model_replies(self._model_factory(name, config=config))  # a judge's reply enters the log too
 
     async def score(self, request: JudgeRequest) -> JudgeVerdict:
         verdict = JudgeVerdict(score=math.nan, per_judge={})

@@ -150,3 +150,19 @@ def test_a_failing_model_call_makes_at_most_max_retries_plus_one_requests(tmp_pa
     with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
         [(error,)] = con.execute("SELECT error FROM samples").fetchall()
     assert error.startswith("the model call failed after its retries: InternalServerError")
+
+
+def test_models_beside_the_evaluated_one_have_the_sdk_retries_off_too(monkeypatch):
+    """A model judge, a simulated user or tool: built by `build_role_model`, whose OpenAI SDK
+    client makes one request per attempt (Inspect's retries are the only ones)."""
+    from inspect_ai.model import GenerateConfig
+
+    from geoeval.core.run.inspect_bridge import build_role_model
+
+    monkeypatch.setenv("LOCAL_API_KEY", "x")
+    monkeypatch.setenv("LOCAL_BASE_URL", "http://127.0.0.1:9/v1")
+    judge = build_role_model("openai-api/local/judge", GenerateConfig(max_retries=2))
+    assert judge.api.client.max_retries == 0
+    assert getattr(judge.api, "_geoeval_clean_replies", False)  # and its replies cleaned
+    offline = build_role_model("mockllm/model", GenerateConfig())  # not an OpenAI SDK provider: as it is
+    assert getattr(offline.api, "_geoeval_clean_replies", False)

@@ -406,6 +406,19 @@ def cache_policy(setting: bool | str) -> Any:
     return CachePolicy() if setting is True else CachePolicy(expiry=str(setting))
 
 
+def sdk_retry_args(name: str) -> dict[str, Any]:
+    """Provider args that turn the OpenAI SDK's own retries off (it retries each request twice
+    under Inspect's retries), so that a model call makes at most `max_retries` + 1 requests."""
+    return {"max_retries": 0} if name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS else {}
+
+
+def build_role_model(name: str, config: GenerateConfig) -> Model:
+    """A model a suite or judge uses beside the evaluated one (a simulated user or tool, a model
+    judge, a phrasing model): its replies cleaned (`clean_model_replies`) and its retries bounded
+    as the evaluated model's are (`sdk_retry_args`)."""
+    return clean_model_replies(get_model(name, config=config, **sdk_retry_args(name)))
+
+
 def build_model(spec: RunSpec) -> Model:
     """The evaluated model from `model=`: any Inspect model string with its generate settings.
 

@@ -470,9 +470,9 @@ class MapSatisfySuite(Suite):
         return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
 
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
-        from inspect_ai.model import GenerateConfig, get_model
+        from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.inspect_bridge import clean_model_replies
+        from geoeval.core.run.inspect_bridge import build_role_model
         from geoeval.core.run.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
@@ -484,9 +484,9 @@ class MapSatisfySuite(Suite):
         bounded = GenerateConfig(**RETRY_DEFAULTS)
         roles = {}
         if spec.suite.user_model:
-            roles["user"] = clean_model_replies(get_model(spec.suite.user_model, config=bounded))
+            roles["user"] = build_role_model(spec.suite.user_model, bounded)
         if spec.suite.tool_simulator:
-            roles[SIMULATOR_ROLE] = clean_model_replies(get_model(spec.suite.tool_simulator, config=bounded))
+            roles[SIMULATOR_ROLE] = build_role_model(spec.suite.tool_simulator, bounded)
         return Task(
             name="mapsatisfy",
             dataset=MemoryDataset(samples, name="mapsatisfy"),

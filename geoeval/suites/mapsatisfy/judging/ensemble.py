@@ -90,11 +90,13 @@ async def judge_protocols(
     `rules` judge's reading depends on the protocol (judging/reading.py), so it judges once per
     protocol; a model judge reads the answer itself and is asked once, its verdicts shared by
     every protocol (the same answer and evidence either way)."""
-    from inspect_ai.model import GenerateConfig, get_model
+    from inspect_ai.model import GenerateConfig
 
+    from geoeval.core.run.inspect_bridge import build_role_model
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
-    factory = model_factory or get_model
+    # a model judge built here: cleaned replies, the SDK's own retries off (a test's factory: as it is)
+    factory = model_factory or (lambda name, config: build_role_model(name, config))
     results: dict[str, list[Verdicts]] = {p: [] for p in protocols}
     for name in judges:
         if name == "rules":

@@ -41,12 +41,12 @@ def simulator_model(tool_simulator: Any) -> Any:
     harness's retry defaults, a model is used as it is."""
     if not isinstance(tool_simulator, str):
         return tool_simulator
-    from inspect_ai.model import GenerateConfig, get_model
+    from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.inspect_bridge import clean_model_replies
+    from geoeval.core.run.inspect_bridge import build_role_model
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
-    return clean_model_replies(get_model(tool_simulator, config=GenerateConfig(**RETRY_DEFAULTS)))
+    return build_role_model(tool_simulator, GenerateConfig(**RETRY_DEFAULTS))
 
 
 def simulator_prompt(
