@@ -424,3 +424,19 @@ def test_the_authors_cleveland_stations_are_told_apart():
         match.edit_distance(x, y, 2) > max(match.max_typo_edits(x), match.max_typo_edits(y))
         for x, y in itertools.combinations(keys, 2)
     )
+
+
+def test_station_names_that_start_or_end_with_cue_words_are_kept_whole():
+    """A correct answer in the paper's format scores as under the paper protocol, even where a
+    station's name begins like a lead-in ("So Uk", "Well Street") or ends like a comment."""
+    names = ["So Uk", "Well Street", "Take Five Plaza", "Park Then", "Elm Court"]
+    meta = {**META, "stations": names}
+    ref = "Well Street-Elm Court"
+    assert robust(ref, [ref], meta) == paper(ref, [ref], meta) == FULL
+    # the paper's route reader takes "So", "Take" and "Then" for prose and finds no route (0);
+    # robust knows the stations
+    for ref in ("So Uk-Elm Court-Well Street", "Take Five Plaza-Elm Court-Park Then", "Well Street-So Uk"):
+        assert paper(ref, [ref], meta)["ema"] == 0.0
+        assert robust(ref, [ref], meta)["ema"] == 1.0
+    # without the map's names a lead-in is still read as one
+    assert robust("So, take So Uk-Elm Court-Well Street.", ["So Uk-Elm Court-Well Street"], meta)["ema"] == 1.0

@@ -66,7 +66,8 @@ def reading(raw: str, metadata: dict[str, Any], protocol: str) -> dict[str, Any]
         from geoeval.suites.maptab.reading.qa import read_qa
 
         return {"protocol": "robust", **read_qa(raw, str(metadata.get("answer_kind"))).as_dict()}
-    return {"protocol": "robust", **read_route(raw).as_dict()}
+    stations = match.stations_of(metadata, list(metadata.get("routes") or []))
+    return {"protocol": "robust", **read_route(raw, known=stations.known).as_dict()}
 
 
 def _scenario(inp: MetricInput) -> str:
@@ -76,7 +77,7 @@ def _scenario(inp: MetricInput) -> str:
 def _ema(inp: MetricInput) -> float:
     if inp.protocol == "paper":
         return m.ema(inp.answer, inp.target, _scenario(inp))
-    return match.ema(inp.answer, inp.target, inp.metadata)
+    return match.ema(inp.raw, inp.target, inp.metadata)
 
 
 @register_metric("ema", suites=["maptab"], description="Exact Match Accuracy (appendix C.1)")
@@ -88,7 +89,7 @@ def ema_metric(inp: MetricInput) -> float:
 def pma_metric(inp: MetricInput) -> float:
     if inp.protocol == "paper":
         return m.pma(inp.answer, inp.target, _scenario(inp))
-    return match.pma(inp.answer, inp.target, inp.metadata)
+    return match.pma(inp.raw, inp.target, inp.metadata)
 
 
 @register_metric("ds", suites=["maptab"], description="Difficulty-aware Score (appendix C.1); summed over samples")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from geoeval.suites.maptab.reading.route import Stop, parse_answer_text
+from geoeval.suites.maptab.reading.route import Stop, parse_answer_text, read_route
 from geoeval.suites.maptab.reading.text import name_key
 
 STATION_SUFFIXES = (" station", " stn")
@@ -55,6 +55,10 @@ class Stations:
     def __init__(self, names: Iterable[str]):
         self.by_key = {name_key(n): n for n in names}
 
+    def known(self, name: str) -> bool:
+        """Whether `name` is a station's name (no typo allowed): the reader keeps such a name whole."""
+        return name_key(name) in self.by_key
+
     @lru_cache(maxsize=4096)  # noqa: B019 - one map's names; the instance lives as long as its sample
     def resolve(self, name: str) -> str | None:
         """The map station `name` names (module docstring), or None."""
@@ -72,7 +76,8 @@ class Stations:
         return None
 
 
-def _stations_of(metadata: dict, references: Sequence[str]) -> Stations:
+def stations_of(metadata: dict, references: Sequence[str]) -> Stations:
+    """The sample's map stations (`metadata["stations"]`), else the references' stations."""
     names = metadata.get("stations")
     if not names:  # a sample built before samples carried the map's names: the references' stations
         names = [s.name for r in references for s in parse_answer_text(r)[0]]
@@ -105,23 +110,28 @@ def _prefix(pred: list[tuple[str | None, bool]], gold: list[tuple[str | None, bo
     return matched / len(gold) if gold else 0.0
 
 
-def _scored(answer: str, references: Sequence[str], metadata: dict, score) -> float:
-    candidates = parse_answer_text(answer)
-    if not candidates:
+def candidates(raw: str, references: Sequence[str], metadata: dict) -> list[list[Stop]]:
+    """The candidate routes of an answer, read knowing the map's station names (`reading.route`)."""
+    return read_route(raw, known=stations_of(metadata, references).known).candidates
+
+
+def _scored(raw: str, references: Sequence[str], metadata: dict, score) -> float:
+    found = candidates(raw, references, metadata)
+    if not found:
         return 0.0
-    stations = _stations_of(metadata, references)
+    stations = stations_of(metadata, references)
     golds = [_resolved(r, stations) for ref in references for r in parse_answer_text(ref)[:1]]
-    return min(score(_resolved(c, stations), golds) for c in candidates)
+    return min(score(_resolved(c, stations), golds) for c in found)
 
 
-def ema(answer: str, references: Sequence[str], metadata: dict) -> float:
-    """Robust EMA of an answer read by `reading.route.answer_text` (module docstring)."""
+def ema(raw: str, references: Sequence[str], metadata: dict) -> float:
+    """Robust EMA of an answer (its raw text; module docstring)."""
     marks = metadata.get("scenario", "metromap") == "metromap"
-    return _scored(answer, references, metadata, lambda p, golds: float(any(_exact(p, g, marks) for g in golds)))
+    return _scored(raw, references, metadata, lambda p, golds: float(any(_exact(p, g, marks) for g in golds)))
 
 
-def pma(answer: str, references: Sequence[str], metadata: dict) -> float:
+def pma(raw: str, references: Sequence[str], metadata: dict) -> float:
     """Robust PMA (module docstring)."""
     return round(
-        _scored(answer, references, metadata, lambda p, golds: max((_prefix(p, g) for g in golds), default=0.0)), 4
+        _scored(raw, references, metadata, lambda p, golds: max((_prefix(p, g) for g in golds), default=0.0)), 4
     )

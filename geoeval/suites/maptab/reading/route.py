@@ -39,6 +39,7 @@ The one-answer rule, over the routes in reading order:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END, TRANSFER_MARK, tagged_texts
@@ -232,28 +233,12 @@ def _stop(piece: str) -> Stop:
     return Stop(" ".join(name.split()).strip(" .。!\"'"), transfer)
 
 
-def read_line(line: str) -> list[Stop] | None:
-    """The route a line states, or None when it states none (module docstring)."""
-    text = plain(line).strip()
-    text = _BULLET.sub("", text).strip()
-    # a lead-in ending in a colon ("Route:", "but maybe:"): the route follows the last colon
-    # outside brackets that a separator follows
-    blanked = _PARENTHETICAL.sub(lambda found: " " * len(found.group()), text)
-    colons = [i for i, ch in enumerate(blanked) if ch in ":："]
-    after = [i for i in colons if _SEPARATOR.search(blanked[i + 1 :])]
-    if after:
-        text = text[after[-1] + 1 :]
-    text = _LABEL.sub("", text.strip())
-    text = _TRAIL.sub("", _LEAD.sub("", text.strip()))
-    text = text.strip().strip("\"'").rstrip(".。!").strip()
-    if not text:
-        return None
-    # mark every separator outside brackets, then split there
+def _split(text: str) -> list[str]:
+    """`text` split at every separator outside brackets."""
     pieces: list[str] = []
     current: list[str] = []
     depth = 0
-    marked = _SEPARATOR.sub("\x1f", text)
-    for ch in marked:
+    for ch in _SEPARATOR.sub("\x1f", text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -264,10 +249,35 @@ def read_line(line: str) -> list[Stop] | None:
         else:
             current.append("-" if ch == "\x1f" else ch)
     pieces.append("".join(current))
-    if len(pieces) < 2 or ":" in _PARENTHETICAL.sub(" ", pieces[0]):
+    return pieces
+
+
+def read_line(line: str, known: Callable[[str], bool] | None = None) -> list[Stop] | None:
+    """The route a line states, or None when it states none (module docstring). `known(name)`:
+    whether a name is a station of the map; a first or last piece that is one keeps the words a
+    lead-in or a comment would otherwise lose ("So Uk", "Well Street" are stations, not "So, ...")."""
+    text = plain(line).strip()
+    text = _BULLET.sub("", text).strip()
+    # a lead-in ending in a colon ("Route:", "but maybe:"): the route follows the last colon
+    # outside brackets that a separator follows
+    blanked = _PARENTHETICAL.sub(lambda found: " " * len(found.group()), text)
+    colons = [i for i, ch in enumerate(blanked) if ch in ":："]
+    after = [i for i in colons if _SEPARATOR.search(blanked[i + 1 :])]
+    if after:
+        text = text[after[-1] + 1 :]
+    pieces = _split(text.strip())
+    if len(pieces) < 2:
+        return None
+    if not (known and known(_stop(pieces[0]).name)):
+        pieces[0] = _LEAD.sub("", _LABEL.sub("", pieces[0].strip()).strip())
+    if not (known and known(_stop(pieces[-1]).name)):
+        pieces[-1] = _TRAIL.sub("", pieces[-1])
+    if ":" in _PARENTHETICAL.sub(" ", pieces[0]):
         return None  # "Time: 12 min - Price: 4 yuan" is a summary of labelled values
     stops = [_stop(p) for p in pieces]
     for stop in stops:
+        if known and known(stop.name):
+            continue  # a station's own name is never prose ("Take Five Plaza")
         words = _WORD.findall(stop.name)
         if (
             not stop.name
@@ -345,8 +355,8 @@ def _cue_text(line: str, stops: list[Stop]) -> str:
     return text
 
 
-def read_route(text: str) -> RouteReading:
-    """The robust reading of an answer (module docstring)."""
+def read_route(text: str, known: Callable[[str], bool] | None = None) -> RouteReading:
+    """The robust reading of an answer (module docstring); `known`: see `read_line`."""
     raw = text or ""
     tagged = tagged_texts(raw, ROUTE_BEGIN, ROUTE_END)
     reading = RouteReading()
@@ -359,7 +369,7 @@ def read_route(text: str) -> RouteReading:
     kept: list[list[Stop]] = []
     short_lines = _join_lists([whole for whole in lines if len(whole) <= MAX_LINE_CHARS])
     for line in (segment for whole in short_lines for segment in _SEGMENT.split(whole)):
-        stops = read_line(line)
+        stops = read_line(line, known)
         if stops is None:
             continue
         cues = _cue_text(line, stops)
