@@ -84,8 +84,8 @@ def main() -> None:
     from inspect_ai import eval as inspect_eval
 
     from geoeval.core.registry import get_suite
-    from geoeval.core.run.inspect_bridge import build_model
     from geoeval.core.run.job import run_job
+    from geoeval.core.run.models import build_model, samples_in_flight
 
     work = Path(tempfile.mkdtemp(prefix="geoeval-bench-"))
     common = [f"env.n_maps={args.maps}", f"suite.n_per_category={args.per_category}", "model=table_baseline"]
@@ -109,7 +109,7 @@ def main() -> None:
             model=build_model(spec),
             display="none",
             log_dir=str(work / f"bare{r}-{len(settings)}"),
-            max_samples=spec.runner.max_samples,
+            max_samples=samples_in_flight(spec),
             score_display=False,
             **settings,
         )

@@ -152,7 +152,7 @@ class JudgeEnsemble:
     def _model(self, name: str) -> Any:
         from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.inspect_bridge import build_role_model, clean_model_replies
+        from geoeval.core.run.models import build_role_model, clean_model_replies
         from geoeval.core.run.preflight import RETRY_DEFAULTS
 
         # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait

@@ -1,4 +1,4 @@
-"""The job's background warehouse writer (`geoeval.core.run.job.GroupCommitWriter`): every result is
+"""The job's background warehouse writer (`geoeval.core.run.writer.GroupCommitWriter`): every result is
 written once, in batches, and its last batch can be written inside the job's own held session."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from geoeval.core.run.job import GroupCommitWriter
+from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.warehouse.store import Warehouse
 from tests.core.test_warehouse import result
 

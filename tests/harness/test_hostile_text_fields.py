@@ -93,7 +93,7 @@ def test_a_reply_without_choices_is_an_error_that_says_so(tmp_path):
 def test_clean_model_output_refuses_an_empty_choice_list():
     from inspect_ai.model import ModelOutput
 
-    from geoeval.core.run.inspect_bridge import ModelReplyError, clean_model_output
+    from geoeval.core.run.models import ModelReplyError, clean_model_output
 
     with pytest.raises(ModelReplyError, match="no choices"):
         clean_model_output(ModelOutput(model="m", choices=[]))
@@ -157,7 +157,7 @@ def test_models_beside_the_evaluated_one_have_the_sdk_retries_off_too(monkeypatc
     client makes one request per attempt (Inspect's retries are the only ones)."""
     from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.inspect_bridge import build_role_model
+    from geoeval.core.run.models import build_role_model
 
     monkeypatch.setenv("LOCAL_API_KEY", "x")
     monkeypatch.setenv("LOCAL_BASE_URL", "http://127.0.0.1:9/v1")

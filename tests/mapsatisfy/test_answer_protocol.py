@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from geoeval.suites.mapsatisfy.judging.reading import cn_number, normalise
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
+from geoeval.suites.mapsatisfy.judging.typesetting import cn_number, normalise
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 from geoeval.suites.mapsatisfy.metrics import ecr, ifs, iisr
 from geoeval.suites.mapsatisfy.schema import parse_instance

@@ -171,7 +171,12 @@ class RunnerSpec(Strict):
     address: str | None = Field(default=None, description="None: start a local Ray; 'auto' or 'ray://host:port'")
     max_retries: int = Field(default=2, ge=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)
-    max_samples: int = Field(default=8, ge=1, description="samples run concurrently per worker")
+    max_samples: int | None = Field(
+        default=None,
+        ge=1,
+        description="samples run concurrently per worker; null: follow the model "
+        "(`model.config.max_connections`, split among Ray workers; see `run.models.samples_in_flight`)",
+    )
     log_realtime: bool | Literal["auto"] = Field(
         default="auto",
         description="Inspect's live sample buffer, for `inspect view` of running samples (a "

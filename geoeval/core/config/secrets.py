@@ -289,7 +289,7 @@ def redact_key_shapes(text: str) -> str:
     return _KEY_SHAPES.sub(REDACTED, text)
 
 
-def _redact_string(text: str) -> str:
+def redact_string(text: str) -> str:
     return redact_key_shapes(redact_urls(text))
 
 
@@ -307,7 +307,7 @@ def redact(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(redact(v) for v in obj)
     if isinstance(obj, str):
-        return _redact_string(obj)
+        return redact_string(obj)
     return obj
 
 
@@ -321,7 +321,7 @@ def strip_secrets(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return type(obj)(strip_secrets(v) for v in obj)
     if isinstance(obj, str):
-        return _redact_string(obj)
+        return redact_string(obj)
     return obj
 
 
@@ -352,7 +352,7 @@ def _url_secrets(text: str) -> Iterable[str]:
                 yield value
 
 
-def _worth_scrubbing(value: str) -> bool:
+def worth_scrubbing(value: str) -> bool:
     return len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDER_VALUES
 
 
@@ -379,7 +379,7 @@ def collect_secret_values(obj: Any) -> set[str]:
             found.update(_KEY_SHAPES.findall(node))
 
     walk(obj)
-    return {s for s in found if _worth_scrubbing(s)}
+    return {s for s in found if worth_scrubbing(s)}
 
 
 def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
@@ -392,7 +392,7 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
     for value in environ.values():  # e.g. PIP_INDEX_URL=https://user:password@host/simple
         if isinstance(value, str) and "://" in value:
             found.update(_url_secrets(value))
-    return {v for v in found if _worth_scrubbing(v)}
+    return {v for v in found if worth_scrubbing(v)}
 
 
 def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
@@ -403,7 +403,7 @@ def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) 
     wherever that field is (the warehouse, MLflow's experiment and params, reports). A URL's own
     credentials are not counted: `redact_url` blanks them wherever the URL is written."""
     environ = os.environ if environ is None else environ
-    sources = {v: f"the environment's {k}" for k, v in environ.items() if is_secret_key(k) and _worth_scrubbing(v)}
+    sources = {v: f"the environment's {k}" for k, v in environ.items() if is_secret_key(k) and worth_scrubbing(v)}
     found: list[tuple[str, str]] = []
 
     def secret_keyed(node: Any, path: str) -> None:
@@ -411,7 +411,7 @@ def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) 
             for k, v in node.items():
                 if is_secret_key(k):
                     for s in _leaf_strings(v):
-                        if _worth_scrubbing(s):
+                        if worth_scrubbing(s):
                             sources.setdefault(s, f"{path}{k}")
                 else:
                     secret_keyed(v, f"{path}{k}.")
@@ -428,7 +428,7 @@ def secrets_in_plain_fields(obj: Any, environ: Mapping[str, str] | None = None) 
             for i, v in enumerate(node):
                 plain(v, f"{path}[{i}]")
         elif isinstance(node, str):
-            text = _redact_string(node)  # URL credentials and key shapes are redacted where written
+            text = redact_string(node)  # URL credentials and key shapes are redacted where written
             for secret, source in sources.items():
                 if secret in text:
                     found.append((path, source))
@@ -463,7 +463,7 @@ def scrub_text(text: str, secrets: Iterable[str]) -> str:
     pattern = _scrub_pattern(secrets)
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
-    return _redact_string(text)
+    return redact_string(text)
 
 
 def scrub_file(path: str | Path, secrets: Iterable[str]) -> bool:
@@ -528,36 +528,3 @@ def scrub_zip(path: str | Path, secrets: Iterable[str]) -> bool:
             archive.writestr(info, data, compress_type=info.compress_type)
     os.replace(tmp, path)
     return True
-
-
-# --- what a model or tool wrote -----------------------------------------------------------------
-#: The secret values of the job running in this process (its config's and the environment's):
-#: text a model, a tool or a provider's error writes can echo a key, so results, traces and logs
-#: are scrubbed by value, not only by field name.
-_KNOWN_SECRETS: set[str] = set()
-
-
-def remember_secrets(values: Iterable[str]) -> None:
-    """Add values to the secrets `scrub_known` removes (a job calls it with its config's and the
-    environment's secrets before any sample runs)."""
-    _KNOWN_SECRETS.update(v for v in values if isinstance(v, str) and _worth_scrubbing(v))
-
-
-def known_secrets() -> set[str]:
-    return set(_KNOWN_SECRETS)
-
-
-def scrub_known(value: Any) -> Any:
-    """`value` (text, or nested dicts and lists of it) with every remembered secret, URL
-    credential and key-shaped substring replaced by `***`; other values unchanged."""
-    if isinstance(value, str):
-        if not value:
-            return value
-        return scrub_text(value, _KNOWN_SECRETS) if _KNOWN_SECRETS else _redact_string(value)
-    if isinstance(value, dict):
-        return {k: scrub_known(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub_known(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(scrub_known(v) for v in value)
-    return value

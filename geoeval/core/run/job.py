@@ -6,12 +6,10 @@ environment -> samples -> skip what the warehouse already holds (resume) -> runn
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,26 +20,19 @@ from geoeval.core import registry
 from geoeval.core.analysis import provenance
 from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
-from geoeval.core.config.secrets import (
-    collect_secret_values,
-    env_secret_values,
-    known_secrets,
-    redact,
-    remember_secrets,
-    scrub_known,
-    scrub_zip,
-)
+from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_known
+from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact, scrub_zip
 from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
+from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
-from geoeval.core.stop import clear_halt, halt
+from geoeval.core.stop import clear_halt
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
-from geoeval.core.warehouse.lock import first_line
 from geoeval.core.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
@@ -60,89 +51,6 @@ def error_threshold_exceeded(n_errors: int, n_samples: int, fail_on_error: bool 
     if isinstance(fail_on_error, float) and fail_on_error < 1:
         return n_errors / max(1, n_samples) > fail_on_error
     return n_errors > int(fail_on_error)
-
-
-class GroupCommitWriter:
-    """Writes finished samples to the warehouse on a background thread.
-
-    Each commit takes every result that arrived since the last one (group commit), at most once
-    per window: `min_window_s`, or five times the last commit's duration when that is longer, up
-    to `max_window_s`. A commit (open the shared file under its lock, one transaction, close)
-    costs ~20-40 ms whatever its size, so a fast agent pays it per batch, not per sample, and
-    never spends more than ~1/6 of the writer's time committing; a sample is durable at most
-    about one window after it finishes (a kill loses at most that much finished work, which the
-    rerun redoes). `put` only appends to a deque: the thread is not woken per sample (a wake-up
-    per sample took the GIL from Inspect's event loop 256 times per 256-sample eval, ~0.3 s)."""
-
-    def __init__(
-        self,
-        warehouse: Warehouse,
-        on_written,
-        min_window_s: float = 0.05,
-        max_window_s: float = 0.5,
-        generation_hash: str | None = None,
-    ) -> None:
-        self._generation_hash = generation_hash  # the trajectories of the batch are stored under it
-        self._min_window_s, self._max_window_s = min_window_s, max_window_s
-        self._window_s = min_window_s
-        self._wh = warehouse
-        self._on_written = on_written
-        self._pending: collections.deque = collections.deque()
-        self._stop = threading.Event()
-        self._handover = threading.Event()
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop, name="geoeval-warehouse-writer", daemon=True)
-        self._thread.start()
-
-    def put(self, result: SampleResult) -> None:
-        if self._error is not None:
-            raise self._error
-        self._pending.append(result)
-
-    def _take(self) -> list[SampleResult]:
-        batch = []
-        while self._pending:
-            batch.append(self._pending.popleft())
-        return batch
-
-    def _loop(self) -> None:
-        while True:
-            stopping = self._stop.wait(self._window_s)
-            if stopping and self._handover.is_set():  # close() writes what is left
-                return
-            try:
-                started = time.monotonic()
-                if self.write(self._take()):
-                    spent = time.monotonic() - started
-                    self._window_s = min(self._max_window_s, max(self._min_window_s, 5 * spent))
-            except BaseException as exc:  # surfaced to the evaluating thread by put()/close()
-                self._error = exc
-                halt(first_line(exc))  # no more samples start: their results could not be stored
-                return
-            if stopping and not self._pending:
-                return
-
-    def close(self, *, keep_rest: bool = False) -> list[SampleResult]:
-        """Stop the thread once it has written what it holds. `keep_rest`: the results it has not
-        taken yet are returned instead of written, for `write` to write them inside the job's own
-        `Warehouse.held()` block with its other bookkeeping. Never call this inside such a block:
-        a thread that is writing waits for the file, and this waits for the thread."""
-        if keep_rest:
-            self._handover.set()
-        self._stop.set()
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._take() if keep_rest else []
-
-    def write(self, batch: list[SampleResult]) -> bool:
-        """Write `batch` in the calling thread (the writer's own commits, and what
-        `close(keep_rest=True)` returned); whether there was anything to write."""
-        if not batch:
-            return False
-        self._wh.write_results(batch, generation_hash=self._generation_hash)
-        self._on_written(batch)
-        return True
 
 
 def _dataset_rows(samples: list[Any]) -> Any:
@@ -198,8 +106,10 @@ def sweep_spent() -> dict[str, float]:
 def batch_size(spec: RunSpec) -> int:
     """Samples started together under a budget: what the runner runs at once (`runner.max_samples`
     per worker), so that a stop leaves no worker idle before it and overshoots by one batch at most."""
+    from geoeval.core.run.models import samples_in_flight
+
     workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
-    return max(1, spec.runner.max_samples * workers)
+    return max(1, samples_in_flight(spec) * workers)
 
 
 def _run_within_budget(
@@ -280,6 +190,11 @@ def run_job(
             flush=True,
         )
     wanted = {(str(s.id), e) for s in samples for e in range(1, spec.epochs + 1)}
+    from geoeval.core.run.models import concurrency_warning
+
+    warning = concurrency_warning(spec)
+    if warning:
+        print(f"[geoeval] warning: {warning}", file=sys.stderr)
 
     mlflow_run = None
     if spec.tracking.enabled:

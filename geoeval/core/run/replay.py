@@ -1,7 +1,7 @@
 """Stored trajectories: every model call of a sample is recorded, and replayed instead of sent
 when a later run has the same generation identity (`RunSpec.generation_hash`).
 
-The seam is the provider's `generate` (as for `inspect_bridge.clean_model_replies`): the
+The seam is the provider's `generate` (as for `models.clean_model_replies`): the
 evaluated model and the suite's simulated roles (a user, a tool simulator) are wrapped; judges are
 not (they score the trajectory: a rescore asks them again, through Inspect's cache). For each call
 the wrapper computes a digest of what the model is shown (the messages without their random ids,

@@ -472,7 +472,7 @@ class MapSatisfySuite(Suite):
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.inspect_bridge import build_role_model
+        from geoeval.core.run.models import build_role_model
         from geoeval.core.run.preflight import RETRY_DEFAULTS
         from geoeval.core.scoring import geoeval_scorer
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings

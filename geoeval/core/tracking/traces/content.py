@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from geoeval.core.config.secrets import scrub_known
+from geoeval.core.config.scrub import scrub_known
 from geoeval.core.text import clean_text
 
 FIELD_CHARS = 20_000  # per text field of a span

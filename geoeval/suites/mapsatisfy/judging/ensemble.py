@@ -92,7 +92,7 @@ async def judge_protocols(
     every protocol (the same answer and evidence either way)."""
     from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.inspect_bridge import build_role_model
+    from geoeval.core.run.models import build_role_model
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     # a model judge built here: cleaned replies, the SDK's own retries off (a test's factory: as it is)

@@ -43,7 +43,7 @@ def simulator_model(tool_simulator: Any) -> Any:
         return tool_simulator
     from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.inspect_bridge import build_role_model
+    from geoeval.core.run.models import build_role_model
     from geoeval.core.run.preflight import RETRY_DEFAULTS
 
     return build_role_model(tool_simulator, GenerateConfig(**RETRY_DEFAULTS))

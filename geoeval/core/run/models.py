@@ -1,0 +1,239 @@
+"""The models a run calls, built one way: the evaluated model (`build_model`: its generate
+settings, Inspect's cache when asked, its connections split among Ray's workers) and every other
+(`build_role_model`: a judge, a simulated user or tool). Each goes through the same seam
+(`clean_model_replies`): a provider's reply is made safe for Inspect's log, a reply that cannot be
+read is one clear error, a request longer than the model's context is a `model_length` stop; and
+the OpenAI SDK's own retries are off, so Inspect's `max_retries` bound every call. How many samples
+a worker runs at once follows the model (`samples_in_flight`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from inspect_ai.model import GenerateConfig, Model, get_model
+from pydantic import ValidationError
+
+from geoeval.core.text import clean_text, clean_value
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+
+
+#: what a provider's HTTP 400 says when a request is longer than the model's context (OpenAI's
+#: code is recognised by Inspect; llama.cpp's, vLLM's and others' messages are not)
+_CONTEXT_MESSAGE = re.compile(
+    r"exceed(?:s|ed)? (?:the )?context window|context length|maximum context|context_length_exceeded|"
+    r"input length|too many tokens|prompt is too long",
+    re.IGNORECASE,
+)
+
+
+def clean_model_output(output: Any) -> Any:
+    """A provider's `ModelOutput` (or `(ModelOutput, ModelCall)`) made safe for Inspect's own
+    logging, in place: lone surrogates and control characters in the text, the tool calls'
+    names and arguments and the raw call record become U+FFFD, and over-deep argument nesting is
+    cut. Without it one `"\\ud800"` in a reply fails Inspect's sample log and with it the whole eval."""
+    from geoeval.core.text import nesting_depth
+
+    result, call = output if isinstance(output, tuple) else (output, None)
+    if getattr(result, "choices", None) == [] and not getattr(result, "error", None):
+        raise ModelReplyError("the model endpoint answered with a chat completion that has no choices (`choices: []`)")
+    for choice in getattr(result, "choices", None) or []:
+        message = choice.message
+        if isinstance(message.content, str):
+            message.content = clean_text(message.content)
+        else:
+            for part in message.content or []:
+                for attr in ("text", "reasoning", "refusal"):
+                    if isinstance(getattr(part, attr, None), str):
+                        setattr(part, attr, clean_text(getattr(part, attr)))
+        for tool_call in message.tool_calls or []:
+            tool_call.function = clean_text(tool_call.function)
+            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments, 64) > 64:
+                tool_call.arguments = clean_value(tool_call.arguments, max_depth=64)
+            if tool_call.parse_error:
+                tool_call.parse_error = clean_text(tool_call.parse_error)
+    if call is not None:
+        call.request = clean_value(call.request)
+        call.response = clean_value(call.response) if call.response is not None else None
+    return output
+
+
+def is_clean_value(value: Any) -> bool:
+    return clean_value(value) == value
+
+
+#: What a provider raises when a reply parses as JSON but is not the chat completion it reads
+#: (`choices: []` gives IndexError, a missing field TypeError, KeyError or a pydantic error)
+UNREADABLE_REPLY = (IndexError, KeyError, TypeError, AttributeError, ValidationError)
+
+
+class ModelReplyError(RuntimeError):
+    """A reply the provider could not read: the sample's error says so in one line (it was an
+    opaque `IndexError('list index out of range')`)."""
+
+
+def _retryable(api: Any, error: BaseException) -> bool:
+    should_retry = getattr(api, "should_retry", None)
+    try:
+        return bool(should_retry(error)) if should_retry is not None else False
+    except Exception:  # a provider's classifier that cannot classify this: not retryable
+        return False
+
+
+def context_exceeded(model: Any, error: BaseException) -> Any:
+    """A `ModelOutput` with `stop_reason="model_length"` for a provider error that says the request
+    is longer than the model's context (an HTTP 400 whose message says so), else None. The sample
+    is then scored as the empty answer it is, with that reason, not retried as a failure."""
+    from inspect_ai.model import ModelOutput
+
+    status = getattr(error, "status_code", None)
+    message = clean_text(str(error), max_chars=300)
+    if status != 400 or not _CONTEXT_MESSAGE.search(message):
+        return None
+    output = ModelOutput.from_content(str(getattr(model, "name", "") or model), content="", stop_reason="model_length")
+    output.error = message
+    return output
+
+
+def clean_model_replies(model: Any) -> Any:
+    """`model` (an Inspect `Model`) with its provider's `generate` wrapped by `clean_model_output`
+    (the seam between the provider and Inspect's Model, which records the reply as soon as
+    `generate` returns), once; returns it. Every model geoeval builds goes through it: the
+    evaluated one, and the suites' own roles (a user or tool simulator, a model judge), whose
+    replies enter the same sample log. Anything without a provider (a test's stand-in) is
+    returned as it is."""
+    api = getattr(model, "api", None)
+    if api is None or getattr(api, "_geoeval_clean_replies", False):
+        return model
+    generate = api.generate
+
+    async def clean_generate(*args: Any, **kwargs: Any) -> Any:
+        try:
+            output = await generate(*args, **kwargs)
+        except Exception as error:
+            found = context_exceeded(model, error)
+            if found is not None:
+                return found
+            if not isinstance(error, UNREADABLE_REPLY):
+                raise
+            if _retryable(api, error):
+                raise  # Inspect's retry decides about it, as about any provider error
+            raise ModelReplyError(
+                f"the model endpoint answered, but its reply could not be read as a chat completion "
+                f"({type(error).__name__}: {clean_text(str(error), max_chars=300)}; e.g. an empty `choices` list)"
+            ) from error
+        if isinstance(output, tuple) and isinstance(output[0], Exception):  # a provider's handled 400
+            found = context_exceeded(model, output[0])
+            if found is not None:
+                return found, output[1]
+        return clean_model_output(output)
+
+    api.generate = clean_generate
+    api._geoeval_clean_replies = True
+    return model
+
+
+#: Inspect providers that talk through the OpenAI SDK client, whose own retries `build_model` turns off
+OPENAI_SDK_PROVIDERS = frozenset({"openai", "openai-api", "ollama"})
+
+
+def cache_policy(setting: bool | str) -> Any:
+    """Inspect's `CachePolicy` for a `model.cache` / `judge.cache` setting (None: off)."""
+    from inspect_ai.model import CachePolicy
+
+    if setting is False:
+        return None
+    return CachePolicy() if setting is True else CachePolicy(expiry=str(setting))
+
+
+#: samples in flight for geoeval's offline agents when nothing says otherwise (they answer in
+#: milliseconds: more only adds contention on a small machine)
+OFFLINE_SAMPLES_IN_FLIGHT = 8
+
+
+#: Inspect's connection limit for a provider that does not set its own
+INSPECT_DEFAULT_CONNECTIONS = 10
+
+
+def _workers(spec: RunSpec) -> int:
+    return spec.runner.num_workers if spec.runner.name == "ray" else 1
+
+
+def connections_per_worker(spec: RunSpec) -> int | None:
+    """The evaluated model's connection limit in each worker: `model.config.max_connections` is
+    the total a provider sees, so Ray's workers split it (None: the provider's own default)."""
+    total = spec.model.config.max_connections
+    return None if total is None else max(1, -(-total // _workers(spec)))
+
+
+def samples_in_flight(spec: RunSpec) -> int:
+    """Samples each worker runs at once: `runner.max_samples` when set, else as many as the model
+    takes requests at once (its connections per worker; Inspect's default of 10 per provider; 8
+    for geoeval's offline agents). For an API model the work is waiting: fewer samples than
+    connections leave connections idle."""
+    if spec.runner.max_samples is not None:
+        return spec.runner.max_samples
+    per_worker = connections_per_worker(spec)
+    if per_worker is not None:
+        return per_worker
+    if spec.model.provider == "geoeval":
+        return OFFLINE_SAMPLES_IN_FLIGHT
+    return max(1, -(-INSPECT_DEFAULT_CONNECTIONS // _workers(spec)))
+
+
+def concurrency_warning(spec: RunSpec) -> str | None:
+    """One line when an explicit `runner.max_samples` keeps the model's connections idle."""
+    per_worker = connections_per_worker(spec)
+    if spec.runner.max_samples is None or per_worker is None or spec.runner.max_samples >= per_worker:
+        return None
+    return (
+        f"runner.max_samples={spec.runner.max_samples} keeps {per_worker - spec.runner.max_samples} of the model's "
+        f"{per_worker} connections per worker idle (model.config.max_connections={spec.model.config.max_connections}"
+        f" over {_workers(spec)} worker(s)); leave runner.max_samples unset to follow the model"
+    )
+
+
+def sdk_retry_args(name: str) -> dict[str, Any]:
+    """Provider args that turn the OpenAI SDK's own retries off (it retries each request twice
+    under Inspect's retries), so that a model call makes at most `max_retries` + 1 requests."""
+    return {"max_retries": 0} if name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS else {}
+
+
+def build_role_model(name: str, config: GenerateConfig) -> Model:
+    """A model a suite or judge uses beside the evaluated one (a simulated user or tool, a model
+    judge, a phrasing model): its replies cleaned (`clean_model_replies`) and its retries bounded
+    as the evaluated model's are (`sdk_retry_args`)."""
+    return clean_model_replies(get_model(name, config=config, **sdk_retry_args(name)))
+
+
+def build_model(spec: RunSpec) -> Model:
+    """The evaluated model from `model=`: any Inspect model string with its generate settings.
+
+    A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
+    writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
+    from geoeval.core.run.preflight import bounded_generate_settings
+
+    # retries are bounded whatever the config says: a failing endpoint ends in counted errors
+    settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
+    if connections_per_worker(spec) is not None:  # the configured total, split among Ray's workers
+        settings["max_connections"] = connections_per_worker(spec)
+    if spec.model.cache is not False:
+        settings["cache"] = cache_policy(spec.model.cache)
+    args = dict(spec.model.args)
+    api_key = args.pop("api_key", None)
+    if spec.model.name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS:
+        # the OpenAI SDK retries each request twice on its own, under Inspect's retries: with it off,
+        # a model call makes at most `max_retries` + 1 requests, as configured (a user's value wins)
+        args.setdefault("max_retries", 0)
+    model = get_model(
+        spec.model.name,
+        config=GenerateConfig(**settings),
+        base_url=spec.model.base_url,
+        api_key=api_key,
+        memoize=False,
+        **args,
+    )
+    return clean_model_replies(model)
