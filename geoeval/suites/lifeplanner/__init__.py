@@ -25,4 +25,4 @@ See `README.md` in this folder for the departures from the paper and what is sti
 #: The version of this suite's references, metrics and environments. It is part of the run
 #: identity and of the environment cache keys: bump it whenever any of them changes, so that no
 #: stored score or cached environment is reused across the change.
-SCORING_VERSION = "4"
+SCORING_VERSION = "5"

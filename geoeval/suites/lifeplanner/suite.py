@@ -168,6 +168,10 @@ def _write_atomic(path: Path, text: str) -> None:
 class LifePlannerSuite(Suite):
     name = "lifeplanner"
     scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
+    # "2" (issue 28): the cases changed (queries, references and τ* re-drawn where evidence did not
+    # hold at the visit, a type noun covered more than the reference allowed, or the wording admitted
+    # another answer), so a model sees other samples; stored trajectories of "1" are not reusable
+    generation_version = "2"
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
     headline_metrics = ("pr", "sc", "rp")
     uses_judges = True  # SC and RP come from the judge ensemble (provenance labels say which)

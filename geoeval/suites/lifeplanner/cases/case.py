@@ -19,7 +19,7 @@ from geoeval.suites.lifeplanner.tools import places as place_tools
 from geoeval.suites.lifeplanner.tools import routing as routing_tools
 
 # Cached case files are keyed by this: change it when the engine would make different cases.
-ENGINE_VERSION = "lifeplanner-cases-2"
+ENGINE_VERSION = "lifeplanner-cases-3"
 # Table 4: cases per task and level (667 in all).
 TABLE4: dict[tuple[str, str], int] = {
     ("place", "l0"): 100,

@@ -11,7 +11,8 @@ import numpy as np
 
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
-from geoeval.suites.lifeplanner.cases.lexicon import PERSONAS, Preference
+from geoeval.suites.lifeplanner.cases.lexicon import PERSONAS, Preference, type_reading
+from geoeval.suites.lifeplanner.cases.visit_time import Visit, definitely_holds
 from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, open_at_minute
 
@@ -65,8 +66,17 @@ class ChoosingSteps(EngineState):
                 return weekday, minute, opens
         raise Reject("no time when exactly one is open")
 
-    def satisfies(self, p: Place, pref: Preference) -> list[str]:
-        return [f for f in pref.facts if f in p.facts]
+    def satisfies(self, p: Place, pref: Preference, visit: Visit | None = None) -> list[str]:
+        """`p`'s facts that meet `pref` and definitely hold at `visit` (None: the query states no
+        time, so every fact holds)."""
+        return [f for f in pref.facts if f in p.facts and definitely_holds(f, visit)]
+
+    def type_requirement(self, sub: str) -> list[Any]:
+        """A's requirement that a place is of a type the noun written for `sub` covers."""
+        kinds = type_reading(sub)
+        if len(kinds) == 1:
+            return ["place_type", "contains", sub]
+        return ["place_type", "in", sorted({p.place_type for s in kinds for p in self.idx.by_sub.get(s, [])})]
 
     def endpoints(self, lo: float = 900.0, hi: float = 3200.0) -> tuple[Place, Place]:
         a = self.pick(self.idx.unique_named)

@@ -5,6 +5,7 @@ pass `check_case`; and the case file format (JSON lines)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -22,13 +23,15 @@ from geoeval.suites.lifeplanner.cases.city_index import CityIndex
 from geoeval.suites.lifeplanner.cases.nearby import NearbyCases
 from geoeval.suites.lifeplanner.cases.place import PlaceCases
 from geoeval.suites.lifeplanner.cases.routing import RoutingCases
+from geoeval.suites.lifeplanner.cases.second_reading import SecondReading
 from geoeval.suites.lifeplanner.cases.trip import TripCases
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS
 
 
 class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
     """The 11 generators (one method per task × level, from the four family mixins) over one city
-    and seed; `generate` makes a run's cases."""
+    and seed; `generate` makes a run's cases, each read again from its final wording
+    (`second_reading`) before it is kept."""
 
     def __init__(self, db_path: str, seed: int, l2_phrasing: str = "paper", l1_social: bool = True) -> None:
         if l2_phrasing not in ("paper", "explicit"):
@@ -40,6 +43,10 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
         self.seed = int(seed)
         self.rng = np.random.default_rng(seed)
         self.d: Draft = Draft(self.city)
+        self.second_reading = SecondReading(self.idx)
+        # per combination: how many finished cases each second-pass check dropped (and the engine
+        # drew again), by problem kind (`second_reading.TIME`, `TYPE`, `UNIQUE`)
+        self.drops: dict[tuple[str, str], Counter[str]] = {}
 
     GENERATORS = {
         ("place", "l0"): "place_l0",
@@ -93,6 +100,10 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
                     **fields,
                 )
                 if len(case.tau_star) > MAX_REFERENCE_CALLS or check_case(self.city, case):
+                    continue
+                problems = self.second_reading.problems(case)
+                if problems:
+                    self.drops.setdefault(combo, Counter()).update({kind for kind, _ in problems})
                     continue
                 seen.add(sig)
                 made.append(case)

@@ -1,5 +1,6 @@
 """The words the case engine phrases queries with (section 3.2, Figure 10 step A4/B7): everyday
-nouns for place types, personas, and the implicit preferences of L2 cases.
+nouns for place types and what a reader takes each to cover, personas, the implicit preferences
+of L2 cases, and the facts that hold only at certain times.
 
 A `Preference` is what an L2 query implies without naming it ("it's pouring and I have no
 umbrella"): a set of facts, any one of which satisfies it, written the way `note_facts.fact`
@@ -48,6 +49,34 @@ TYPE_NOUNS: dict[str, tuple[str, str]] = {
     "Dedicated Charging Station": ("EV charging station", "EV charging stations"),
 }
 
+# What a reader takes each noun to cover, where that is more than the sub-type it is written for
+# (issue 28): a "sightseeing spot" may be a park, a "hotel" a hostel or an inn, a "Chinese
+# restaurant" a hot-pot place. `TYPE_ACCEPTS[sub]`: the other sub-types a reader accepts under
+# `TYPE_NOUNS[sub]`; `TYPE_BORDERLINE[sub]`: the ones a reader may or may not accept (a yakiniku
+# barbecue, a burger chain, a cat cafe for "coffee shop"). A case uses such a noun only where no
+# borderline place could count (`cases/second_reading.py`), so that both readings give its answer.
+# `tests/lifeplanner/test_cases.py` flags a noun narrower than the category it names.
+TYPE_ACCEPTS: dict[str, tuple[str, ...]] = {
+    "Tourist Attraction": ("Park",),
+    "Business Hotel": ("Hostel",),
+    "Chinese Restaurant": ("Hot Pot Restaurant",),
+}
+TYPE_BORDERLINE: dict[str, tuple[str, ...]] = {
+    "Chinese Restaurant": ("Barbecue Restaurant", "Fast Food Restaurant"),
+    "Coffee House": ("Pet Cafe",),
+}
+
+
+def type_reading(sub: str) -> tuple[str, ...]:
+    """The sub-types a reader accepts under the noun written for `sub` (`sub` first)."""
+    return (sub, *TYPE_ACCEPTS.get(sub, ()))
+
+
+def type_borderline(sub: str) -> tuple[str, ...]:
+    """The sub-types a reader may or may not accept under the noun written for `sub`."""
+    return TYPE_BORDERLINE.get(sub, ())
+
+
 # Sub-types a user would ask to visit or find (companies, homes and hospitals are origins only).
 TARGET_TYPES: tuple[str, ...] = tuple(TYPE_NOUNS)
 
@@ -78,11 +107,13 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 
 @dataclass(frozen=True)
 class Preference:
-    """An implicit need: `phrases` imply it, `facts` satisfy it (any one of them)."""
+    """An implicit need: `phrases` imply it, `facts` satisfy it (any one of them). `season`: the
+    season every phrase states ("this spring"), which then is the season of the visit."""
 
     key: str
     phrases: tuple[str, ...]
     facts: tuple[str, ...]
+    season: str | None = None
 
     def value_of(self, fact: str) -> str:
         return fact.split(":", 2)[2]
@@ -136,6 +167,7 @@ PREFERENCES: tuple[Preference, ...] = (
             "tag:Scenery:Cherry blossoms",
             "short:Crowd:extremely crowded during cherry blossom season",
         ),
+        season="spring",
     ),
     Preference(
         "sunset",
@@ -149,7 +181,9 @@ PREFERENCES: tuple[Preference, ...] = (
         ("I have a video call and need a fast, stable connection",),
         ("long:Positive:fast wifi", "tag:Facility:WiFi"),
     ),
-    Preference("fresh", ("fresh ingredients matter a lot to me",), ("long:Positive:fresh ingredients",)),
+    Preference(
+        "fresh", ("I only want food made from produce bought that morning",), ("long:Positive:fresh ingredients",)
+    ),
     Preference(
         "trails",
         ("I want well-maintained paths for a morning jog",),
@@ -322,4 +356,54 @@ TYPES_MEANING: dict[str, tuple[str, ...]] = {
     "karaoke": ("KTV",),
     "study": ("Library",),
     "books": ("Bookstore", "Library"),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Facts that hold only at certain times
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """When a fact holds: on `days` (0 = Monday), from `start` to `end` (minutes of the day), in
+    `season`, or on `dates` a query never states (a promotion, a holiday); None: any."""
+
+    days: tuple[int, ...] | None = None
+    start: int | None = None
+    end: int | None = None
+    season: str | None = None
+    dates: str | None = None
+
+
+_WEEKEND = (5, 6)
+_WEEKDAYS = (0, 1, 2, 3, 4)
+_EVENING = (17 * 60, 21 * 60)  # when a sunset over the lake can be watched, all year round
+
+# Every fact of the city's vocabularies that says when it holds (a test finds the time words in
+# the vocabularies and checks each such fact is here): issue 28's "German Corner on Sundays"
+# supports a wish to chat in German only on a Sunday visit.
+TIME_BOUND: dict[str, TimeWindow] = {
+    "short:Event:German Corner on Sundays": TimeWindow(days=(6,)),
+    "short:Event:live music on Friday nights": TimeWindow(days=(4,), start=18 * 60, end=24 * 60),
+    "short:Crowd:queues after 18:00": TimeWindow(start=18 * 60, end=24 * 60),
+    "short:Crowd:empty on weekday mornings": TimeWindow(days=_WEEKDAYS, start=6 * 60, end=12 * 60),
+    "short:Special Hours:opens late on Mondays": TimeWindow(days=(0,)),
+    "long:Atmosphere:noisy at weekends": TimeWindow(days=_WEEKEND),
+    "long:Negative:crowded at weekends": TimeWindow(days=_WEEKEND),
+    "tag:Rule:No laptops at weekends": TimeWindow(days=_WEEKEND),
+    "long:Service:slow at peak hours": TimeWindow(dates="peak hours"),
+    "long:Negative:mosquitoes in summer": TimeWindow(season="summer"),
+    "long:Scenery:cherry blossoms in spring": TimeWindow(season="spring"),
+    "tag:Scenery:Cherry blossoms": TimeWindow(season="spring"),
+    "short:Crowd:extremely crowded during cherry blossom season": TimeWindow(season="spring"),
+    "long:Scenery:sunset over the lake": TimeWindow(start=_EVENING[0], end=_EVENING[1]),
+    "tag:Scenery:Lake sunset": TimeWindow(start=_EVENING[0], end=_EVENING[1]),
+    "short:Event:Christmas promo (Dec 24-25)": TimeWindow(dates="Dec 24-25"),
+    "short:Event:Valentine's Day limited edition menu": TimeWindow(dates="Valentine's Day"),
+    "short:Event:20% off for students this week": TimeWindow(dates="this week"),
+    "short:New Arrival:new arrivals this week": TimeWindow(dates="this week"),
+    "short:New Arrival:new seasonal menu": TimeWindow(dates="this season"),
+    "short:Special Hours:closed for renovation until next month": TimeWindow(dates="until next month"),
+    "short:Special Hours:open until 23:00 during the holidays": TimeWindow(dates="the holidays"),
 }

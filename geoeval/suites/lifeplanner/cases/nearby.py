@@ -10,13 +10,14 @@ import numpy as np
 
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
-from geoeval.suites.lifeplanner.cases.lexicon import PREFERENCES, TYPE_NOUNS, Preference
+from geoeval.suites.lifeplanner.cases.lexicon import PREFERENCES, TYPE_NOUNS, Preference, type_borderline, type_reading
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
+from geoeval.suites.lifeplanner.cases.visit_time import definitely_holds, visit_for
 from geoeval.suites.lifeplanner.cases.wording import list_words
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, OpeningHours
 from geoeval.suites.lifeplanner.scoring.answers import ref_block
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
-from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, minute_to_hhmm, open_at_minute
+from geoeval.suites.lifeplanner.tools.trip_timing import boundary_margin, hhmm_to_minute, minute_to_hhmm, open_at_minute
 
 
 class NearbyCases(RouteSteps):
@@ -25,14 +26,19 @@ class NearbyCases(RouteSteps):
     def nearby_l0(self) -> dict[str, Any]:
         anchor = self.pick(self.idx.unique_named)
         sub = self.pick(sorted(s for s in TYPE_NOUNS if self.idx.by_sub.get(s)))
-        pool = [p for p in self.idx.by_sub[sub] if p.id != anchor.id]
+        # every place the noun covers for a reader (a "hotel" may be a hostel), none it may or may not
+        kinds = type_reading(sub)
+        pool = [p for s in kinds for p in self.idx.by_sub.get(s, []) if p.id != anchor.id]
+        unsure = [p for s in type_borderline(sub) for p in self.idx.by_sub.get(s, []) if p.id != anchor.id]
         ds = np.sort(self.idx.distances(anchor, pool))
         k = int(self.pick([1, 1, 2, 2, 3]))
         if len(ds) < k:
             raise Reject("too few places of the type")
         step = int(self.pick([50, 10]))
-        radius = self.clean_radius(float(ds[k - 1]), ds, step=step, tries=1)
-        if radius > 1500 or int(np.sum(ds <= radius)) != k:
+        radius = self.clean_radius(
+            float(ds[k - 1]), np.concatenate([ds, self.idx.distances(anchor, unsure)]), step=step, tries=1
+        )
+        if radius > 1500 or int(np.sum(ds <= radius)) != k or self.within(anchor, unsure, radius)[0]:
             raise Reject("no clean radius")
         found, dist = self.within(anchor, pool, radius)
         noun, plural = TYPE_NOUNS[sub]
@@ -44,11 +50,11 @@ class NearbyCases(RouteSteps):
             ]
         )
         self.only_place_named(anchor)
-        res = self.de("nearby_search", center=anchor.id, radius_meters=radius, place_types=[sub])
+        res = self.de("nearby_search", center=anchor.id, radius_meters=radius, place_types=list(kinds))
         if sorted(r["place_id"] for r in res["results"]) != sorted(p.id for p in found):
             raise Reject("the data engine sees another set")
         self.find_place(anchor)
-        out = self.d.call("nearby_search", center=anchor.id, radius_meters=radius, place_types=[sub])
+        out = self.d.call("nearby_search", center=anchor.id, radius_meters=radius, place_types=list(kinds))
         if [r["place_id"] for r in out["results"]] != [p.id for p in found]:
             raise Reject("nearby_search shows another set")
         for p in found:
@@ -69,12 +75,12 @@ class NearbyCases(RouteSteps):
             },
             implicit_logic=False,
             requirements=[
-                {"scope": "places", "requirements": [["place_type", "contains", sub], ["distance_m", "<=", radius]]}
+                {"scope": "places", "requirements": [self.type_requirement(sub), ["distance_m", "<=", radius]]}
             ],
             constraints=[],
             reference_places=[p.id for p in found],
             reference_order=[],
-            context={"anchor": anchor.id, "radius_m": radius, "place_type": sub},
+            context={"anchor": anchor.id, "radius_m": radius, "place_type": sub, "place_types": list(kinds)},
         )
 
     def nearby_l1(self) -> dict[str, Any]:
@@ -185,6 +191,10 @@ class NearbyCases(RouteSteps):
         timed = self.chance(0.5)
         h = self.idx.hours_of(ans)
         day, hhmm = self._open_time(h) if timed else (None, None)
+        # issue 28: a stated day and time fix the visit; the answer's evidence must hold then
+        visit = visit_for(DAYS.index(day), hhmm_to_minute(hhmm), pref) if day and hhmm else None
+        if not self.satisfies(ans, pref, visit):
+            raise Reject("the answer's evidence does not hold at the stated time")
         noun = TYPE_NOUNS[sub][0]
         need = self.pick(pref.phrases)
         when = f" It's {day}, {hhmm}." if timed else ""
@@ -221,13 +231,14 @@ class NearbyCases(RouteSteps):
             pref,
             [p for p in ordered if p.id != ans.id],
             search={"center": anchor.id, "radius_meters": radius, "place_types": [sub]},
+            visit=visit,
         )
         reqs: list[list[Any]] = [["place_type", "contains", sub], ["distance_m", "<=", radius]]
         constraints = [
             {
                 "kind": "has_preference",
                 "role": "places",
-                "facts": list(pref.facts),
+                "facts": [f for f in pref.facts if definitely_holds(f, visit)],
                 "text": f"The place fits the need: {need}.",
             },
             {

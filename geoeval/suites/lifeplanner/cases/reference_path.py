@@ -10,6 +10,7 @@ from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.lexicon import Preference
 from geoeval.suites.lifeplanner.cases.verifying import VerifyingSteps
+from geoeval.suites.lifeplanner.cases.visit_time import Visit
 from geoeval.suites.lifeplanner.scoring.trajectory import route_item
 
 
@@ -33,13 +34,21 @@ class ReferencePathSteps(VerifyingSteps):
 
     # ---------------------------------------------------------------- evidence for one preference
     def show_preference(
-        self, p: Place, pref: Preference, others: list[Place], search: dict[str, Any] | None = None
+        self,
+        p: Place,
+        pref: Preference,
+        others: list[Place],
+        search: dict[str, Any] | None = None,
+        visit: Visit | None = None,
     ) -> tuple[list[str], list[str]]:
         """τ* steps that show `p` meets `pref` and `others` do not; returns the ref's
         (attribute_keys, note_ids). A tag shows in the records: with `search` (nearby_search
         arguments of the candidate area) one geo_tag search singles `p` out, else each
-        candidate's record is read. Memory shows only in notes: one search per candidate."""
-        facts = self.satisfies(p, pref)
+        candidate's record is read. Memory shows only in notes: one search per candidate. Only
+        facts that hold at `visit` are shown."""
+        facts = self.satisfies(p, pref, visit)
+        if not facts:
+            raise Reject("no evidence of the preference holds at the visit")
         tag = [f for f in facts if f.startswith("tag:")]
         if tag:
             value = tag[0].split(":", 2)[2]

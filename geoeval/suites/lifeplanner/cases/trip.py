@@ -10,6 +10,7 @@ from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.city_index import Place
 from geoeval.suites.lifeplanner.cases.lexicon import MODE_WORDS, PREFERENCES, TYPE_NOUNS, Preference
 from geoeval.suites.lifeplanner.cases.routes import RouteSteps
+from geoeval.suites.lifeplanner.cases.visit_time import Visit, definitely_holds, visit_for
 from geoeval.suites.lifeplanner.cases.wording import list_words
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS
 from geoeval.suites.lifeplanner.scoring.answers import ref_block
@@ -222,6 +223,11 @@ class TripCases(RouteSteps):
         wd, dep, dwell, ri, scenario = self._departure(routes, legs, mode)
         ref = routes[ri]
         order = ref["order"]
+        # issue 28: each stop's evidence must hold when the trip reaches it
+        arrival = dict(zip(order[1:-1], self.arrivals(order, legs, dep, dwell)))
+        visits = [visit_for(wd, arrival[p.id], pref) for p, pref, _ in slots]
+        if any(not self.satisfies(p, pref, v) for (p, pref, _), v in zip(slots, visits)):
+            raise Reject("a stop's evidence does not hold on arrival")
         day, hhmm = DAYS[wd], minute_to_hhmm(dep)
         adj = self.pick(MODE_WORDS[mode])
         wants = []
@@ -238,8 +244,8 @@ class TripCases(RouteSteps):
         stop_rows = []
         constraints = self.endpoint_constraints(a, b, "trip")
         requirements: list[dict[str, Any]] = [self.route_requirements(a, b, vehicle, mode)]
-        for i, (p, pref, radius) in enumerate(slots):
-            row, slot_constraints, slot_requirements = self._preference_stop_path(i, a, p, pref, radius)
+        for i, ((p, pref, radius), visit) in enumerate(zip(slots, visits)):
+            row, slot_constraints, slot_requirements = self._preference_stop_path(i, a, p, pref, radius, visit)
             stop_rows.append(row)
             constraints += slot_constraints
             requirements.append(slot_requirements)
@@ -354,11 +360,12 @@ class TripCases(RouteSteps):
         raise Reject("no departure with every stop open")
 
     def _preference_stop_path(
-        self, i: int, a: Place, p: Place, pref: Preference, radius: int
+        self, i: int, a: Place, p: Place, pref: Preference, radius: int, visit: Visit | None
     ) -> tuple[tuple[Place, str, dict[str, str], bool], list[dict[str, Any]], dict[str, Any]]:
-        """τ* steps that show stop `i` fits its preference and its hours (a tag search singles it out,
-        or its note is found and read); (its answer row, its constraints, its requirement group)."""
-        fact = self.satisfies(p, pref)[0]
+        """τ* steps that show stop `i` fits its preference at `visit` and its hours (a tag search
+        singles it out, or its note is found and read); (its answer row, its constraints, its
+        requirement group)."""
+        fact = self.satisfies(p, pref, visit)[0]
         value = pref.value_of(fact)
         if fact.startswith("tag:"):
             out = self.d.call("nearby_search", center=a.id, radius_meters=radius, place_types=[p.sub], geo_tag=[value])
@@ -387,7 +394,7 @@ class TripCases(RouteSteps):
                 "kind": "has_preference",
                 "role": "slot",
                 "slot": i,
-                "facts": list(pref.facts),
+                "facts": [f for f in pref.facts if definitely_holds(f, visit)],
                 "text": f"A stop fits: {pref.phrases[0]}.",
             },
             {
