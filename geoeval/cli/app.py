@@ -48,10 +48,15 @@ def _sweep_job(hc: Any) -> SweepJob | None:
 
 def _job_label(hc: Any, sweep: SweepJob | None) -> str:
     """The MLflow run name: a sweep job's swept values (`resolution=0.25 setting=map`), a single
-    run's overrides."""
+    run's overrides, without where results go (`tracking.*`, paths) or any URL."""
     if sweep is not None:
         return sweep.label
-    return hc.job.override_dirname or "run"
+    kept = [
+        o
+        for o in hc.overrides.task
+        if not o.lstrip("+~").startswith(("tracking.", "results_db=", "log_dir=", "work_dir=")) and "://" not in o
+    ]
+    return ",".join(sorted(kept)) or "run"
 
 
 def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | None = None) -> None:
@@ -86,6 +91,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core.run.preflight import endpoint_checks, preflight
     from geoeval.core.run.serving import served_model
     from geoeval.core.tracking import runs as tracking
+    from geoeval.core.tracking.store import check_tracking_server
 
     try:
         spec = validate_config(cfg)
@@ -101,6 +107,8 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     _scrub_hydra_outputs(out_dir, secrets, Path(str(hc.sweep.dir)) if sweep is not None else None)
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))))
     try:
+        if sweep is None:  # a sweep checks once, before job 0
+            check_tracking_server(spec.tracking)
         with served_model(spec) as spec:
             if spec.preflight and sweep is None:  # a sweep checks once, before job 0
                 _report_preflight(preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s))
@@ -241,6 +249,10 @@ class SweepCallback(Callback):
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
         try:
+            from geoeval.core.tracking.store import check_tracking_server
+
+            for tracking_spec in {str(s.tracking.model_dump()): s.tracking for s in specs}.values():
+                check_tracking_server(tracking_spec)
             checks = [c for s in served for c in endpoint_checks(s)]
             _report_preflight(preflight(checks, timeout_s=spec.preflight_timeout_s))
         except GeoevalError as exc:

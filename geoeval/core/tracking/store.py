@@ -32,7 +32,56 @@ def default_artifact_location() -> str:
 
 
 def tracking_uri_for(tracking: Any) -> str:
-    return getattr(tracking, "tracking_uri", None) or default_tracking_uri()
+    """Where runs go: `tracking.tracking_uri`, else MLflow's own `MLFLOW_TRACKING_URI`, else the
+    local store under `mlruns/`."""
+    return getattr(tracking, "tracking_uri", None) or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
+
+
+def check_tracking_server(tracking: Any, timeout_s: float = 5.0) -> None:
+    """Before any work: an MLflow tracking server (an http(s) URI) that does not answer, or
+    refuses the credentials MLflow's variables give (`MLFLOW_TRACKING_TOKEN`,
+    `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`), is one `GeoevalError` naming the key, in seconds
+    (MLflow's own retries take minutes). Other stores are checked when opened."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    if not getattr(tracking, "enabled", True):
+        return
+    uri = tracking_uri_for(tracking)
+    if not uri.startswith(("http://", "https://")):
+        return
+    from geoeval.core.config.secrets import redact_url
+
+    where = redact_url(uri)
+    key = "tracking.tracking_uri" if getattr(tracking, "tracking_uri", None) else "MLFLOW_TRACKING_URI"
+    request = urllib.request.Request(
+        uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=Default"
+    )
+    token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    elif user and password:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s):
+            return
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            raise GeoevalError(
+                f"the MLflow tracking server at {where} ({key}) refused the credentials (HTTP {exc.code}): set "
+                "MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, or run with tracking=none"
+            ) from None
+        if exc.code < 500:
+            return  # it answered as an MLflow server does (e.g. 404 for a store without "Default")
+        reason = f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = str(getattr(exc, "reason", exc))
+    raise GeoevalError(
+        f"the MLflow tracking server at {where} ({key}) does not answer ({reason}, waited {timeout_s:g} s): start "
+        "it, fix the address, or run with tracking=none"
+    )
 
 
 #: MLflow's own first experiment (id 0), which every store has; geoeval's `experiment_name:
@@ -41,7 +90,9 @@ MLFLOW_DEFAULT_EXPERIMENT = "Default"
 
 
 def experiment_name_for(tracking: Any, experiment_name: str) -> str:
-    name = getattr(tracking, "experiment_name", None) or experiment_name
+    """The MLflow experiment: `tracking.experiment_name`, else MLflow's own
+    `MLFLOW_EXPERIMENT_NAME`, else the run's `experiment_name`."""
+    name = getattr(tracking, "experiment_name", None) or os.environ.get("MLFLOW_EXPERIMENT_NAME") or experiment_name
     return MLFLOW_DEFAULT_EXPERIMENT if name.lower() == "default" else name
 
 

@@ -61,10 +61,12 @@ def mapsatisfy_dialogue(
     evidence_chars: int | None = None,
     protocol: str = "robust",
     metric_names: list[str] | None = None,
+    cache: bool | str = False,
 ) -> Solver:
     """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox;
     `protocol`: the run's answer protocol (`scoring.protocol`), whose verdicts are the record's
-    `verdicts`; the judges judge under both (`judge_into_record`)."""
+    `verdicts`; the judges judge under both (`judge_into_record`). `cache`: Inspect's cache for
+    model judges (`judge.cache`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, PROTOCOL_DISAGREEMENT_KEY, SAMPLE_ERROR_KEY
@@ -151,7 +153,7 @@ def mapsatisfy_dialogue(
             "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None,
         }
         budget = {} if evidence_chars is None else {"evidence_chars": evidence_chars}
-        settings = {"judges": judges or ["rules"], "votes": votes, "temperature": temperature, **budget}
+        settings = {"judges": judges or ["rules"], "votes": votes, "temperature": temperature, "cache": cache, **budget}
         verdicts = await judge_into_record(instance, record, settings, protocol)
         state.metadata["mapsatisfy"] = record
         state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
