@@ -71,6 +71,38 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
         scrub_file(sweep_dir / "multirun.yaml", secrets)
 
 
+#: set by Ray in the driver of a job submitted with `ray job submit`
+RAY_JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+
+
+def _say_where_results_go(spec: Any) -> None:
+    """One line naming where the warehouse and the logs are (a job submitted from a laptop must
+    say where it wrote), and a warning inside a Ray job whose results would land in Ray's
+    temporary working directory."""
+    from geoeval.core.tracking.store import tracking_uri_for
+
+    tracking = tracking_uri_for(spec.tracking) if spec.tracking.enabled else "off"
+    print(
+        f"[geoeval] results: {Path(spec.results_db).resolve()}; Inspect logs: {Path(spec.log_dir).resolve()}; "
+        f"MLflow: {redact_url_text(tracking)}",
+        file=sys.stderr,
+    )
+    if os.environ.get(RAY_JOB_ENV) and not os.environ.get("GEOEVAL_ROOT"):
+        print(
+            "[geoeval] warning: this runs inside a Ray job, whose working directory is a temporary copy: set "
+            "GEOEVAL_ROOT to a persistent folder (ray job submit --runtime-env-json "
+            '\'{"env_vars": {"GEOEVAL_ROOT": "/shared/geoeval"}}\') so that resume and `geoeval results` find '
+            "what it wrote (docs/cluster.md)",
+            file=sys.stderr,
+        )
+
+
+def redact_url_text(text: str) -> str:
+    from geoeval.core.config.secrets import redact_urls
+
+    return redact_urls(text)
+
+
 def _report_preflight(results: list) -> None:
     """One note per endpoint that answered but not plainly (429, 5xx, a refused probe): the run
     goes on, and the user knows why it may be slow."""
@@ -106,6 +138,8 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     secrets = collect_secret_values(resolved) | env_secret_values()
     _scrub_hydra_outputs(out_dir, secrets, Path(str(hc.sweep.dir)) if sweep is not None else None)
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))))
+    if sweep is None or sweep.num == 0:
+        _say_where_results_go(spec)
     try:
         if sweep is None:  # a sweep checks once, before job 0
             check_tracking_server(spec.tracking)

@@ -8,8 +8,8 @@ a run and never hides as a 0.
 
 Two answer protocols (`scoring.protocol`): `robust` reads what an answer says however it is
 typeset; `paper` reads it exactly as the papers' authors' evaluators do. A metric sees the run's
-protocol in `MetricInput.protocol`, and the suite's answer extractor gets it as a `protocol`
-keyword when it takes one. Every sample is scored under both; the metrics on which they differ
+protocol in `MetricInput.protocol`, and the suite's answer extractor gets it as a `protocol` keyword when it
+takes one (and the sample's metadata as `metadata`). Every sample is scored under both; the metrics on which they differ
 are kept in the score's metadata (`PROTOCOL_DISAGREEMENT_KEY`), so a run can say how many of its
 scores depend on the protocol (`n_protocol_disagreements`).
 
@@ -87,13 +87,21 @@ def compute_metrics(names: list[str], inp: MetricInput) -> tuple[dict[str, float
     return values, problems
 
 
-def extract_with(extract_answer: Callable[..., tuple[str, str]], raw: str, protocol: str) -> tuple[str, str]:
-    """`extract_answer(raw, protocol=...)` where the extractor takes the protocol, else `extract_answer(raw)`."""
+def extract_with(
+    extract_answer: Callable[..., tuple[str, str]], raw: str, protocol: str, metadata: dict[str, Any] | None = None
+) -> tuple[str, str]:
+    """`extract_answer(raw)`, with `protocol=` and `metadata=` (the sample's, e.g. MapTab's
+    station names) passed as keywords to an extractor that takes them."""
     try:
-        takes_protocol = "protocol" in inspect.signature(extract_answer).parameters
+        parameters = inspect.signature(extract_answer).parameters
     except (TypeError, ValueError):  # a builtin or C callable: no keywords
-        takes_protocol = False
-    return extract_answer(raw, protocol=protocol) if takes_protocol else extract_answer(raw)
+        parameters = {}  # type: ignore[assignment]
+    keywords: dict[str, Any] = {}
+    if "protocol" in parameters:
+        keywords["protocol"] = protocol
+    if "metadata" in parameters:
+        keywords["metadata"] = metadata or {}
+    return extract_answer(raw, **keywords)
 
 
 def protocol_disagreement(
@@ -123,11 +131,11 @@ def score_both_protocols(
     """The answer, the extraction problem, the metric values and failures under `protocol`, and
     where the other protocol scores differently: what `geoeval_scorer` does for one sample, for
     callers that score outside Inspect (the public scoring entry points, the meta-evaluation)."""
-    answer, problem = extract_with(extract_answer, raw, protocol)
+    answer, problem = extract_with(extract_answer, raw, protocol, metadata)
     inp = MetricInput(answer=answer, raw=raw, target=target, metadata=metadata, tokens=tokens, protocol=protocol)
     values, failures = compute_metrics(metric_names, inp)
     other = PROTOCOLS[1] if protocol == PROTOCOLS[0] else PROTOCOLS[0]
-    other_answer, _ = extract_with(extract_answer, raw, other)
+    other_answer, _ = extract_with(extract_answer, raw, other, metadata)
     other_values, _ = compute_metrics(
         metric_names,
         MetricInput(answer=other_answer, raw=raw, target=target, metadata=metadata, tokens=tokens, protocol=other),

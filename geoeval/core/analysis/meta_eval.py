@@ -15,8 +15,8 @@ correctly:
 - the reference vs another level-0 answer (the `surface` family: the right answer written another
   way): equal, up to 1e-9 (what an answer says is read, not how it is typeset).
 
-Each pair belongs to the family (`Tier.family`) of the answer that is not the reference (of the
-better one when neither is), and the report gives the ordering accuracy per metric overall and per
+Each pair belongs to the family (`Tier.family`) of the answer that is not the reference (between
+two others, of the one that is not a plain tier), and the report gives the ordering accuracy per metric overall and per
 family; a target (`suite.meta_eval_targets`, keyed by metric or by "family:metric") must be met by
 every family.
 
@@ -66,7 +66,11 @@ def _holds(relation: str, a: float, b: float) -> bool:
 
 
 def _pair_family(hi: ScoredAnswer, lo: ScoredAnswer) -> str:
-    return lo.tier.family if hi.tier.name == "reference" else hi.tier.family
+    """The family a pair measures: that of the answer that is not the reference; between two
+    others (a defect against a worthless answer), the one that is not a plain tier."""
+    if hi.tier.name == "reference":
+        return lo.tier.family
+    return hi.tier.family if hi.tier.family != "tiers" else lo.tier.family
 
 
 def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[ScoredAnswer, ScoredAnswer, str]]:

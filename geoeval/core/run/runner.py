@@ -128,14 +128,22 @@ def shutdown_ray() -> None:
     _CONNECTED.clear()
 
 
+def cluster_address(spec: RunSpec) -> str | None:
+    """The Ray cluster a `runner=ray` job uses: `runner.address`, else `$RAY_ADDRESS` (Ray sets it
+    inside a job submitted with `ray job submit`, so such a job joins the cluster it was submitted
+    to), else None: a local Ray of its own."""
+    return spec.runner.address or os.environ.get("RAY_ADDRESS") or None
+
+
 def ensure_ray(spec: RunSpec) -> None:
-    """Start a local Ray, or connect to `runner.address`. A job whose address differs from the
+    """Start a local Ray, or connect to `runner.address` (else `$RAY_ADDRESS`, which Ray sets
+    inside a job submitted with `ray job submit`). A job whose address differs from the
     one this process is connected to (a sweep over clusters) reconnects: each job honours its own
     `runner.address`. An unreachable cluster gives one clear error after
     `runner.connect_timeout_s` instead of retrying forever."""
     import ray
 
-    address = spec.runner.address
+    address = cluster_address(spec)
     wanted = address or "local"
     if ray.is_initialized():
         if _CONNECTED.get("address", wanted) == wanted:
@@ -145,8 +153,6 @@ def ensure_ray(spec: RunSpec) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     runtime_env = worker_runtime_env(spec)
     if address is None:
-        # never let a stray RAY_ADDRESS turn "start a local Ray" into "connect somewhere"
-        os.environ.pop("RAY_ADDRESS", None)
         ray.init(
             num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
             include_dashboard=False,
@@ -355,7 +361,7 @@ def _job_context(spec: RunSpec, env: Any, log_dir: Path) -> dict[str, Any]:
     from geoeval.core.run import cluster
 
     context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir)}
-    if spec.runner.address is not None:  # a local Ray imports the driver's own files
+    if cluster_address(spec) is not None:  # a local Ray imports the driver's own files
         context["code"] = cluster.code_digest()
         packed = cluster.pack_env(env)
         context["env_pack"] = [ray.put(packed)] if packed is not None else None
@@ -382,7 +388,7 @@ def start_early(spec: RunSpec) -> None:
     start on warm workers instead of paying that start-up in the job. Does nothing for
     `runner=local` or a cluster (`runner.address`), whose workers are not this machine's spare
     cores; idempotent."""
-    if spec.runner.name != "ray" or spec.runner.address is not None:
+    if spec.runner.name != "ray" or cluster_address(spec) is not None:
         return
     import ray
 

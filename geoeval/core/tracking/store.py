@@ -23,12 +23,17 @@ from geoeval.core.warehouse.lock import first_line
 LOCK_FILE = ".geoeval.lock"
 
 
+def geoeval_root() -> Path:
+    """Where everything a run writes lives: `$GEOEVAL_ROOT`, else the current directory."""
+    return Path(os.environ.get("GEOEVAL_ROOT") or ".").resolve()
+
+
 def default_tracking_uri() -> str:
-    return f"sqlite:///{(Path.cwd() / 'mlruns' / 'mlflow.db').resolve()}"
+    return f"sqlite:///{geoeval_root() / 'mlruns' / 'mlflow.db'}"
 
 
 def default_artifact_location() -> str:
-    return (Path.cwd() / "mlruns" / "artifacts").resolve().as_uri()
+    return (geoeval_root() / "mlruns" / "artifacts").as_uri()
 
 
 def tracking_uri_for(tracking: Any) -> str:
