@@ -20,6 +20,13 @@ run's label fills in where the sample has none) and sample dimensions (`level`, 
 level. Rows are sorted by their DIMS values, except that a grouping by run-level keys only is
 sorted best first.
 
+Several warehouses at once (a team's, one per person): repeat `--db`; their runs are listed
+together (a run stored in two of them is shown once, its samples from the first `--db` that has
+each). `--sql` reads one warehouse.
+
+    geoeval results --db alice/results/geoeval.duckdb --db bob/results/geoeval.duckdb --by model
+    geoeval results export --output scores.parquet [--db ...]   # one row per score, for DuckDB, pandas, a notebook
+
 The database is opened read-only: this command never changes it (an `--sql` that writes fails).
 Mistakes (a missing file, bad SQL, an unknown metric) print one line to stderr and return 2.
 """
@@ -259,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db",
         type=Path,
+        action="append",
         default=None,
-        help="the results database (default: $GEOEVAL_DB, else results/geoeval.duckdb)",
+        help="a results database; repeat to read several (default: $GEOEVAL_DB, else results/geoeval.duckdb)",
     )
     parser.add_argument("--suite", help="only the runs of this suite")
     parser.add_argument(
@@ -278,14 +286,77 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Warehouses:
+    """Several warehouses read as one for the leaderboard: their runs together (a run hash in two
+    of them listed once), a run's results from every warehouse that has it (a (sample, epoch) from
+    the first that has it)."""
+
+    def __init__(self, warehouses: list[Warehouse]) -> None:
+        self._warehouses = warehouses
+        self.path = ", ".join(str(w.path) for w in warehouses)
+
+    def runs(self, suite: str | None = None) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
+        for warehouse in self._warehouses:
+            for run in warehouse.runs(suite):
+                seen.setdefault(run["run_hash"], run)
+        return list(seen.values())
+
+    def results(self, run_hash: str) -> list[SampleResult]:
+        found: dict[tuple[str, int], SampleResult] = {}
+        for warehouse in self._warehouses:
+            for result in warehouse.results(run_hash):
+                found.setdefault((result.sample_id, result.epoch), result)
+        return [found[key] for key in sorted(found)]
+
+
+def export(argv: list[str]) -> int:
+    """`geoeval results export --output FILE.parquet [--db ...]`: every stored score, one row per
+    (run, sample, epoch, metric) with the run's model and the dimensions (`SCORE_COLUMNS`), plus
+    the warehouse it came from (`db`), as Parquet."""
+    parser = argparse.ArgumentParser(prog="geoeval results export", description=export.__doc__)
+    parser.add_argument("--db", type=Path, action="append", default=None, help="a results database (repeatable)")
+    parser.add_argument("--output", type=Path, required=True, help="the Parquet file to write")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    import pandas as pd
+
+    frames = []
+    try:
+        for db in args.db or [default_db_path()]:
+            with Warehouse(db, read_only=True) as warehouse:
+                frame = warehouse.scores_frame()
+            frame.insert(0, "db", str(Path(db).resolve()))
+            frames.append(frame)
+    except GeoevalError as error:
+        print(f"geoeval results export: error: {error}", file=sys.stderr)
+        return 2
+    combined = pd.concat(frames, ignore_index=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    combined.to_parquet(args.output, index=False)
+    print(f"[geoeval] {len(combined)} score row(s) from {len(frames)} warehouse(s): {args.output}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `geoeval results`; returns the exit status (0 ok, 2 a user mistake)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "export":
+        return export(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse has printed its usage line; report, don't exit
         return exit_.code if isinstance(exit_.code, int) else 2
-    db = args.db if args.db is not None else default_db_path()
+    dbs = args.db or [default_db_path()]
+    if len(dbs) > 1 and args.sql is not None:
+        print("geoeval results: error: --sql reads one warehouse: give one --db", file=sys.stderr)
+        return 2
+    if len(dbs) > 1:
+        return _several(dbs, args)
+    db = dbs[0]
     try:
         with Warehouse(db, read_only=True) as warehouse:
             if args.sql is not None:
@@ -308,6 +379,28 @@ def main(argv: list[str] | None = None) -> int:
     except duckdb.Error as error:  # a damaged or foreign file, read by DuckDB
         message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         print(f"geoeval results: error: reading {db} failed: {message}", file=sys.stderr)
+        return 2
+    if columns:
+        print(render(columns, rows, args.format))
+    return 0
+
+
+def _several(dbs: list[Path], args: argparse.Namespace) -> int:
+    """The leaderboard over several warehouses."""
+    try:
+        opened = [Warehouse(db, read_only=True) for db in dbs]
+        columns, rows = leaderboard(
+            Warehouses(opened),  # type: ignore[arg-type]  # the two methods the leaderboard reads
+            suite=args.suite,
+            metrics=_split_list(args.metric) or None,
+            by=_split_list(args.by) or None,
+        )
+    except GeoevalError as error:
+        print(f"geoeval results: error: {error}", file=sys.stderr)
+        return 2
+    except duckdb.Error as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        print(f"geoeval results: error: reading the warehouses failed: {message}", file=sys.stderr)
         return 2
     if columns:
         print(render(columns, rows, args.format))

@@ -226,3 +226,32 @@ def test_run_labels_take_the_shallowest_scalar() -> None:
     config = {"a": {"b": {"setting": "deep"}}, "suite": {"setting": "map", "resolution": 0.125},
               "resolution_list": [0.5], "label": None}  # fmt: skip
     assert run_labels(config) == {"setting": "map", "resolution": "1/8"}
+
+
+def test_several_warehouses_are_read_together_and_sql_takes_one(db: Path, tmp_path: Path, capsys) -> None:
+    other = tmp_path / "bob" / "geoeval.duckdb"
+    with Warehouse(other) as wh:
+        wh.register_run("cccccccccccc3333", suite="maptab", model="bob-model", config={"suite": {"resolution": 1}})
+        wh.write_results([r("cccccccccccc3333", "s1", "bob-model", {"ema": 1.0, "ds": 1.0}, "easy")])
+        # the same run as in the first warehouse: listed once, its samples from the first --db
+        wh.register_run(STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}})
+        wh.write_results([r(STRONG, "s1", "strong", {"ema": 0.0, "ds": 0.0}, "easy")])
+    code, out, err = run_cli(capsys, "--db", str(db), "--db", str(other), "--suite", "maptab", "--format", "json")
+    assert (code, err) == (0, "")
+    rows = {row["run"]: row for row in json.loads(out)}
+    assert set(rows) == {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}
+    assert rows["bbbbbbbbbbbb"]["ema"] == 0.75 and rows["cccccccccccc"]["model"] == "bob-model"
+    code, _, err = run_cli(capsys, "--db", str(db), "--db", str(other), "--sql", "SELECT 1")
+    assert code == 2 and "--sql reads one warehouse" in err
+
+
+def test_export_writes_every_score_of_every_warehouse_as_parquet(db: Path, tmp_path: Path, capsys) -> None:
+    import pandas as pd
+
+    out = tmp_path / "export" / "scores.parquet"
+    code, _, err = run_cli(capsys, "export", "--db", str(db), "--output", str(out))
+    assert code == 0, err
+    frame = pd.read_parquet(out)
+    assert len(frame) == 8  # 4 samples x (ema, ds)
+    assert {"db", "run_hash", "model", "metric", "value", "level"} <= set(frame.columns)
+    assert set(frame["model"]) == {"weak", "strong"}
