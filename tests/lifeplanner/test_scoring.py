@@ -19,7 +19,7 @@ from geoeval.core.config.schema import JudgeSpec
 from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
-from geoeval.suites.lifeplanner.scorers import evaluate_sample, metric_values
+from geoeval.suites.lifeplanner.scorers import SampleRecord, evaluate_sample, metric_values
 from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 from geoeval.suites.lifeplanner.scoring.trajectory import trajectory_from_messages
@@ -116,6 +116,12 @@ def test_trajectory_reads_calls_failures_refusals_and_the_submission():
     t = trajectory_from_messages(msgs)
     assert [c.failure_class for c in t.calls] == ["truncated", "empty", "parameter_error", "ok"]
     assert t.n_calls == 4 and t.refused == 1 and t.submit_calls == 1
+    # TE counts the calls issued, the refused one included: |τ*| = 3 over |τ| = 5, not 3 / 4
+    case = {"task": "place", "level": "l0", "tau_star": [{}] * 3, "evidence": []}
+    record = SampleRecord(
+        db_path="", alpha=0.9, schema_error="not read here", tool_calls=t.n_calls, refused_calls=t.refused
+    )
+    assert metric_values(case, record, ["te"])[0]["te"] == pytest.approx(3 / 5)
     assert t.submitted == {"answer": 1}
     assert {"place:B0AAAAAAAA", "place:B0AAAAAAAA:rating", "note:n1", "note_listed:n1"} <= t.observed
     assert "place:B0AAAAAAAA:distance_m" not in t.observed

@@ -436,8 +436,11 @@ def ig_metric(inp: MetricInput) -> float:
 
 @register_metric("te", suites=[SUITE], description="Tool Efficiency (eq. 6): min(1, |τ*| / |τ|)")
 def te_metric(inp: MetricInput) -> float:
+    """|τ| is every call the agent issued (issue 29: "the actual number of calls"), those the
+    budget refused included: an agent that keeps calling past the budget is no more efficient for
+    being stopped."""
     s = _sample(inp)
-    return M.tool_efficiency(len(s.case["tau_star"]), s.record.tool_calls)
+    return M.tool_efficiency(len(s.case["tau_star"]), s.record.tool_calls + s.record.refused_calls)
 
 
 @register_metric("input_tokens", suites=[SUITE], description="Input tokens of the evaluated agent")

@@ -47,6 +47,7 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
         # per combination: how many finished cases each second-pass check dropped (and the engine
         # drew again), by problem kind (`second_reading.TIME`, `TYPE`, `UNIQUE`)
         self.drops: dict[tuple[str, str], Counter[str]] = {}
+        self.rejects: dict[tuple[str, str], Counter[str]] = {}  # per combination: draws rejected, by reason
 
     GENERATORS = {
         ("place", "l0"): "place_l0",
@@ -85,7 +86,8 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
                 self.d = Draft(self.city)
                 try:
                     fields = getattr(self, self.GENERATORS[combo])()
-                except Reject:
+                except Reject as exc:
+                    self.rejects.setdefault(combo, Counter())[str(exc)] += 1
                     continue
                 sig = fields.pop("signature")
                 if sig in seen:

@@ -82,6 +82,10 @@ def _has_dislike(p: Place, dislike: Preference | None, visit: Visit | None) -> b
 
 
 def _stated_visit(text: str, pref: Preference | None) -> Visit | None:
+    """The day and time the query states for the visit (a need's own words, "an exam on Monday",
+    are not the visit)."""
+    for phrase in (ph for p in (*PREFERENCES, *DISLIKES) for ph in p.phrases):
+        text = re.sub(re.escape(phrase), " ", text, flags=re.IGNORECASE)
     day, time = _DAY_RE.search(text), _TIME_RE.search(text)
     if not day and not time:
         return None
@@ -155,11 +159,14 @@ class SecondReading:
         want: list[str],
         admitted: list[str],
         borderline: list[str],
-        evidence: list[tuple[Place, Preference, Visit | None]],
+        evidence: list[tuple[Place, Preference | None, Visit | None]],
         dislike: Preference | None = None,
     ) -> list[tuple[str, str]]:
         out = []
         for p, pref, visit in evidence:
+            if pref is None:
+                out.append((UNIQUE, "the wording states no need the reader knows"))
+                continue
             if not fits(p, pref, visit, definitely=True):
                 out.append((TIME, f"{p.id} meets {pref.key!r} only outside the visit {visit}"))
             if _has_dislike(p, dislike, visit):
@@ -274,8 +281,10 @@ class SecondReading:
         order = case.reference_order
         a, b = self.idx.by_id[order[0]], self.idx.by_id[order[-1]]
         text = case.question.replace(a.name, "@A").replace(b.name, "@B")
-        day = DAYS.index(_DAY_RE.search(text).group(1))  # type: ignore[union-attr]
-        departure = hhmm_to_minute(_TIME_RE.search(text).group(1))  # type: ignore[union-attr]
+        stated = _stated_visit(text, None)
+        if stated is None or stated.weekday is None or stated.minute is None:
+            raise ValueError("the trip states no day and departure time")
+        day, departure = stated.weekday, stated.minute
         dwell = float(re.search(r"about (\d+) minutes at each stop", text).group(1))  # type: ignore[union-attr]
         vehicle, mode = case.context["vehicle"], case.context["mode"]
         legs = []
