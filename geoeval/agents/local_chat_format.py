@@ -114,22 +114,22 @@ def render_turn(role: str, text: str) -> str:
 
 
 def render_prompt(messages: list[Mapping[str, Any]], tools: list[Mapping[str, Any]] | None = None) -> str:
-    """The prompt text for `messages`, ending with an open assistant turn."""
-    turns = []
-    system = [message_text(m.get("content")) for m in messages if m["role"] in ("system", "developer")]
+    """The prompt text for `messages`, ending with an open assistant turn. The leading system messages
+    and the offered tools make the first turn; a later system message stays where it was sent."""
+    leading = 0
+    while leading < len(messages) and messages[leading]["role"] in ("system", "developer"):
+        leading += 1
+    system = [message_text(m.get("content")) for m in messages[:leading]]
     if tools:
         system.append(render_tools(tools))
-    turns.append(render_turn("system", "\n\n".join(system) if system else DEFAULT_SYSTEM_PROMPT))
-    for message in messages:
-        role = message["role"]
-        if role in ("system", "developer"):
-            continue
+    turns = [render_turn("system", "\n\n".join(system) if system else DEFAULT_SYSTEM_PROMPT)]
+    for message in messages[leading:]:
+        role = "system" if message["role"] == "developer" else message["role"]
         text = message_text(message.get("content"))
-        if role == "assistant":
-            if message.get("tool_calls"):
-                text = "\n".join(filter(None, [text, render_tool_calls(message["tool_calls"])]))
+        if role == "assistant" and message.get("tool_calls"):
+            text = "\n".join(filter(None, [text, render_tool_calls(message["tool_calls"])]))
         elif role in ("tool", "function"):
-            text = f"<tool_response>\n{text}\n</tool_response>"
+            role, text = "tool", f"<tool_response>\n{text}\n</tool_response>"
         turns.append(render_turn(role, text))
     turns.append("<|im_start|>assistant\n")
     return "".join(turns)

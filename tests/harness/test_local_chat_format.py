@@ -195,3 +195,19 @@ def test_the_launcher_passes_the_format_settings():
     assert command[5:8] == ["42.5", "0", ""]
     assert command[command.index("--chat_format") + 1] == chat_format.FORMAT_NAME
     assert server_command(ServeSettings(request_timeout_s=None), Path("m.gguf"), 1)[5] == ""
+
+
+def test_a_later_system_message_stays_in_its_place_and_none_gets_smollm2s_default():
+    messages = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+        {"role": "system", "content": "Wrap up now."},
+    ]
+    prompt = chat_format.render_prompt(messages)
+    assert prompt == (
+        f"<|im_start|>system\n{chat_format.DEFAULT_SYSTEM_PROMPT}<|im_end|>\n"
+        "<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\nHello<|im_end|>\n"
+        "<|im_start|>system\nWrap up now.<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
