@@ -211,3 +211,22 @@ def test_a_later_system_message_stays_in_its_place_and_none_gets_smollm2s_defaul
         "<|im_start|>system\nWrap up now.<|im_end|>\n"
         "<|im_start|>assistant\n"
     )
+
+
+def test_the_server_answers_an_image_with_400_and_knows_the_format():
+    from types import SimpleNamespace
+
+    from llama_cpp.llama_chat_format import get_chat_completion_handler
+    from llama_cpp.server.errors import RouteErrorHandler
+    from llama_cpp.server.types import CreateChatCompletionRequest
+
+    chat_format.register(request_timeout_s=5, tools_first=True)
+    assert get_chat_completion_handler(chat_format.FORMAT_NAME) is not None
+    body = CreateChatCompletionRequest(messages=[{"role": "user", "content": "x"}])
+    route = SimpleNamespace(pattern_and_formatters=RouteErrorHandler.pattern_and_formatters)
+    error = chat_format.UnsupportedContent(f"{chat_format.TEXT_ONLY_MESSAGE}: a message holds a `image_url` part")
+    status, response = RouteErrorHandler.error_message_wrapper(route, error, body)
+    assert status == 400 and response["message"].startswith(chat_format.TEXT_ONLY_MESSAGE)
+    # other failures stay server errors, which clients retry
+    status, _ = RouteErrorHandler.error_message_wrapper(route, chat_format.RequestTimedOut("ran past"), body)
+    assert status == 500

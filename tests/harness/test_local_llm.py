@@ -1,16 +1,21 @@
-"""A real language model, offline (issue 8, item 6): `model=local_llm` runs SmolLM2-135M-Instruct
-behind llama-cpp-python's OpenAI-compatible server, which geoeval starts and stops itself.
+"""A real language model, offline: `model=local_llm` runs SmolLM2-135M-Instruct behind
+llama-cpp-python's OpenAI-compatible server, which geoeval starts and stops itself.
 
-Every suite runs end to end on two samples through Inspect's `openai-api` provider. The model is
-far too small to score well; what must hold is that its real output flows through every stage:
-geoeval starts the server and stops it after the run, the server is asked, the model's tool calls
-reach the suite's tools, tokens are counted, every sample is stored scored or with its error, and
-nothing crashes. Skipped (with the reason) where the `local-llm` extra is not installed.
+Every suite runs end to end on two samples through Inspect's `openai-api` provider, with the
+suites' default tool budgets. The model is far too small to score well; what must hold is that its
+real output flows through every stage: geoeval starts the server and stops it after the run, the
+server is asked, the model's tool calls reach the suite's tools and their results reach the model
+(read back from the server's prompt log), the scorer reads its final reply, tokens are counted,
+every sample is stored scored or with its error, and nothing crashes; a request past its timeout is
+that sample's error and frees the server. Skipped (with the reason) where the `local-llm` extra is
+not installed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import glob
+import json
 import math
 import os
 import re
@@ -42,7 +47,8 @@ requires_local_llm = pytest.mark.skipif(local_llm_missing() is not None, reason=
 
 # small answers and one sample at a time: the server decodes one request at a time, and a sample's
 # turns then share the server's prompt cache (interleaved samples would evict each other's prefix)
-COMMON = ("model=local_llm", "model.config.max_tokens=64", "runner=local", "runner.max_samples=1", "tracking=none")
+# 128 tokens: a tool call's JSON fits (its grammar stops it at the closing tag, a cut call is text)
+COMMON = ("model=local_llm", "model.config.max_tokens=128", "runner=local", "runner.max_samples=1", "tracking=none")
 RUN_TIMEOUT_S = 420
 
 
@@ -54,29 +60,22 @@ class Case:
 
 
 CASES: dict[str, Case] = {
-    # text-only input settings (the map image of other settings overflows a text model's context)
+    # text-only input settings (a request holding the map image is refused: the model reads text only)
     "maptab": Case(("suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=2"), 2, False),
+    # the default tool budget (30 calls); a small city keeps the environment build short
     "lifeplanner": Case(
-        (
-            "+experiment=lifeplanner_offline",
-            "env.n_places=300",
-            "env.n_notes=2000",
-            "suite.n_cases=11",
-            "limit=2",
-            "suite.tool_budget=1",
-        ),
+        ("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000", "suite.n_cases=11", "limit=2"),
         2,
         True,
     ),
-    # three map tools instead of the 22-tool catalogue: a 2k-token prompt instead of 5.5k
+    # the default dialogue limits (8 turns, 40 tool calls); three map tools instead of the 22-tool
+    # catalogue, whose description alone is ~5k prompt tokens (~80 s a first turn on a busy core)
     "mapsatisfy": Case(
         (
             "+experiment=mapsatisfy_generated",
             "env.n=4",
             "env.embedder=hashing",
             "limit=2",
-            "suite.max_turns=1",
-            "suite.max_tool_calls=1",
             "suite.map_tools=[search_poi,search_around_poi,get_navigation]",
         ),
         2,
@@ -95,6 +94,7 @@ class LocalRun:
     samples: list[dict] = field(default_factory=list)
     scores: dict[str, list[float | None]] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
+    prompts: list[dict] = field(default_factory=list)  # the server's prompt log: prompt as rendered, raw reply
 
     def describe(self) -> str:
         return (
@@ -119,18 +119,16 @@ def read_samples(cwd: Path, run: LocalRun) -> None:
         con.close()
 
 
-@pytest.fixture(scope="module", params=list(CASES))
-def local_run(request, tmp_path_factory) -> LocalRun:
-    case = CASES[request.param]
-    cwd = tmp_path_factory.mktemp(f"local_llm_{request.param}")
-    server_log = cwd / "server.log"
+def run_geoeval(name: str, case: Case, cwd: Path) -> LocalRun:
+    server_log, prompt_log = cwd / "server.log", cwd / "prompts.jsonl"
     # no LOCAL_API_KEY: the serve step sets a dummy one for Inspect's provider
     env = {k: v for k, v in os.environ.items() if k != local_llm.API_KEY_ENV}
     env.update(PYTHONPATH=str(REPO), GEOEVAL_EXPERIMENTS_DIR=str(REPO / "experiments"))
+    serve_logs = (f"++model.serve.log_path={server_log}", f"++model.serve.prompt_log_path={prompt_log}")
     started = time.monotonic()
     try:
         proc = subprocess.run(
-            geoeval_cmd(*COMMON, f"++model.serve.log_path={server_log}", *case.overrides),
+            geoeval_cmd(*COMMON, *serve_logs, *case.overrides),
             cwd=cwd,
             capture_output=True,
             text=True,
@@ -139,19 +137,31 @@ def local_run(request, tmp_path_factory) -> LocalRun:
         )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(
-            f"{request.param}: geoeval with the local LLM ran past {RUN_TIMEOUT_S} s; stderr tail:\n"
-            f"{(exc.stderr or b'')[-3000:]!r}"
+            f"{name}: geoeval with the local LLM ran past {RUN_TIMEOUT_S} s; stderr tail:\n{(exc.stderr or b'')[-3000:]!r}"
         )
     run = LocalRun(
-        request.param,
+        name,
         case,
         proc,
         time.monotonic() - started,
         server_log.read_text(errors="replace") if server_log.exists() else "",
         logs=sorted(glob.glob(str(cwd / "logs" / "**" / "*.eval"), recursive=True)),
     )
+    if prompt_log.exists():
+        run.prompts = [json.loads(line) for line in prompt_log.read_text().splitlines()]
     read_samples(cwd, run)
     return run
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def local_run(request, tmp_path_factory) -> LocalRun:
+    return run_geoeval(request.param, CASES[request.param], tmp_path_factory.mktemp(f"local_llm_{request.param}"))
+
+
+def eval_samples(run: LocalRun) -> list:
+    from inspect_ai.log import read_eval_log
+
+    return [s for p in run.logs for s in (read_eval_log(p).samples or [])]
 
 
 def chat_requests(server_log: str) -> list[int]:
@@ -208,21 +218,133 @@ def test_every_sample_is_stored_with_its_tokens(local_run):
 @requires_local_llm
 @pytest.mark.slow
 def test_the_models_tool_calls_reach_the_tools(local_run):
-    from inspect_ai.log import read_eval_log
-
     assert local_run.logs, local_run.describe()
-    events = [e for p in local_run.logs for s in (read_eval_log(p).samples or []) for e in s.events]
+    events = [e for s in eval_samples(local_run) for e in s.events]
     replies = [e.output.message for e in events if e.event == "model" and e.output.choices]
     calls = [c for m in replies for c in (m.tool_calls or [])]
     tools_run = [e for e in events if e.event == "tool"]
     if local_run.case.uses_tools:
-        # Inspect sends tool_choice "auto"; llama-cpp's chatml-function-calling then lets the model
-        # choose between a call and a message, and SmolLM2 calls a tool, which the suite runs
+        # Inspect sends tool_choice "auto"; geoeval's chat format has the first reply call a tool
+        # (`tools_first`), which the suite runs
         assert calls and tools_run, local_run.describe()
         assert {c.function for c in calls} & {e.function for e in tools_run}
     else:
         assert not calls
         assert any(m.text.strip() for m in replies), local_run.describe()  # it answered in text
+
+
+@requires_local_llm
+@pytest.mark.slow
+def test_the_model_sees_its_prompt_and_tool_results_verbatim(local_run):
+    """What the server rendered (its prompt log) holds each sample's system prompt as written and,
+    where tools ran, their results as Inspect sent them, in a later turn of the same sample."""
+    from inspect_ai.model import ChatMessageSystem, ChatMessageTool
+    from inspect_ai.model._openai import openai_chat_message
+
+    prompts = [r["prompt"] for r in local_run.prompts]
+    assert prompts, local_run.describe()
+    for prompt in prompts:
+        for escaped in ("&lt;", "&gt;", "&#39;", "&#34;", "&amp;", "[{'type'"):
+            assert escaped not in prompt, (escaped, prompt[:2000])
+    seen_results = []
+    for sample in eval_samples(local_run):
+        system = [m.text for m in sample.messages if isinstance(m, ChatMessageSystem)]
+        assert all(any(text in p for p in prompts) for text in system), (sample.id, system)
+        turns = sum(e.event == "model" for e in sample.events)
+        results = [
+            asyncio.run(openai_chat_message(m))["content"] for m in sample.messages if isinstance(m, ChatMessageTool)
+        ]
+        if turns < 2 or not results:
+            continue  # no reply came after a tool result (say, a LifePlanner agent that submitted at once)
+        rendered = [f"<|im_start|>tool\n<tool_response>\n{text}\n</tool_response><|im_end|>" for text in results]
+        # a reply after a tool ran: the result, as Inspect sent it, was in the prompt of that reply
+        assert any(r in p for r in rendered for p in prompts), (sample.id, results)
+        seen_results.append(sample.id)
+    if local_run.case.uses_tools:
+        # the dialogue went on after a tool call: the model saw a result and replied to it
+        assert seen_results, local_run.describe()
+
+
+@requires_local_llm
+@pytest.mark.slow
+def test_the_scorer_reads_the_models_final_reply(local_run):
+    samples = eval_samples(local_run)
+    assert len(samples) == local_run.case.n_samples, local_run.describe()
+    for sample in samples:
+        assert not sample.error, (sample.id, sample.error)
+        final = sample.output.completion.strip()
+        assert final, sample.id  # the dialogue ended with a reply, whatever its quality
+        (score,) = sample.scores.values()
+        if local_run.name == "lifeplanner":  # the scorer's answer is the reply (or the submitted answer)
+            assert score.answer == sample.output.completion, sample.id
+        else:  # what the scorer read from the reply, or why it read nothing
+            assert score.answer or score.explanation, sample.id
+        values = score.value.values() if isinstance(score.value, dict) else [score.value]
+        assert any(isinstance(v, int | float) and not math.isnan(v) for v in values), (sample.id, score.value)
+
+
+@requires_local_llm
+@pytest.mark.slow
+def test_a_request_past_its_timeout_is_the_samples_error(tmp_path):
+    """A one-second request timeout against a 600-token prompt: the server stops the request after its
+    first prompt batch, the sample is stored as an error naming the timeout, and the run ends."""
+    case = Case(
+        (
+            "suite.categories=[edge_only]",
+            "env.n_maps=1",
+            "suite.n_per_category=1",
+            "model.serve.request_timeout_s=1",
+            "model.config.max_retries=0",
+            "preflight=false",
+        ),
+        1,
+        False,
+    )
+    run = run_geoeval("timeout", case, tmp_path)
+    assert run.proc.returncode in (0, 1), run.describe()
+    (row,) = run.samples
+    assert row["status"] == "error" and row["error"], row
+    assert all(v is None or math.isnan(v) for v in run.scores.get(row["sample_id"], [])), run.scores
+    # every request the server stopped at its deadline (Inspect keeps only `RetryError(InternalServerError)`)
+    assert "ran past model.serve.request_timeout_s (1 s)" in run.server_log, run.describe()
+    assert set(chat_requests(run.server_log)) == {500}, run.describe()
+    assert run.seconds < 120, run.describe()  # server start, one batch per request, and the run's end
+
+
+@requires_local_llm
+@pytest.mark.slow
+def test_the_server_is_free_again_right_after_a_timeout(tmp_path):
+    """A request whose prompt takes minutes to evaluate fails within its timeout plus one prompt
+    batch, and the next request is answered at once instead of queueing behind it."""
+    log = tmp_path / "server.log"
+    long_prompt = "The quick brown fox jumps over the lazy dog. " * 400  # ~4,000 tokens
+    with local_llm.serve_local_llm({"log_path": str(log), "request_timeout_s": 2}) as url:
+        started = time.monotonic()
+        status, body = post_chat(url, long_prompt, timeout_s=300)
+        timed_out_after = time.monotonic() - started
+        assert status == 500 and "ran past model.serve.request_timeout_s" in body, (status, body)
+        started = time.monotonic()
+        status, body = post_chat(url, "Hi", timeout_s=60)
+        answered_after = time.monotonic() - started
+    assert status == 200, body
+    # one 512-token batch takes 5-20 s on a busy core; the whole prompt would take minutes
+    assert timed_out_after < 45, timed_out_after
+    assert answered_after < 30, answered_after
+
+
+def post_chat(base_url: str, text: str, timeout_s: float) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    body = {"messages": [{"role": "user", "content": text}], "max_tokens": 4, "temperature": 0}
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
 
 
 # --- the serve step itself -------------------------------------------------------------------
