@@ -184,7 +184,7 @@ def main() -> None:
 
     import ray
 
-    from geoeval.core.run.runner import ensure_ray
+    from geoeval.core.run.ray_session import ensure_ray
 
     global _warm_worker
     _warm_worker = _warm_worker_fn()

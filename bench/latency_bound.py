@@ -430,7 +430,7 @@ def main() -> None:
         if not args.skip_ray:
             import ray
 
-            from geoeval.core.run.runner import ensure_ray
+            from geoeval.core.run.ray_session import ensure_ray
 
             ray_v = Variant(f"(c) geoeval runner=ray x{args.workers} ({per_worker} connections/worker)")
             runs.append((ray_v, lambda tag: geoeval_job(f"ray-{tag}", *ray_extra)))

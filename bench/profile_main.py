@@ -96,10 +96,10 @@ def profile_job(args: argparse.Namespace) -> None:
         if args.runner == "ray":  # a rerun is a new process: new workers, no in-process memo
             import ray
 
-            from geoeval.core.run import runner
+            from geoeval.core.run import ray_session
 
             ray.shutdown()
-            runner._CONNECTED.clear()
+            ray_session._CONNECTED.clear()
         events = [e for e in timing.read_stage_events(profile_dir) if e["t"] >= since]
         seconds, counts = timing.summarize(events)
         print(

@@ -102,7 +102,7 @@ def ray_scaling(root: Path, args: argparse.Namespace) -> None:
 
     from geoeval.core.registry import get_suite
     from geoeval.core.run.job import run_job
-    from geoeval.core.run.runner import ensure_ray
+    from geoeval.core.run.ray_session import ensure_ray
 
     ho._warm_worker = ho._warm_worker_fn()  # a module global, as harness_overhead keeps it
     suite = get_suite("maptab")

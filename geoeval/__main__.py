@@ -3,7 +3,7 @@
 Once a run has returned, everything it wrote is closed and every exit handler has run, the process
 ends without the interpreter's teardown: freeing the objects of MLflow, Inspect, pandas and
 matplotlib one by one took ~1.4 s of a 30 s sweep on 2 cores and writes nothing. A local Ray is
-stopped first by `core.run.runner.shutdown_ray` (~1.5 s quicker than Ray's own exit handler). An exception
+stopped first by `core.run.ray_session.shutdown_ray` (~1.5 s quicker than Ray's own exit handler). An exception
 (a crash, Ctrl-C) takes Python's normal exit, traceback included.
 """
 
@@ -20,7 +20,7 @@ def _exit_now(code: int) -> None:
     if run_exit_handlers is None:
         sys.exit(code)
     if "ray" in sys.modules:  # geoeval's quicker stop of its Ray (Ray's exit handler then has nothing to do)
-        from geoeval.core.run.runner import shutdown_ray
+        from geoeval.core.run.ray_session import shutdown_ray
 
         try:
             shutdown_ray()

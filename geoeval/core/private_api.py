@@ -104,7 +104,7 @@ def ray_local_node_processes() -> dict[str, list[Any]]:
     by Ray's process type ("raylet", "gcs_server", "monitor", ...); empty when it started none
     (not initialised, or connected to a cluster). Ray has no public handle on them, and its
     shutdown waits a second for the autoscaler monitor, which ignores SIGTERM
-    (`run.runner.shutdown_ray` stops that one at once)."""
+    (`run.ray_session.shutdown_ray` stops that one at once)."""
     try:
         from ray._private import worker
     except ImportError as exc:

@@ -82,7 +82,7 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     import ray
 
     from geoeval.core.private_api import ray_local_node_processes
-    from geoeval.core.run.runner import ensure_ray, shutdown_ray
+    from geoeval.core.run.ray_session import ensure_ray, shutdown_ray
 
     ensure_ray(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
     processes = ray_local_node_processes()

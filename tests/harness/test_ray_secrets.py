@@ -3,7 +3,7 @@ and its dashboard and state API show): they travel with each shard's task call i
 
 from __future__ import annotations
 
-from geoeval.core.run.runner import worker_env, worker_runtime_env, worker_secrets
+from geoeval.core.run.ray_session import worker_env, worker_runtime_env, worker_secrets
 
 
 def test_secrets_stay_out_of_the_runtime_env_and_travel_with_the_task(monkeypatch):

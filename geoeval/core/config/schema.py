@@ -230,9 +230,10 @@ class RunSpec(Strict):
 
     seed: int = 0
     experiment_name: str = "default"
-    results_db: str = "results/geoeval.duckdb"
-    log_dir: str = "logs"
-    work_dir: str = "results/work"
+    # under the current directory, or `$GEOEVAL_ROOT` (the YAML's interpolation; docs/cluster.md)
+    results_db: str = "./results/geoeval.duckdb"
+    log_dir: str = "./logs"
+    work_dir: str = "./results/work"
     limit: int | None = Field(default=None, ge=1)
     epochs: int = Field(default=1, ge=1)
     # Inspect's convention: true = fail on any error, false = never, 0 < x < 1 = a fraction of the

@@ -1,0 +1,181 @@
+"""This process's Ray: a local Ray started for a job, or the cluster it joins (`runner.address`,
+else `$RAY_ADDRESS`, which `ray job submit` sets), and what the workers get of the driver's
+environment (geoeval's, Inspect's and the providers' variables; secrets apart from Ray's runtime env).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from geoeval.core.config.secrets import is_secret_key
+from geoeval.core.errors import GeoevalError
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
+
+
+#: Ray appends ~70 characters (`session_<date>_<time>_<micros>_<pid>/sockets/plasma_store`) to
+#: its temp dir, and a unix socket path must fit in 107 bytes.
+RAY_TEMP_DIR_MAX = 36
+
+
+def _ray_temp_dir(spec: RunSpec) -> str:
+    """Ray's temp dir: under the work dir when its path is short enough for Ray's sockets, else a
+    short folder under /tmp (wherever geoeval runs from, however deep)."""
+    preferred = Path(spec.work_dir).resolve() / "ray"
+    if len(str(preferred)) <= RAY_TEMP_DIR_MAX:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return str(preferred)
+    short = Path("/tmp") / f"geoeval-ray-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return str(short)
+
+
+_CONNECTED: dict[str, Any] = {}  # the address this process's Ray is connected to ("local" for its own)
+
+
+def shutdown_ray() -> None:
+    """Stop this process's Ray as Ray's own exit handler does, ~1.5 s sooner (a 30-job sweep
+    takes ~30 s on 2 cores). That handler sleeps 0.5 s so that worker output reaches the console
+    (geoeval's workers write to Ray's log files, `log_to_driver=False`, so there is nothing to
+    wait for), and stopping a local Ray waits 1 s for its autoscaler monitor, which ignores
+    SIGTERM, before it kills it; a local Ray of geoeval's never autoscales, so the monitor is
+    killed at once. A connection to a cluster is only closed: the cluster goes on."""
+    if "ray" not in sys.modules:  # nothing started Ray in this process
+        return
+    import ray
+
+    if not ray.is_initialized():
+        return
+    if _CONNECTED.get("address") == "local":
+        from geoeval.core.private_api import ray_local_node_processes
+
+        for process in ray_local_node_processes().get("monitor", []):
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=5)
+    ray.shutdown()
+    _CONNECTED.clear()
+
+
+def cluster_address(spec: RunSpec) -> str | None:
+    """The Ray cluster a `runner=ray` job uses: `runner.address`, else `$RAY_ADDRESS` (Ray sets it
+    inside a job submitted with `ray job submit`, so such a job joins the cluster it was submitted
+    to), else None: a local Ray of its own."""
+    return spec.runner.address or os.environ.get("RAY_ADDRESS") or None
+
+
+def ensure_ray(spec: RunSpec) -> None:
+    """Start a local Ray, or connect to `runner.address` (else `$RAY_ADDRESS`, which Ray sets
+    inside a job submitted with `ray job submit`). A job whose address differs from the
+    one this process is connected to (a sweep over clusters) reconnects: each job honours its own
+    `runner.address`. An unreachable cluster gives one clear error after
+    `runner.connect_timeout_s` instead of retrying forever."""
+    import ray
+
+    address = cluster_address(spec)
+    wanted = address or "local"
+    if ray.is_initialized():
+        if _CONNECTED.get("address", wanted) == wanted:
+            return
+        ray.shutdown()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    runtime_env = worker_runtime_env(spec)
+    if address is None:
+        ray.init(
+            num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
+            include_dashboard=False,
+            log_to_driver=False,
+            _temp_dir=_ray_temp_dir(spec),
+            runtime_env=runtime_env,
+            configure_logging=False,
+        )
+        _CONNECTED["address"] = wanted
+        return
+    _warn_about_loopback_endpoints(spec)
+    if spec.runner.ship_code:
+        from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
+
+        runtime_env = dict(runtime_env or {})
+        runtime_env["py_modules"] = shipped_modules()
+        runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **shipped_env_vars()}
+
+    failure: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, runtime_env=runtime_env)
+        except BaseException as exc:  # reported below with the address
+            failure.append(exc)
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(spec.runner.connect_timeout_s)
+    if t.is_alive() or failure:
+        why = (
+            f"{type(failure[0]).__name__}: {failure[0]}"
+            if failure
+            else f"no answer within {spec.runner.connect_timeout_s:g} s"
+        )
+        raise GeoevalError(
+            f"Cannot reach the Ray cluster at runner.address={address!r} ({why}). "
+            "Start the cluster, fix the address, or use runner.address=null for a local Ray."
+        )
+    _CONNECTED["address"] = wanted
+
+
+def _warn_about_loopback_endpoints(spec: RunSpec) -> None:
+    """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
+    from urllib.parse import urlsplit
+
+    urls = [("model.base_url", spec.model.base_url)] + [
+        (k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")
+    ]
+    for key, url in urls:
+        host = (urlsplit(url).hostname or "") if url else ""
+        if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
+            print(
+                f"[geoeval] warning: {key}={url} is a loopback address: on a cluster each worker reaches "
+                "its own machine there, not the driver's; use an address the workers can reach",
+                file=sys.stderr,
+            )
+
+
+_WORKER_ENV_PREFIXES = ("GEOEVAL_", "INSPECT_", "OPENAI_", "ANTHROPIC_")
+
+
+def worker_env(spec: RunSpec | None = None) -> dict[str, str]:
+    """The driver's environment variables that the shards need: geoeval's, Inspect's and the
+    providers' (keys and base URLs: `OPENAI_*`, `ANTHROPIC_*`, and `<SERVICE>_API_KEY` /
+    `<SERVICE>_BASE_URL` of `openai-api/<service>/...` models), plus `runner.env_vars` (names, or
+    prefixes ending in `*`)."""
+    extra = list(spec.runner.env_vars) if spec is not None else []
+    names = {e for e in extra if not e.endswith("*")}
+    prefixes = tuple(e[:-1] for e in extra if e.endswith("*"))
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(_WORKER_ENV_PREFIXES)
+        or k.endswith(("_API_KEY", "_BASE_URL"))
+        or k in names
+        or (prefixes and k.startswith(prefixes))
+    }
+
+
+def worker_runtime_env(spec: RunSpec | None = None) -> dict[str, Any] | None:
+    """The runtime env given to Ray. Ray keeps it in its control store, readable through the
+    dashboard and the state API, so only non-secret variables travel there; secrets go with each
+    task call (`worker_secrets`)."""
+    env_vars = {k: v for k, v in worker_env(spec).items() if not is_secret_key(k)}
+    return {"env_vars": env_vars} if env_vars else None
+
+
+def worker_secrets(spec: RunSpec | None = None) -> dict[str, str]:
+    """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
+    worker's environment for that shard only, and never put in Ray's runtime env."""
+    return {k: v for k, v in worker_env(spec).items() if is_secret_key(k)}
