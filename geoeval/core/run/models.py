@@ -15,10 +15,15 @@ from typing import TYPE_CHECKING, Any
 from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import ValidationError
 
+from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.text import clean_text, clean_value
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
+
+# Inspect estimates tokens with an encoding tiktoken downloads: offline, estimate instead (a model
+# built here may run where nothing imported `inspect_bridge`, e.g. a judge scored outside a run)
+install_offline_token_estimate()
 
 
 #: what a provider's HTTP 400 says when a request is longer than the model's context (OpenAI's
