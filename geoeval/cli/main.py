@@ -6,6 +6,8 @@
 - `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
 - `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
 - `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
+- `geoeval runs [--clean]` lists the MLflow runs still RUNNING and ends the stale ones
+  (`geoeval.cli.runs`);
 - `geoeval rescore [hydra overrides]` runs the config as `geoeval` does, but every sample's model
   calls are replayed from its stored trajectory (`generation=replay_only`): the current scorers
   score them again and the evaluated model is never called (docs/cost.md);
@@ -52,6 +54,10 @@ def main(argv: list[str] | None = None) -> int | None:
         return cache_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
+    if args and args[0] == "runs":
+        from geoeval.cli.runs import main as runs_main
+
+        return runs_main(args[1:])
     if args and args[0] == "estimate":
         from geoeval.cli.estimate import main as estimate_main
 

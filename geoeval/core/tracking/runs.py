@@ -210,6 +210,7 @@ class JobRun:
     _last_progress: float = field(default=0.0, repr=False)
     _progress_failed: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
+    _heartbeat: Any = field(default=None, repr=False)
 
     @classmethod
     def start(
@@ -232,7 +233,7 @@ class JobRun:
         else `run_hash`."""
         identity = (TAG_RUN_KEY, run_key) if run_key else (TAG_RUN_HASH, run_hash)
         statuses = ("KILLED", "FAILED", "FINISHED") if reuse_finished else ("KILLED", "FAILED")
-        return cls._open(
+        job_run = cls._open(
             tracking,
             experiment_name,
             kind="job",
@@ -243,6 +244,10 @@ class JobRun:
             parent_run_id=parent_run_id,
             statuses=statuses,
         )
+        from geoeval.core.tracking.stale import Heartbeat
+
+        job_run._heartbeat = Heartbeat(job_run.client, job_run.run_id)  # how other hosts tell it is alive
+        return job_run
 
     @classmethod
     def attach(cls, tracking: Any, run_id: str) -> JobRun:
@@ -270,6 +275,7 @@ class JobRun:
         client = client_for(tracking)
         experiment_id = ensure_experiment(client, tracking, experiment_name)
         uri = tracking_uri_for(tracking)
+        _end_dead_runs(client, experiment_id)
         run_tags: dict[str, str] = {
             TAG_KIND: kind,
             **{k: tag_value(v) for k, v in (tags or {}).items()},
@@ -361,6 +367,8 @@ class JobRun:
             if self._finished:
                 return
             self._finished = True
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         try:
             if tags:
                 _log_tags(self.client, self.run_id, tags)
@@ -379,6 +387,18 @@ class JobRun:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self.finish(status=status_for_exception(exc))
+
+
+def _end_dead_runs(client: Any, experiment_id: str) -> None:
+    """Runs of the experiment left RUNNING by a process of this host that is gone: ended KILLED
+    now, not left RUNNING until someone reruns them (`tracking/stale.py`). Never raises."""
+    from geoeval.core.tracking.stale import end_stale_runs, running_runs
+
+    try:
+        for run, reason in end_stale_runs(client, running_runs(client, [experiment_id]), lease_s=None):
+            print(f"[geoeval] MLflow run {run.info.run_id} was left RUNNING ({reason}): marked KILLED", file=sys.stderr)
+    except Exception:  # noqa: BLE001 - housekeeping must not stop a job
+        pass
 
 
 # --- sweeps -----------------------------------------------------------------------------------
