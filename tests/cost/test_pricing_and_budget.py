@@ -179,20 +179,3 @@ def test_generation_identity_ignores_scoring_but_not_what_the_model_sees(tmp_pat
     # budgets and the generation mode change neither identity: a raised budget resumes the run
     other = _compose(tmp_path, "budget.tokens=10", "generation=fresh")
     assert (other.config_hash(), other.generation_hash()) == (base.config_hash(), base.generation_hash())
-
-
-def test_samples_in_flight_follow_the_model_and_ray_splits_its_connections(tmp_path):
-    from geoeval.core.run.models import concurrency_warning, connections_per_worker, samples_in_flight
-
-    api = ("model=openai_api", "model.name=openai-api/local/x")
-    assert samples_in_flight(_compose(tmp_path, *api, "model.config.max_connections=32")) == 32
-    ray = _compose(tmp_path, *api, "model.config.max_connections=32", "runner=ray", "runner.num_workers=3")
-    assert connections_per_worker(ray) == 11 and samples_in_flight(ray) == 11  # 3 x 11 >= 32, never 3 x 32
-    assert samples_in_flight(_compose(tmp_path, *api)) == 10  # Inspect's default per provider
-    assert samples_in_flight(_compose(tmp_path, "model=oracle")) == 8  # offline agents
-    slow = _compose(tmp_path, *api, "model.config.max_connections=32", "runner.max_samples=8")
-    assert samples_in_flight(slow) == 8
-    assert "keeps 24 of the model's 32 connections per worker idle" in concurrency_warning(slow)
-    assert (
-        concurrency_warning(_compose(tmp_path, *api, "model.config.max_connections=4", "runner.max_samples=8")) is None
-    )

@@ -150,6 +150,14 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
                     "counted: add it to the prices (pricing.file=<yaml with models: {name: {input, output}}>) "
                     "or limit tokens instead (budget.tokens)"
                 )
+    serve_timeout = (spec.model.serve or {}).get("request_timeout_s")
+    attempt_timeout = spec.model.config.attempt_timeout
+    if serve_timeout is not None and attempt_timeout is not None and float(serve_timeout) >= attempt_timeout:
+        raise GeoevalError(
+            f"Invalid config: model.serve.request_timeout_s: {serve_timeout:g} s must be below "
+            f"model.config.attempt_timeout ({attempt_timeout} s): else the client gives up first and the server "
+            "goes on with the abandoned request while the retry waits behind it"
+        )
     registry.check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:
         if j != "rules":
