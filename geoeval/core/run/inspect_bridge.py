@@ -72,6 +72,8 @@ _PROVIDER_ERRORS = {
     "NotFoundError": "the endpoint answered HTTP 404",
     "APIStatusError": "the endpoint answered an HTTP error status",
 }
+#: the provider's own error at the end of Inspect's `ModelGenerateError(<the request> ... XError('Error code: N - ...'))`
+_GENERATE_ERROR = re.compile(r"([A-Z]\w*Error)\(\\?'Error code: (\d{3}) - (.*?)\\?'\)\S*$")
 _NOT_JSON = re.compile(r"^(UnicodeDecodeError|JSONDecodeError)\(")
 
 
@@ -86,6 +88,10 @@ def readable_error(message: str) -> str:
         return f"the model call failed after its retries: {name} ({_PROVIDER_ERRORS.get(name, 'see the Inspect log')})"
     if _NOT_JSON.match(text):
         return f"the model endpoint's reply is not JSON: {text}"
+    found = _GENERATE_ERROR.search(text) if text.startswith("ModelGenerateError(") else None
+    if found:  # Inspect quotes the whole request first (kilobytes): the provider's own line is what says why
+        name, status, said = found.group(1), found.group(2), found.group(3)
+        return f"the model endpoint refused the request: {name} (HTTP {status}): {said}"
     return message
 
 
@@ -122,8 +128,9 @@ def sample_to_result(sample: EvalSample, *, run_hash: str, model: str, metric_na
         if error is None:
             error = "sample produced no score"
     output = sample.output
-    completion = (output.completion or "") if output is not None else ""
-    stop_reason = str(output.stop_reason or "") if output is not None else ""
+    answered = output is not None and bool(output.choices)  # an errored sample's output has no choice
+    completion = (output.completion or "") if answered else ""
+    stop_reason = str(output.stop_reason or "") if answered else ""
     if stop_reason == "model_length" and error is None:
         # the model could not take the input (or ran out of context): scored as the empty answer it
         # is, and said so, not left to read as "no route in the answer"
@@ -248,11 +255,20 @@ class ResultStreamHook(Hooks):
         sink, on_sample = _STATE.sink, _STATE.on_sample
         if sink is None:
             return
-        sink(
-            sample_to_result(
+        try:
+            result = sample_to_result(
                 data.sample, run_hash=_STATE.run_hash, model=_STATE.model, metric_names=_STATE.metric_names
             )
-        )
+        except Exception as exc:  # Inspect would swallow it and the sample would vanish: store it as an error
+            result = undelivered_error(
+                data.sample,
+                epoch=int(data.sample.epoch),
+                run_hash=_STATE.run_hash,
+                model=_STATE.model,
+                metric_names=_STATE.metric_names,
+                reason=f"geoeval could not read this finished sample: {type(exc).__name__}: {exc}",
+            )
+        sink(result)
         if on_sample is not None:
             on_sample(data.sample)
 
