@@ -45,7 +45,7 @@ _LABEL = re.compile(
 # prepositions, "No" (as in "No. 2 Middle School") and "I" (a numeral) are not listed, names
 # contain them): a hyphenated line with one of them is a sentence ("That has 2 transfers - none",
 # "I'm sorry - I cannot tell"), not a route.
-_PROSE_WORDS = frozenset(
+PROSE_WORDS = frozenset(
     {
         "is",
         "are",
@@ -153,7 +153,7 @@ def _clean_line(line: str) -> str:
 def looks_like_route(line: str) -> bool:
     """Whether a line reads as a route "A-B(transfer)-C" rather than prose with a hyphen: two or
     more non-empty pieces, none longer than MAX_NAME_WORDS words, none with a sentence mark
-    (; ! ?) and no word of `_PROSE_WORDS`."""
+    (; ! ?) and no word of `PROSE_WORDS`."""
     pieces = [p.replace(TRANSFER_MARK, " ").strip() for p in line.split("-")]
     if len(pieces) < 2 or any(not p for p in pieces):
         return False
@@ -162,7 +162,7 @@ def looks_like_route(line: str) -> bool:
         if (
             len(p.split()) > MAX_NAME_WORDS
             or any(ch in p for ch in ";!?")
-            or any(w.lower() in _PROSE_WORDS for w in words)
+            or any(w.lower() in PROSE_WORDS for w in words)
         ):
             return False
     return True

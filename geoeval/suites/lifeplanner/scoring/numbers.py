@@ -10,56 +10,16 @@ import math
 import re
 import unicodedata
 
-_EN_UNITS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-}
+from geoeval.core.number_words import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
+
+_EN_UNITS = {**EN_ONES, **EN_TENS}
+_ZH_DIGITS = ZH_DIGITS
 _EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _EN_WORD = "|".join([*_EN_UNITS, *_EN_SCALES, "and", "point", "a", "half"])
 #: a run of English number words ("seven hundred and eighty-three", "one point two")
 EN_NUMBER_RE = re.compile(rf"\b(?:{_EN_WORD})(?:[\s-]+(?:{_EN_WORD}))*\b", re.IGNORECASE)
 
-_ZH_DIGITS = {
-    "零": 0,
-    "〇": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10_000}
+_ZH_SCALES = ZH_SCALES
 ZH_NUMBER_RE = re.compile(r"[零〇一二两三四五六七八九十百千万]+(?:点[零〇一二三四五六七八九]+)?")
 
 _NUMBER = r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?|[-+]?\.\d+"

@@ -14,61 +14,18 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from geoeval.core.number_words import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
+
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _BULLET = re.compile(r"(?m)^\s*(?:[-*+•·]|\d+[.)、]|#{1,6})\s+")
 _EMPHASIS = re.compile(r"\*\*|__|(?<![\w*])\*(?!\s)|(?<!\s)\*(?![\w*])|`")
 
-_CN_DIGITS = {
-    "零": 0,
-    "〇": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_DIGITS, _EN_ONES, _EN_TENS = ZH_DIGITS, EN_ONES, EN_TENS
+_CN_UNITS = {k: v for k, v in ZH_SCALES.items() if k != "万"}  # up to thousands: durations, distances, prices
 _CN_NUMERAL = "零〇一二两三四五六七八九十百千"
 # a unit a number in words may stand before (Chinese units and the English ones normalised to them)
 _UNIT_AFTER = r"(?=\s*(?:个半小时|个小时|公里|千米|米|分钟|小时|元|块|人|位))"
 _CN_NUMBER = re.compile(rf"([{_CN_NUMERAL}]+(?:点[{_CN_NUMERAL}]+)?)" + _UNIT_AFTER)
-_EN_ONES = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-}
-_EN_TENS = {
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-}
 _EN_WORD = "|".join(sorted([*_EN_ONES, *_EN_TENS, "hundred", "half", "a"], key=len, reverse=True))
 _EN_NUMBER = re.compile(
     rf"\b((?:{_EN_WORD})(?:[\s-]+(?:{_EN_WORD}|and))*)\s+(?=(?:minutes?|mins?|hours?|hrs?|kilomet(?:er|re)s?|km|met(?:er|re)s?|yuan|people|persons?)\b)",

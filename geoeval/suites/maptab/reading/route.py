@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END, TRANSFER_MARK, tagged_texts
+from geoeval.suites.maptab.metrics import PROSE_WORDS, ROUTE_BEGIN, ROUTE_END, TRANSFER_MARK, tagged_texts
 from geoeval.suites.maptab.reading.text import name_key, plain
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
@@ -87,59 +87,8 @@ _LEAD = re.compile(
     re.IGNORECASE,
 )
 _TRAIL = re.compile(r"[\s,;]+(?:instead|then|either|too|as\s+well|is\s+better|works)\s*[.!]*\s*$", re.IGNORECASE)
-_PROSE_WORDS = frozenset(
-    [
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "does",
-        "do",
-        "did",
-        "that",
-        "this",
-        "these",
-        "those",
-        "there",
-        "it",
-        "its",
-        "i'm",
-        "we",
-        "you",
-        "then",
-        "which",
-        "will",
-        "would",
-        "should",
-        "could",
-        "can",
-        "cannot",
-        "can't",
-        "not",
-        "none",
-        "because",
-        "so",
-        "take",
-        "takes",
-        "taking",
-        "change",
-        "changes",
-        "transfers",
-        "using",
-        "exists",
-        "exist",
-        "fewest",
-        "shortest",
-        "sorry",
-        "i",
-        "think",
-    ]
-)
+# the paper reader's prose words, and those of an apology or a hedge ("sorry", "I think")
+_PROSE_WORDS = PROSE_WORDS | frozenset(["i", "sorry", "think"])
 _WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
 # a piece that is a quantity ("3 stations", "12 min", "4.5") or a line's name ("Red Line", "2号线")
 # makes a line a summary ("Total: 3 stations - 1 transfer", "Lines: Red Line -> Blue Line"), not a route

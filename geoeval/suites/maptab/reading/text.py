@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from geoeval.core.number_words import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
+
 _MARKDOWN = re.compile(r"[*_`~]+")
 _DROPPED = re.compile(r"[.'\u2018\u2019\u00b4`]")
 _SPACES = re.compile(r"\s+")
@@ -41,55 +43,10 @@ _DIGITS = re.compile(
     r"(?!\d|\.\d|(?:st|nd|rd|th)\b)",
     re.IGNORECASE,
 )
-_EN_UNITS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-}
-_EN_TENS = {
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-}
+_EN_UNITS, _EN_TENS, _ZH_DIGITS = EN_ONES, EN_TENS, ZH_DIGITS
 _EN_SCALES = {"hundred": 100, "thousand": 1000}
 _EN_WORD = re.compile(r"[a-z]+")
-_ZH_DIGITS = {
-    "零": 0,
-    "〇": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_ZH_SCALES = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_SCALES = ZH_SCALES
 _ZH_NUMBER = re.compile(f"[{''.join(_ZH_DIGITS)}{''.join(_ZH_SCALES)}]+(?:点[{''.join(_ZH_DIGITS)}]+)?")
 
 
