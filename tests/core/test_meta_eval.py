@@ -77,8 +77,9 @@ def test_families_a_surface_variant_must_equal_the_reference_and_each_family_mee
     ]
     report = ordering_report(answers, {"gaming:ema": 0.5})
     families = report["ema"]["by_family"]
-    # surface: ref == variant (violated), variant > empty (violated: 0 is not above 0)
-    assert (families["surface"]["pairs"], families["surface"]["correct"]) == (2, 0)
+    # surface: ref == variant (violated); variant > empty is no pair: a right answer that earns 0
+    # orders nothing below it (counted apart), and the equality pair has caught the misreading
+    assert (families["surface"]["pairs"], families["surface"]["correct"]) == (1, 0)
     # gaming: ref > hedge (right), hedge >= empty (right)
     assert (families["gaming"]["pairs"], families["gaming"]["correct"]) == (2, 2)
     assert families["gaming"]["target"] == 0.5 and families["tiers"]["target"] == 1.0

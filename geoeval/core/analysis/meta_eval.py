@@ -22,7 +22,7 @@ every family.
 
 Pairs where either score is NaN (the metric does not apply, e.g. a criteria metric on a
 fewest-stations query) are left out and counted as `n_not_applicable`; strict pairs whose
-reference scores 0 (nothing can order below it: e.g. a rubric line no recording grounds) are left
+right answer (the reference or a surface form of it) scores 0 (nothing can order below it: e.g. a rubric line no recording grounds) are left
 out and counted as `n_reference_zero`, shown beside the accuracy so that a scorer which gives the
 reference 0 is seen (the tier means show it too).
 The ordering accuracy is correct / pairs; a suite declares per-metric targets
@@ -114,9 +114,10 @@ def ordering_report(answers: list[ScoredAnswer], targets: Mapping[str, float] | 
                 if a is None or b is None or _nan(a) or _nan(b):  # missing or NaN: the metric does not apply
                     not_applicable += 1
                     continue
-                if relation == STRICT and hi.tier.name == "reference" and a <= 0.0:
-                    # the reference itself earns nothing here (a rubric line no recording grounds):
-                    # nothing can score below it, so the pair measures the data, not the reader
+                if relation == STRICT and hi.tier.level == REFERENCE and a <= 0.0:
+                    # the right answer (the reference, or a surface form of it, which must tie it)
+                    # earns nothing here (a rubric line no recording grounds): nothing can score
+                    # below it, so the pair measures the data, not the reader
                     reference_zero += 1
                     continue
                 pairs += 1
