@@ -35,6 +35,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from geoeval.core.text import nesting_depth
 from geoeval.suites.lifeplanner.scoring.answers import load_answer
 from geoeval.suites.lifeplanner.scoring.numbers import quantity, words_to_digits
 from geoeval.suites.lifeplanner.tools import city as city_handle
@@ -440,6 +441,10 @@ def normalise_answer(
 # --------------------------------------------------------------------------------------------
 
 
+#: no answer of any task nests deeper (the paper protocol's schema check says the same)
+MAX_ANSWER_DEPTH = 100
+
+
 def _json_spans(text: str) -> list[tuple[int, int, Any]]:
     """Every top-level JSON object or array in `text` (prose around them allowed)."""
     decoder = json.JSONDecoder()
@@ -449,8 +454,16 @@ def _json_spans(text: str) -> list[tuple[int, int, Any]]:
         if text[i] in "{[":
             try:
                 value, end = decoder.raw_decode(text, i)
-            except (json.JSONDecodeError, RecursionError):
+            except RecursionError:
+                # nested beyond the parser: every opener inside belongs to the same too-deep value
+                while i < len(text) and (text[i] in "{[" or text[i].isspace()):
+                    i += 1
+                continue
+            except json.JSONDecodeError:
                 i += 1
+                continue
+            if nesting_depth(value, MAX_ANSWER_DEPTH + 1) > MAX_ANSWER_DEPTH:  # deeper than any answer
+                i = end
                 continue
             if isinstance(value, (dict, list)) and value:
                 out.append((i, end, value))
