@@ -103,7 +103,10 @@ class CaseEngine(PlaceCases, NearbyCases, RoutingCases, TripCases):
                 )
                 if len(case.tau_star) > MAX_REFERENCE_CALLS or check_case(self.city, case):
                     continue
-                problems = self.second_reading.problems(case)
+                try:
+                    problems = self.second_reading.problems(case)
+                except Reject as unreadable:  # a place the second reading cannot read: not a sure case
+                    problems = [("unreadable", str(unreadable))]
                 if problems:
                     self.drops.setdefault(combo, Counter()).update({kind for kind, _ in problems})
                     continue

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from geoeval.suites.lifeplanner.cases.case import Case
+from geoeval.suites.lifeplanner.cases.case import Case, Reject
 from geoeval.suites.lifeplanner.cases.city_index import CityIndex, Place
 from geoeval.suites.lifeplanner.cases.lexicon import (
     DISLIKES,
@@ -130,6 +130,18 @@ class SecondReading:
         ds = self.idx.distances(center, self.idx.places)
         return [p for p, d in zip(self.idx.places, ds) if d <= radius and p.id != center.id and p.id not in exclude]
 
+    def _open_then(self, p: Place, weekday: int, minute: int) -> bool:
+        """Whether `p` is open at that time. Hours that cannot be read (OpenStreetMap's free text)
+        do not show it open: the generators never draw such a place either, so a reader of the
+        hours as published could not tell it admissible."""
+        if not p.hours:
+            return False
+        try:
+            hours = self.idx.hours_of(p)
+        except Reject:
+            return False
+        return bool(open_at_minute(hours, weekday, minute))
+
     def _select(
         self,
         pool: list[Place],
@@ -200,11 +212,9 @@ class SecondReading:
             if cost and (p.cost is None or p.cost > float(cost.group(1)) + 1e-9):
                 return False
             # a stated time means the place must be open then (Nearby L1, timed Nearby L2)
-            return (
-                visit is None
-                or visit.minute is None
-                or bool(p.hours and open_at_minute(self.idx.hours_of(p), visit.weekday or 0, visit.minute))
-            )
+            if visit is None or visit.minute is None:
+                return True
+            return self._open_then(p, visit.weekday or 0, visit.minute)
 
         admitted, borderline = self._select(self._near(anchor, radius, set()), sub, pref, None, visit, filters)
         evidence = [(self.idx.by_id[case.reference_places[0]], pref, visit)] if pref else []
