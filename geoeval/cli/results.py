@@ -34,6 +34,7 @@ Mistakes (a missing file, bad SQL, an unknown metric) print one line to stderr a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -354,21 +355,21 @@ def main(argv: list[str] | None = None) -> int:
     if len(dbs) > 1 and args.sql is not None:
         print("geoeval results: error: --sql reads one warehouse: give one --db", file=sys.stderr)
         return 2
-    if len(dbs) > 1:
-        return _several(dbs, args)
-    db = dbs[0]
     try:
-        with Warehouse(db, read_only=True) as warehouse:
+        with contextlib.ExitStack() as stack:
+            opened = [stack.enter_context(Warehouse(db, read_only=True)) for db in dbs]
             if args.sql is not None:
-                columns, tuples = warehouse.query(args.sql)
+                columns, tuples = opened[0].query(args.sql)
                 columns = _unique_columns(columns)
                 rows = [dict(zip(columns, values)) for values in tuples]
             else:
-                if not warehouse.runs() and args.suite is None:
-                    print(f"no runs in {db} yet", file=sys.stderr)
+                # several warehouses read as one: the two methods the leaderboard reads
+                source: Any = opened[0] if len(opened) == 1 else Warehouses(opened)
+                if not source.runs() and args.suite is None:
+                    print(f"no runs in {', '.join(str(db) for db in dbs)} yet", file=sys.stderr)
                     return 0
                 columns, rows = leaderboard(
-                    warehouse,
+                    source,
                     suite=args.suite,
                     metrics=_split_list(args.metric) or None,
                     by=_split_list(args.by) or None,
@@ -378,29 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except duckdb.Error as error:  # a damaged or foreign file, read by DuckDB
         message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        print(f"geoeval results: error: reading {db} failed: {message}", file=sys.stderr)
-        return 2
-    if columns:
-        print(render(columns, rows, args.format))
-    return 0
-
-
-def _several(dbs: list[Path], args: argparse.Namespace) -> int:
-    """The leaderboard over several warehouses."""
-    try:
-        opened = [Warehouse(db, read_only=True) for db in dbs]
-        columns, rows = leaderboard(
-            Warehouses(opened),  # type: ignore[arg-type]  # the two methods the leaderboard reads
-            suite=args.suite,
-            metrics=_split_list(args.metric) or None,
-            by=_split_list(args.by) or None,
-        )
-    except GeoevalError as error:
-        print(f"geoeval results: error: {error}", file=sys.stderr)
-        return 2
-    except duckdb.Error as error:
-        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        print(f"geoeval results: error: reading the warehouses failed: {message}", file=sys.stderr)
+        where = dbs[0] if len(dbs) == 1 else "the warehouses"
+        print(f"geoeval results: error: reading {where} failed: {message}", file=sys.stderr)
         return 2
     if columns:
         print(render(columns, rows, args.format))
