@@ -1,9 +1,11 @@
 """Opening a warehouse file: the cross-process lock beside it and what to say when DuckDB cannot
 open it.
 
-A `Warehouse` holds its file only for one operation at a time, under `<file>.lock`
-(`fcntl.flock`: shared for readers, exclusive for writers), so several geoeval processes can
-share one file (see `geoeval.core.warehouse.store`).
+A `Warehouse` holds its file under `<file>.lock` (`fcntl.flock`: shared for readers, exclusive
+for writers), so several geoeval processes can share one file (see `geoeval.core.warehouse.store`).
+A process that waits for the lock also holds `<file>.wait` shared while it waits: a writer that
+keeps the file open between its commits (a job's warehouse writer) looks there and lets go as soon
+as anyone waits (`FileLock.others_wait`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import fcntl
 import os
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from geoeval.core.errors import GeoevalError
 
@@ -93,38 +96,134 @@ def open_failure(path: Path, error: BaseException, key: str = "--db") -> str:
     return f"cannot open {path} as a DuckDB database ({message}): point {key} at a geoeval results file"
 
 
-@contextmanager
-def file_lock(path: Path, *, shared: bool, timeout_s: float, key: str) -> Iterator[None]:
-    """Hold `<path>.lock` (shared for readers, exclusive for writers) across processes, waiting at
-    most `timeout_s` for it."""
-    lock_path = path.with_name(path.name + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
-        # a read-only folder (e.g. a shared results file): readers go without the lock
-        if shared:
-            yield
-            return
-        raise GeoevalError(f"cannot create {lock_path}: point {key} at a writable place") from None
-    try:
-        mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
-        deadline = time.monotonic() + timeout_s
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, mode)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise GeoevalError(
-                        f"{path} stayed busy for {timeout_s:g} s (another geoeval process holds its lock): "
-                        f"wait for it, or point {key} at another file"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+class FileLock:
+    """`<path>.lock` across processes (shared for readers, exclusive for writers), taken with
+    `acquire` and given back with `release`. While `acquire` waits it holds `<path>.wait` shared,
+    so that the holder can see someone waits (`others_wait`) and let go."""
+
+    def __init__(self, path: Path, *, shared: bool, timeout_s: float, key: str) -> None:
+        self.path, self.shared, self.timeout_s, self.key = path, shared, timeout_s, key
+        self._fd: int | None = None
+        self._wait_path = path.with_name(path.name + ".wait")
+
+    def acquire(self) -> bool:
+        """Wait at most `timeout_s` for the lock; False when the folder is read-only and the lock
+        is shared (a reader of a shared results file goes without it)."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
         try:
-            yield
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            if self.shared:
+                return False
+            raise GeoevalError(f"cannot create {lock_path}: point {self.key} at a writable place") from None
+        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                self._wait_for(fd, mode)
+            except BaseException:
+                os.close(fd)
+                raise
+        self._fd = fd
+        return True
+
+    def _wait_for(self, fd: int, mode: int) -> None:
+        try:  # say that we wait: a holder that keeps the file open lets go when it sees this
+            wait_fd: int | None = os.open(self._wait_path, os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(wait_fd, fcntl.LOCK_SH)
+        except OSError:
+            wait_fd = None
+        try:
+            deadline = time.monotonic() + self.timeout_s
+            delay = 0.005
+            while True:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise GeoevalError(
+                            f"{self.path} stayed busy for {self.timeout_s:g} s (another geoeval process holds its "
+                            f"lock): wait for it, or point {self.key} at another file"
+                        ) from None
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.1)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            if wait_fd is not None:
+                os.close(wait_fd)  # closing the file gives its lock back
+
+    def others_wait(self) -> bool:
+        """Whether another process (or another `FileLock` of this one) waits for this lock."""
+        try:
+            fd = os.open(self._wait_path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+class LockedConnection:
+    """A DuckDB connection to a shared file, opened under its `FileLock` by the outermost of
+    nested sessions (`enter`/`exit`) and closed when that one ends, unless kept (`keep`): then it
+    stays open, and the lock held, until `keep(False)`, `close()` or another process waits for it
+    (`yield_to_waiters`). The caller serialises the calls (the `Warehouse`'s own lock)."""
+
+    def __init__(self, path: Path, *, read_only: bool, timeout_s: float, key: str) -> None:
+        self.path, self.read_only, self.key = path, read_only, key
+        self._lock = FileLock(path, shared=read_only, timeout_s=timeout_s, key=key)
+        self._con: Any = None
+        self._depth = 0  # sessions in progress (nested ones share the connection)
+        self._keeping = False
+
+    def enter(self) -> Any:
+        if self._con is None:
+            self._lock.acquire()
+            try:
+                self._con = duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.Error as error:
+                self._lock.release()
+                raise GeoevalError(open_failure(self.path, error, self.key)) from None
+            except BaseException:
+                self._lock.release()
+                raise
+        self._depth += 1
+        return self._con
+
+    def exit(self, failed: bool) -> None:
+        self._depth -= 1
+        if self._depth == 0 and (failed or not self._keeping):  # a connection that failed is not kept
+            self.close()
+
+    def keep(self, keep: bool) -> None:
+        self._keeping = keep and not self.read_only
+        if not keep and self._depth == 0:
+            self.close()
+
+    def yield_to_waiters(self) -> bool:
+        """Close a kept connection when someone waits for the lock; whether it did."""
+        if self._depth == 0 and self._con is not None and self._lock.others_wait():
+            self.close()
+            return True
+        return False
+
+    def close(self) -> None:
+        con, self._con = self._con, None
+        if con is not None:
+            try:
+                con.close()
+            finally:
+                self._lock.release()

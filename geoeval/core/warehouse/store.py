@@ -19,13 +19,12 @@ row and its whole score set (a metric missing from the new write does not linger
 Writing the same result twice therefore leaves the file as one write would.
 
 Concurrency: DuckDB lets one process hold a file open for writing, and no reader in while it
-does. So a `Warehouse` on a file holds it only for each operation: it opens a connection, runs
-one statement or one transaction (a whole commit batch of samples), and closes it, under a lock
-file beside the database (`<file>.lock`, `fcntl.flock`: exclusive for writes, shared for reads).
-Several geoeval runs can therefore write one warehouse at once (their batches interleave), and
-`geoeval results` reads it while they do; each waits at most `lock_timeout_s` for its turn. The
-cost is one open per batch (~10-20 ms), which the runs' group commit (one batch per ~50 ms of
-finished samples) keeps small, and `held()` shares one open among a job's bookkeeping steps.
+does. So a `Warehouse` holds its file only while it works, under a lock file beside it
+(`<file>.lock`, `fcntl.flock`: exclusive for writes, shared for reads), and several geoeval runs
+can write one warehouse at once (their batches interleave) while `geoeval results` reads it; each
+waits at most `lock_timeout_s` for its turn. An open costs ~10-20 ms: `held()` shares one among a
+job's bookkeeping steps, and a job's writer keeps the file open between its commits (`keep_open`)
+until another process waits for it (`yield_to_waiters`): opens grow with contention, not samples.
 The other designs considered: per-run Parquet parts attached at
 read time (no lock, but every query unions many files and resume must read them all), and a
 single writer service (one more process to run and find). Only the driver writes (Ray workers
@@ -51,7 +50,7 @@ import pandas as pd
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
-from geoeval.core.warehouse.lock import check_free_space, file_lock, first_line, open_failure, write_failure
+from geoeval.core.warehouse.lock import LockedConnection, check_free_space, first_line, open_failure, write_failure
 from geoeval.core.warehouse.rows import batch_tables, rebuild_results
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
@@ -90,7 +89,7 @@ class Warehouse:
         self._lock = threading.RLock()
         self._closed = False
         self._memory: duckdb.DuckDBPyConnection | None = None
-        self._active: duckdb.DuckDBPyConnection | None = None
+        self._file = LockedConnection(self.path, read_only=read_only, timeout_s=lock_timeout_s, key=config_key)
         in_memory = str(path) == ":memory:"
         if read_only and not in_memory and not self.path.is_file():
             raise GeoevalError(
@@ -118,6 +117,7 @@ class Warehouse:
         """Release the warehouse (idempotent). Later calls raise."""
         with self._lock:
             self._closed = True
+            self._file.close()
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
@@ -134,28 +134,30 @@ class Warehouse:
 
     @contextmanager
     def _session(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A connection for one operation: the in-memory one, or a fresh connection to the file
-        under the cross-process lock, closed afterwards (so other processes get their turn)."""
+        """A connection for one operation: the in-memory one, or the file's under the lock (shared
+        by nested calls, closed afterwards unless kept open, so other processes get their turn)."""
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"{self!r} is closed")
             if self._memory is not None:
                 yield self._memory
                 return
-            if self._active is not None:  # a nested call of this thread shares the open session
-                yield self._active
-                return
-            with file_lock(self.path, shared=self.read_only, timeout_s=self.lock_timeout_s, key=self.config_key):
-                try:
-                    con = duckdb.connect(str(self.path), read_only=self.read_only)
-                except duckdb.Error as error:
-                    raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
-                self._active = con
-                try:
-                    yield con
-                finally:
-                    self._active = None
-                    con.close()
+            con, failed = self._file.enter(), True
+            try:
+                yield con
+                failed = False
+            finally:
+                self._file.exit(failed)
+
+    def keep_open(self, keep: bool) -> None:
+        """Keep the file open between operations; the holder then calls `yield_to_waiters` often."""
+        with self._lock:
+            self._file.keep(keep)
+
+    def yield_to_waiters(self) -> bool:
+        """Close a kept file when another process (or another `Warehouse` here) waits for it."""
+        with self._lock:
+            return self._file.yield_to_waiters()
 
     @contextmanager
     def held(self) -> Iterator[Warehouse]:
