@@ -43,10 +43,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
@@ -61,6 +60,9 @@ from geoeval.core.warehouse.schema import (
     SCORE_TABLE_COLUMNS,
     SCORES_SELECT,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _now() -> datetime:
@@ -501,6 +503,8 @@ class Warehouse:
             cursor = con.execute(sql, params)
             columns = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
+        import pandas as pd  # only here: a run that never reads a frame starts without pandas
+
         frame = pd.DataFrame.from_records(rows, columns=columns)
         if frame.empty:
             frame = frame.astype({"epoch": "int64", "value": "float64"})
