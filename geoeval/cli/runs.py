@@ -1,13 +1,16 @@
-"""`geoeval runs [--clean] [--lease-minutes N] [--experiment NAME] [--tracking-uri URI]`
+"""`geoeval runs [--clean] [--sync] [--lease-minutes N] [--experiment NAME] [--tracking-uri URI]`
 
 The MLflow runs still RUNNING in the tracking store (`MLFLOW_TRACKING_URI`, else the local
 `mlruns/`), with their owner and whether they are still going (`geoeval.core.tracking.stale`): a
 run whose process on this host is gone, or a job on another host with no heartbeat for the lease,
 is stale. `--clean` ends the stale ones KILLED (with the reason in the tag
-`geoeval.killed_reason`). Exit status 0, 2 on a bad store or argument.
+`geoeval.killed_reason`). `--sync` first sends what a tracking server that was down missed (the
+ends of runs kept under `<work_dir>/tracking_pending/`, `geoeval.core.tracking.delivery`). Exit
+status 0, 2 on a bad store or argument, 4 when something is still waiting for the server.
 
     geoeval runs
     geoeval runs --clean --lease-minutes 30
+    geoeval runs --sync
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import time
 from types import SimpleNamespace
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +33,12 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="a job on another host with no heartbeat for this long is stale",
     )
+    p.add_argument(
+        "--sync",
+        action="store_true",
+        help="send what the tracking server missed while it was down (runs' ends kept under WORK_DIR/tracking_pending)",
+    )
+    p.add_argument("--work-dir", help="where the runs kept it (default: $GEOEVAL_ROOT/results/work, as `work_dir`)")
     p.add_argument("--experiment", help="only this experiment (default: every experiment)")
     p.add_argument("--tracking-uri", help="the tracking store (default: $MLFLOW_TRACKING_URI, else ./mlruns)")
     return p
@@ -42,6 +52,15 @@ def main(argv: list[str]) -> int:
     from geoeval.core.tracking.store import client_for
 
     tracking = SimpleNamespace(enabled=True, tracking_uri=args.tracking_uri, artifact_location=None)
+    left = 0
+    if args.sync:
+        from geoeval.core.tracking.delivery import send_pending, shorten_mlflow_retries
+        from geoeval.core.tracking.store import geoeval_root
+
+        shorten_mlflow_retries()
+        work_dir = args.work_dir or geoeval_root() / "results" / "work"
+        sent, left = send_pending(work_dir)
+        print(f"sent {sent} run end(s) the tracking server missed; {left} still waiting (server not answering)")
     try:
         client = client_for(tracking)
         if args.experiment:
@@ -76,9 +95,9 @@ def main(argv: list[str]) -> int:
         )
     if not rows:
         print("no run is RUNNING")
-        return 0
+        return EXIT_TRACKING_PENDING if left else 0
     print(markdown_table(rows, ["run", "experiment", "name", "kind", "host", "pid", "last heartbeat", "state"]))
     if args.clean:
         ended = end_stale_runs(client, runs, lease_s=lease_s)
         print(f"\n{len(ended)} stale run(s) marked KILLED")
-    return 0
+    return EXIT_TRACKING_PENDING if left else 0

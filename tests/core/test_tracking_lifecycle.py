@@ -42,6 +42,17 @@ def metric_history(store: Path, run_id: str, key: str) -> list[tuple[int, float]
 # --- a job's run --------------------------------------------------------------------------------
 
 
+def wait_for_history(store, run_id, key, done, wait_s=30.0):
+    """The metric's history once `done(history)` holds (the courier thread sends it soon), else
+    the last history seen (the assertion then fails showing it)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        history = metric_history(store, run_id, key)
+        if done(history) or time.monotonic() > deadline:
+            return history
+        time.sleep(0.05)
+
+
 def test_run_is_running_while_open_and_finished_with_metrics_and_artifacts(tmp_path, store):
     params = {f"p.{i:03d}": str(i) for i in range(250)}  # more than one batch of 100
     params["suite.long"] = "x" * 10_000
@@ -63,13 +74,15 @@ def test_run_is_running_while_open_and_finished_with_metrics_and_artifacts(tmp_p
     assert len(logged["suite.long"]) <= tracking_values.MAX_PARAM_CHARS
     assert logged["suite.long"].endswith("more characters cut]")
 
-    # progress: logged at once when forced, at most once per interval otherwise
+    # progress: sent by a courier thread (the caller never waits on the server), at once when
+    # forced, the newest values otherwise (points in between may be coalesced, the last never)
     run.progress(3, 1, 10, force=True)
+    assert wait_for_history(store, run.run_id, "progress/samples_done", lambda h: h[-1:] == [(3, 3.0)])
     run.progress(4, 1, 10)
-    assert metric_history(store, run.run_id, "progress/samples_done") == [(3, 3.0)]
     run.progress(7, 2, 10, force=True)
-    assert metric_history(store, run.run_id, "progress/samples_done") == [(3, 3.0), (7, 7.0)]
-    assert metric_history(store, run.run_id, "progress/errors") == [(3, 1.0), (7, 2.0)]
+    history = wait_for_history(store, run.run_id, "progress/samples_done", lambda h: h[-1:] == [(7, 7.0)])
+    assert history[0] == (3, 3.0) and set(history) <= {(3, 3.0), (4, 4.0), (7, 7.0)}
+    assert metric_history(store, run.run_id, "progress/errors")[-1] == (7, 2.0)
 
     eval_log = tmp_path / "2026_task_x.eval"
     eval_log.write_bytes(b"PK fake")
@@ -143,6 +156,8 @@ KILLED_JOB = textwrap.dedent("""
     spec = SimpleNamespace(tracking_uri=sys.argv[1], artifact_location=None, experiment_name=None)
     run = tracking.JobRun.start(spec, "exp", run_hash="h1", run_name="job0:base", params={"limit": "5"})
     run.progress(2, 0, 4, force=True)
+    while not run.client.get_metric_history(run.run_id, "progress/samples_done"):  # sent by its courier thread
+        pass
     print(run.run_id, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)  # as a kill -9 or an OOM kill: no chance to end the run
 """)

@@ -207,6 +207,12 @@ class TrackingSpec(Strict):
         default="all", description="samples logged as MLflow traces: all, only errored ones, or none"
     )
     max_traces: int = Field(default=500, ge=0, description="traces logged per job at most (the rest are counted)")
+    outage_wait_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="how long a job's end waits for a tracking server that stopped answering before it "
+        "keeps what the server missed for later (docs/results.md, 'When the tracking server is down')",
+    )
 
 
 class SuiteConfig(Protocol):

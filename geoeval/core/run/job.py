@@ -6,7 +6,6 @@ environment -> samples -> skip what the warehouse already holds (resume) -> runn
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run.inspect_bridge import undelivered_error
+from geoeval.core.run.invocation import log_files, mlflow_run_key, start_invocation
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -148,7 +148,9 @@ def run_job(
     shows progress while samples finish, and ends FINISHED, FAILED (errors past
     `fail_on_error`, or an exception) or KILLED (interrupted)."""
     from geoeval.core.analysis.job_reports import write_job_reports
+    from geoeval.core.tracking import delivery
     from geoeval.core.tracking import runs as tracking
+    from geoeval.core.tracking import store as tracking_store
     from geoeval.core.tracking import values as tracking_values
     from geoeval.core.tracking.traces import writer as traces
 
@@ -198,9 +200,10 @@ def run_job(
 
     mlflow_run = None
     if spec.tracking.enabled:
-        # one MLflow run per run of this config in this warehouse: a resumed job (killed, failed,
-        # or finished with errors that the rerun retries) goes on in the run it had
-        run_key = hashlib.sha256(f"{run_hash}|{Path(spec.results_db).resolve()}".encode()).hexdigest()[:16]
+        delivery.shorten_mlflow_retries()
+        # what this tracking store missed while it was down (an earlier job's end) goes first
+        delivery.send_pending(spec.work_dir, tracking_store.tracking_uri_for(spec.tracking))
+        run_key = mlflow_run_key(run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name)
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
                 spec.tracking,
@@ -244,7 +247,6 @@ def run_job(
             mlflow_run,
             trace_stream.put if trace_stream is not None else None,
         )
-        traced_while_running = trace_stream is not None
         if trace_stream is not None:
             stream, trace_stream = trace_stream, None  # closed once, even if what follows raises
             stream.close()
@@ -252,44 +254,57 @@ def run_job(
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
             with stage("mlflow"):
-                traces.log_dataset(
-                    spec.tracking,
-                    spec.experiment_name,
-                    mlflow_run.run_id,
-                    _dataset_rows(samples),
-                    name=f"{suite.name}-{run_hash}",
-                    digest=run_hash,
-                )
-            with stage("mlflow_traces"):
-                if spec.tracking.traces != "none" and not traced_while_running:
-                    traces.log_sample_traces(
+                try:
+                    traces.log_dataset(
                         spec.tracking,
                         spec.experiment_name,
                         mlflow_run.run_id,
-                        outcome.log_paths,
-                        mode=spec.tracking.traces,
-                        cap=spec.tracking.max_traces,
-                        dataset_name=suite.name,
-                        model=spec.model.name,
-                        errored=int(outcome.counts.get("n_errors", 0)),
+                        _dataset_rows(samples),
+                        name=f"{suite.name}-{run_hash}",
+                        digest=run_hash,
+                    )
+                except Exception as exc:  # noqa: BLE001 - the dataset is a view of the run, not its record
+                    print(
+                        f"[geoeval] warning: MLflow dataset not logged: {clean_text(str(exc), max_chars=200)}",
+                        file=sys.stderr,
                     )
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             resolved = out_dir / "resolved_config.yaml"
-            with stage("mlflow"):
-                description = tracking_values.run_description(
-                    outcome.metrics, suite.headline_metrics, provenance.provenance(spec, suite)["note"]
-                )
-                tags = {"mlflow.note.content": description} if description else {}
-                status = "FAILED" if outcome.failed else "FINISHED"
-                if outcome.budget_exceeded is not None:  # stopped on purpose, resumable: not a failure
-                    status = "KILLED"
-                    tags["geoeval.status"] = BUDGET_EXCEEDED
-                mlflow_run.finish(
-                    {**outcome.metrics, "wall_seconds": outcome.seconds},
-                    artifacts + ([resolved] if resolved.exists() else []),
-                    status=status,
-                    tags=tags or None,
+            description = tracking_values.run_description(
+                outcome.metrics, suite.headline_metrics, provenance.provenance(spec, suite)["note"]
+            )
+            tags = {"mlflow.note.content": description} if description else {}
+            status = "FAILED" if outcome.failed else "FINISHED"
+            if outcome.budget_exceeded is not None:  # stopped on purpose, resumable: not a failure
+                status = "KILLED"
+                tags["geoeval.status"] = BUDGET_EXCEEDED
+            end = delivery.JobEnd(
+                tracking_uri=tracking_store.tracking_uri_for(spec.tracking),
+                artifact_location=spec.tracking.artifact_location,
+                run_id=mlflow_run.run_id,
+                status=status,
+                metrics={**outcome.metrics, "wall_seconds": outcome.seconds},
+                tags=tags,
+                artifacts=[str(p) for p in artifacts + ([resolved] if resolved.exists() else [])],
+                traces=spec.tracking.traces,
+                max_traces=spec.tracking.max_traces,
+                dataset_name=suite.name,
+                model=spec.model.name,
+                run_hash=run_hash,
+                results_db=str(Path(spec.results_db).resolve()),
+                log_paths=outcome.log_paths_all,
+                keys=sorted(wanted),
+            )
+            # one trace per stored sample (those a kill, an outage or a resume left out, and a
+            # reused sample's), then the run's end; a server that stays down gets it later
+            with stage("mlflow_traces"):
+                outcome.tracking_pending = delivery.end_job_run(
+                    mlflow_run,
+                    end,
+                    wait_s=spec.tracking.outage_wait_s,
+                    work_dir=spec.work_dir,
+                    results=outcome.results,
                 )
         else:
             with stage("reports"):
@@ -298,7 +313,13 @@ def run_job(
         if trace_stream is not None:
             trace_stream.close()
         if mlflow_run is not None:
-            mlflow_run.finish(status=tracking_values.status_for_exception(exc))
+            try:
+                mlflow_run.finish(status=tracking_values.status_for_exception(exc))
+            except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
+                print(
+                    f"[geoeval] warning: MLflow run not ended: {clean_text(str(tracking_exc), max_chars=200)}",
+                    file=sys.stderr,
+                )
         raise
     return outcome
 
@@ -326,6 +347,7 @@ def _evaluate(
             # errored samples are not finished: a rerun retries them (unless told not to)
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
+            invocation = start_invocation(wh, run_hash, n_reused=len(done))
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
             print(
@@ -400,6 +422,8 @@ def _evaluate(
         # one folder per invocation: a run lists and logs only its own logs (recorded per run in
         # the warehouse), never another warehouse's run of the same config
         log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        # recorded before anything runs, so that a killed invocation's partial log is found too
+        wh.add_run_logs(run_hash, [str(log_dir)])
         budget_stop: str | None = None
         try:
             with stage("evaluate"):
@@ -420,6 +444,7 @@ def _evaluate(
                 bar.close()
                 try:
                     wh.set_run_status(run_hash, "interrupted")
+                    wh.end_invocation(invocation, status="interrupted", n_evaluated=bar.n - len(done))
                 except Exception:  # noqa: BLE001 - a full disk may refuse this too; the error raised says why
                     pass
             raise
@@ -458,6 +483,12 @@ def _evaluate(
             elif missing:
                 status = f"incomplete ({missing} missing)"
             wh.set_run_status(run_hash, status)
+            wh.end_invocation(
+                invocation,
+                status=status,
+                n_evaluated=len(results) - len(done),
+                mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None,
+            )
             log_paths_all = wh.run_logs(run_hash)
     if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
@@ -497,7 +528,7 @@ def _evaluate(
         failed=failed,
         budget_exceeded=budget_stop,
     )
-    outcome.log_paths_all = [p for p in log_paths_all if Path(p).exists()]
+    outcome.log_paths_all = log_files(log_paths_all)
     with stage("reports_suite"):
         outcome.artifacts = suite.after_run(spec, env, results, out_dir)
     return outcome

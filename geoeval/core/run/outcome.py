@@ -31,3 +31,5 @@ class JobOutcome:
     counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors
     failed: str | None = None  # why the run counts as failed (errors past `fail_on_error`)
     budget_exceeded: str | None = None  # why the budget stopped the run (BUDGET_EXCEEDED, exit status 3)
+    # where the run's end waits for a tracking server that was down (`tracking/delivery.py`, exit status 4)
+    tracking_pending: Path | None = None

@@ -5,6 +5,7 @@ run a killed job left RUNNING.
 
 from __future__ import annotations
 
+import getpass
 import os
 import socket
 from collections.abc import Mapping
@@ -27,6 +28,19 @@ def _process_start(pid: int) -> str:
     if fields and fields[0] == "Z":  # a zombie has exited
         return "zombie"
     return fields[19] if len(fields) > 19 else ""
+
+
+def researcher() -> str:
+    """Who is running geoeval: `$GEOEVAL_USER`, else the login name (what MLflow records as the
+    run's `mlflow.user`). A shared warehouse records it per invocation, and it is part of a job's
+    MLflow identity, so that a colleague's rerun of the same config gets a run of their own."""
+    name = os.environ.get("GEOEVAL_USER")
+    if name:
+        return name
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return f"uid{os.getuid()}"
 
 
 def owner_tags() -> dict[str, str]:

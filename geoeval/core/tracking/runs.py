@@ -207,7 +207,9 @@ class JobRun:
     reused: bool = False
     changed_params: list[str] = field(default_factory=list)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _last_progress: float = field(default=0.0, repr=False)
+    _progress_now: threading.Event = field(default_factory=threading.Event, repr=False)
+    _pending_progress: tuple[int, int, int] | None = field(default=None, repr=False)
+    _courier: threading.Thread | None = field(default=None, repr=False)
     _progress_failed: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
     _heartbeat: Any = field(default=None, repr=False)
@@ -320,31 +322,56 @@ class JobRun:
 
     def progress(self, done: int, errors: int, total: int, *, force: bool = False) -> None:
         """Logs `progress/samples_done`, `progress/errors` and `progress/samples_total` at step
-        `done`, at most once per PROGRESS_INTERVAL_S unless `force`. Thread-safe; never raises
-        (a tracking failure must not stop the job: it is reported once)."""
-        now = time.monotonic()
+        `done`, at most once per PROGRESS_INTERVAL_S unless `force`. Never blocks and never raises:
+        the caller is the path that stores finished samples, which must not wait on the tracking
+        server (a server that is slow or down only delays this metric). The values go to a
+        courier thread that sends the newest ones; a failure is reported once."""
         with self._progress_lock:
-            if self._finished or (not force and now - self._last_progress < PROGRESS_INTERVAL_S):
+            if self._finished:
                 return
-            self._last_progress = now
-            try:
-                log_metrics(
-                    self.client,
-                    self.run_id,
-                    {
-                        "progress/samples_done": done,
-                        "progress/errors": errors,
-                        "progress/samples_total": total,
-                    },
-                    step=int(done),
+            self._pending_progress = (int(done), int(errors), int(total))
+            if self._courier is None:
+                self._courier = threading.Thread(
+                    target=self._send_progress, name="geoeval-mlflow-progress", daemon=True
                 )
-            except Exception as exc:
-                if not self._progress_failed:
-                    self._progress_failed = True
-                    print(
-                        f"[geoeval] warning: MLflow progress not logged: {clean_text(str(exc), max_chars=300)}",
-                        file=sys.stderr,
-                    )
+                self._courier.start()
+        if force:
+            self._progress_now.set()
+
+    def _send_progress(self) -> None:
+        while True:
+            self._progress_now.wait(PROGRESS_INTERVAL_S)
+            self._progress_now.clear()
+            with self._progress_lock:
+                values, self._pending_progress = self._pending_progress, None
+                stopping = self._finished
+            if values is not None:
+                self._log_progress(*values)
+            if stopping:
+                return
+
+    def _log_progress(self, done: int, errors: int, total: int) -> None:
+        try:
+            log_metrics(
+                self.client,
+                self.run_id,
+                {"progress/samples_done": done, "progress/errors": errors, "progress/samples_total": total},
+                step=done,
+            )
+        except Exception as exc:
+            if not self._progress_failed:
+                self._progress_failed = True
+                print(
+                    f"[geoeval] warning: MLflow progress not logged: {clean_text(str(exc), max_chars=300)}",
+                    file=sys.stderr,
+                )
+
+    def _stop_progress(self) -> None:
+        """The last progress point goes with the run's end (sent here, before the final metrics)."""
+        courier = self._courier
+        if courier is not None:
+            self._progress_now.set()
+            courier.join(timeout=PROGRESS_INTERVAL_S + 30)
 
     def log_metrics(self, metrics: Mapping[str, float], *, step: int = 0) -> None:
         log_metrics(self.client, self.run_id, metrics, step=step)
@@ -363,12 +390,34 @@ class JobRun:
         is ended even if logging fails (the failure is re-raised after); a second call is a no-op."""
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
+        if self.stop_background():
+            self.send_end(metrics, artifacts, status=status, tags=tags)
+
+    def stop_background(self) -> bool:
+        """Stops the heartbeat and sends the last progress point; False when the run was ended
+        already (the first call wins)."""
         with self._progress_lock:
             if self._finished:
-                return
+                return False
             self._finished = True
         if self._heartbeat is not None:
             self._heartbeat.stop()
+        self._stop_progress()
+        return True
+
+    def send_end(
+        self,
+        metrics: Mapping[str, float] | None = None,
+        artifacts: Iterable[Path | str] = (),
+        *,
+        status: str = "FINISHED",
+        tags: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The end of the run on the server: tags, metrics, artifacts, then the status (set even
+        if logging fails; the failure is re-raised after). Safe to call again after a failure (a
+        tracking server that was down): each part is idempotent, a metric is logged again."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
         try:
             if tags:
                 _log_tags(self.client, self.run_id, tags)

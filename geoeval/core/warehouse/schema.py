@@ -1,5 +1,5 @@
 """The warehouse's schema: the DuckDB tables (`runs`, `samples`, `scores`, `run_logs`,
-`schema_version`), the migrations between schema versions, and the Arrow schemas rows travel in.
+`invocations`, `trajectories`, `schema_version`), the migrations between schema versions, and the Arrow schemas rows travel in.
 
 One set of Arrow fields describes both the rows a batch writes (`SAMPLES_ARROW`, `SCORES_ARROW`)
 and the per-sample score export (`SCORE_ARROW_SCHEMA`): the export is the `scores` row plus the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 #: The schema this code writes. Bump it, and add the step to `MIGRATIONS`, when a table changes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: `MIGRATIONS[n]` holds the statements that take a file from schema version n to n + 1.
 MIGRATIONS: dict[int, list[str]] = {
@@ -36,6 +36,9 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE samples ADD COLUMN completion VARCHAR DEFAULT ''",
         "ALTER TABLE samples ADD COLUMN stop_reason VARCHAR DEFAULT ''",
     ],
+    # 3 -> 4: who ran what: one row per invocation of a run (the `invocations` table, created by
+    # the DDL), so a warehouse several researchers share says whose run evaluated which samples
+    3: [],
 }
 
 _DIMENSION_COLUMNS_DDL = """
@@ -112,6 +115,22 @@ SCHEMA_DDL = [
         path VARCHAR NOT NULL,
         added_at TIMESTAMPTZ NOT NULL,
         PRIMARY KEY (run_hash, path)
+    )""",
+    # who ran what: one row per invocation of a run (a first run, a resume, a rerun by a
+    # colleague on a shared warehouse), with how many samples it evaluated and how many it took
+    # from the warehouse as they were
+    """CREATE TABLE IF NOT EXISTS invocations (
+        invocation_id VARCHAR PRIMARY KEY,
+        run_hash VARCHAR NOT NULL,
+        researcher VARCHAR NOT NULL,
+        host VARCHAR NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        ended_at TIMESTAMPTZ,
+        status VARCHAR NOT NULL,
+        n_evaluated INTEGER,
+        n_reused INTEGER,
+        mlflow_run_id VARCHAR
     )""",
 ]
 

@@ -133,7 +133,7 @@ class _Writer:
         self.failed = 0
         self.warnings: list[str] = []
 
-    def add(self, sample: Any) -> None:
+    def add(self, sample: Any, *, tags: Mapping[str, str] | None = None) -> None:
         try:
             trace = build_trace(
                 sample,
@@ -146,6 +146,8 @@ class _Writer:
             self.failed += 1
             self.warnings.append(f"trace of sample {getattr(sample, 'id', '?')} not built: {_short(exc)}")
             return
+        if tags:
+            trace[0].tags.update(tags)
         self.batch.append(trace)
         if len(self.batch) >= TRACES_PER_BATCH:
             self.flush()

@@ -1,0 +1,48 @@
+"""One invocation of a run: who runs it (recorded in the warehouse's `invocations`), the MLflow
+run it goes on in (`mlflow_run_key`), and the Inspect logs it and the run's earlier invocations
+wrote (`log_files`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import uuid
+from pathlib import Path
+
+from geoeval.core.tracking.owners import researcher
+from geoeval.core.warehouse.store import Warehouse
+
+
+def mlflow_run_key(run_hash: str, results_db: str | Path, *, parent_run_id: str | None, run_name: str) -> str:
+    """The MLflow identity of a job: one MLflow run per run of this config in this warehouse by
+    this researcher, so a resumed job (killed, failed, or finished with errors the rerun retries)
+    goes on in the run it had, while a colleague's rerun of the same config on a shared warehouse
+    gets a run of their own (its samples are reused from the warehouse, not evaluated again).
+    Under a sweep parent the point's name is part of it too: two points whose samples are the
+    same (MapTab's edge table does not change with the resolution) are two child runs, each
+    named by its own values."""
+    point = f"|{parent_run_id}|{run_name}" if parent_run_id else ""
+    identity = f"{run_hash}|{Path(results_db).resolve()}|{researcher()}{point}"
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def log_files(recorded: list[str]) -> list[str]:
+    """The Inspect logs among the paths a run recorded: files as they are, an invocation's folder
+    as the `.eval` files in it (a killed invocation recorded only its folder), once each."""
+    out: dict[str, None] = {}
+    for path in map(Path, recorded):
+        if path.is_dir():
+            out.update(dict.fromkeys(str(p) for p in sorted(path.glob("*.eval"))))
+        elif path.is_file():
+            out[str(path)] = None
+    return list(out)
+
+
+def start_invocation(wh: Warehouse, run_hash: str, *, n_reused: int) -> str:
+    """Records who runs `run_hash` now in the warehouse (`invocations`); returns its id."""
+    invocation = uuid.uuid4().hex
+    wh.start_invocation(
+        invocation, run_hash, researcher=researcher(), host=socket.gethostname(), pid=os.getpid(), n_reused=n_reused
+    )
+    return invocation
