@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int | None:
     from geoeval.core.errors import GeoevalError
 
     try:
-        precheck(args)  # a bad config fails here, naming the key, before Hydra creates outputs/
+        sys.argv = [sys.argv[0], *precheck(args)]  # a bad key fails here, before Hydra creates outputs/
     except GeoevalError as exc:
         print(f"geoeval: error: {exc}", file=sys.stderr)
         return 2

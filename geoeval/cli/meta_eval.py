@@ -16,16 +16,12 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from geoeval.core.analysis.meta_eval import run_meta_eval, tier_means
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.errors import GeoevalError
-
-if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,52 +30,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as for `geoeval` (e.g. env=..., limit=20)")
     p.add_argument("--output", type=Path, help="write the whole report (with examples) as JSON here")
     return p
-
-
-def compose_spec(suite: str, overrides: Sequence[str]) -> RunSpec:
-    """The validated RunSpec of `suite=<suite> <overrides>`, tracking off (nothing is logged)."""
-    from importlib.resources import files
-
-    from hydra import compose, initialize_config_module
-
-    from geoeval.core.config.search_path import register
-    from geoeval.core.config.validate import validate_config
-
-    register()
-    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
-    # the suite's own metric set where one is named after it (maptab_qa, lifeplanner, ...)
-    metrics = (
-        [f"metrics={suite}"]
-        if "metrics" not in given and (files("geoeval.conf") / "metrics" / f"{suite}.yaml").is_file()
-        else []
-    )
-    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
-        try:
-            env: list[str] = []
-            if "env" not in given:  # the suite's generated environment, chosen before `env.*` overrides apply
-                base = compose(config_name="config", overrides=[f"suite={suite}", *metrics, "tracking=none"])
-                chosen = generated_env(str(base.suite.name), str(base.env.name))
-                env = [f"env={chosen}"] if chosen != str(base.env.name) else []
-            cfg = compose(
-                config_name="config", overrides=[f"suite={suite}", *metrics, *env, "tracking=none", *overrides]
-            )
-        except GeoevalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Hydra's composition errors: one line, naming the override
-            raise GeoevalError(f"Invalid config: {exc}") from None
-    return validate_config(cfg)
-
-
-def generated_env(suite_name: str, default: str) -> str:
-    """The environment a meta-evaluation uses when none is given: the primary config's where the
-    suite takes it, else the suite's generated one (no external files needed)."""
-    from geoeval.core.registry import get_suite
-
-    schemas = get_suite(suite_name).env_schema
-    if not isinstance(schemas, Mapping) or default in schemas:
-        return default
-    generated = [name for name in schemas if name.endswith(("_synthetic", "_generated"))]
-    return (generated or list(schemas))[0]
 
 
 def _fmt(x: float) -> str:
@@ -124,12 +74,16 @@ def tiers_table(means: dict[str, dict[str, float]], metrics: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        from geoeval.core.config.compose import compose_suite_spec
         from geoeval.core.registry import get_suite
 
-        spec = compose_spec(args.suite, args.overrides)
+        spec = compose_suite_spec(args.suite, args.overrides)
         suite = get_suite(spec.suite.name)
-        print(f"[geoeval] meta-eval {spec.suite.name}: building the environment and samples ...", file=sys.stderr)
-        answers, report = run_meta_eval(spec, suite)
+        name = spec.suite.name
+        print(f"[geoeval] meta-eval {name}: building the environment and samples ...", file=sys.stderr)
+        answers, report = run_meta_eval(
+            spec, suite, progress=lambda line: print(f"[geoeval] meta-eval {name}: {line}", file=sys.stderr, flush=True)
+        )
     except GeoevalError as exc:
         print(f"geoeval: error: {exc}", file=sys.stderr)
         return 2

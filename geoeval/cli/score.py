@@ -77,11 +77,11 @@ def _finite(value: Any) -> Any:
 def main(argv: list[str]) -> int:
     args = _parser().parse_intermixed_args(argv)  # overrides before or after --answers
     try:
-        from geoeval.cli.meta_eval import compose_spec
+        from geoeval.core.config.compose import compose_suite_spec
         from geoeval.core.scoring import score_answers
 
         answers = read_answers(args.answers)
-        spec = compose_spec(args.suite, args.overrides)
+        spec = compose_suite_spec(args.suite, args.overrides)
         scored = score_answers(spec, answers)
     except GeoevalError as exc:
         print(f"geoeval: error: {exc}", file=sys.stderr)

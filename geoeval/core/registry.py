@@ -65,6 +65,37 @@ class ToolSpec:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class MetaEvalAnswer:
+    """One answer of known quality to one sample, for the meta-evaluation (`Suite.meta_eval_tiers`):
+    `level` 0 for the reference (and the right answer written another way), 1 for the reference
+    with one defect (`lowers`: the metrics the defect must lower; None = every metric), 2 for a
+    worthless answer (empty, a refusal, invented entities). `family` groups answers in the report
+    (docs/meta-eval.md); `messages` is the trajectory (Inspect chat messages as dicts) for a
+    tool-using suite whose scorer reads it."""
+
+    tier: str
+    level: int
+    answer: str
+    lowers: tuple[str, ...] | None = None
+    family: str = "tiers"
+    messages: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def reference(cls, answer: str, messages: list[dict[str, Any]] | None = None) -> MetaEvalAnswer:
+        return cls("reference", 0, answer, messages=messages)
+
+    @classmethod
+    def defect(
+        cls, name: str, answer: str, lowers: tuple[str, ...] | list[str] | None = None, family: str = "tiers"
+    ) -> MetaEvalAnswer:
+        return cls(f"defect:{name}", 1, answer, tuple(lowers) if lowers is not None else None, family)
+
+    @classmethod
+    def worthless(cls, name: str, answer: str) -> MetaEvalAnswer:
+        return cls(name, 2, answer)
+
+
 #: A suite's environment schema: one pydantic model, or {env name: model} when the suite offers
 #: several environments (the core validates `env` with the one `env.name` chooses)
 EnvSchema: TypeAlias = "type[BaseModel] | Mapping[str, type[BaseModel]]"
@@ -93,7 +124,7 @@ class SuiteSpec(Protocol):
 
     # ---- optional (defaults in `Suite`)
     @property
-    def scoring_version(self) -> str: ...  # part of the run identity: bump it when references or metrics change
+    def scoring_version(self) -> str: ...  # part of the run identity (default: a hash of the scoring code)
     @property
     def generation_version(self) -> str: ...  # bump when what the model sees changes (envs, samples, prompts, tools)
     @property
@@ -160,7 +191,6 @@ class Suite(abc.ABC):
     def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
         """The Inspect task that evaluates `samples`."""
 
-    scoring_version: str = "1"
     generation_version: str = "1"
     agent_versions: Mapping[str, str] = MappingProxyType({})
     headline_metrics: tuple[str, ...] = ()
@@ -168,32 +198,83 @@ class Suite(abc.ABC):
     report_dimensions: tuple[str, ...] = ()
     uses_judges: bool = False
     meta_eval_targets: Mapping[str, float] = MappingProxyType({})
+    #: modules whose source the default `scoring_version` hashes besides the suite's own (e.g.
+    #: where its scorer or answer reader lives, when that is not the suite's or a metric's module)
+    scoring_modules: tuple[str, ...] = ()
+
+    @property
+    def scoring_version(self) -> str:
+        """Part of the run identity: a changed version scores stored answers again. By default a
+        hash of the scoring code (`scoring_code_hash`), so an edit re-scores by itself; a suite
+        that declares `scoring_version = "..."` (the built-in ones) bumps it by hand."""
+        from geoeval.core.scoring import scoring_code_hash
+
+        metric_modules = [
+            str(getattr(m.fn, "__module__", "") or "")
+            for specs in _REG.metrics.values()
+            for m in specs
+            if m.suites is not None and self.name in m.suites
+        ]
+        return scoring_code_hash(self, metric_modules)
 
     @property
     def has_meta_eval(self) -> bool:
-        return type(self).meta_eval_answers is not Suite.meta_eval_answers
+        return _overrides(self, "meta_eval_answers") or _overrides(self, "meta_eval_tiers")
+
+    def meta_eval_tiers(self, spec: RunSpec, env: Any, sample: Sample) -> list[MetaEvalAnswer]:
+        """The answers of known quality to one `sample` (`MetaEvalAnswer.reference`, `.defect`,
+        `.worthless`), depending on that sample alone; the default `meta_eval_answers` scores them
+        through `score_answers`. A suite without a meta-evaluation defines neither."""
+        return []
 
     def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored through the suite's real scorers
-        (`geoeval.core.analysis.meta_eval`); a suite without a meta-evaluation has none."""
-        raise GeoevalError(f"suite '{self.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
+        (`geoeval.core.analysis.meta_eval`): by default `meta_eval_tiers` of each sample, scored
+        by `score_answers`. Called on chunks of samples (progress is shown between them)."""
+        if not _overrides(self, "meta_eval_tiers"):
+            raise GeoevalError(
+                f"suite '{self.name}' has no meta-evaluation (it defines no `meta_eval_tiers` or `meta_eval_answers`)"
+            )
+        from geoeval.core.analysis.meta_eval import score_tiers
+
+        return score_tiers(self, spec, env, samples)
 
     @property
     def has_score_answers(self) -> bool:
-        return type(self).score_answers is not Suite.score_answers
+        return _overrides(self, "score_answers") or _overrides(self, "extract_answer")
+
+    def extract_answer(
+        self, raw: str, protocol: str = "robust", metadata: dict[str, Any] | None = None
+    ) -> tuple[str, str]:
+        """The answer a completion gives and a problem note ("" when none), under `protocol`
+        ("robust" or "paper"). Defining it gives the suite the default `score_answers` (and
+        `geoeval score <suite> --answers`); pass it to `geoeval_scorer` in `build_task`."""
+        raise GeoevalError(f"suite '{self.name}' defines no `extract_answer`")
 
     def score_answers(
         self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]:
         """Score answers written outside a run exactly as the suite's Inspect scorer (and judges)
         score a run's samples, under `spec.scoring.protocol`; `samples` maps sample id to sample.
-        The public entry point behind `geoeval.core.scoring.score_answers`."""
-        raise GeoevalError(f"suite '{self.name}' has no scoring entry point (it defines no `score_answers`)")
+        The public entry point behind `geoeval.core.scoring.score_answers`. The default reads each
+        answer with `extract_answer` and applies `spec.metrics.metrics`, as `geoeval_scorer` does."""
+        if not _overrides(self, "extract_answer"):
+            raise GeoevalError(
+                f"suite '{self.name}' has no scoring entry point (it defines no `score_answers` or `extract_answer`)"
+            )
+        from geoeval.core.scoring import score_final_answers
+
+        return score_final_answers(spec, samples, answers, self.extract_answer)
 
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The suite's own reports of a finished run, written under `out_dir` (logged by the
         harness); `env` is None when the run's environment is not at hand."""
         return []
+
+
+def _overrides(suite: Any, member: str) -> bool:
+    """Whether `suite`'s class defines `member` itself rather than inheriting `Suite`'s default."""
+    return getattr(type(suite), member, None) is not getattr(Suite, member)
 
 
 def _label(obj: Any) -> str:
@@ -241,7 +322,8 @@ class _Registry:
     # a metric name may be registered once per suite (e.g. `acc` by two suites), or once for all
     metrics: dict[str, list[MetricSpec]] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
-    loaded: bool = False
+    loaded: bool = False  # every entry point imported (else only those `load_suite_plugins` needed)
+    loaded_entry_points: set[str] = field(default_factory=set)
 
 
 _REG = _Registry()
@@ -320,6 +402,18 @@ def entry_point_modules() -> list[str]:
     return [ep.value.split(":", 1)[0] for ep in _plugin_entry_points()]
 
 
+def _load_entry_point(name: str, value: str, load: Callable[[], Any]) -> None:
+    try:
+        load()
+    except Exception as exc:  # a broken plugin must not hide which one it is
+        raise GeoevalError(f"Plugin entry point '{name}' ({value}) failed to load: {exc}") from exc
+    _REG.loaded_entry_points.add(name)
+
+
+def _extra_targets(extra: list[str] | None) -> list[str]:
+    return [p.strip() for p in list(extra or []) + os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
+
+
 def load_plugins(extra: list[str] | None = None) -> None:
     """Import built-in suites, every `geoeval.plugins` entry point (or, in a cluster worker that
     runs the driver's shipped code, the driver's entry-point modules), and dotted paths in
@@ -335,14 +429,32 @@ def load_plugins(extra: list[str] | None = None) -> None:
                 )
             found = [(m, m, lambda m=m: importlib.import_module(m)) for m in shipped]
         for name, value, load in found:
-            try:
-                load()
-            except Exception as exc:  # a broken plugin must not hide which one it is
-                raise GeoevalError(f"Plugin entry point '{name}' ({value}) failed to load: {exc}") from exc
+            if name not in _REG.loaded_entry_points:
+                _load_entry_point(name, value, load)
         _REG.loaded = True
-    paths = list(extra or []) + [p for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
-    for path in paths:
-        load_target(path.strip())
+    for path in _extra_targets(extra):
+        load_target(path)
+
+
+def _serves(entry_point: str, suite: str) -> bool:
+    """Whether an entry point is named after `suite`: `maptab` or `builtin_maptab` serve the suites
+    `maptab` and `maptab_qa`; entry points named `*agents` (model providers) serve every suite."""
+    base = entry_point.removeprefix("builtin_")
+    return suite == base or suite.startswith(base + "_") or base == "agents" or base.endswith("_agents")
+
+
+def load_suite_plugins(suite: str) -> None:
+    """Import only the entry points named after `suite` (and the agents'), and the dotted paths
+    of `GEOEVAL_PLUGINS`: a command about one suite does not import the others. Everything is
+    imported when none of them registers `suite` (an entry point named otherwise)."""
+    if suite not in _REG.suites and not _REG.loaded:
+        for ep in _plugin_entry_points():
+            if _serves(ep.name, suite) and ep.name not in _REG.loaded_entry_points:
+                _load_entry_point(ep.name, ep.value, ep.load)
+        for path in _extra_targets(None):
+            load_target(path)
+    if suite not in _REG.suites:
+        load_plugins()
 
 
 def load_target(path: str) -> Any:
@@ -361,7 +473,7 @@ def load_target(path: str) -> Any:
 
 
 def get_suite(name: str) -> SuiteSpec:
-    load_plugins()
+    load_suite_plugins(name)
     if name not in _REG.suites:
         raise GeoevalError(
             f"Invalid config: suite.name: unknown suite '{name}' (available: {', '.join(sorted(_REG.suites))})"
@@ -374,9 +486,7 @@ def suite_names() -> list[str]:
     return sorted(_REG.suites)
 
 
-def get_metric(name: str, suite: str | None = None) -> MetricSpec:
-    """The metric `name` for `suite`: the suite's own registration first, else a global one."""
-    load_plugins()
+def _find_metric(name: str, suite: str | None) -> MetricSpec | None:
     specs = _REG.metrics.get(name, [])
     for spec in specs:
         if suite is not None and spec.suites is not None and suite in spec.suites:
@@ -386,7 +496,27 @@ def get_metric(name: str, suite: str | None = None) -> MetricSpec:
             return spec
     if suite is None and specs:
         return specs[0]
-    raise KeyError(f"no metric '{name}' for suite '{suite}'")
+    return None
+
+
+def get_metric(name: str, suite: str | None = None) -> MetricSpec:
+    """The metric `name` for `suite`: the suite's own registration first, else a global one
+    (every plugin is imported only when the ones imported so far do not have it)."""
+    found = _find_metric(name, suite)
+    if found is None and not _REG.loaded:
+        load_plugins()
+        found = _find_metric(name, suite)
+    if found is None:
+        raise KeyError(f"no metric '{name}' for suite '{suite}'")
+    return found
+
+
+def has_metric(name: str, suite: str | None = None) -> bool:
+    try:
+        get_metric(name, suite)
+    except KeyError:
+        return False
+    return True
 
 
 def metric_names(suite: str | None = None) -> set[str]:
@@ -399,32 +529,21 @@ def metric_names(suite: str | None = None) -> set[str]:
 
 
 def get_tool(name: str) -> ToolSpec:
-    load_plugins()
+    if name not in _REG.tools:
+        load_plugins()
     if name not in _REG.tools:
         raise GeoevalError(f"unknown tool '{name}' (available: {', '.join(sorted(_REG.tools)) or 'none'})")
     return _REG.tools[name]
 
 
+def has_tool(name: str) -> bool:
+    try:
+        get_tool(name)
+    except GeoevalError:
+        return False
+    return True
+
+
 def tool_names() -> set[str]:
     load_plugins()
     return set(_REG.tools)
-
-
-def provider_names() -> set[str]:
-    """Every provider a model string may name: Inspect's built-in ones and every `@modelapi`
-    registered so far (geoeval's offline agents included), read from Inspect's registry."""
-    from geoeval.core.private_api import registered_model_apis
-
-    load_plugins()  # geoeval's offline agents and any plugin's providers register on import
-
-    return {str(o.__registry_info__.name).split("/")[-1] for o in registered_model_apis()}
-
-
-def check_provider(model: str, *, key: str) -> None:
-    provider = model.split("/", 1)[0]
-    valid = provider_names()
-    if provider not in valid:
-        raise GeoevalError(
-            f"Invalid config: {key}: unknown model provider '{provider}' in '{model}' "
-            f"(valid providers: {', '.join(sorted(valid))})"
-        )

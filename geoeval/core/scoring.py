@@ -21,10 +21,14 @@ can keep per-sample facts for the warehouse (every judge vote and its raw reply)
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import inspect
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from inspect_ai.scorer import Score, Target, mean, scorer
@@ -206,3 +210,82 @@ def score_answers(spec: Any, answers: list[Any]) -> list[Any]:
             f"(the config's samples are e.g. {', '.join(list(samples)[:3])})"
         )
     return suite.score_answers(spec, env, samples, list(answers))
+
+
+def _final_text(answer: Any) -> str:
+    """The completion of an `AnswerToScore`: its answer, else the last assistant message's text."""
+    if answer.answer or not answer.messages:
+        return str(answer.answer)
+    for message in reversed(answer.messages):
+        if message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(str(c.get("text", "")) for c in content or [] if isinstance(c, dict))
+    return ""
+
+
+def score_final_answers(
+    spec: Any, samples: Mapping[str, Any], answers: list[Any], extract_answer: Callable[..., tuple[str, str]]
+) -> list[Any]:
+    """`Suite.score_answers`' default: each answer's completion read by `extract_answer` and scored
+    with `spec.metrics.metrics` under both protocols, as `geoeval_scorer` scores a run's sample
+    (the trajectory is not read; a suite whose scores depend on it defines `score_answers`)."""
+    from geoeval.core.records import AnswerScore
+
+    out = []
+    for item in answers:
+        sample = samples[item.sample_id]
+        target = sample.target if isinstance(sample.target, list) else [sample.target]
+        answer, problem, values, failures, disagreement = score_both_protocols(
+            list(spec.metrics.metrics),
+            extract_answer,
+            _final_text(item),
+            [str(t) for t in target],
+            dict(sample.metadata or {}),
+            {},
+            spec.scoring.protocol,
+        )
+        out.append(
+            AnswerScore(
+                sample_id=item.sample_id,
+                scores=values,
+                answer=answer,
+                reading={"problem": problem} if problem else {},
+                explanation="; ".join([problem, *failures] if problem else failures),
+                protocol_disagreement=disagreement,
+                epoch=item.epoch,
+            )
+        )
+    return out
+
+
+def _source_of(module_name: str) -> bytes:
+    module = sys.modules.get(module_name)
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        found = importlib.util.find_spec(module_name)
+        origin = found.origin if found else None
+    try:
+        return Path(str(origin)).read_bytes()
+    except OSError:
+        return module_name.encode()
+
+
+def scoring_code_hash(suite: Any, metric_modules: list[str]) -> str:
+    """`code-<12 hex>`: a hash of the source of the modules that decide a suite's scores: the
+    suite class's module, the modules its own methods are defined in, the modules of the metrics
+    registered for the suite from the suite's own top-level package, and `scoring_modules`."""
+    cls = type(suite)
+    package = cls.__module__.split(".", 1)[0]
+    modules = {cls.__module__, *getattr(suite, "scoring_modules", ())}
+    for klass in cls.__mro__:
+        if klass.__module__.split(".", 1)[0] == package:
+            modules.update(
+                getattr(v, "__module__", None) or klass.__module__ for v in vars(klass).values() if callable(v)
+            )
+    modules.update(m for m in metric_modules if m.split(".", 1)[0] == package)
+    digest = hashlib.sha256()
+    for name in sorted(m for m in modules if m):
+        digest.update(name.encode() + b"\0" + _source_of(name) + b"\0")
+    return f"code-{digest.hexdigest()[:12]}"

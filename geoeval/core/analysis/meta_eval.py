@@ -32,7 +32,8 @@ The ordering accuracy is correct / pairs; a suite declares per-metric targets
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from geoeval.core.records import ScoredAnswer
@@ -183,9 +184,38 @@ def tier_means(answers: list[ScoredAnswer]) -> dict[str, dict[str, float]]:
     return {t: {m: sum(v) / len(v) for m, v in ms.items()} for t, ms in sums.items()}
 
 
-def run_meta_eval(spec: RunSpec, suite: SuiteSpec) -> tuple[list[ScoredAnswer], dict[str, Any]]:
+def score_tiers(suite: Any, spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+    """`Suite.meta_eval_answers`' default: every sample's `suite.meta_eval_tiers`, scored through
+    the suite's public scoring entry point (`suite.score_answers`)."""
+    from geoeval.core.records import AnswerToScore, Tier
+
+    made = [(str(s.id), a) for s in samples for a in suite.meta_eval_tiers(spec, env, s)]
+    by_id = {str(s.id): s for s in samples}
+    scored = suite.score_answers(
+        spec, env, by_id, [AnswerToScore(sample_id=i, answer=a.answer, messages=a.messages) for i, a in made]
+    )
+    return [
+        ScoredAnswer(
+            sample_id=i,
+            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family),
+            answer=a.answer,
+            scores=dict(result.scores),
+        )
+        for (i, a), result in zip(made, scored, strict=True)
+    ]
+
+
+#: how many chunks a meta-evaluation's samples are scored in, with one progress line after each
+PROGRESS_CHUNKS = 20
+
+
+def run_meta_eval(
+    spec: RunSpec, suite: SuiteSpec, progress: Callable[[str], None] | None = None
+) -> tuple[list[ScoredAnswer], dict[str, Any]]:
     """Build the suite's environment and samples for `spec`, construct and score the tiered
-    answers, and return them with the per-metric ordering report."""
+    answers, and return them with the per-metric ordering report. With `progress`, the samples
+    are scored in chunks (a sample's answers depend on that sample alone) and `progress` gets
+    one line per chunk: samples done, answers scored, time so far."""
     if not suite.has_meta_eval:
         from geoeval.core.errors import GeoevalError
 
@@ -193,9 +223,21 @@ def run_meta_eval(spec: RunSpec, suite: SuiteSpec) -> tuple[list[ScoredAnswer], 
     from geoeval.core.private_api import install_offline_token_estimate
 
     install_offline_token_estimate()  # model judges (e.g. Inspect's mockllm) estimate tokens offline too
+    started = time.monotonic()
     env = suite.build_env(spec)
     samples = suite.build_samples(spec, env)
     if spec.limit:
         samples = samples[: spec.limit]
-    answers = suite.meta_eval_answers(spec, env, samples)
+    if progress is None:
+        answers = suite.meta_eval_answers(spec, env, samples)
+    else:
+        progress(f"{len(samples)} samples ready ({time.monotonic() - started:.0f} s); scoring their answers")
+        answers = []
+        size = max(1, math.ceil(len(samples) / PROGRESS_CHUNKS))
+        for start in range(0, len(samples), size):
+            answers += suite.meta_eval_answers(spec, env, samples[start : start + size])
+            done = min(start + size, len(samples))
+            progress(
+                f"{done}/{len(samples)} samples, {len(answers)} answers scored ({time.monotonic() - started:.0f} s)"
+            )
     return answers, ordering_report(answers, suite.meta_eval_targets)

@@ -2,19 +2,17 @@
 with geoeval's own message, naming the key, and before Hydra creates the job's `outputs/` folder.
 
 Hydra would otherwise answer a typo'd key first with its advice to add it with `+` (which is
-wrong for a typo) and create `outputs/<date>/<time>/` for a call that does no work. A sweep's jobs
+wrong for a typo) and create `outputs/<date>/<time>/` for a call that does no work. The schemas,
+not the YAML files, decide which keys exist (`compose.compose_config`): `precheck` returns the
+command line with each override of a key the schema has and the YAML lacks written `++key=value`,
+which is what the main command hands to Hydra. A sweep's jobs
 are validated by `SweepCallback` before the first runs; the `hydra:` section, which Hydra acts on
 before that, is checked here for sweeps too (`hydra_section.check_hydra_section`).
 """
 
 from __future__ import annotations
 
-import re
-
 from geoeval.core.errors import GeoevalError
-
-_NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
-
 
 _MULTIRUN_FLAGS = ("-m", "--multirun")
 
@@ -48,66 +46,55 @@ def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
     return lines, True
 
 
-def precheck(args: list[str]) -> None:
+def precheck(args: list[str]) -> list[str]:
     """Compose and validate `args` as one job would; raise GeoevalError naming the bad key.
     The `hydra:` section is checked for every call, sweeps included (`check_hydra_section`: Hydra
     instantiates what it names before any job starts); a sweep's jobs are validated by
-    `SweepCallback` before the first runs. Hydra's other flags (`--help`, `--cfg`, ...) pass."""
+    `SweepCallback` before the first runs. Hydra's other flags (`--help`, `--cfg`, ...) pass.
+    Returns `args` with the overrides of keys that the schema has and the YAML lacks written
+    `++key=value` (the sweep's values kept), for Hydra to run."""
     flags = [a for a in args if a.startswith("-")]
     if any(f not in _MULTIRUN_FLAGS for f in flags):
-        return
+        return args
     found = _command_lines([a for a in args if not a.startswith("-")])
     if found is None:
-        return
+        return args
     lines, sweep = found
     import yaml
-    from hydra import compose, initialize_config_module
+    from hydra import initialize_config_module
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
+    from geoeval.core.config.compose import compose_config
     from geoeval.core.config.hydra_section import check_hydra_section
     from geoeval.core.config.search_path import register
     from geoeval.core.config.validate import validate_config
 
     register()
+    forced: set[str] = set()
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
         for line in lines:
             try:
-                cfg = compose(config_name="config", overrides=line, return_hydra_config=True)
-            except ConfigCompositionException as exc:
-                message = None if sweep else _unknown_key_message(line, exc)
-                if message:
-                    raise GeoevalError(message) from None
-                return  # other composition errors: Hydra reports them as it runs
+                cfg, used = compose_config(line, return_hydra_config=True)
+            except ConfigCompositionException:
+                return _forcing(args, forced)  # other composition errors: Hydra reports them as it runs
             except MissingConfigException:
-                return  # Hydra lists the options of the group
+                return _forcing(args, forced)  # Hydra lists the options of the group
             except yaml.YAMLError as exc:  # an experiment or config file that is not YAML
                 raise GeoevalError(f"Invalid config: a file is not valid YAML: {' '.join(str(exc).split())}") from None
+            forced.update(_key(o) for o in used if o.startswith("++"))
             check_hydra_section(cfg.hydra)
             if sweep or bool(flags) or str(cfg.hydra.get("mode", "RUN")).endswith("MULTIRUN"):
                 continue  # a sweep (or an experiment that is one): SweepCallback validates its jobs
             validate_config(cfg)
+    return _forcing(args, forced)
 
 
-def _unknown_key_message(args: list[str], exc: Exception) -> str | None:
-    """geoeval's message for an override of a key that does not exist: the key, and the keys
-    that do exist where it points."""
-    from hydra import compose
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
 
-    text = f"{exc} {exc.__cause__ or ''}"
-    match = _NOT_IN_STRUCT.search(text)
-    if not match:
-        return None
-    key = match.group(1)
-    parent = key.rpartition(".")[0]
-    others = [a for a in args if not a.lstrip("+~").startswith(f"{key}=")]
-    allowed: list[str] = []
-    try:
-        from omegaconf import OmegaConf
 
-        node = compose(config_name="config", overrides=others)
-        node = OmegaConf.select(node, parent) if parent else node
-        allowed = sorted(str(k) for k in node) if hasattr(node, "keys") else []
-    except Exception:  # the hint is a courtesy: the key is named either way
-        pass
-    hint = f" (allowed keys: {', '.join(allowed)})" if allowed else ""
-    return f"Invalid config:\n  {key}: unknown key{hint}"
+def _forcing(args: list[str], keys: set[str]) -> list[str]:
+    """`args` with the overrides of `keys` written `++key=value` (sweep values and flags kept)."""
+    return [
+        ("++" + a.lstrip("+")) if not a.startswith(("-", "~")) and "=" in a and _key(a) in keys else a for a in args
+    ]

@@ -1,15 +1,23 @@
-"""Puts the user's `./experiments/` folder on Hydra's search path as the `experiment` group.
+"""Puts the user's `./experiments/` folder and the plugins' `conf/` folders on Hydra's search path.
 
 `python -m geoeval +experiment=my_study` finds `experiments/my_study.yaml` in the current
 directory (or in $GEOEVAL_EXPERIMENTS_DIR) before the experiments shipped in `conf/experiment/`.
 Hydra maps a group to a sub-folder of a search-path root, so a plain `file://` entry would need
 `experiments/experiment/my_study.yaml`; this config source serves the folder itself as that group.
+
+A plugin ships config groups in a `conf/` folder of the top-level package of its
+`geoeval.plugins` entry point (`mypkg/conf/suite/my_suite.yaml`, `mypkg/conf/env/...`,
+`mypkg/conf/metrics/...`, `mypkg/conf/experiment/...`): each such folder is appended to the search
+path, after geoeval's own `conf/` (a plugin adds options; it does not replace geoeval's). The
+folders are found without importing the plugins.
 """
 
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import os
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from hydra.core.config_search_path import ConfigSearchPath
@@ -99,6 +107,34 @@ class GeoevalExperimentsSearchPath(SearchPathPlugin):
             )
 
 
+def plugin_config_dirs() -> list[Path]:
+    """The `conf/` folders of the top-level packages of the `geoeval.plugins` entry points (and
+    of the dotted paths in `GEOEVAL_PLUGINS`), geoeval's own left out, in entry-point order."""
+    from geoeval.core.registry import PLUGIN_GROUP
+
+    modules = [ep.value.split(":", 1)[0] for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name)]
+    modules += [p.strip().split(":", 1)[0] for p in os.environ.get("GEOEVAL_PLUGINS", "").split(",") if p.strip()]
+    found: list[Path] = []
+    for package in dict.fromkeys(m.split(".", 1)[0] for m in modules):
+        if package == "geoeval":
+            continue
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            continue
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            conf = Path(location) / "conf"
+            if conf.is_dir() and conf.resolve() not in found:
+                found.append(conf.resolve())
+    return found
+
+
+class GeoevalPluginsSearchPath(SearchPathPlugin):
+    def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
+        for folder in plugin_config_dirs():
+            search_path.append(provider="geoeval-plugin", path=f"file://{folder}")
+
+
 def register() -> None:
     """Register the config source and the search-path plugin with Hydra (idempotent). Done in
     code rather than through the `hydra_plugins` namespace package, which editable installs
@@ -109,5 +145,6 @@ def register() -> None:
 
     hydra_sources_registry().register(ExperimentsDirConfigSource)
     plugins = Plugins.instance()
-    if GeoevalExperimentsSearchPath not in plugins.class_name_to_class.values():
-        plugins.register(GeoevalExperimentsSearchPath)
+    for plugin in (GeoevalExperimentsSearchPath, GeoevalPluginsSearchPath):
+        if plugin not in plugins.class_name_to_class.values():
+            plugins.register(plugin)

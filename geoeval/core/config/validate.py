@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 from pydantic import BaseModel, ValidationError
 
+from geoeval.core.config.providers import check_provider
 from geoeval.core.config.schema import (
     _TOP_LEVEL,
     BudgetSpec,
@@ -158,18 +159,18 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
             f"model.config.attempt_timeout ({attempt_timeout} s): else the client gives up first and the server "
             "goes on with the abandoned request while the retry waits behind it"
         )
-    registry.check_provider(spec.model.name, key="model.name")
+    check_provider(spec.model.name, key="model.name")
     for j in spec.judge.models:
         if j != "rules":
-            registry.check_provider(j, key="judge.models")
-    known = registry.metric_names(suite.name)
-    bad = [m for m in spec.metrics.metrics if m not in known]
+            check_provider(j, key="judge.models")
+    # each lookup imports every plugin only when the suite's own do not have the name
+    bad = [m for m in spec.metrics.metrics if not registry.has_metric(m, suite.name)]
     if bad:
         raise GeoevalError(
             f"Invalid config: metrics.metrics: unknown metric(s) {', '.join(bad)} for suite "
-            f"'{suite.name}' (available: {', '.join(sorted(known))})"
+            f"'{suite.name}' (available: {', '.join(sorted(registry.metric_names(suite.name)))})"
         )
-    bad_tools = [t for t in getattr(spec.suite, "tools", []) if t not in registry.tool_names()]
+    bad_tools = [t for t in getattr(spec.suite, "tools", []) if not registry.has_tool(t)]
     if bad_tools:
         raise GeoevalError(
             f"Invalid config: suite.tools: unknown tool(s) {', '.join(bad_tools)} "

@@ -1,107 +1,215 @@
-"""A whole-suite plugin: "Which lines serve station X?", answered from an Edge table.
+"""A whole-suite plugin: "Which lines serve station X?", answered from an Edge table or with a tool.
 
-It brings everything a suite needs: config schemas, an environment, samples whose references come
-from the map itself, an Inspect task, a metric (`line_set_acc`) and an offline policy for
-`geoeval/table_baseline`.
+It brings everything a suite needs (plugins/README.md builds it step by step): config schemas and
+the configs themselves (`conf/`), an environment handle, samples whose references come from the
+map itself, an Inspect task that offers tools to an agent (`suite.solver=react`), an answer reader
+(`extract_answer`, which also gives `geoeval score station_lines --answers ...`), a metric
+(`line_set_acc`), meta-evaluation tiers, and an offline agent (`geoeval/table_baseline`) that reads
+the table or calls the `lines_of_station` tool. Its scoring version is a hash of its scoring code.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import random
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.solver import generate
+from inspect_ai.solver import basic_agent, generate
 from pydantic import Field
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
 from geoeval.core.config.schema import Strict
 from geoeval.core.records import Dimensions
-from geoeval.core.registry import Suite, register_metric, register_suite
+from geoeval.core.registry import MetaEvalAnswer, Suite, get_tool, register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer
 from geoeval.suites.maptab.api import edge_table, format_table, generate_metro_map
 
 if TYPE_CHECKING:
+    from inspect_ai.model import ChatMessage
+    from inspect_ai.tool import ToolInfo
+
     from geoeval.core.config.schema import RunSpec
 
+SUITE = "station_lines"
+TOOL = "lines_of_station"
 
-class StationLinesEnv(Strict):
+
+class StationLinesEnvConfig(Strict):
+    """The `env` group (conf/env/station_lines_env.yaml)."""
+
     name: Literal["station_lines_env"] = "station_lines_env"
     n_maps: int = Field(default=2, ge=1)
 
 
 class StationLinesSuiteConfig(Strict):
+    """The `suite` group (conf/suite/station_lines.yaml). A key left out of the YAML still exists:
+    `suite.tools=[lines_of_station]` sets it from the command line."""
+
     name: Literal["station_lines"] = "station_lines"
     n_questions: int = Field(default=4, ge=1)
+    solver: Literal["generate", "react"] = "generate"  # react: an agent with tools and `submit`
     tools: list[str] = Field(default_factory=list)
+    message_limit: int = Field(default=8, ge=2)
 
 
-def _parse_lines(text: str) -> set[str]:
+@dataclass(frozen=True)
+class StationLinesTables:
+    """The environment handle: picklable, with absolute paths only, because it is shipped to Ray
+    workers whose working directory is another one. Maps a map's name to its Edge table (CSV)."""
+
+    tables: dict[str, str]
+
+
+def parse_lines(text: str) -> set[str]:
     return {p.strip().lower() for p in text.replace(";", ",").split(",") if p.strip()}
 
 
-@register_metric("line_set_acc", suites=["station_lines"], description="1 when the answered line set is exact")
+def read_table(path: str) -> dict[str, set[str]]:
+    """Station -> the lines of the edges that touch it, from an Edge table."""
+    lines: dict[str, set[str]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for row in csv.DictReader(io.StringIO(handle.read().lstrip("\ufeff"))):
+            for station in row["Edge"].split("-"):
+                lines.setdefault(station.strip(), set()).update(x.strip() for x in row["Line"].split(","))
+    return lines
+
+
+@register_metric("line_set_acc", suites=[SUITE], description="1 when the answered line set is exact")
 def line_set_acc(inp: MetricInput) -> float:
-    return float(bool(inp.target) and _parse_lines(inp.answer) == _parse_lines(inp.target[0]))
+    return float(bool(inp.target) and parse_lines(inp.answer) == parse_lines(inp.target[0]))
 
 
 class StationLinesSuite(Suite):
-    name = "station_lines"
+    name = SUITE
     config_schema = StationLinesSuiteConfig
-    env_schema = StationLinesEnv
+    env_schema = StationLinesEnvConfig
+    headline_metrics = ("line_set_acc",)
+    # no `scoring_version`: it defaults to a hash of this module's and the metric's source, so an
+    # edit of the reader or the metric scores stored answers again by itself
 
-    def build_env(self, spec: RunSpec) -> list[Any]:
-        return [generate_metro_map(spec.seed * 100 + i, n_lines=3, name=f"lines{i}") for i in range(spec.env.n_maps)]
+    def build_env(self, spec: RunSpec) -> StationLinesTables:
+        # generated files go under `spec.work_dir` (an absolute path in the handle: see above)
+        folder = Path(spec.work_dir).resolve() / SUITE / f"seed{spec.seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        tables = {}
+        for i in range(spec.env.n_maps):
+            m = generate_metro_map(spec.seed * 100 + i, n_lines=3, name=f"lines{i}")
+            path = folder / f"{m.name}.csv"
+            if not path.is_file():  # written once, atomically: concurrent workers may build it too
+                partial = path.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_text(format_table(edge_table(m, ["Edge", "Line"]), "csv"), encoding="utf-8")
+                partial.replace(path)
+            tables[m.name] = str(path)
+        return StationLinesTables(tables)
 
-    def build_samples(self, spec: RunSpec, env: list[Any]) -> list[Sample]:
+    def build_samples(self, spec: RunSpec, env: StationLinesTables) -> list[Sample]:
         samples = []
-        for m in env:
-            rng = random.Random(f"{spec.seed}-{m.name}")
-            names = sorted(m.stations)
-            table = format_table(edge_table(m, ["Edge", "Line"]), "csv")
-            for k, station in enumerate(rng.sample(names, min(spec.suite.n_questions, len(names)))):
-                answer = ", ".join(sorted(m.stations[station].lines))
-                level = "hard" if len(m.stations[station].lines) > 1 else "easy"
+        for map_name, path in env.tables.items():
+            lines = read_table(path)
+            every_line = sorted({line for found in lines.values() for line in found})
+            rng = random.Random(f"{spec.seed}-{map_name}")
+            for k, station in enumerate(rng.sample(sorted(lines), min(spec.suite.n_questions, len(lines)))):
+                if spec.suite.solver == "react":
+                    prompt = (
+                        f"Which lines serve station {station} on map {map_name}? Use the `{TOOL}` tool, then "
+                        "submit the line names separated by ', '."
+                    )
+                else:
+                    table = Path(path).read_text(encoding="utf-8")
+                    prompt = (
+                        f"Edge Table (csv):\n```csv\n{table}\n```\nWhich lines serve station {station}? "
+                        "Answer with the line names separated by ', '."
+                    )
                 dims = Dimensions(
-                    suite="station_lines",
+                    suite=SUITE,
                     task_family="qa",
                     task="lines_of_station",
-                    level=level,
-                    setting="edge_tab",
-                    capabilities=("table_understanding",),
+                    level="hard" if len(lines[station]) > 1 else "easy",
+                    setting="tool" if spec.suite.solver == "react" else "edge_tab",
+                    capabilities=("tool_use",) if spec.suite.solver == "react" else ("table_understanding",),
                 )
                 samples.append(
                     Sample(
-                        id=f"{m.name}-{k}",
-                        input=f"Edge Table (csv):\n```csv\n{table}\n```\nWhich lines serve station {station}? "
-                        "Answer with the line names separated by ', '.",
-                        target=answer,
-                        metadata={"suite": "station_lines", "station": station, "dims": dims.model_dump(mode="json")},
+                        id=f"{map_name}-{k}",
+                        input=prompt,
+                        target=", ".join(sorted(lines[station])),
+                        # `suite` chooses the offline agent's policy for this sample
+                        metadata={
+                            "suite": SUITE,
+                            "map": map_name,
+                            "station": station,
+                            "all_lines": every_line,
+                            "dims": dims.model_dump(mode="json"),
+                        },
                     )
                 )
         return samples
 
-    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec, env: StationLinesTables, samples: list[Sample]) -> Task:
+        if spec.suite.solver == "react":
+            tools = [get_tool(name).factory(env) for name in spec.suite.tools]
+            solver = basic_agent(tools=tools, message_limit=spec.suite.message_limit)
+        else:
+            solver = generate()
         return Task(
             dataset=MemoryDataset(samples),
-            solver=generate(),
-            scorer=geoeval_scorer(list(spec.metrics.metrics), lambda raw: (raw.strip(), "")),
+            solver=solver,
+            scorer=geoeval_scorer(list(spec.metrics.metrics), self.extract_answer, spec.scoring.protocol),
         )
 
+    def extract_answer(self, raw: str, protocol: str = "robust", metadata: dict[str, Any] | None = None):
+        """The answered line names: under `robust`, a leading "Answer:" is dropped; under `paper`
+        the completion is read as it is."""
+        text = raw.strip()
+        if protocol == "robust" and text.lower().startswith("answer:"):
+            text = text[len("answer:") :].strip()
+        return text, "" if text else "empty answer"
 
-def _table_reader(messages, tools, args) -> PolicyReply:
-    text = messages[-1].text
-    station = text.rsplit("serve station ", 1)[1].split("?")[0]
-    block = text.split("```csv\n", 1)[1].split("```", 1)[0]
-    lines: set[str] = set()
-    for row in csv.DictReader(io.StringIO(block.lstrip("\ufeff"))):
-        if station in row["Edge"].split("-"):
-            lines.update(x.strip() for x in row["Line"].split(","))
-    return answer_or_submit(", ".join(sorted(lines)), tools, messages)
+    def meta_eval_tiers(self, spec: RunSpec, env: StationLinesTables, sample: Sample) -> list[MetaEvalAnswer]:
+        reference = str(sample.target)
+        served = sorted(parse_lines(reference))
+        others = [line for line in sample.metadata["all_lines"] if line.lower() not in served]
+        answers = [
+            MetaEvalAnswer.reference(reference),
+            MetaEvalAnswer.worthless("empty", ""),
+            MetaEvalAnswer.worthless("refusal", "I cannot tell which lines serve this station."),
+        ]
+        if others:
+            answers.append(MetaEvalAnswer.defect("extra_line", f"{reference}, {others[0]}", lowers=["line_set_acc"]))
+        names = reference.split(", ")
+        if len(names) > 1:
+            answers.append(MetaEvalAnswer.defect("missing_line", ", ".join(names[:-1]), lowers=["line_set_acc"]))
+            answers.append(MetaEvalAnswer("surface:reordered", 0, ", ".join(reversed(names)), family="surface"))
+        return answers
+
+
+def _question(messages: list[ChatMessage]) -> str:
+    return next((m.text for m in messages if m.role == "user"), "")
+
+
+def table_baseline(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
+    """`geoeval/table_baseline` on station_lines: reads the Edge table in the prompt; without one,
+    calls the `lines_of_station` tool and submits what it returned."""
+    question = _question(messages)
+    station = question.rsplit("serve station ", 1)[1].split(" on map ")[0].split("?")[0]
+    if "```csv\n" in question:
+        table = question.split("```csv\n", 1)[1].split("```", 1)[0]
+        lines: set[str] = set()
+        for row in csv.DictReader(io.StringIO(table.lstrip("\ufeff"))):
+            if station in row["Edge"].split("-"):
+                lines.update(x.strip() for x in row["Line"].split(","))
+        return answer_or_submit(", ".join(sorted(lines)), tools, messages)
+    results = [m for m in messages if m.role == "tool" and getattr(m, "function", "") == TOOL]
+    if not results and any(t.name == TOOL for t in tools):
+        return PolicyReply(tool=TOOL, arguments={"station": station})
+    return answer_or_submit(results[-1].text if results else "", tools, messages)
 
 
 register_suite(StationLinesSuite)
-register_policy("table_baseline", "station_lines", _table_reader)
+register_policy("table_baseline", SUITE, table_baseline)

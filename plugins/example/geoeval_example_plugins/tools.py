@@ -34,3 +34,31 @@ def station_neighbors_tool(env) -> Tool:
         return execute
 
     return factory()
+
+
+@register_tool("lines_of_station", suites=["station_lines"], description="The lines serving a station")
+def lines_of_station_tool(env) -> Tool:
+    """The station_lines suite's tool: `env` is its handle (`suite.StationLinesTables`), whose
+    absolute paths are valid wherever the tool runs; the sample's map comes from its metadata."""
+    from geoeval_example_plugins.suite import read_table
+
+    @tool(name="lines_of_station")
+    def factory() -> Tool:
+        async def execute(station: str) -> str:
+            """The metro lines that serve a station on the current map.
+
+            Args:
+                station: The exact station name.
+            """
+            state = sample_state()
+            map_name = (state.metadata or {}).get("map") if state else None
+            if map_name not in env.tables:
+                raise ToolError("no map is associated with this sample")
+            lines = read_table(env.tables[map_name]).get(station.strip())
+            if not lines:
+                raise ToolError(f"unknown station {station!r} (names are case-sensitive)")
+            return ", ".join(sorted(lines))
+
+        return execute
+
+    return factory()
