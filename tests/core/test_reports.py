@@ -171,7 +171,7 @@ def test_not_applicable_values_show_as_a_dash():
 
 
 def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
-    from geoeval.core.analysis.job_reports import write_sweep_reports
+    from geoeval.core.analysis.sweep_reports import write_sweep_reports
 
     points = [
         {
@@ -182,13 +182,14 @@ def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
         }
         for i, res in enumerate([1, 0.5, 0.25])
     ]
-    _, declared = write_sweep_reports(
+    declared = write_sweep_reports(
         points, tmp_path, headline_metrics=("pma", "missing"), log2_axes=("suite.resolution",)
     )
-    assert "pma" in declared and "ema" not in declared  # the declared headline, where every job has it
+    assert declared.metrics == ["pma"]  # the declared headline, where every job has it
+    assert "## pma" in declared.markdown and "## ema" not in declared.markdown
     assert (tmp_path / "sweep_plot.png").exists()
-    _, undeclared = write_sweep_reports(points, tmp_path)  # a plugin suite that declares nothing
-    assert "ema" in undeclared and "pma" in undeclared and "zeta" in undeclared and "n_errors" not in undeclared
+    undeclared = write_sweep_reports(points, tmp_path)  # a plugin suite that declares nothing
+    assert undeclared.metrics == ["ema", "pma", "zeta"]  # the first overall metrics, never a count
 
 
 def test_every_sweep_line_has_its_own_marker_dash_and_a_thinner_stroke_than_the_one_before() -> None:

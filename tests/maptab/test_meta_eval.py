@@ -146,8 +146,10 @@ def test_a_broken_metric_is_caught(rp_run, monkeypatch, protocol):
     )
 
 
-def test_authors_items_and_qa(tmp_path):
-    suite, _spec, _env, samples, answers = _run(tmp_path, "suite=maptab", "env=maptab_authors")
+def test_authors_items_and_qa(tmp_path, peers):
+    suite, _spec, _env, samples, answers = _run(
+        tmp_path, "suite=maptab", "env=maptab_authors", f"env.root={peers}/maptab"
+    )
     report = ordering_report(answers, suite.meta_eval_targets)
     assert all(row["met"] for row in report.values()), report
     assert len({a.sample_id for a in answers}) == len(samples) == 24

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.provenance import provenance
-from geoeval.core.analysis.reports import plot_bars, plot_sweep, summary_markdown, sweep_table, write_per_sample_parquet
+from geoeval.core.analysis.reports import plot_bars, summary_markdown, write_per_sample_parquet
 from geoeval.core.registry import get_suite
 
 if TYPE_CHECKING:
@@ -129,81 +129,3 @@ def print_outcome(outcome: JobOutcome) -> None:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")
     sys.stdout.flush()
-
-
-#: the run totals of `core.cost.pricing.run_costs` and the replay count: not metrics of the answers
-COST_METRICS = frozenset(
-    {"cost_usd", "saved_usd", "tokens_in", "tokens_out", "cache_hits", "replayed_calls", "model_calls", "n_replayed"}
-)
-
-
-def _short(key: str) -> str:
-    return key.rsplit(".", 1)[-1]
-
-
-def write_sweep_reports(
-    points: list[dict], sweep_dir: Path, *, headline_metrics: tuple[str, ...] = (), log2_axes: tuple[str, ...] = ()
-) -> tuple[list[Path], str]:
-    """The sweep table and plot: x is the first numeric swept key (e.g. suite.resolution),
-    lines are split by the other swept keys (e.g. suite.setting). The suite declares which
-    metrics lead (`headline_metrics`) and which swept keys read on a log2 axis (`log2_axes`);
-    without a declaration the first three overall metrics are shown."""
-    points = sorted(points, key=lambda p: p["job"])
-    keys = sorted({k for p in points for k in p["overrides"]})
-    swept = [k for k in keys if len({p["overrides"].get(k) for p in points}) > 1]
-
-    def numeric(k: str) -> bool:
-        try:
-            [float(p["overrides"][k]) for p in points if k in p["overrides"]]
-            return True
-        except ValueError:
-            return False
-
-    x_key = next((k for k in swept if numeric(k)), swept[0] if swept else None)
-    by_keys = [k for k in swept if k != x_key]
-    by_name = ",".join(_short(k) for k in by_keys) or "group"
-    metric_names = [m for m in headline_metrics if all(m in p["metrics"] for p in points)]
-    if not metric_names:
-        counts = {
-            "n_samples",
-            "n_scored",
-            "n_errors",
-            "http_retries",
-            "n_protocol_disagreements",
-            "n_context_exceeded",
-            *COST_METRICS,
-        }
-        metric_names = sorted({m for p in points for m in p["metrics"] if "/" not in m and m not in counts})[:3]
-    rows = []
-    for p in points:
-        row: dict[str, Any] = {}
-        if x_key:
-            v = p["overrides"].get(x_key)
-            row[_short(x_key)] = float(v) if x_key and numeric(x_key) else v
-        if by_keys:
-            row[by_name] = ",".join(str(p["overrides"].get(k)) for k in by_keys)
-        for m in metric_names:
-            row[m] = p["metrics"].get(m)
-        row["n"] = p.get("n")
-        row["cost_usd"] = p["metrics"].get("cost_usd")
-        rows.append(row)
-    x_name = _short(x_key) if x_key else "job"
-    if not x_key:
-        for r, p in zip(rows, points):
-            r["job"] = p["job"]
-    table = sweep_table(rows, x=x_name, metrics=[*metric_names, "cost_usd"], by=by_name if by_keys else None)
-    md = sweep_dir / "sweep_table.md"
-    md.write_text(f"# Sweep over {', '.join(swept) or 'one job'}\n\n{table}\n")
-    artifacts = [md]
-    if x_key and numeric(x_key):
-        png = plot_sweep(
-            rows,
-            x=x_name,
-            metrics=metric_names,
-            path=sweep_dir / "sweep_plot.png",
-            by=by_name if by_keys else None,
-            title=f"{' / '.join(metric_names).upper()} vs {x_name}",
-            log2_x=x_key in log2_axes,
-        )
-        artifacts.append(Path(png))
-    return artifacts, md.read_text()

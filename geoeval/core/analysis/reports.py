@@ -157,7 +157,7 @@ def metric_legend(metrics: Sequence[str], suites: Sequence[str]) -> str:
             try:
                 description = get_metric(metric, suite).description
                 break
-            except GeoevalError:
+            except (GeoevalError, KeyError):  # KeyError: not registered once every plugin is loaded
                 continue
         lines.append(f"- **{metric}**: {description.splitlines()[0] if description else '(no description)'}")
     return "Metrics:\n\n" + "\n".join(lines) if lines else ""

@@ -403,7 +403,8 @@ def resolve_root(
             return candidate
         raise GeoevalError(
             f"{key}: {candidate} is not a directory. Get the data with `{dataset.fetch_command()}` and leave "
-            f"{key} unset (null) to read it from the cache, or point {key} at a folder holding it"
+            f"{key} unset (null) to read it from the cache, or point {key} at a folder holding it (a "
+            f"relative {key} is read from the working directory, {Path.cwd()})"
         )
     state = cache_state(dataset.name, cache)
     if state.complete:
@@ -411,7 +412,9 @@ def resolve_root(
     found = f"holds {state.verified} of {state.total} files" if state.verified else "is empty"
     raise GeoevalError(
         f"{key} is not set and the data cache {state.folder} {found}: fetch the data with "
-        f"`{dataset.fetch_command()}` (then run again), or set {key} to a folder holding it"
+        f"`{dataset.fetch_command()}` (then run again); on a machine without network, copy a fetched "
+        f"{dataset.name}/ folder from another machine's cache to {state.folder} (`{dataset.fetch_command()}` "
+        f"then verifies it offline), or set {key} to a folder holding the files"
     )
 
 

@@ -43,9 +43,9 @@ class MapSatisfyDemoEnvConfig(Strict):
 
     name: Literal["mapsatisfy_demo"] = "mapsatisfy_demo"
     root: str | None = Field(
-        default="../shared/peers/mapsatisfy",
-        description="release root (relative to the working "
-        "directory); null: the download cache of `geoeval data fetch mapsatisfy-demo`",
+        default=None,
+        description="release root (a relative path is read from the working directory); "
+        "null: the download cache of `geoeval data fetch mapsatisfy-demo`",
     )
     bench: str = Field(default="demo_bench.xlsx", description="instances (.xlsx/.json/.jsonl), relative to root")
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")

@@ -69,9 +69,9 @@ class MapTabAuthorsEnvConfig(Strict):
 
     name: Literal["maptab_authors"] = "maptab_authors"
     root: str | None = Field(
-        default="../shared/peers/maptab",
-        description="the release root (relative to the working "
-        "directory); null: the download cache of `geoeval data fetch maptab-sample`",
+        default=None,
+        description="the release root (a relative path is read from the working directory); "
+        "null: the download cache of `geoeval data fetch maptab-sample`",
     )
     scenario: Literal["metromap", "travelmap", "both"] = "both"
     categories: list[Category] | None = Field(
