@@ -314,8 +314,9 @@ class SweepCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if in_sweep_worker():  # the sweep's own process writes the reports
             return
-        from geoeval.core.analysis.job_reports import cost_line, write_sweep_reports
-        from geoeval.core.registry import get_suite
+        from geoeval.core.analysis.job_reports import cost_line
+        from geoeval.core.sweep.parent_run import log_sweep_result
+        from geoeval.core.sweep.report import sweep_report, where_line
         from geoeval.core.tracking import runs as tracking
 
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -323,21 +324,15 @@ class SweepCallback(Callback):
         if not points:
             return
         ran = [p for p in points if not p.get("crashed")]  # a crashed job has no metrics to show
-        artifacts: list[Path] = []
-        summary = "(no job of the sweep finished)"
-        if ran:
-            suite = get_suite(str(config.suite.name))
-            artifacts, summary = write_sweep_reports(
-                ran,
-                sweep_dir,
-                headline_metrics=tuple(suite.headline_metrics),
-                log2_axes=tuple(suite.log2_sweep_axes),
-            )
+        report = sweep_report(config, ran, sweep_dir) if ran else None
+        artifacts = report.artifacts if report else []
+        summary = report.terminal if report else "(no job of the sweep finished)"
         run_id = os.environ.pop(tracking.PARENT_RUN_ENV, None)
         _OPEN_SWEEP.clear()
         stopped = [p for p in points if p.get("budget_exceeded")]
         failed = [p for p in points if p.get("failed") and not p.get("budget_exceeded")]
         if run_id and getattr(self, "_tracking", None) is not None:
+            tags = log_sweep_result(self._tracking, run_id, report, self._experiment) if report else {}
             tracking.end_parent_run(
                 self._tracking,
                 self._experiment,
@@ -345,10 +340,11 @@ class SweepCallback(Callback):
                 metrics=sweep_metrics(points),
                 artifacts=artifacts,
                 status="FAILED" if failed else ("KILLED" if stopped else "FINISHED"),
-                tags={"geoeval.status": "BUDGET_EXCEEDED"} if stopped and not failed else None,
+                tags={**tags, **({"geoeval.status": "BUDGET_EXCEEDED"} if stopped and not failed else {})} or None,
             )
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
+        print(where_line(report, sweep_dir, getattr(self, "_tracking", None), run_id))
         print(cost_line(sweep_costs(points)).replace("cost:", "sweep cost:", 1))
         if failed:
             for p in failed:
