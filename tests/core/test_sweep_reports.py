@@ -4,14 +4,8 @@ note, one row per point; and tables fitted to a 120-column console."""
 
 from __future__ import annotations
 
-from geoeval.core.analysis.sweep_reports import (
-    TERMINAL_WIDTH,
-    fit_tables,
-    metric_grid,
-    reused_from,
-    table_width,
-    write_sweep_reports,
-)
+from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables, table_width
+from geoeval.core.analysis.sweep_reports import metric_grid, reused_from, write_sweep_reports
 
 RESOLUTIONS = ["1", "0.5", "0.25"]
 SETTINGS = ["map", "edge_tab"]
@@ -98,16 +92,23 @@ def test_a_grid_too_wide_for_the_console_is_turned_when_that_fits():
     assert grid.count("*") == len(resolutions) - 1
 
 
-def test_fit_tables_splits_a_wide_table_into_blocks_that_repeat_the_first_column():
-    header = "| key | " + " | ".join(f"column_{i:02d}" + "x" * 20 for i in range(8)) + " |"
-    rule = "| --- | " + " | ".join("-" * 29 for _ in range(8)) + " |"
-    row = "| a   | " + " | ".join(f"{i:<29}" for i in range(8)) + " |"
-    text = f"# Title\n\n{header}\n{rule}\n{row}\n\nafter"
+def test_fit_tables_splits_a_wide_table_into_blocks_that_repeat_the_label_columns():
+    metrics = [f"metric_{i}" for i in range(6)]
+    header = "| task | level | " + " | ".join(f"{m} | {m} 95% CI" for m in metrics) + " |"
+    rule = "| ---- | ----- | " + " | ".join("--------: | ---------------" for _ in metrics) + " |"
+    row = "| t1   | l0    | " + " | ".join("    0.500 | [0.250, 0.750]" for _ in metrics) + " |"
+    text = f"# Title\n\n{header}\n{rule}\n{row}\n\n" + "prose " * 40
     fitted = fit_tables(text)
     lines = fitted.splitlines()
     assert max(len(line) for line in lines) <= TERMINAL_WIDTH
-    assert lines[0] == "# Title" and lines[-1] == "after"
-    blocks = [line for line in lines if line.startswith("| key")]
-    assert len(blocks) >= 3  # split, each block with the row label column
-    assert all(f"column_{i:02d}" in fitted for i in range(8))  # no column lost
+    assert lines[0] == "# Title" and lines[-1].startswith("prose")
+    headers = [line for line in lines if line.startswith("| task")]
+    assert len(headers) >= 2  # split, every block labelled by task and level
+    assert all("| level |" in h for h in headers)
+    for h in headers:  # a metric and its interval in the same block
+        cells = [c.strip() for c in h.strip("|").split("|")]
+        assert all(f"{c} 95% CI" in cells for c in cells if c.startswith("metric_") and "CI" not in c)
+    assert sum(h.count("95% CI") for h in headers) == len(metrics)  # no column lost
+    rules = [line for line in lines if line.startswith("| ----")]
+    assert all(set(line) <= {"|", "-", ":", " "} for line in rules)
     assert fit_tables("| a | b |\n| - | - |") == "| a | b |\n| - | - |"  # a narrow table is left alone

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from geoeval.core.analysis.aggregate import group_table
+from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables
 from geoeval.core.analysis.provenance import provenance
 from geoeval.core.analysis.reports import plot_bars, summary_markdown, write_per_sample_parquet
 from geoeval.core.registry import get_suite
@@ -98,7 +99,12 @@ def protocol_line(outcome: JobOutcome, disagreements: int) -> str:
 
 
 def print_outcome(outcome: JobOutcome) -> None:
-    print((Path(outcome.out_dir) / "summary.md").read_text())
+    summary = Path(outcome.out_dir) / "summary.md"
+    text = summary.read_text()
+    fitted = fit_tables(text)
+    print(fitted)
+    if fitted != text.rstrip("\n"):  # a table was split for the console: the file has it whole
+        print(f"(tables split to fit {TERMINAL_WIDTH} columns; whole: {summary})")
     counts = outcome.counts
     print(
         f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables, table_width
 from geoeval.core.analysis.reports import fraction_label, markdown_table, metric_legend, plot_sweep
 from geoeval.core.sweep.points import job_labels
 
@@ -28,8 +29,6 @@ COST_METRICS = frozenset(
 _COUNTS = frozenset(
     {"n_samples", "n_scored", "n_errors", "http_retries", "n_protocol_disagreements", "n_context_exceeded"}
 )
-#: the widest table the console gets (wider ones are split into column blocks)
-TERMINAL_WIDTH = 120
 #: the mark of a grid cell whose point reused another point's samples
 REUSED_MARK = "*"
 SWEEP_TABLE = "sweep_table.md"
@@ -100,10 +99,6 @@ def reused_from(points: Sequence[dict], labels: Sequence[str]) -> list[str | Non
         if run:
             first.setdefault(run, label)
     return out
-
-
-def table_width(table: str) -> int:
-    return max((len(line) for line in table.splitlines()), default=0)
 
 
 def _grid(
@@ -267,72 +262,3 @@ def write_sweep_reports(
         )
         report.artifacts.append(report.plot)
     return report
-
-
-# -- fitting tables to a console --------------------------------------------------------------
-
-
-def _cells(line: str) -> list[str]:
-    """The cells of one pipe-table line (escaped pipes kept inside their cell)."""
-    body = line.strip()[1:-1]
-    cells, current, escaped = [], "", False
-    for char in body:
-        if char == "|" and not escaped:
-            cells.append(current)
-            current = ""
-        else:
-            current += char
-        escaped = char == "\\" and not escaped
-    cells.append(current)
-    return [c.strip() for c in cells]
-
-
-def split_table(lines: Sequence[str], width: int = TERMINAL_WIDTH, keep: int = 1) -> list[str]:
-    """A pipe table wider than `width` as several tables, each with the first `keep` columns (the
-    row labels) and as many of the others as fit; a table that fits is returned as it is."""
-    if max(len(line) for line in lines) <= width:
-        return list(lines)
-    rows = [_cells(line) for line in lines]
-    n = len(rows[0])
-    widths = [max(len(row[i]) if i < len(row) else 0 for row in rows) for i in range(n)]
-    keep = min(keep, n - 1)
-    blocks: list[list[int]] = []
-    current: list[int] = []
-    used = sum(widths[i] + 3 for i in range(keep)) + 1
-    for i in range(keep, n):
-        if current and used + widths[i] + 3 > width:
-            blocks.append(current)
-            current, used = [], sum(widths[j] + 3 for j in range(keep)) + 1
-        current.append(i)
-        used += widths[i] + 3
-    blocks.append(current)
-    out: list[str] = []
-    for block in blocks:
-        columns = [*range(keep), *block]
-        for row in rows:
-            if all(set(cell) <= {"-", ":"} and cell for cell in row):  # the rule under the header
-                cells = ["-" * (widths[i] - 1) + (":" if row[i].endswith(":") else "-") for i in columns]
-            else:
-                cells = [(row[i] if i < len(row) else "").ljust(widths[i]) for i in columns]
-            out.append("| " + " | ".join(cells) + " |")
-        out.append("")
-    return out[:-1]
-
-
-def fit_tables(text: str, width: int = TERMINAL_WIDTH) -> str:
-    """`text` (Markdown) with every pipe table wider than `width` split into column blocks that
-    repeat the first column; the other lines as they are (a long prose line wraps on its own)."""
-    lines = text.splitlines()
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if lines[i].lstrip().startswith("|"):
-            j = i
-            while j < len(lines) and lines[j].lstrip().startswith("|"):
-                j += 1
-            out += split_table(lines[i:j], width)
-            i = j
-        else:
-            out.append(lines[i])
-            i += 1
-    return "\n".join(out)

@@ -352,6 +352,35 @@ def warm_up() -> None:
         pass
 
 
+def _suite_values(spec: RunSpec) -> dict[str, Any]:
+    """The suite config's scalar values (setting, resolution, language, ...), without its name."""
+    values = spec.suite.model_dump()
+    return {k: v for k, v in values.items() if k != "name" and isinstance(v, (str, int, float, bool))}
+
+
+def log_tags(spec: RunSpec) -> list[str]:
+    """Tags of an Inspect log that tell a sweep's logs apart in `inspect view`: the sweep point's
+    name (its swept values) where this process runs the job, and the suite's settings
+    (`setting=map`, `resolution=0.25`, ...) everywhere (a Ray worker does not know the point)."""
+    from geoeval.core.sweep.points import current_sweep_job
+
+    job = current_sweep_job()
+    point = [f"sweep:{job.label}"] if job is not None else []
+    return [*point, f"model={spec.model.name}", *(f"{k}={v}" for k, v in _suite_values(spec).items())]
+
+
+def log_metadata(spec: RunSpec) -> dict[str, Any]:
+    """The same values as the log's metadata: the model, the suite's settings, the sweep point."""
+    from geoeval.core.sweep.points import current_sweep_job
+
+    job = current_sweep_job()
+    return {
+        "geoeval_model": spec.model.name,
+        "geoeval_suite": {"name": spec.suite.name, **_suite_values(spec)},
+        **({"geoeval_sweep_point": job.label} if job is not None else {}),
+    }
+
+
 def run_shard(
     spec: RunSpec,
     env: Any,
@@ -418,8 +447,8 @@ def run_shard(
                 fail_on_error=False,
                 retry_on_error=spec.retry_on_error or None,
                 score_display=False,
-                tags=[f"geoeval:{run_hash}", f"shard:{shard}"],
-                metadata={"geoeval_run_hash": run_hash, "shard": shard},
+                tags=[f"geoeval:{run_hash}", f"shard:{shard}", *log_tags(spec)],
+                metadata={"geoeval_run_hash": run_hash, "shard": shard, **log_metadata(spec)},
             )
         except Exception as exc:  # Inspect raised instead of logging the failure
             reason = f"eval failed: {type(exc).__name__}: {exc}"
