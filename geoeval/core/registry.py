@@ -398,8 +398,9 @@ def _plugin_entry_points() -> list[Any]:
 
 
 def entry_point_modules() -> list[str]:
-    """The modules of this installation's `geoeval.plugins` entry points, built-ins first."""
-    return [ep.value.split(":", 1)[0] for ep in _plugin_entry_points()]
+    """The modules of this installation's `geoeval.plugins` entry points, built-ins first, each once
+    (a plugin may name one module in several entry points: one per suite it registers)."""
+    return list(dict.fromkeys(ep.value.split(":", 1)[0] for ep in _plugin_entry_points()))
 
 
 def _load_entry_point(name: str, value: str, load: Callable[[], Any]) -> None:
