@@ -48,6 +48,7 @@ from typing import Any
 import duckdb
 
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
+from geoeval.core.analysis.console import fit_tables
 from geoeval.core.analysis.reports import fraction_label, markdown_table
 from geoeval.core.cost.pricing import run_costs
 from geoeval.core.errors import GeoevalError
@@ -198,9 +199,24 @@ def leaderboard(
         costs = run_costs(by_run.get(run["run_hash"], []))
         row["cost_usd"] = costs["cost_usd"]
         row["tokens"] = int(costs["tokens_in"] + costs["tokens_out"])
+        reuses = reused_invocations(warehouse, run["run_hash"])
+        row["reused"] = f"{reuses}x, not re-run" if reuses else ""
         rows.append(row)
     extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
-    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra, "cost_usd", "tokens"], rows
+    reused = ["reused"] if any(row["reused"] for row in rows) else []
+    return ["run", "model", "suite", *label_columns, *metrics, "n", *extra, "cost_usd", "tokens", *reused], rows
+
+
+def reused_invocations(warehouse: Any, run_hash: str) -> int:
+    """How often the run was asked for again and answered from the warehouse without evaluating a
+    sample (e.g. a sweep's points whose swept value does not change the samples: MapTab's
+    Edge_tab-only points at every resolution): invocations that reused samples and evaluated none.
+    0 for a warehouse without the `invocations` table (written before schema 4)."""
+    try:
+        found = warehouse.invocations(run_hash)
+    except (GeoevalError, duckdb.Error):
+        return 0
+    return sum(1 for i in found if not i.get("n_evaluated") and (i.get("n_reused") or 0) > 0)
 
 
 def _grouped(
@@ -303,6 +319,9 @@ class Warehouses:
                 seen.setdefault(run["run_hash"], run)
         return list(seen.values())
 
+    def invocations(self, run_hash: str) -> list[dict[str, Any]]:
+        return [i for warehouse in self._warehouses for i in warehouse.invocations(run_hash)]
+
     def results(self, run_hash: str) -> list[SampleResult]:
         found: dict[tuple[str, int], SampleResult] = {}
         for warehouse in self._warehouses:
@@ -383,7 +402,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"geoeval results: error: reading {where} failed: {message}", file=sys.stderr)
         return 2
     if columns:
-        print(render(columns, rows, args.format))
+        text = render(columns, rows, args.format)
+        if args.format == "markdown" and sys.stdout.isatty():  # a console: wide tables in blocks
+            text = fit_tables(text)
+        print(text)
     return 0
 
 
