@@ -127,3 +127,27 @@ def test_sweep_validates_every_job_before_the_first_runs(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "suite.resolution" in proc.stderr
     assert not (tmp_path / "results").exists()  # job 0 (resolution=1, valid) never started
+
+
+def test_the_schema_decides_which_keys_exist_not_the_yaml():
+    """`model.config.max_connections` is in the schema, not in conf/model/*.yaml: it is accepted
+    as typed (Hydra alone wants `+`), while a key no schema has is refused with the schema's keys."""
+    from geoeval.core.config.compose import schema_authority
+    from geoeval.core.config.precheck import precheck
+
+    typed = ["model.config.max_connections=32", "suite.n_per_category=2", "tracking=none"]
+    assert schema_authority(typed) == ["++model.config.max_connections=32", *typed[1:]]
+    assert precheck(typed)[0] == "++model.config.max_connections=32"
+    with pytest.raises(
+        GeoevalError, match=r"model\.config\.max_conections: unknown key \(allowed keys: .*max_connections"
+    ):
+        schema_authority(["model.config.max_conections=32"])
+    with pytest.raises(GeoevalError, match=r"suite\.toolz: unknown key \(allowed keys: .*tools"):
+        schema_authority(["suite.toolz=[x]"])
+
+
+def test_a_sweep_over_a_key_the_yaml_lacks_keeps_its_values():
+    from geoeval.core.config.precheck import precheck
+
+    args = ["-m", "model.config.max_connections=4,8", "tracking=none"]
+    assert precheck(args) == ["-m", "++model.config.max_connections=4,8", "tracking=none"]
