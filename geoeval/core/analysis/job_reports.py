@@ -68,12 +68,13 @@ def usd(value: float) -> str:
 
 
 def cost_line(metrics: dict[str, float]) -> str:
-    """The run's spending in one line: dollars (agent and judges), tokens sent, and what replayed
-    trajectories and Inspect's cache saved."""
+    """The run's spending in two lines (each within 120 columns): dollars (agent and judges) and
+    tokens sent; what replayed trajectories and Inspect's cache saved."""
     return (
         f"cost: {usd(metrics.get('cost_usd', 0.0))} (judges {usd(metrics.get('cost_usd/judge', 0.0))}); "
         f"tokens sent: {int(metrics.get('tokens_in', 0)):,} in, {int(metrics.get('tokens_out', 0)):,} out "
-        f"over {int(metrics.get('model_calls', 0))} model call(s); replayed: {int(metrics.get('replayed_calls', 0))} "
+        f"over {int(metrics.get('model_calls', 0))} model call(s);\n"
+        f"  replayed: {int(metrics.get('replayed_calls', 0))} "
         f"call(s) in {int(metrics.get('n_replayed', 0))} sample(s); cache hits: {int(metrics.get('cache_hits', 0))}; "
         f"saved: {usd(metrics.get('saved_usd', 0.0))}"
     )

@@ -65,14 +65,14 @@ def sweep_report(config: Any, ran: list[dict], sweep_dir: Path) -> SweepReport:
 
 
 def where_line(report: SweepReport | None, sweep_dir: Path, tracking_spec: Any, run_id: str | None) -> str:
-    """Where the table (every point, one row each), the plot and the MLflow run are."""
+    """Where the table (every point, one row each), the plot and the MLflow run are, a line each."""
     parts = [f"table (every point, one row each): {sweep_dir / 'sweep_table.md'}"]
     if report is not None and report.plot is not None:
         parts.append(f"plot: {report.plot}")
     if run_id and tracking_spec is not None:
         from geoeval.core.tracking.store import tracking_uri_for
 
-        uri = tracking_uri_for(tracking_spec)
-        parts.append(f"MLflow parent run {run_id} (`mlflow ui --backend-store-uri {uri}`)")
+        parts.append(f"MLflow parent run {run_id}, its description the table above:")
+        parts.append(f"  mlflow ui --backend-store-uri {tracking_uri_for(tracking_spec)}")
     parts.append(f"points: {sweep_dir / 'sweep_points.jsonl'}")
-    return "[geoeval] sweep outputs: " + "; ".join(parts)
+    return "[geoeval] sweep outputs:\n" + "\n".join(f"  {part}" for part in parts)
