@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
 
 _NOT_IN_STRUCT = re.compile(r"Could not override '([^']+)'")
-#: the groups validated by a core schema (the `suite` and `env` groups by the suite's own)
-_CORE_GROUPS = ("model", "judge", "metrics", "scoring", "budget", "pricing", "runner", "tracking")
 #: at most this many overrides are retried as `++` in one composition
 _MAX_RETRIES = 16
 
@@ -74,7 +72,7 @@ def _group_schema(group: str, cfg: DictConfig) -> type[BaseModel] | None:
             return suite.env_schema
         env_name = cfg.get("env", {}).get("name") if hasattr(cfg.get("env", {}), "get") else None
         return suite.env_schema.get(str(env_name))
-    found = {
+    found: dict[str, type[BaseModel]] = {
         "model": schema.ModelSpec,
         "judge": schema.JudgeSpec,
         "metrics": schema.MetricsSpec,
