@@ -134,6 +134,7 @@ def deliver(
     warehouse when None)."""
     from geoeval.core.config.secrets import redact_url
 
+    shorten_mlflow_retries()
     deadline = time.monotonic() + wait_s
     pause, warned = 1.0, False
     while True:

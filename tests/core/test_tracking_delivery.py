@@ -1,0 +1,124 @@
+"""A job's end on the tracking server (`geoeval.core.tracking.delivery`) and the trace backfill
+(`traces/backfill.py`), against a real SQLite MLflow store: one trace per stored sample under the
+mode and cap, none twice; a server that does not answer keeps the end in a file, and
+`send_pending` completes the run later."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.tracking import delivery
+from geoeval.core.tracking import runs as tracking
+from geoeval.core.tracking.traces.backfill import TRACE_SOURCE_TAG, backfill_traces
+from geoeval.core.warehouse.store import Warehouse
+from tests.core.conftest import spec_for
+from tests.harness.lab_servers import free_port
+
+
+def result(i: int, *, error: bool = False) -> SampleResult:
+    return SampleResult(
+        run_hash="h1",
+        sample_id=f"s{i}",
+        epoch=1,
+        model="m",
+        answer=f"answer {i}",
+        completion=f"The answer is {i}.",
+        scores={"ema": 1.0 if i % 2 else 0.0},
+        error="provider refused" if error else None,
+        dims=Dimensions(suite="maptab", task="route", level="1"),
+    )
+
+
+def traces_of(store, run_id):
+    client = tracking.client_for(spec_for(store))
+    experiment = client.get_run(run_id).info.experiment_id
+    return client.search_traces(locations=[experiment], run_id=run_id, max_results=1000)
+
+
+def test_backfill_logs_one_trace_per_stored_sample_never_twice_and_counts_the_cap(store):
+    run = tracking.JobRun.start(spec_for(store), "exp", run_hash="h1", run_name="r")
+    results = [result(i) for i in range(5)] + [result(5, error=True)]
+    counts = backfill_traces(spec_for(store), run.run_id, results[:2], [], mode="all", cap=None, dataset_name="maptab")
+    assert (counts.logged, counts.skipped, counts.failed) == (2, 0, 0)
+    # a resume: the first two are on the run already; a cap of 4 leaves two out, errors first
+    counts = backfill_traces(spec_for(store), run.run_id, results, [], mode="all", cap=4, dataset_name="maptab")
+    assert (counts.logged, counts.skipped, counts.failed) == (4, 2, 0)
+    traces = traces_of(store, run.run_id)
+    keys = sorted(t.info.tags["geoeval.sample_key"] for t in traces)
+    assert keys == ["maptab:s0:1", "maptab:s1:1", "maptab:s2:1", "maptab:s5:1"]  # s5 errored: kept first
+    assert {t.info.tags[TRACE_SOURCE_TAG] for t in traces} == {"warehouse"}  # no Inspect log was given
+    errored = next(t for t in traces if t.info.tags["geoeval.sample_key"] == "maptab:s5:1")
+    assert errored.info.state.value == "ERROR"
+    assert "provider refused" in errored.info.tags["geoeval.error"]
+    scored = next(t for t in traces if t.info.tags["geoeval.sample_key"] == "maptab:s1:1")
+    feedback = {a.name: a.value for a in scored.info.assessments if hasattr(a, "value")}
+    assert feedback["ema"] == 1.0
+    # errors mode: only errored samples are wanted, and s5 has its trace
+    counts = backfill_traces(spec_for(store), run.run_id, results, [], mode="errors", cap=None, dataset_name="maptab")
+    assert (counts.logged, counts.skipped) == (1, 0)
+    assert len(traces_of(store, run.run_id)) == 4
+
+
+def test_an_end_kept_for_a_server_that_is_down_is_sent_later(store, tmp_path):
+    with Warehouse(tmp_path / "wh.duckdb", config_key="results_db") as wh:
+        wh.write_results([result(i) for i in range(3)])
+    run = tracking.JobRun.start(spec_for(store), "exp", run_hash="h1", run_name="r")
+    end = delivery.JobEnd(
+        tracking_uri=f"http://127.0.0.1:{free_port()}",  # nothing listens there: a server that is down
+        artifact_location=None,
+        run_id=run.run_id,
+        status="FINISHED",
+        metrics={"ema": 0.5, "ds": math.nan},
+        tags={"mlflow.note.content": "the summary"},
+        artifacts=[],
+        traces="all",
+        max_traces=500,
+        dataset_name="maptab",
+        model="m",
+        run_hash="h1",
+        results_db=str(tmp_path / "wh.duckdb"),
+        log_paths=[],
+        keys=[("s0", 1), ("s1", 1), ("s2", 1)],
+    )
+    started = time.monotonic()
+    kept = delivery.end_job_run(run, end, wait_s=0, work_dir=tmp_path / "work")
+    assert time.monotonic() - started < 60  # MLflow's own retries (minutes) are not waited out
+    assert kept == tmp_path / "work" / "tracking_pending" / f"{run.run_id}.json"
+    assert run.status == "RUNNING"  # the server has not heard of the end yet
+
+    # a later command, once the server answers (here: the same store over its real URI)
+    kept.write_text(kept.read_text().replace(end.tracking_uri, spec_for(store).tracking_uri))
+    assert delivery.send_pending(tmp_path / "work") == (1, 0)
+    assert not kept.exists()
+    done = tracking.client_for(spec_for(store)).get_run(run.run_id)
+    assert done.info.status == "FINISHED"
+    assert done.data.metrics["ema"] == 0.5 and math.isnan(done.data.metrics["ds"])
+    assert done.data.metrics["traces_logged"] == 3.0
+    assert done.data.tags["mlflow.note.content"] == "the summary"
+    assert len(traces_of(store, run.run_id)) == 3
+    assert delivery.send_pending(tmp_path / "work") == (0, 0)  # nothing left
+
+
+def test_an_error_from_a_server_that_answers_is_raised_not_waited_out(store, tmp_path):
+    end = delivery.JobEnd(
+        tracking_uri=spec_for(store).tracking_uri,
+        artifact_location=None,
+        run_id="0" * 32,  # no such run
+        status="FINISHED",
+        metrics={},
+        tags={},
+        artifacts=[],
+        traces="none",
+        max_traces=None,
+        dataset_name="maptab",
+        model="m",
+        run_hash="h1",
+        results_db=str(tmp_path / "wh.duckdb"),
+        log_paths=[],
+    )
+    with pytest.raises(Exception, match="(?i)run"):
+        delivery.deliver(end, wait_s=300)

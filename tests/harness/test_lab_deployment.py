@@ -1,0 +1,213 @@
+"""A lab's deployment, as the README's team setup runs it: an MLflow tracking server on PostgreSQL
+over HTTP, researchers who set only `MLFLOW_TRACKING_URI`, a run killed mid-way and resumed, the
+tracking server stopped for a while mid-run, a colleague rerunning a config on a shared
+warehouse; and a Ray cluster that runs geoeval through `ray job submit`.
+
+Checked: every run FINISHED on the server, one trace per stored sample (the killed invocation's,
+the reused ones' and those finished during the outage included), nothing in a local `mlruns/`, the
+warehouse stored samples while the tracking server was down, the colleague got an MLflow run of
+their own and the warehouse says who ran what; the Ray job's results are read with `geoeval
+results` from the submitting directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from geoeval.core.warehouse.store import Warehouse
+from tests.conftest import geoeval_cmd
+from tests.harness.lab_servers import mlflow_server, postgres, postgres_bin, ray_head
+
+pytestmark = pytest.mark.slow
+
+MAPTAB = ("suite=maptab", "model=table_baseline", "runner=local", "env.n_maps=1")
+SLOW_MAPTAB = (*MAPTAB, "suite.n_per_category=3", "+model.args.delay_s=0.5", "runner.max_samples=1")  # 12 samples
+LIFEPLANNER = ("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000", "suite.n_cases=11", "limit=3")
+
+
+def researcher_env(server_url: str, name: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "GEOEVAL_", "RAY_"))}
+    return {**env, "MLFLOW_TRACKING_URI": server_url, "GEOEVAL_USER": name}
+
+
+def run(cwd: Path, env: dict[str, str], *overrides: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    proc = subprocess.run(geoeval_cmd(*overrides), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+def stored(db: Path) -> dict[str, int]:
+    """Samples per run hash in the warehouse, read as any geoeval reader does (under the file's
+    lock, which a job's writer lets go of between its commits)."""
+    with Warehouse(db, read_only=True) as wh:
+        return dict(wh.query("SELECT run_hash, count(*) FROM samples GROUP BY run_hash")[1])
+
+
+def wait_for_progress(proc: subprocess.Popen, at_least: int, of: int, timeout_s: float = 300) -> str:
+    """Reads the run's stderr until its progress bar shows `at_least` of `of` samples."""
+    buf, deadline = "", time.time() + timeout_s
+    while time.time() < deadline:
+        chunk = proc.stderr.read(1)
+        if not chunk:
+            break
+        buf += chunk
+        counts = re.findall(rf"(\d+)/{of}\b", buf[-300:])
+        if counts and int(counts[-1]) >= at_least:
+            return buf
+    raise AssertionError(f"no progress to {at_least}/{of}: {buf[-2000:]}")
+
+
+def server_view(url: str) -> list[dict]:
+    """Every run on the server: status, kind, run hash, and how many traces it holds."""
+    code = """
+import json, sys
+from mlflow import MlflowClient
+client = MlflowClient(sys.argv[1])
+out = []
+for exp in client.search_experiments():
+    for r in client.search_runs([exp.experiment_id], max_results=500):
+        traces = client.search_traces(locations=[exp.experiment_id], run_id=r.info.run_id, max_results=1000)
+        out.append({"experiment": exp.name, "name": r.info.run_name, "id": r.info.run_id, "status": r.info.status,
+                    "kind": r.data.tags.get("geoeval.kind"), "run_hash": r.data.tags.get("geoeval.run_hash"),
+                    "user": r.data.tags.get("mlflow.user"), "traces": len(traces),
+                    "trace_keys": sorted({t.info.tags.get("geoeval.sample_key") for t in traces}),
+                    "parent": r.data.tags.get("mlflow.parentRunId")})
+print(json.dumps(out))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, timeout=300, env=env, check=True
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
+def test_a_lab_on_a_tracking_server_loses_no_run_no_trace_and_no_sample(tmp_path):
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    alice.mkdir()
+    bob.mkdir()
+    with postgres() as backend, mlflow_server(backend, tmp_path) as server:
+        env = researcher_env(server.url, "alice")
+        # a single run, a sweep (two points whose samples are the same: the second reuses them)
+        # and LifePlanner, with only MLFLOW_TRACKING_URI set
+        run(alice, env, *MAPTAB, "suite.n_per_category=2")
+        sweep = run(alice, env, "-m", *MAPTAB, "suite.n_per_category=1", "suite.resolution=1,0.5")
+        assert "MLflow parent run:" in sweep.stdout
+        run(alice, env, *LIFEPLANNER)
+
+        # a run killed mid-way (kill -9: nothing is ended), then resumed; the tracking server is
+        # stopped while the resumed run goes on, and comes back before it ends
+        killed = subprocess.Popen(
+            geoeval_cmd(*SLOW_MAPTAB), cwd=alice, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        wait_for_progress(killed, 3, 12)
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait(30)
+        db = alice / "results" / "geoeval.duckdb"
+        before_resume = sum(stored(db).values())
+        resumed = subprocess.Popen(
+            geoeval_cmd(*SLOW_MAPTAB, "tracking.outage_wait_s=300"),
+            cwd=alice,
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        buf = wait_for_progress(resumed, 6, 12)
+        server.stop()
+        at_outage = sum(stored(db).values())
+        assert at_outage > before_resume
+        deadline = time.time() + 240
+        while sum(stored(db).values()) < at_outage + 2 and resumed.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+        during_outage = sum(stored(db).values())
+        server.start()
+        rest = resumed.stderr.read()
+        assert resumed.wait(600) == 0, (buf + rest)[-4000:]
+        assert during_outage >= at_outage + 2, "the warehouse stalled while the tracking server was down"
+
+        # a colleague reruns a config on the shared warehouse: nothing is evaluated again, and
+        # the rerun is an MLflow run of their own
+        shared = f"results_db={db}"
+        again = run(bob, researcher_env(server.url, "bob"), *MAPTAB, "suite.n_per_category=2", shared)
+        assert "8 sample(s) already scored, 0 to run" in again.stderr
+
+        runs = server_view(server.url)
+        counts = stored(db)
+        lifeplanner_db = counts  # LifePlanner wrote to alice's same warehouse
+        assert runs and all(r["status"] == "FINISHED" for r in runs), [(r["name"], r["status"]) for r in runs]
+        jobs = [r for r in runs if r["kind"] == "job"]
+        assert len(jobs) == 6, [r["name"] for r in jobs]  # single, 2 sweep points, LifePlanner, killed+resumed, bob
+        for job in jobs:  # one trace per stored sample, distinct samples
+            assert job["traces"] == lifeplanner_db[job["run_hash"]] == len(job["trace_keys"]), job
+        slow = [j for j in jobs if j["traces"] == 12]
+        assert len(slow) == 1  # the killed run and its resume are one MLflow run
+        points = [j for j in jobs if j["parent"]]
+        assert len(points) == 2 and len({p["name"] for p in points}) == 2
+        single = [j for j in jobs if j["traces"] == 8]
+        assert len(single) == 2 and single[0]["id"] != single[1]["id"]  # alice's run and bob's
+        assert not (alice / "mlruns").exists() and not (bob / "mlruns").exists()
+
+    with Warehouse(db, read_only=True) as wh:
+        who = wh.query(
+            "SELECT researcher, n_evaluated, n_reused FROM invocations WHERE run_hash = "
+            "(SELECT run_hash FROM invocations WHERE researcher = 'bob') ORDER BY started_at"
+        )[1]
+    assert who == [("alice", 8, 0), ("bob", 0, 8)]
+
+
+def test_ray_job_submit_runs_on_the_cluster_and_its_results_are_read_from_the_submitting_directory(tmp_path):
+    shared = tmp_path / "shared"  # where the job writes: a persistent place, not Ray's working copy
+    submitter = tmp_path / "laptop"
+    submitter.mkdir()
+    ray = str(Path(sys.executable).parent / "ray")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEOEVAL_", "RAY_", "MLFLOW_"))}
+    with ray_head(tmp_path) as dashboard:
+        runtime_env = {"env_vars": {"GEOEVAL_ROOT": str(shared), "RAY_USAGE_STATS_ENABLED": "0"}}
+        proc = subprocess.run(
+            [
+                ray,
+                "job",
+                "submit",
+                "--address",
+                dashboard,
+                "--runtime-env-json",
+                json.dumps(runtime_env),
+                "--",
+                sys.executable,
+                "-m",
+                "geoeval",
+                "suite=maptab",
+                "model=table_baseline",
+                "env.n_maps=1",
+                "suite.n_per_category=1",
+                "runner=ray",
+                "runner.num_workers=2",
+            ],
+            cwd=submitter,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        assert "succeeded" in proc.stdout.lower(), proc.stdout[-2000:]
+    assert (shared / "results" / "geoeval.duckdb").is_file()
+    results = subprocess.run(
+        geoeval_cmd("results"),
+        cwd=submitter,
+        env={**env, "GEOEVAL_ROOT": str(shared)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert results.returncode == 0, results.stderr[-2000:]
+    assert "maptab" in results.stdout and "table_baseline" in results.stdout, results.stdout
