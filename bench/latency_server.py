@@ -14,8 +14,9 @@ closes (so it never outlives the process that started it) or it gets SIGTERM/SIG
   is spent once per prompt, not on every repeat, and does not compete with the client being
   measured for the cores.
 - `GET /stats`: requests served, the most requests in flight at once (the concurrency the
-  client really reached), answer-cache hits, and answers the baseline could not compute.
-  `POST /stats/reset` zeroes them.
+  client really reached), answer-cache hits, answers the baseline could not compute, and when
+  the first request of the evaluation arrived (`first_request_at`, Unix time; geoeval's one-token
+  preflight probe is not one). `POST /stats/reset` zeroes them.
 
 Threads, one per connection (`ThreadingHTTPServer`): a request waits in `time.sleep`, which
 releases the GIL, so 32 or 64 concurrent requests wait in parallel.
@@ -102,6 +103,7 @@ class Stats:
 
     def reset(self) -> None:
         self.requests = self.in_flight = self.max_in_flight = self.cache_hits = self.failed_answers = 0
+        self.first_request_at: float | None = None
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -110,6 +112,7 @@ class Stats:
                 "max_in_flight": self.max_in_flight,
                 "cache_hits": self.cache_hits,
                 "failed_answers": self.failed_answers,
+                "first_request_at": self.first_request_at,
             }
 
 
@@ -144,13 +147,19 @@ def make_handler(latency_s: float, stats: Stats, cache: dict[str, dict]) -> type
                     stats.reset()
                 self._send(200, {"ok": True})
                 return
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = {}
+            probe = body.get("messages") == [{"role": "user", "content": "ping"}]
             with stats.lock:
+                if stats.first_request_at is None and not probe:  # geoeval's preflight is no eval request
+                    stats.first_request_at = time.time()
                 stats.requests += 1
                 stats.in_flight += 1
                 stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
                 n = stats.requests
             try:
-                body = json.loads(raw)
                 key = request_key(body)
                 message = cache.get(key)
                 if message is None:
