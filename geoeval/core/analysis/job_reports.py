@@ -105,7 +105,7 @@ def print_outcome(outcome: JobOutcome) -> None:
     fitted = fit_tables(text)
     print(fitted)
     if fitted != text.rstrip("\n"):  # a table was split for the console: the file has it whole
-        print(f"(tables split to fit {TERMINAL_WIDTH} columns; whole: {summary})")
+        print(f"(tables split to fit {TERMINAL_WIDTH} columns; the whole tables:)\n  {summary}")
     counts = outcome.counts
     print(
         f"run hash: {outcome.run_hash}  ({outcome.ran} sample(s) evaluated now, {outcome.resumed} resumed, "
