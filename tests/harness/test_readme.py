@@ -4,8 +4,10 @@ shows composes and validates, and the config-group table of the docs names every
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +122,46 @@ def test_the_running_table_names_every_shipped_option(group):
     for page, row in rows:  # every table that lists the group's options lists all of them
         missing = [name for name in shipped if f"`{name}`" not in row]
         assert not missing, f"{page}'s {group} row leaves out {missing}"
+
+
+#: README run commands that need what a test machine has not (a key, a served or local model, a
+#: shared disk, four Ray workers) or repeat another one with more processes
+NOT_CHEAP = re.compile(
+    r"model=(openai|openai_api|local_llm)|results_db=/shared|num_workers=4|max_concurrent_jobs|maptab-full"
+)
+
+
+def cheap_readme_commands() -> list[str]:
+    """The `python -m geoeval` and `geoeval data fetch` commands of the README (code blocks and
+    the suites table) and of docs/data.md that a fresh machine runs offline in a minute or two."""
+    pages = README + (REPO / "docs" / "data.md").read_text(encoding="utf-8")
+    shown = _shown_run_commands(pages) + re.findall(r"`(python -m geoeval [^`]*)`", pages)
+    shown += [f"geoeval data fetch {name}" for name in re.findall(r"geoeval data fetch ([a-z-]+)", pages)]
+    shown = [re.sub(r"\s+#.*$", "", line).strip() for line in shown]  # one run per command, comments aside
+    return [line for line in dict.fromkeys(shown) if not NOT_CHEAP.search(line)]
+
+
+@pytest.mark.slow
+def test_every_cheap_readme_command_runs_from_a_fresh_directory(tmp_path):
+    """From a directory that is not the checkout, with the authors' data in a cache copied from
+    another machine (docs/data.md: `geoeval data fetch` verifies it offline)."""
+    from tests.conftest import PEERS
+
+    if not PEERS.is_dir():
+        pytest.skip("../shared/peers (the authors' files, copied into the cache) is not present")
+    cache = tmp_path / "cache"
+    shutil.copytree(PEERS / "maptab", cache / "maptab-sample")
+    shutil.copytree(PEERS / "mapsatisfy", cache / "mapsatisfy-demo")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert REPO not in fresh.parents and fresh != REPO
+    commands = cheap_readme_commands()
+    fetches = [c for c in commands if c.startswith("geoeval data fetch")]
+    assert "python -m geoeval +experiment=mapsatisfy_demo" in commands and len(fetches) == 2, commands
+    env = {**os.environ, "GEOEVAL_DATA_DIR": str(cache)}
+    for line in fetches + [c for c in commands if c not in fetches]:  # the data first, as the README says
+        proc = subprocess.run(
+            argv_of(line), check=False, cwd=fresh, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert proc.returncode == 0, f"README command failed: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+        assert "warning: resumed MLflow run" not in proc.stderr, line
