@@ -32,6 +32,7 @@ import duckdb
 
 from geoeval.cli.results import default_db_path
 from geoeval.core.analysis.aggregate import CAPABILITY_NAMES, LEVEL_ORDER, group_keys, known_dimensions
+from geoeval.core.analysis.console import fit_tables
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.analysis.stats import (
     DEFAULT_N_BOOT,
@@ -360,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         print(f"geoeval: error: reading {db} failed: {message}", file=sys.stderr)
         return 2
-    print(render_text(report, run_a, run_b))
+    text = render_text(report, run_a, run_b)
+    print(fit_tables(text) if sys.stdout.isatty() else text)  # a console: wide tables in 120-column blocks
     return 0
 
 
