@@ -20,8 +20,10 @@ _MULTIRUN_FLAGS = ("-m", "--multirun")
 def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
     """The single-job command lines whose `hydra:` sections a call can produce, and whether it
     is a sweep: the overrides as they are, or for a sweep each value of each sweep override on its
-    own (the others at their first value). None for overrides Hydra's parser refuses (its own
-    error says it best)."""
+    own (the others at their first value), except the values of a dotted key outside `hydra.`
+    (`suite.resolution=1,0.5`): a value cannot name code in the `hydra:` section (an
+    interpolated target is refused), so one composition stands for all of them. None for
+    overrides Hydra's parser refuses (its own error says it best)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -39,6 +41,9 @@ def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
         base[i] = f"{keys[i]}={values[i][0]}"
     lines = [base]
     for i, _ in sweeps:
+        key = keys[i].lstrip("+~")
+        if "." in key and not key.startswith("hydra."):
+            continue  # a value: the base line's composition checks its hydra section
         for value in values[i][1:]:
             line = list(base)
             line[i] = f"{keys[i]}={value}"
