@@ -59,6 +59,14 @@ def test_every_point_has_its_row_and_the_table_says_what_was_reused(swept):
     assert "mlflow ui --backend-store-uri" in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 120
     assert "warning" not in proc.stderr.lower()  # a clean first run
+    from inspect_ai.log import read_eval_log
+
+    tags = [tuple(read_eval_log(str(log), header_only=True).eval.tags) for log in (cwd / "logs").rglob("*.eval")]
+    points = {next(t for t in found if t.startswith("sweep:")) for found in tags}  # inspect view tells them apart
+    assert points == {f"sweep:{name}" for name in [*names, "resolution=0.03125 setting=edge_tab"]} - {
+        "sweep:resolution=0.03125 setting=edge_tab"  # reused: no log of its own
+    }, tags
+    assert all("model=geoeval/perception_baseline" in found for found in tags)
     results = subprocess.run(geoeval_cmd("results"), cwd=cwd, capture_output=True, text=True, check=False)
     edge = [line for line in results.stdout.splitlines() if "edge_tab" in line]
     assert len(edge) == 1 and "1x, not re-run" in edge[0], results.stdout + results.stderr
