@@ -162,6 +162,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             "counts": outcome.counts,
             "failed": outcome.failed,
             "budget_exceeded": outcome.budget_exceeded,
+            "tracking_pending": str(outcome.tracking_pending) if outcome.tracking_pending else None,
             "run_hash": outcome.run_hash,
             "mlflow_run_id": outcome.mlflow_run_id,
             "n": len(outcome.results),
@@ -179,6 +180,15 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     if outcome.failed and sweep is None:
         print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
         raise SystemExit(1)
+    if outcome.tracking_pending is not None and sweep is None:
+        from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
+
+        print(
+            f"geoeval: error: the scores are stored, but the MLflow tracking server missed the run's end (kept in "
+            f"{outcome.tracking_pending}; the next run or `geoeval runs --sync` sends it)",
+            file=sys.stderr,
+        )
+        raise SystemExit(EXIT_TRACKING_PENDING)
     return outcome.metrics
 
 
@@ -356,6 +366,16 @@ class SweepCallback(Callback):
             for p in stopped:
                 print(f"geoeval: error: sweep job {p['job']} stopped: {p['budget_exceeded']}", file=sys.stderr)
             raise SystemExit(EXIT_BUDGET_EXCEEDED)
+        pending = [p for p in points if p.get("tracking_pending")]
+        if pending:
+            from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
+
+            print(
+                f"geoeval: error: the scores are stored, but the MLflow tracking server missed the end of "
+                f"{len(pending)} job(s); the next run or `geoeval runs --sync` sends it",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_TRACKING_PENDING)
 
 
 #: the sweep whose MLflow parent run this process opened and has not ended: (tracking, experiment, run id)
