@@ -212,9 +212,12 @@ def reused_invocations(warehouse: Any, run_hash: str) -> int:
     sample (e.g. a sweep's points whose swept value does not change the samples: MapTab's
     Edge_tab-only points at every resolution): invocations that reused samples and evaluated none.
     0 for a warehouse without the `invocations` table (written before schema 4)."""
+    stores = getattr(warehouse, "stores", [warehouse])  # `Warehouses`: every one it reads
     try:
-        found = warehouse.invocations(run_hash)
-    except (GeoevalError, duckdb.Error):
+        from geoeval.core.warehouse.invocations import invocations  # the table's reader
+
+        found = [i for store in stores for i in invocations(store, run_hash)]
+    except (ImportError, GeoevalError, duckdb.Error):
         return 0
     return sum(1 for i in found if not i.get("n_evaluated") and (i.get("n_reused") or 0) > 0)
 
@@ -319,8 +322,9 @@ class Warehouses:
                 seen.setdefault(run["run_hash"], run)
         return list(seen.values())
 
-    def invocations(self, run_hash: str) -> list[dict[str, Any]]:
-        return [i for warehouse in self._warehouses for i in warehouse.invocations(run_hash)]
+    @property
+    def stores(self) -> list[Warehouse]:
+        return list(self._warehouses)
 
     def results(self, run_hash: str) -> list[SampleResult]:
         found: dict[tuple[str, int], SampleResult] = {}
