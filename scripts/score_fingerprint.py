@@ -42,15 +42,18 @@ RUNS: dict[str, tuple[list[str], bool]] = {
     "maptab_table": (["model=table_baseline", "suite.scenario=both", "suite.setting=edge_tab", "runner=local"], False),
     "maptab_oracle": (["model=oracle", "suite.scenario=both", "runner=local"], False),
     "maptab_qa": (["+experiment=maptab_qa"], False),
-    "maptab_authors": (["+experiment=maptab_authors_sample"], True),
+    "maptab_authors": (["+experiment=maptab_authors_sample", f"env.root={SHARED / 'peers' / 'maptab'}"], True),
     "lifeplanner_offline": (["+experiment=lifeplanner_offline"], False),
     "lifeplanner_oracle": (["+experiment=lifeplanner_offline", "model=oracle"], False),
     "mapsatisfy_generated": (["+experiment=mapsatisfy_generated"], False),
     "mapsatisfy_clarify": (["+experiment=mapsatisfy_generated", "model=clarify_baseline"], False),
-    "mapsatisfy_demo": (["+experiment=mapsatisfy_demo"], True),
+    "mapsatisfy_demo": (["+experiment=mapsatisfy_demo", f"env.root={SHARED / 'peers' / 'mapsatisfy'}"], True),
     # the oracle's answers exercise the judge (the default agent's mostly score 0)
     "mapsatisfy_oracle": (["+experiment=mapsatisfy_generated", "model=oracle"], False),
-    "mapsatisfy_demo_oracle": (["+experiment=mapsatisfy_demo", "model=oracle"], True),
+    "mapsatisfy_demo_oracle": (
+        ["+experiment=mapsatisfy_demo", "model=oracle", f"env.root={SHARED / 'peers' / 'mapsatisfy'}"],
+        True,
+    ),
 }
 META_EVAL = {
     "meta_maptab": ["maptab"],
