@@ -70,6 +70,7 @@ def test_a_missing_dataset_names_the_fetch_command_and_the_copy_route(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.conformance
 def test_the_authors_experiments_run_from_a_fresh_directory_on_a_copied_cache(tmp_path):
     if not PEERS.is_dir():
         pytest.skip("../shared/peers (the authors' files) is not present")

@@ -142,6 +142,7 @@ def cheap_readme_commands() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.conformance
 def test_every_cheap_readme_command_runs_from_a_fresh_directory(tmp_path):
     """From a directory that is not the checkout, with the authors' data in a cache copied from
     another machine (docs/data.md: `geoeval data fetch` verifies it offline)."""
