@@ -157,7 +157,7 @@ def main() -> None:
     print(f"samples per run: {n}  (best of {args.repeats}); live sample buffer in geoeval's run: {live}")
     print(f"bare Inspect eval(), same settings : {b / n * 1000:8.2f} ms/sample")
     print(f"bare Inspect eval(), its defaults  : {bd / n * 1000:8.2f} ms/sample   (live sample buffer on)")
-    verdict = lambda ratio: "met" if ratio <= 1.10 else "unmet"  # noqa: E731
+    verdict = lambda ratio: "met" if ratio <= 1.10 else "NOT met"  # noqa: E731
     med = statistics.median
     print(f"geoeval run_job local              : {lo / n * 1000:8.2f} ms/sample")
     # issue 12 measured bare Inspect as a user runs it (its defaults): geoeval's run, reports
