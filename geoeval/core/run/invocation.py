@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 from geoeval.core.tracking.owners import researcher
+from geoeval.core.warehouse.invocations import start_invocation
 from geoeval.core.warehouse.store import Warehouse
 
 
@@ -39,10 +40,10 @@ def log_files(recorded: list[str]) -> list[str]:
     return list(out)
 
 
-def start_invocation(wh: Warehouse, run_hash: str, *, n_reused: int) -> str:
+def begin_invocation(wh: Warehouse, run_hash: str, *, n_reused: int) -> str:
     """Records who runs `run_hash` now in the warehouse (`invocations`); returns its id."""
     invocation = uuid.uuid4().hex
-    wh.start_invocation(
-        invocation, run_hash, researcher=researcher(), host=socket.gethostname(), pid=os.getpid(), n_reused=n_reused
+    start_invocation(
+        wh, invocation, run_hash, researcher=researcher(), host=socket.gethostname(), pid=os.getpid(), n_reused=n_reused
     )
     return invocation

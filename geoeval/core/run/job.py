@@ -25,7 +25,7 @@ from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run.inspect_bridge import undelivered_error
-from geoeval.core.run.invocation import log_files, mlflow_run_key, start_invocation
+from geoeval.core.run.invocation import begin_invocation, log_files, mlflow_run_key
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -33,6 +33,7 @@ from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
+from geoeval.core.warehouse.invocations import end_invocation
 from geoeval.core.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
@@ -347,7 +348,7 @@ def _evaluate(
             # errored samples are not finished: a rerun retries them (unless told not to)
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
-            invocation = start_invocation(wh, run_hash, n_reused=len(done))
+            invocation = begin_invocation(wh, run_hash, n_reused=len(done))
         todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
         if done:
             print(
@@ -444,7 +445,7 @@ def _evaluate(
                 bar.close()
                 try:
                     wh.set_run_status(run_hash, "interrupted")
-                    wh.end_invocation(invocation, status="interrupted", n_evaluated=bar.n - len(done))
+                    end_invocation(wh, invocation, status="interrupted", n_evaluated=bar.n - len(done))
                 except Exception:  # noqa: BLE001 - a full disk may refuse this too; the error raised says why
                     pass
             raise
@@ -483,7 +484,8 @@ def _evaluate(
             elif missing:
                 status = f"incomplete ({missing} missing)"
             wh.set_run_status(run_hash, status)
-            wh.end_invocation(
+            end_invocation(
+                wh,
                 invocation,
                 status=status,
                 n_evaluated=len(results) - len(done),

@@ -324,50 +324,6 @@ class Warehouse:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def start_invocation(
-        self, invocation_id: str, run_hash: str, *, researcher: str, host: str, pid: int, n_reused: int
-    ) -> None:
-        """Record who is running `run_hash` now (one row per invocation: a first run, a resume, a
-        colleague's rerun on a shared warehouse), with how many samples it found already stored."""
-        with self._session() as con:
-            con.execute(
-                "INSERT INTO invocations (invocation_id, run_hash, researcher, host, pid, started_at, status, n_reused)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'running', ?) ON CONFLICT DO NOTHING",
-                [invocation_id, run_hash, researcher, host, pid, _now(), n_reused],
-            )
-
-    def end_invocation(
-        self, invocation_id: str, *, status: str, n_evaluated: int, mlflow_run_id: str | None = None
-    ) -> None:
-        with self._session() as con:
-            con.execute(
-                "UPDATE invocations SET ended_at = ?, status = ?, n_evaluated = ?, mlflow_run_id = ?"
-                " WHERE invocation_id = ?",
-                [_now(), status, n_evaluated, mlflow_run_id, invocation_id],
-            )
-
-    def invocations(self, run_hash: str | None = None) -> list[dict[str, Any]]:
-        """Who ran what, oldest first: every invocation (of `run_hash`, or of every run)."""
-        keys = (
-            "invocation_id",
-            "run_hash",
-            "researcher",
-            "host",
-            "pid",
-            "started_at",
-            "ended_at",
-            "status",
-            "n_evaluated",
-            "n_reused",
-            "mlflow_run_id",
-        )
-        with self._session() as con:
-            rows = con.execute(
-                f"SELECT {', '.join(keys)} FROM invocations WHERE ? IS NULL OR run_hash = ? ORDER BY started_at",
-                [run_hash, run_hash],
-            ).fetchall()
-        return [dict(zip(keys, row)) for row in rows]
-
     # -- samples and scores ------------------------------------------------------------------
 
     def finished_keys(self, run_hash: str, *, include_errors: bool = True) -> set[tuple[str, int]]:
