@@ -1,6 +1,8 @@
 """`geoeval` command line:
 
 - `geoeval [hydra overrides]` runs an evaluation (same as `python -m geoeval`);
+- `geoeval init [FOLDER]` marks the project home: runs in it or any subfolder write there
+  (`geoeval.core.config.home`);
 - `geoeval results ...` prints leaderboards from the warehouse;
 - `geoeval compare A B ...` compares two runs on their common samples (paired intervals and tests);
 - `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
@@ -32,6 +34,11 @@ from typing import Any
 
 def main(argv: list[str] | None = None) -> int | None:
     args = sys.argv[1:] if argv is None else argv
+    from geoeval.core.config.home import settle_home
+
+    settle_home()  # a project marked by `geoeval init` is found from any of its subfolders
+    if args and args[0] == "init":
+        return _init(args[1:])
     if args and args[0] == "results":
         from geoeval.cli.results import main as results_main
 
@@ -95,6 +102,24 @@ def main(argv: list[str] | None = None) -> int | None:
             return _stopped(name)
     name = stop_requested()
     return _stopped(name) if name else 0
+
+
+def _init(argv: list[str]) -> int:
+    """`geoeval init [FOLDER]`: marks FOLDER (the current one) as the project home."""
+    from pathlib import Path
+
+    from geoeval.core.config.home import init_home
+
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):
+        print("usage: geoeval init [FOLDER]  (marks FOLDER, by default the current one, as the project home)")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    folder = Path(argv[0] if argv else ".")
+    marker = init_home(folder)
+    print(
+        f"geoeval project home: {marker.parent.parent}; runs there or in any subfolder write results/, logs/, "
+        "outputs/, multirun/ and mlruns/ there"
+    )
+    return 0
 
 
 def _stopped(name: str) -> int:

@@ -30,7 +30,16 @@ GROUP = "experiment"
 
 
 def experiments_dir() -> Path:
-    return Path(os.environ.get("GEOEVAL_EXPERIMENTS_DIR", Path.cwd() / "experiments")).resolve()
+    """`$GEOEVAL_EXPERIMENTS_DIR`, else `./experiments`, else the project home's `experiments/`
+    (a project marked with `geoeval init` finds its experiments from any subfolder)."""
+    if os.environ.get("GEOEVAL_EXPERIMENTS_DIR"):
+        return Path(os.environ["GEOEVAL_EXPERIMENTS_DIR"]).resolve()
+    here = Path.cwd() / "experiments"
+    if here.is_dir():
+        return here.resolve()
+    from geoeval.core.config.home import project_home
+
+    return project_home() / "experiments"
 
 
 class ExperimentsDirConfigSource(ConfigSource):

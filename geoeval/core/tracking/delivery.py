@@ -18,6 +18,7 @@ by default) are shortened for geoeval's process (`MLFLOW_HTTP_REQUEST_MAX_RETRIE
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import time
@@ -48,8 +49,11 @@ class TrackingUnavailable(GeoevalError):
 
 
 def shorten_mlflow_retries() -> None:
+    """MLflow's HTTP retries shortened (unless set), and urllib3's line per retry silenced: during
+    an outage it prints one per request and attempt, burying geoeval's own one-line warning."""
     for key, value in MLFLOW_HTTP_DEFAULTS.items():
         os.environ.setdefault(key, value)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def server_answers(uri: str, timeout_s: float = 5.0) -> bool:

@@ -24,8 +24,10 @@ LOCK_FILE = ".geoeval.lock"
 
 
 def geoeval_root() -> Path:
-    """Where everything a run writes lives: `$GEOEVAL_ROOT`, else the current directory."""
-    return Path(os.environ.get("GEOEVAL_ROOT") or ".").resolve()
+    """Where everything a run writes lives: the project home (`geoeval.core.config.home`)."""
+    from geoeval.core.config.home import project_home
+
+    return project_home()
 
 
 def default_tracking_uri() -> str:
