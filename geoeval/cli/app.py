@@ -341,17 +341,35 @@ class SweepCallback(Callback):
         _OPEN_SWEEP.clear()
         stopped = [p for p in points if p.get("budget_exceeded")]
         failed = [p for p in points if p.get("failed") and not p.get("budget_exceeded")]
+        pending = [p for p in points if p.get("tracking_pending")]
         if run_id and getattr(self, "_tracking", None) is not None:
-            tags = log_sweep_result(self._tracking, run_id, report, self._experiment) if report else {}
-            tracking.end_parent_run(
-                self._tracking,
-                self._experiment,
-                run_id,
-                metrics=sweep_metrics(points),
-                artifacts=artifacts,
-                status="FAILED" if failed else ("KILLED" if stopped else "FINISHED"),
-                tags={**tags, **({"geoeval.status": "BUDGET_EXCEEDED"} if stopped and not failed else {})} or None,
-            )
+            status = "FAILED" if failed else ("KILLED" if stopped else "FINISHED")
+            tags = {"geoeval.status": "BUDGET_EXCEEDED"} if stopped and not failed else {}
+            try:
+                tags.update(log_sweep_result(self._tracking, run_id, report, self._experiment) if report else {})
+                tracking.end_parent_run(
+                    self._tracking,
+                    self._experiment,
+                    run_id,
+                    metrics=sweep_metrics(points),
+                    artifacts=artifacts,
+                    status=status,
+                    tags=tags or None,
+                )
+            except Exception as exc:  # a tracking server down at the sweep's end: kept for later
+                from geoeval.core.tracking.delivery import keep_sweep_end
+
+                kept = keep_sweep_end(
+                    self._tracking,
+                    run_id,
+                    exc,
+                    metrics=sweep_metrics(points),
+                    artifacts=[str(a) for a in artifacts],
+                    status=status,
+                    tags=tags,
+                    work_dir=str(config.work_dir),
+                )
+                pending.append({"tracking_pending": str(kept)})
             print(f"[geoeval] MLflow parent run: {run_id}")
         print(summary)
         print(where_line(report, sweep_dir, getattr(self, "_tracking", None), run_id))
@@ -366,13 +384,12 @@ class SweepCallback(Callback):
             for p in stopped:
                 print(f"geoeval: error: sweep job {p['job']} stopped: {p['budget_exceeded']}", file=sys.stderr)
             raise SystemExit(EXIT_BUDGET_EXCEEDED)
-        pending = [p for p in points if p.get("tracking_pending")]
         if pending:
             from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
 
             print(
                 f"geoeval: error: the scores are stored, but the MLflow tracking server missed the end of "
-                f"{len(pending)} job(s); the next run or `geoeval runs --sync` sends it",
+                f"{len(pending)} run(s); the next run or `geoeval runs --sync` sends it",
                 file=sys.stderr,
             )
             raise SystemExit(EXIT_TRACKING_PENDING)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -122,3 +123,29 @@ def test_an_error_from_a_server_that_answers_is_raised_not_waited_out(store, tmp
     )
     with pytest.raises(Exception, match="(?i)run"):
         delivery.deliver(end, wait_s=300)
+
+
+def test_a_sweep_parent_end_is_kept_only_when_the_server_is_down(store, tmp_path):
+    down = SimpleNamespace(tracking_uri=f"http://127.0.0.1:{free_port()}", artifact_location=None)
+    kept = delivery.keep_sweep_end(
+        down,
+        "p" * 32,
+        ConnectionError("refused"),
+        metrics={"sweep/jobs": 2.0},
+        artifacts=[],
+        status="FINISHED",
+        tags={"mlflow.note.content": "the sweep table"},
+        work_dir=tmp_path,
+    )
+    assert kept.is_file() and '"traces": "none"' in kept.read_text()
+    with pytest.raises(ValueError, match="a bug"):  # a server that answers: not an outage, raised as it is
+        delivery.keep_sweep_end(
+            spec_for(store),
+            "p" * 32,
+            ValueError("a bug"),
+            metrics={},
+            artifacts=[],
+            status="FINISHED",
+            tags={},
+            work_dir=tmp_path,
+        )

@@ -194,6 +194,49 @@ def end_job_run(
         return path
 
 
+def keep_sweep_end(
+    tracking_spec: Any,
+    run_id: str,
+    error: BaseException,
+    *,
+    metrics: dict[str, float],
+    artifacts: list[str],
+    status: str,
+    tags: dict[str, str],
+    work_dir: str | Path,
+) -> Path:
+    """A sweep parent whose end failed: kept for later when the tracking server is down (the
+    error is raised again when it answers: that is not an outage). Returns the kept file."""
+    from geoeval.core.tracking.store import tracking_uri_for
+
+    uri = tracking_uri_for(tracking_spec)
+    if server_answers(uri):
+        raise error
+    end = JobEnd(
+        tracking_uri=uri,
+        artifact_location=getattr(tracking_spec, "artifact_location", None),
+        run_id=run_id,
+        status=status,
+        metrics=metrics,
+        tags=tags,
+        artifacts=[str(p) for p in artifacts],
+        traces="none",  # a sweep parent holds no samples: its jobs hold their traces
+        max_traces=None,
+        dataset_name="",
+        model="",
+        run_hash="",
+        results_db="",
+        log_paths=[],
+    )
+    path = keep_for_later(end, work_dir)
+    print(
+        f"[geoeval] warning: the sweep's MLflow run {run_id} could not be ended (the tracking server does not "
+        f"answer); its end is kept in {path} and sent by the next geoeval run or `geoeval runs --sync`",
+        file=sys.stderr,
+    )
+    return path
+
+
 def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet: bool = False) -> tuple[int, int]:
     """Sends what a tracking server missed (`keep_for_later`'s files under `work_dir`), for
     `tracking_uri` only when given; a server still down keeps its files. Returns (sent, left)."""
