@@ -71,14 +71,11 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
         scrub_file(sweep_dir / "multirun.yaml", secrets)
 
 
-#: set by Ray in the driver of a job submitted with `ray job submit`
-RAY_JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
-
-
 def _say_where_results_go(spec: Any) -> None:
     """One line naming where the warehouse and the logs are (a job submitted from a laptop must
     say where it wrote), and a warning inside a Ray job whose results would land in Ray's
     temporary working directory."""
+    from geoeval.core.run.ray_session import RAY_JOB_CONFIG_ENV
     from geoeval.core.tracking.store import tracking_uri_for
 
     tracking = tracking_uri_for(spec.tracking) if spec.tracking.enabled else "off"
@@ -87,7 +84,7 @@ def _say_where_results_go(spec: Any) -> None:
         f"MLflow: {redact_url_text(tracking)}",
         file=sys.stderr,
     )
-    if os.environ.get(RAY_JOB_ENV) and not os.environ.get("GEOEVAL_ROOT"):
+    if os.environ.get(RAY_JOB_CONFIG_ENV) and not os.environ.get("GEOEVAL_ROOT"):
         print(
             "[geoeval] warning: this runs inside a Ray job, whose working directory is a temporary copy: set "
             "GEOEVAL_ROOT to a persistent folder (ray job submit --runtime-env-json "

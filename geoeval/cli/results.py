@@ -55,7 +55,7 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.warehouse.store import Warehouse
 
-#: Where the results live unless --db or GEOEVAL_DB says otherwise (relative to the current dir).
+#: Where the results live unless --db or GEOEVAL_DB says otherwise (relative to the project home).
 DEFAULT_DB = Path("results") / "geoeval.duckdb"
 
 #: Config keys shown as leaderboard columns when a run's config has them (as a scalar, at any
@@ -67,9 +67,13 @@ _RUN_KEYS = ("run", "model", "suite", *LABEL_KEYS)
 
 
 def default_db_path() -> Path:
-    """`$GEOEVAL_DB` if set, else results/geoeval.duckdb under the current directory."""
+    """`$GEOEVAL_DB` if set, else results/geoeval.duckdb under the project home (`$GEOEVAL_HOME`
+    or `$GEOEVAL_ROOT`, a folder marked by `geoeval init`, else the current folder), where runs
+    write it."""
+    from geoeval.core.config.home import project_home
+
     env = os.environ.get("GEOEVAL_DB")
-    return Path(env) if env else Path.cwd() / DEFAULT_DB
+    return Path(env) if env else project_home() / DEFAULT_DB
 
 
 def run_labels(config: dict[str, Any]) -> dict[str, str]:
@@ -288,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         action="append",
         default=None,
-        help="a results database; repeat to read several (default: $GEOEVAL_DB, else results/geoeval.duckdb)",
+        help="a results database; repeat to read several (default: $GEOEVAL_DB, else results/geoeval.duckdb in the project home)",
     )
     parser.add_argument("--suite", help="only the runs of this suite")
     parser.add_argument(

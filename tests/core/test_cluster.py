@@ -4,6 +4,7 @@ node-local copy; logs come back as bytes; the code digest tells two installs apa
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,18 @@ def test_installed_entry_point_plugins_are_shipped_and_found_by_a_worker_without
 
     with pytest.raises(errors.GeoevalError, match="built-in suites are not registered"):
         registry.load_plugins()
+
+
+def test_inside_a_ray_job_the_driver_does_not_set_again_what_the_jobs_runtime_env_sets(monkeypatch):
+    from geoeval.core.run.ray_session import RAY_JOB_CONFIG_ENV, without_job_runtime_env
+
+    ours = {"env_vars": {"GEOEVAL_ROOT": "/shared", "GEOEVAL_CACHE_DIR": "/c"}, "py_modules": ["/m"]}
+    monkeypatch.delenv(RAY_JOB_CONFIG_ENV, raising=False)
+    assert without_job_runtime_env(ours) == ours  # not in a job: as it is
+    job = {"runtime_env": {"env_vars": {"GEOEVAL_ROOT": "/shared"}}, "metadata": {}}
+    monkeypatch.setenv(RAY_JOB_CONFIG_ENV, json.dumps(job))
+    assert without_job_runtime_env(ours) == {"env_vars": {"GEOEVAL_CACHE_DIR": "/c"}, "py_modules": ["/m"]}
+    job["runtime_env"]["py_modules"] = ["/theirs"]
+    monkeypatch.setenv(RAY_JOB_CONFIG_ENV, json.dumps(job))
+    assert without_job_runtime_env(ours) == {"env_vars": {"GEOEVAL_CACHE_DIR": "/c"}}
+    assert without_job_runtime_env({"env_vars": {"GEOEVAL_ROOT": "/shared"}}) is None

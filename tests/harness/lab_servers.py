@@ -138,9 +138,10 @@ class MlflowServer:
             )
         wait_for_http(f"{self.url}/health", self.proc)
 
-    def stop(self) -> None:
+    def stop(self, *, crash: bool = False) -> None:
+        """Stops the server: gracefully (it finishes what it serves), or at once (`crash`)."""
         if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            os.killpg(self.proc.pid, signal.SIGKILL if crash else signal.SIGTERM)
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Ray appends ~70 characters (`session_<date>_<time>_<micros>_<pid>/sockets/plasma_store`) to
 #: its temp dir, and a unix socket path must fit in 107 bytes.
+#: set by Ray in a `ray job submit` driver: the job's config, runtime env included
+RAY_JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 RAY_TEMP_DIR_MAX = 36
 
 
@@ -105,6 +107,7 @@ def ensure_ray(spec: RunSpec) -> None:
         runtime_env["py_modules"] = shipped_modules()
         runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **shipped_env_vars()}
 
+    runtime_env = without_job_runtime_env(runtime_env)
     failure: list[BaseException] = []
 
     def connect() -> None:
@@ -165,6 +168,29 @@ def worker_env(spec: RunSpec | None = None) -> dict[str, str]:
         or k in names
         or (prefixes and k.startswith(prefixes))
     }
+
+
+def without_job_runtime_env(runtime_env: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`runtime_env` less what the Ray job this driver runs in already sets: inside `ray job
+    submit`, Ray merges the job's runtime env with `ray.init`'s and refuses the driver when both
+    set one key (an env var such as `GEOEVAL_ROOT` given with `--runtime-env-json`, even with the
+    same value). The job's settings already reach every worker of the job."""
+    import json
+
+    injected = os.environ.get(RAY_JOB_CONFIG_ENV)
+    if not runtime_env or not injected:
+        return runtime_env
+    try:
+        job_env = json.loads(injected).get("runtime_env") or {}
+    except (ValueError, AttributeError):
+        return runtime_env
+    kept = {k: v for k, v in runtime_env.items() if k != "env_vars" and k not in job_env}
+    env_vars = {
+        k: v for k, v in (runtime_env.get("env_vars") or {}).items() if k not in (job_env.get("env_vars") or {})
+    }
+    if env_vars:
+        kept["env_vars"] = env_vars
+    return kept or None
 
 
 def worker_runtime_env(spec: RunSpec | None = None) -> dict[str, Any] | None:
