@@ -16,7 +16,8 @@ from tests.conftest import geoeval_cmd
 @pytest.fixture
 def no_home_env(monkeypatch):
     for key in ("GEOEVAL_HOME", "GEOEVAL_ROOT"):
-        monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv(key, "")  # recorded, so that what settle_home() sets is undone after the test
+        monkeypatch.delenv(key)
 
 
 def test_a_marked_home_is_found_from_any_subfolder_and_the_variable_wins(tmp_path, monkeypatch, no_home_env):

@@ -30,7 +30,7 @@ def test_the_command_reports_a_stop_that_a_library_turned_into_another_error(mon
         stop.request_stop("SIGTERM")
         raise RuntimeError("Query interrupted")
 
-    monkeypatch.setattr("geoeval.core.config.precheck.precheck", lambda args: None)
+    monkeypatch.setattr("geoeval.core.config.precheck.precheck", lambda args: list(args))
     monkeypatch.setattr(app, "hydra_main", interrupted_query)
     assert cli.main(["model=oracle"]) == 143
     assert "geoeval: stopped by SIGTERM" in capsys.readouterr().err
@@ -43,7 +43,7 @@ def test_without_a_stop_an_error_is_raised_as_it_is(monkeypatch):
     def crash() -> None:
         raise RuntimeError("a real bug")
 
-    monkeypatch.setattr("geoeval.core.config.precheck.precheck", lambda args: None)
+    monkeypatch.setattr("geoeval.core.config.precheck.precheck", lambda args: list(args))
     monkeypatch.setattr(app, "hydra_main", crash)
     with pytest.raises(RuntimeError, match="a real bug"):
         cli.main(["model=oracle"])
