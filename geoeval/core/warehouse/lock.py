@@ -129,10 +129,13 @@ class FileLock:
         return True
 
     def _wait_for(self, fd: int, mode: int) -> None:
+        wait_fd: int | None = None
         try:  # say that we wait: a holder that keeps the file open lets go when it sees this
-            wait_fd: int | None = os.open(self._wait_path, os.O_RDWR | os.O_CREAT, 0o666)
+            wait_fd = os.open(self._wait_path, os.O_RDWR | os.O_CREAT, 0o666)
             fcntl.flock(wait_fd, fcntl.LOCK_SH)
         except OSError:
+            if wait_fd is not None:
+                os.close(wait_fd)
             wait_fd = None
         try:
             deadline = time.monotonic() + self.timeout_s
