@@ -98,19 +98,20 @@ class JobEnd:
 
 def _send(end: JobEnd, live_run: Any | None, results: list[Any] | None) -> dict[str, float]:
     """One attempt at the whole end: traces first (their counts are metrics of the end), then
-    the run's metrics, tags, artifacts and status. Returns the trace counts as metrics."""
+    the run's metrics, tags, artifacts and status. `results`: the job's own samples (None: read
+    from the warehouse). Returns the trace counts as metrics."""
     from geoeval.core.tracking.runs import JobRun
     from geoeval.core.tracking.traces.backfill import backfill_traces
     from geoeval.core.warehouse.store import Warehouse
 
     trace_metrics: dict[str, float] = {}
     if end.traces != "none":
-        if results is None:
+        if results is None:  # a kept end: the job's samples, read back from the warehouse
             with Warehouse(end.results_db, config_key="results_db") as wh:
                 results = wh.results(end.run_hash)
-        if end.keys is not None:
-            keys = {(str(k[0]), int(k[1])) for k in end.keys}
-            results = [r for r in results if (r.sample_id, r.epoch) in keys]
+            if end.keys is not None:
+                keys = {(str(k[0]), int(k[1])) for k in end.keys}
+                results = [r for r in results if (r.sample_id, r.epoch) in keys]
         counts = backfill_traces(
             end.tracking(),
             end.run_id,

@@ -23,7 +23,7 @@ from typing import Any
 
 from geoeval.core.records import SampleResult
 from geoeval.core.tracking.traces.build import sample_key
-from geoeval.core.tracking.traces.selection import _candidates, _read_samples
+from geoeval.core.tracking.traces.selection import _candidates, select_samples
 from geoeval.core.tracking.traces.writer import TraceCounts, _existing_traces, _report, _Writer
 
 TRACE_SOURCE_TAG = "geoeval.trace_source"
@@ -92,13 +92,11 @@ def backfill_traces(
     cap: int | None,
     dataset_name: str,
     model: str = "",
-    skipped_before: int = 0,
 ) -> TraceCounts:
     """Logs a trace for every sample of `results` that `mode` wants and the run has none of (up
-    to `cap` traces on the run), and the run's trace counts as metrics. Raises when the tracking
-    server cannot be read (the caller keeps the work for later); write failures of single traces
-    are counted and warned, as everywhere. `skipped_before`: samples a trace stream already left
-    out at the cap (counted, not traced here either)."""
+    to `cap` traces on the run); returns the run's trace counts (the caller logs them with the
+    run's end). Raises when the tracking server cannot be read (the caller keeps the work for
+    later); write failures of single traces are counted and warned, as everywhere."""
     if mode == "none":
         return TraceCounts()
     writer = _Writer(tracking_spec, run_id, dataset_name=dataset_name, model=model)
@@ -112,24 +110,11 @@ def backfill_traces(
     warnings: list[str] = []
     if todo:
         wanted = {(r.sample_id, int(r.epoch)) for r in todo}
-        in_logs: dict[str, set[tuple[str, int]]] = {}
-        n_in_log: dict[str, int] = {}
-        for cand in _candidates(log_paths, warnings):
-            n_in_log[cand.path] = n_in_log.get(cand.path, 0) + 1
-            if cand.key in wanted:
-                for keys in in_logs.values():  # the last invocation's copy of a retried sample wins
-                    keys.discard(cand.key)
-                in_logs.setdefault(cand.path, set()).add(cand.key)
-        found: set[tuple[str, int]] = set()
-        for path, keys in in_logs.items():
-            if not keys:
-                continue
-            try:
-                for sample in _read_samples(path, keys, n_in_log[path]):
-                    writer.add(sample)
-                    found.add((str(sample.id), int(sample.epoch)))
-            except Exception as exc:  # a killed run's log may be cut short: the rest come from the warehouse
-                warnings.append(f"cannot read samples of {path}: {type(exc).__name__}: {exc}"[:300])
+        candidates = _candidates(log_paths, warnings)
+        # a sample in several logs (retried by a later invocation) is read from its last one
+        in_logs = [c for c in select_samples(candidates, "all", None)[0] if c.key in wanted]
+        # a killed run's log may be cut short: what cannot be read comes from the warehouse
+        found, _ = writer.add_from_logs(candidates, in_logs, warnings)
         writer.flush()
         for result in todo:
             if (result.sample_id, int(result.epoch)) not in found:
@@ -137,8 +122,8 @@ def backfill_traces(
         writer.flush()
     counts = TraceCounts(
         logged=have + len(writer.written),
-        skipped=skipped + skipped_before,
+        skipped=skipped,
         failed=writer.failed,
         warnings=tuple(warnings + writer.warnings),
     )
-    return _report(counts, writer.client, run_id)
+    return _report(counts, writer.client, run_id, log_counts=False)  # the caller logs them with the run's end

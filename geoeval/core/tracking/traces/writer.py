@@ -3,7 +3,7 @@ every sample of every run side by side.
 
 A trace per sample, from the run's Inspect `.eval` logs after the samples ran
 (`log_sample_traces`), from samples in memory (`log_samples`), or on a background thread while
-the job runs, fed by an Inspect hook (`TraceStream`):
+the job runs, fed by an Inspect hook (`TraceStream`); what none of them logged is filled in at the job's end (`backfill.backfill_traces`):
 
 - the root span `sample <id>` (type AGENT): the prompt (first user message) in, the final
   completion out, status ERROR with the message when the sample errored;
@@ -158,6 +158,33 @@ class _Writer:
             self.written.extend(keys)
             self.failed += failed
             self.batch = []
+
+    def add_from_logs(
+        self, candidates: Sequence[Any], chosen: Iterable[Any], warnings: list[str]
+    ) -> tuple[set[tuple[str, int]], int]:
+        """Adds the `chosen` samples (`selection._Candidate`s, each with the log it is in) read
+        from their logs; `candidates` are every sample of those logs (how many a log holds
+        decides how it is read). Returns the (sample id, epoch) keys added and how many chosen
+        samples a log that failed to read left out (a warning each log)."""
+        n_in_log: dict[str, int] = {}
+        for cand in candidates:
+            n_in_log[cand.path] = n_in_log.get(cand.path, 0) + 1
+        by_path: dict[str, set[tuple[str, int]]] = {}
+        for cand in chosen:
+            by_path.setdefault(cand.path, set()).add(cand.key)
+        found: set[tuple[str, int]] = set()
+        unread = 0
+        for path, wanted in by_path.items():
+            seen = 0
+            try:
+                for sample in _read_samples(path, wanted, n_in_log[path]):
+                    seen += 1
+                    self.add(sample)
+                    found.add((str(sample.id), int(sample.epoch)))
+            except Exception as exc:
+                warnings.append(f"cannot read samples of {path}: {_short(exc)}")
+                unread += len(wanted) - seen
+        return found, unread
 
     def replace_earlier(self, existing: Mapping[str, list[str]]) -> None:
         """One trace per sample and run: a retried sample's earlier trace goes, once the new one
@@ -333,21 +360,7 @@ def log_sample_traces(
         candidates = [] if nothing_to_find else _candidates(eval_log_paths, warnings)
         chosen, skipped = select_samples(candidates, mode, cap)
         existing = writer.existing() if chosen else {}
-        n_in_log: dict[str, int] = {}
-        for cand in candidates:
-            n_in_log[cand.path] = n_in_log.get(cand.path, 0) + 1
-        by_path: dict[str, set[tuple[str, int]]] = {}
-        for cand in chosen:
-            by_path.setdefault(cand.path, set()).add(cand.key)
-        for path, wanted in by_path.items():
-            seen = 0
-            try:
-                for sample in _read_samples(path, wanted, n_in_log[path]):
-                    seen += 1
-                    writer.add(sample)
-            except Exception as exc:
-                warnings.append(f"cannot read samples of {path}: {_short(exc)}")
-                writer.failed += len(wanted) - seen
+        writer.failed += writer.add_from_logs(candidates, chosen, warnings)[1]
         writer.flush()
         writer.replace_earlier(existing)
     except Exception as exc:
