@@ -25,11 +25,11 @@ def _job_config(point: dict) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
-def offline_note(points: list[dict], suite: Any) -> str:
-    """The offline-stand-in note of the jobs' models and judges (each different note once)."""
+def offline_note(configs: list[dict[str, Any]], suite: Any) -> str:
+    """The offline-stand-in note of the jobs' models and judges (each different note once), from
+    their resolved configs."""
     notes: list[str] = []
-    for point in points:
-        config = _job_config(point)
+    for config in configs:
         model = (config.get("model") or {}).get("name")
         if not model:
             continue
@@ -51,7 +51,8 @@ def sweep_report(config: Any, ran: list[dict], sweep_dir: Path) -> SweepReport:
         suite = get_suite(suite_name)
     except GeoevalError:  # a plugin suite not importable here: the table leads with the first metrics
         suite = None
-    models = [m for m in dict.fromkeys(str((_job_config(p).get("model") or {}).get("name") or "") for p in ran) if m]
+    configs = [_job_config(p) for p in ran]
+    models = [m for m in dict.fromkeys(str((c.get("model") or {}).get("name") or "") for c in configs) if m]
     title = f"{config.get('experiment_name') or 'sweep'} ({suite_name}; {', '.join(models) or 'model?'})"
     return write_sweep_reports(
         ran,
@@ -60,7 +61,7 @@ def sweep_report(config: Any, ran: list[dict], sweep_dir: Path) -> SweepReport:
         log2_axes=tuple(suite.log2_sweep_axes) if suite else (),
         suites=(suite_name,),
         title=title,
-        note=offline_note(ran, suite) if suite else "",
+        note=offline_note(configs, suite) if suite else "",
     )
 
 
