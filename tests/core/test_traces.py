@@ -328,3 +328,114 @@ def test_log_dataset_is_an_evaluation_input(store):
     assert len(inputs) == 1
     assert inputs[0].dataset.name == "toy" and inputs[0].dataset.digest == "abc123"
     assert {t.key: t.value for t in inputs[0].tags} == {"mlflow.data.context": "evaluation"}
+
+
+def _comparable(trace, run_id: str) -> dict[str, object]:
+    """What a reader sees of a trace, without what differs between two writes of it (ids,
+    the run it is linked to)."""
+    info = trace.info
+    ignored = {"mlflow.artifactLocation"}
+    return {
+        "state": info.state.value,
+        "client_request_id": info.client_request_id,
+        "request_preview": info.request_preview,
+        "response_preview": info.response_preview,
+        "tags": {k: v for k, v in info.tags.items() if k not in ignored},
+        "metadata": {k: v.replace(run_id, "<run>") for k, v in info.trace_metadata.items()},
+        "assessments": sorted(
+            (a.name, str(a.value), a.rationale, a.source.source_type, a.source.source_id, a.run_id == run_id)
+            for a in info.assessments
+        ),
+        "spans": sorted(
+            (s.name, s.span_type, str(s.inputs), str(s.outputs), s.status.status_code.value, s.start_time_ns)
+            for s in trace.data.spans
+        ),
+    }
+
+
+def test_traces_written_in_one_transaction_read_back_as_the_public_api_writes_them(store, eval_log, monkeypatch):
+    """The SQL store's traces of a batch go in one transaction, through the store's own code per
+    trace (`_start_in_one_transaction`): what a reader gets back is what MLflow's public
+    `start_trace`, one transaction per trace, stores; and the public call is not made."""
+    from inspect_ai.log import read_eval_log
+    from mlflow.tracing.client import TracingClient
+
+    samples = read_eval_log(eval_log).samples
+    public_calls: list[str] = []
+    real_start = TracingClient.start_trace
+
+    def counting_start(self, info):
+        public_calls.append(info.trace_id)
+        return real_start(self, info)
+
+    monkeypatch.setattr(TracingClient, "start_trace", counting_start)
+    together = open_run(store, "together")
+    assert traces.log_samples(spec_for(store), together.run_id, samples, dataset_name="toy").logged == N_SAMPLES
+    assert public_calls == []  # the batches went in one transaction each
+
+    one_by_one = open_run(store, "one-by-one")
+    monkeypatch.setattr(traces, "_start_in_one_transaction", lambda *args: set())
+    assert traces.log_samples(spec_for(store), one_by_one.run_id, samples, dataset_name="toy").logged == N_SAMPLES
+    assert len(public_calls) == N_SAMPLES
+
+    a, b = run_traces(store, together), run_traces(store, one_by_one)
+    assert sorted(a) == sorted(b) == sorted(f"s{i}" for i in range(N_SAMPLES))
+    for sample_id in a:
+        assert _comparable(a[sample_id], together.run_id) == _comparable(b[sample_id], one_by_one.run_id), sample_id
+
+
+def test_a_batch_that_fails_midway_is_written_once_by_the_public_api(store, eval_log, monkeypatch):
+    """A trace the store refuses inside the shared transaction rolls the whole batch back; every
+    trace is then written one by one, none twice, none lost."""
+    from inspect_ai.log import read_eval_log
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    samples = read_eval_log(eval_log).samples[:12]
+    real_once = SqlAlchemyStore._start_trace_once
+    seen: list[str] = []
+
+    def fails_on_the_third(self, info):
+        seen.append(info.trace_id)
+        if len(seen) == 3:
+            raise RuntimeError("refused")
+        return real_once(self, info)
+
+    monkeypatch.setattr(SqlAlchemyStore, "_start_trace_once", fails_on_the_third)
+    run = open_run(store, "midway")
+    counts = traces.log_samples(spec_for(store), run.run_id, samples, dataset_name="toy")
+    assert (counts.logged, counts.failed, counts.warnings) == (12, 0, ())
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=spec_for(store).tracking_uri)
+    found = client.search_traces(locations=[run.experiment_id], run_id=run.run_id, max_results=1000)
+    assert sorted(t.info.tags["geoeval.sample_id"] for t in found) == sorted(str(s.id) for s in samples)
+    assert all(len(t.data.spans) >= 2 for t in found)
+
+
+def test_a_rollback_inside_the_shared_transaction_loses_no_trace(store, eval_log, monkeypatch):
+    """MLflow's own code mends a conflict by rolling its session back and going on: on the shared
+    session that silently drops the batch's earlier traces, which are then found missing and
+    written one by one."""
+    from inspect_ai.log import read_eval_log
+    from mlflow import MlflowClient
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    samples = read_eval_log(eval_log).samples[:8]
+    real_once = SqlAlchemyStore._start_trace_once
+    seen: list[str] = []
+
+    def rolls_back_before_the_fourth(self, info):
+        seen.append(info.trace_id)
+        if len(seen) == 4:
+            with self.ManagedSessionMaker(read_only=False) as session:
+                session.rollback()  # what the store does on an IntegrityError, then it carries on
+        return real_once(self, info)
+
+    monkeypatch.setattr(SqlAlchemyStore, "_start_trace_once", rolls_back_before_the_fourth)
+    run = open_run(store, "rollback")
+    counts = traces.log_samples(spec_for(store), run.run_id, samples, dataset_name="toy")
+    assert (counts.logged, counts.failed) == (8, 0)
+    client = MlflowClient(tracking_uri=spec_for(store).tracking_uri)
+    found = client.search_traces(locations=[run.experiment_id], run_id=run.run_id, max_results=1000)
+    assert sorted(t.info.tags["geoeval.sample_id"] for t in found) == sorted(str(s.id) for s in samples)
+    assert len(seen) == 8 + 3  # the three dropped ones were written again, through the public call
