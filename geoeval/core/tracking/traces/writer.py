@@ -37,6 +37,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +286,12 @@ class TraceStream:
     finish (an Inspect `on_sample_end` hook), so that their cost overlaps the evaluation instead
     of adding to it at the end; no log is read. `mode` and `cap` apply as samples arrive (over
     the cap: the first ones are kept, the rest counted as skipped). `put` never blocks or
-    raises; `close` drains the queue and returns the counts (also logged to the run)."""
+    raises; `close` drains the queue and returns the counts (also logged to the run).
+
+    The thread connects to MLflow when the first sample arrives, not before the evaluation:
+    MLflow's tracing client (OpenTelemetry's SDK) and the search for the run's earlier traces
+    took 1-2 s before the first model call; the first sample arrives while the others wait on
+    the model."""
 
     _STOP = object()
 
@@ -310,16 +316,11 @@ class TraceStream:
         self._writer: _Writer | None = None
         self._existing: dict[str, list[str]] = {}
         self._run_id = run_id
+        self._connect = partial(_Writer, tracking_spec, run_id, dataset_name=dataset_name, model=model)
+        self._connect_failed = False
         if mode not in TRACE_MODES:
             self._warnings.append(f"unknown traces mode {mode!r}; nothing logged")
             self._mode = "none"
-        if self._mode != "none":
-            try:
-                self._writer = _Writer(tracking_spec, run_id, dataset_name=dataset_name, model=model)
-                self._existing = self._writer.existing()
-            except Exception as exc:
-                self._warnings.append(f"traces not logged: {_short(exc)}")
-                self._mode = "none"
         self._thread = threading.Thread(target=self._loop, name="geoeval-trace-writer", daemon=True)
         self._thread.start()
 
@@ -353,13 +354,19 @@ class TraceStream:
                     break
                 batch.append(nxt)
             try:
-                if self._writer is None:  # never: samples are queued only while there is a writer
-                    raise RuntimeError("no trace writer")
-                for sample in batch:
-                    self._writer.add(sample)
-                self._writer.flush()
+                # a stream that could not connect drops what comes (said once): the job's end
+                # backfills every stored sample's missing trace from the logs
+                if self._writer is None and not self._connect_failed:
+                    writer = self._connect()
+                    self._existing = writer.existing()
+                    self._writer = writer
+                if self._writer is not None:
+                    for sample in batch:
+                        self._writer.add(sample)
+                    self._writer.flush()
             except Exception as exc:  # keep draining: the job must not notice
                 self._warnings.append(f"traces not logged: {_short(exc)}")
+                self._connect_failed = self._writer is None
             if stop:
                 return
 
