@@ -20,6 +20,7 @@ from geoeval.core.config.secrets import (
     scrub_file,
     scrub_text,
     scrub_tree,
+    scrub_zip,
     secrets_in_plain_fields,
     strip_secrets,
 )
@@ -314,6 +315,34 @@ def test_scrub_file_rewrites_only_when_needed(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o640
     assert scrub_file(path, {"sk-TESTSECRET123"}) is False
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]  # no temporary left behind
+
+
+def test_scrub_zip_rewrites_the_members_that_hold_a_secret_and_keeps_the_rest(tmp_path):
+    """An Inspect `.eval` log is a zip of JSON members: a member with the secret is blanked, the
+    others (text without it, bytes that are not text) come back as they were, each with its own
+    compression; a log with nothing to blank is left untouched."""
+    import zipfile
+
+    path = tmp_path / "run.eval"
+    members = {
+        "header.json": (b'{"model_args": {"api_key": "secret-value-1"}}', zipfile.ZIP_DEFLATED),
+        "samples/1_epoch_1.json": (b'{"output": "no secret here"}', zipfile.ZIP_STORED),
+        "image.png": (b"\x89PNG\xff\xfe secret-value-1", zipfile.ZIP_DEFLATED),  # not UTF-8: kept
+    }
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, (data, compression) in members.items():
+            archive.writestr(name, data, compress_type=compression)
+    assert scrub_zip(path, {"secret-value-1"}) is True
+    with zipfile.ZipFile(path) as archive:
+        assert [i.filename for i in archive.infolist()] == list(members)
+        assert archive.read("header.json") == b'{"model_args": {"api_key": "***"}}'
+        assert archive.read("samples/1_epoch_1.json") == members["samples/1_epoch_1.json"][0]
+        assert archive.read("image.png") == members["image.png"][0]
+        assert [i.compress_type for i in archive.infolist()] == [c for _, c in members.values()]
+    before = path.read_bytes()
+    assert scrub_zip(path, {"secret-value-1"}) is False
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.eval"]  # no temporary left behind
 
 
 def test_scrub_file_keeps_bytes_that_are_not_utf8(tmp_path):
