@@ -22,9 +22,9 @@ Cost. The traces are not built through MLflow's live tracing API, which writes o
 transaction per span and per assessment (60-90 ms per sample measured on a busy 2-core machine,
 SQLite): each trace is one `start_trace` with its assessments embedded, and the spans of a batch
 of traces go in one `log_spans`. On a SQL store the `start_trace`s of a batch share one
-transaction (`_start_in_one_transaction`): 6-8 ms of CPU per sample on the idle 2-core machine,
-against 9-11 ms with a transaction per trace (`bench/latency_bound.py`; reading a sample from an
-`.eval` log adds 3-7 ms). `TraceStream` writes them beside the evaluation, on a thread. Text is cleaned (`clean_text`) and cut at `FIELD_CHARS` per
+transaction (`_start_in_one_transaction`): about half the CPU of a transaction per trace
+(`bench/trace_writes.py`: medians 3.9 against 8.6 ms a trace on the idle 2-core machine; reading a
+sample from an `.eval` log adds 3-7 ms). `TraceStream` writes them beside the evaluation, on a thread. Text is cleaned (`clean_text`) and cut at `FIELD_CHARS` per
 field.
 
 Logging traces never fails the job: any exception becomes a warning line and a count in the
@@ -100,9 +100,9 @@ def _start_in_one_transaction(tracing_client: Any, experiment_id: str, infos: li
     """Starts the traces `infos` (with their assessments) in ONE transaction of a SQL store,
     running the store's own code for each (`_start_trace_once`) on a shared session with one
     lookup of the experiment: MLflow's `start_trace` opens a session, looks the experiment up and
-    commits per trace (~10 ms of CPU each on SQLite, ~5 ms this way). Returns the ids of the
-    traces that are in the store afterwards; the caller writes the others one by one through the
-    public API. Nothing is tried (an empty set) where the store is not MLflow's SQL store or its
+    commits per trace (`bench/trace_writes.py`: 8.6 ms of CPU a trace on SQLite, 3.9 ms this way).
+    Returns the ids of the traces that are in the store afterwards; the caller writes the others
+    one by one through the public API. Nothing is tried (an empty set) where the store is not MLflow's SQL store or its
     internals are not the ones this expects; a tracking server (`http://`) takes the public path
     (its CPU is not the job's)."""
     import copy
