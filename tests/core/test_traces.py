@@ -384,58 +384,55 @@ def test_traces_written_in_one_transaction_read_back_as_the_public_api_writes_th
         assert _comparable(a[sample_id], together.run_id) == _comparable(b[sample_id], one_by_one.run_id), sample_id
 
 
-def test_a_batch_that_fails_midway_is_written_once_by_the_public_api(store, eval_log, monkeypatch):
-    """A trace the store refuses inside the shared transaction rolls the whole batch back; every
-    trace is then written one by one, none twice, none lost."""
+def _traces_with_a_hooked_store(store, eval_log, monkeypatch, n: int, name: str, hook) -> tuple[list, list[str]]:
+    """Logs `n` samples with the store's `_start_trace_once` calling `hook(store, call number)`
+    first on every trace; returns (the run's traces, each sorted by sample) and the trace ids
+    the store's code was asked to start, in order. Every sample has one trace, with spans."""
     from inspect_ai.log import read_eval_log
+    from mlflow import MlflowClient
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-    samples = read_eval_log(eval_log).samples[:12]
+    samples = read_eval_log(eval_log).samples[:n]
     real_once = SqlAlchemyStore._start_trace_once
     seen: list[str] = []
 
-    def fails_on_the_third(self, info):
+    def hooked(self, info):
         seen.append(info.trace_id)
-        if len(seen) == 3:
-            raise RuntimeError("refused")
+        hook(self, len(seen))
         return real_once(self, info)
 
-    monkeypatch.setattr(SqlAlchemyStore, "_start_trace_once", fails_on_the_third)
-    run = open_run(store, "midway")
+    monkeypatch.setattr(SqlAlchemyStore, "_start_trace_once", hooked)
+    run = open_run(store, name)
     counts = traces.log_samples(spec_for(store), run.run_id, samples, dataset_name="toy")
-    assert (counts.logged, counts.failed, counts.warnings) == (12, 0, ())
-    from mlflow import MlflowClient
-
+    assert (counts.logged, counts.failed, counts.warnings) == (n, 0, ())
     client = MlflowClient(tracking_uri=spec_for(store).tracking_uri)
     found = client.search_traces(locations=[run.experiment_id], run_id=run.run_id, max_results=1000)
     assert sorted(t.info.tags["geoeval.sample_id"] for t in found) == sorted(str(s.id) for s in samples)
     assert all(len(t.data.spans) >= 2 for t in found)
+    return found, seen
+
+
+def test_a_batch_that_fails_midway_is_written_once_by_the_public_api(store, eval_log, monkeypatch):
+    """A trace the store refuses inside the shared transaction rolls the whole batch back; every
+    trace is then written one by one, none twice, none lost."""
+
+    def fails_on_the_third(_store, call: int) -> None:
+        if call == 3:
+            raise RuntimeError("refused")
+
+    found, seen = _traces_with_a_hooked_store(store, eval_log, monkeypatch, 12, "midway", fails_on_the_third)
+    assert len(found) == 12 and len(seen) == 3 + 12  # the batch's three tries, then each through the public call
 
 
 def test_a_rollback_inside_the_shared_transaction_loses_no_trace(store, eval_log, monkeypatch):
     """MLflow's own code mends a conflict by rolling its session back and going on: on the shared
     session that silently drops the batch's earlier traces, which are then found missing and
     written one by one."""
-    from inspect_ai.log import read_eval_log
-    from mlflow import MlflowClient
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-    samples = read_eval_log(eval_log).samples[:8]
-    real_once = SqlAlchemyStore._start_trace_once
-    seen: list[str] = []
-
-    def rolls_back_before_the_fourth(self, info):
-        seen.append(info.trace_id)
-        if len(seen) == 4:
-            with self.ManagedSessionMaker(read_only=False) as session:
+    def rolls_back_before_the_fourth(store_, call: int) -> None:
+        if call == 4:
+            with store_.ManagedSessionMaker(read_only=False) as session:
                 session.rollback()  # what the store does on an IntegrityError, then it carries on
-        return real_once(self, info)
 
-    monkeypatch.setattr(SqlAlchemyStore, "_start_trace_once", rolls_back_before_the_fourth)
-    run = open_run(store, "rollback")
-    counts = traces.log_samples(spec_for(store), run.run_id, samples, dataset_name="toy")
-    assert (counts.logged, counts.failed) == (8, 0)
-    client = MlflowClient(tracking_uri=spec_for(store).tracking_uri)
-    found = client.search_traces(locations=[run.experiment_id], run_id=run.run_id, max_results=1000)
-    assert sorted(t.info.tags["geoeval.sample_id"] for t in found) == sorted(str(s.id) for s in samples)
-    assert len(seen) == 8 + 3  # the three dropped ones were written again, through the public call
+    found, seen = _traces_with_a_hooked_store(store, eval_log, monkeypatch, 8, "rollback", rolls_back_before_the_fourth)
+    assert len(found) == 8 and len(seen) == 8 + 3  # the three dropped ones were written again, through the public call
