@@ -3,7 +3,8 @@ every sample of every run side by side.
 
 A trace per sample, from the run's Inspect `.eval` logs after the samples ran
 (`log_sample_traces`), from samples in memory (`log_samples`), or on a background thread while
-the job runs, fed by an Inspect hook (`TraceStream`); what none of them logged is filled in at the job's end (`backfill.backfill_traces`):
+the job runs, fed by an Inspect hook (`TraceStream`); what none of them logged is filled in at
+the job's end (`backfill.backfill_traces`):
 
 - the root span `sample <id>` (type AGENT): the prompt (first user message) in, the final
   completion out, status ERROR with the message when the sample errored;
@@ -24,8 +25,8 @@ SQLite): each trace is one `start_trace` with its assessments embedded, and the 
 of traces go in one `log_spans`. On a SQL store the `start_trace`s of a batch share one
 transaction (`_start_in_one_transaction`): about half the CPU of a transaction per trace
 (`bench/trace_writes.py`: medians 3.9 against 8.6 ms a trace on the idle 2-core machine; reading a
-sample from an `.eval` log adds 3-7 ms). `TraceStream` writes them beside the evaluation, on a thread. Text is cleaned (`clean_text`) and cut at `FIELD_CHARS` per
-field.
+sample from an `.eval` log adds 3-7 ms). `TraceStream` writes them beside the evaluation, on a
+thread. Text is cleaned (`clean_text`) and cut at `FIELD_CHARS` per field.
 
 Logging traces never fails the job: any exception becomes a warning line and a count in the
 returned `TraceCounts` (also logged as run metrics `traces_logged`, `traces_skipped`,
@@ -102,9 +103,9 @@ def _start_in_one_transaction(tracing_client: Any, experiment_id: str, infos: li
     lookup of the experiment: MLflow's `start_trace` opens a session, looks the experiment up and
     commits per trace (`bench/trace_writes.py`: 8.6 ms of CPU a trace on SQLite, 3.9 ms this way).
     Returns the ids of the traces that are in the store afterwards; the caller writes the others
-    one by one through the public API. Nothing is tried (an empty set) where the store is not MLflow's SQL store or its
-    internals are not the ones this expects; a tracking server (`http://`) takes the public path
-    (its CPU is not the job's)."""
+    one by one through the public API. Nothing is tried (an empty set) where the store is not
+    MLflow's SQL store or its internals are not the ones this expects; a tracking server
+    (`http://`) takes the public path (its CPU is not the job's)."""
     import copy
     from contextlib import contextmanager
 
