@@ -12,14 +12,16 @@ written unless asked:
   `{"stage", "seconds", "pid", "t"}` to `DIR/stages-<pid>.jsonl`. The variable starts with
   `GEOEVAL_`, so the runner hands it to Ray workers too; `bench/profile_main.py` sets it and
   adds the lines of every process up (`read_stage_events`, `summarize`).
-- `GEOEVAL_PROFILE=1`: the outermost stage of a process prints the process's totals to stderr
-  when it ends.
+- `GEOEVAL_PROFILE=1`: the process prints its totals to stderr once, when it exits (an `atexit`
+  hook the first stage registers; a process killed by a signal prints nothing, and Ray's workers
+  are better read through `GEOEVAL_PROFILE_DIR`).
 
 The cost when neither is set is two `perf_counter` calls and a dict update per stage.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -34,7 +36,7 @@ PROFILE_ENV = "GEOEVAL_PROFILE"
 #: seconds per stage name in this process, and how many times it ran
 STAGE_TIMES: dict[str, float] = {}
 STAGE_COUNTS: dict[str, int] = {}
-_depth = 0
+_exit_report_registered = False
 
 
 def record(name: str, seconds: float) -> None:
@@ -60,19 +62,25 @@ def _append_event(folder: Path, name: str, seconds: float) -> None:
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     """Time the block as stage `name` (also when it raises)."""
-    global _depth
-    _depth += 1
+    global _exit_report_registered
+    if not _exit_report_registered and os.environ.get(PROFILE_ENV) == "1":
+        # once per process at its exit: a job has several top-level stages, and printing after
+        # each (as a nesting count once did) repeated the growing table 4-11 times a run
+        _exit_report_registered = True
+        atexit.register(print_stage_table)
     started = time.perf_counter()
     try:
         yield
     finally:
-        _depth -= 1
         record(name, time.perf_counter() - started)
-        if _depth == 0 and os.environ.get(PROFILE_ENV) == "1":
-            print(
-                format_table(dict(STAGE_TIMES), dict(STAGE_COUNTS), title=f"[geoeval] stage times (pid {os.getpid()})"),
-                file=sys.stderr,
-            )
+
+
+def print_stage_table() -> None:
+    """The process's stage totals to stderr (what `GEOEVAL_PROFILE=1` prints at exit)."""
+    print(
+        format_table(dict(STAGE_TIMES), dict(STAGE_COUNTS), title=f"[geoeval] stage times (pid {os.getpid()})"),
+        file=sys.stderr,
+    )
 
 
 def reset() -> None:

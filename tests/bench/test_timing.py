@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -47,14 +50,27 @@ def test_profile_dir_gets_one_line_per_stage_and_summarizes(tmp_path, monkeypatc
     assert seconds["inner"] >= 1.5  # another process's line is added in
 
 
-def test_profile_env_prints_the_table_at_the_outermost_stage(monkeypatch, capsys):
-    monkeypatch.setenv(timing.PROFILE_ENV, "1")
-    with timing.stage("job"):
-        with timing.stage("perception"):
-            pass
-        assert capsys.readouterr().err == ""  # nothing printed by the inner stage
-    err = capsys.readouterr().err
-    assert "stage times" in err and "perception" in err and "job" in err
+def test_profile_env_prints_the_table_once_when_the_process_exits(tmp_path):
+    # a job has several top-level stages: the table comes once, at exit, with all of them
+    script = (
+        "from geoeval.core import timing\n"
+        "for name in ('preflight', 'job', 'reports'):\n"
+        "    with timing.stage(name):\n"
+        "        with timing.stage('inner'):\n"
+        "            pass\n"
+        "import sys; print('before exit', file=sys.stderr)\n"
+    )
+    env = {**os.environ, timing.PROFILE_ENV: "1"}
+    env.pop(timing.PROFILE_DIR_ENV, None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("stage times") == 1
+    before, table = done.stderr.split("before exit")
+    assert "stage times" in table and "stage times" not in before
+    assert all(name in table for name in ("preflight", "job", "reports")) and "x3" in table  # inner ran 3 times
+    env.pop(timing.PROFILE_ENV)
+    quiet = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert "stage times" not in quiet.stderr
 
 
 def test_format_table_orders_by_seconds_with_shares():
