@@ -10,8 +10,10 @@ import pytest
 
 from geoeval.core.config.secrets import (
     REDACTED,
+    URL_PATTERN,
     collect_secret_values,
     env_secret_values,
+    find_urls,
     is_secret_key,
     key_words,
     redact,
@@ -294,6 +296,38 @@ def test_scrub_text_replaces_every_form_of_each_secret():
     assert scrub_text(text, secrets) == (
         "key=*** and again ***; encoded ***, raw ***, and *** alone, url http://***@h/x"
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1a://x",  # the scheme starts at its first letter
+        "12://x a://b://c",  # no letter before the first "://"; a body swallows the next "://"
+        "a:// b://",  # nothing after "://"
+        "x.y+z-1://host/p?q=1'tail",
+        "://x",
+        "a://",
+        "é http://h a9+://b",
+        "data:image/png;base64,iVBORw0KGgo+/AB== then ftp://u:p@h/",
+    ],
+)
+def test_find_urls_gives_the_patterns_matches(text):
+    assert find_urls(text) == [m.span() for m in URL_PATTERN.finditer(text)]
+
+
+def test_find_urls_gives_the_patterns_matches_on_random_text():
+    # pieces dense in scheme characters, "://", and the body's stop characters
+    import random
+
+    rng = random.Random(7)
+    pieces = ["a", "h", "Z", "9", "+", ".", "-", "://", "://", "://", ":", "/", " ", "'", "<", "\n", "@", "?", "é", "_"]
+    matched = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 24)))
+        matched += bool(URL_PATTERN.search(text))
+        assert find_urls(text) == [m.span() for m in URL_PATTERN.finditer(text)], text
+        assert redact_urls(text) == URL_PATTERN.sub(lambda m: redact_url(m.group(0)), text), text
+    assert matched > 800  # the texts do hold URLs (1,005 of them)
 
 
 def test_scrub_text_without_secrets_still_redacts_urls_and_key_shapes():

@@ -193,7 +193,10 @@ _KEY_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_-])(?:sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})"
 )
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+# what a URL in free text is; `find_urls` finds its matches from each "://" (faster, same spans)
+URL_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_BODY = re.compile(r"[^\s'\"<>`]+")
 
 
 # --- key names --------------------------------------------------------------------------------
@@ -279,9 +282,41 @@ def redact_url(url: str) -> str:
     return f"{scheme}{netloc}{path}{question}{query}{hash_}{fragment}"
 
 
+def find_urls(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every URL in `text`: the matches of `URL_PATTERN`, left to right, found
+    from the "://" each must contain. The pattern itself tries every letter and its greedy scheme
+    run, ~80 ns a character on the base64 images of an Inspect log (0.1 s a MapTab log, scrubbed
+    after every job). A scheme run ends at the ":" (no scheme character), so a match ending its scheme at a
+    given "://" starts at the first letter of the scheme run before it, or there is none; the
+    runs before two "://" are disjoint, and a match's body may swallow the next "://"."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while (colon := text.find("://", pos)) >= 0:
+        run = colon
+        while run > pos and text[run - 1] in _SCHEME_CHARS:
+            run -= 1
+        start = next((i for i in range(run, colon) if text[i].isascii() and text[i].isalpha()), None)
+        body = _URL_BODY.match(text, colon + 3)
+        if start is None or body is None:  # no letter to start the scheme, or nothing after "://"
+            pos = colon + 1
+            continue
+        spans.append((start, body.end()))
+        pos = body.end()
+    return spans
+
+
 def redact_urls(text: str) -> str:
     """`redact_url` applied to every URL inside free text."""
-    return _URL.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
+    spans = find_urls(text) if "://" in text else []
+    if not spans:
+        return text
+    parts: list[str] = []
+    last = 0
+    for start, end in spans:
+        parts += (text[last:start], redact_url(text[start:end]))
+        last = end
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def redact_key_shapes(text: str) -> str:
@@ -338,9 +373,10 @@ def _leaf_strings(obj: Any) -> Iterable[str]:
 
 def _url_secrets(text: str) -> Iterable[str]:
     """The credential parts of every URL in `text`: user name, password, secret parameter values."""
-    for url in _URL.findall(text):
+    for start, end in find_urls(text):
+        url = text[start:end]
         found = re.match(r"[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)", url)
-        if found is None:  # never: `_URL` finds only `scheme://...`
+        if found is None:  # never: `find_urls` finds only `scheme://...`
             continue
         netloc = found.group(1)
         if "@" in netloc:
