@@ -273,6 +273,21 @@ def test_select_samples_dedupes_and_orders():
     assert trace_selection.select_samples(logs, "none", None) == ([], 0)
 
 
+def test_samples_are_read_in_chunks_and_one_by_one_when_a_chunk_fails(eval_log, monkeypatch):
+    monkeypatch.setattr(trace_selection, "SAMPLES_PER_READ", 2)
+    keys = {(f"s{i}", 1) for i in range(N_SAMPLES)}
+    read = [(s.id, s.epoch, s.output.completion) for s in trace_selection._read_samples(eval_log, keys)]
+    assert [(i, e) for i, e, _ in read] == sorted(keys)  # every sample, in key order
+    assert all(c == "The answer is 5" for i, _, c in read if i != ERRORED)
+    # a sample the log lacks (as in a log cut short): its chunk is read one by one, up to it
+    missing = {("s0", 1), ("s1", 1), ("s2", 1), ("s9x", 1)}
+    got = []
+    with pytest.raises(IndexError):
+        for sample in trace_selection._read_samples(eval_log, missing):
+            got.append(sample.id)
+    assert got == ["s0", "s1", "s2"]
+
+
 def test_bad_input_is_a_warning_never_an_exception(store, eval_log, tmp_path, capsys):
     run = open_run(store)
     broken = tmp_path / "broken.eval"

@@ -114,7 +114,7 @@ def backfill_traces(
         # a sample in several logs (retried by a later invocation) is read from its last one
         in_logs = [c for c in select_samples(candidates, "all", None)[0] if c.key in wanted]
         # a killed run's log may be cut short: what cannot be read comes from the warehouse
-        found, _ = writer.add_from_logs(candidates, in_logs, warnings)
+        found, _ = writer.add_from_logs(in_logs, warnings)
         writer.flush()
         for result in todo:
             if (result.sample_id, int(result.epoch)) not in found:

@@ -213,16 +213,10 @@ class _Writer:
             self.failed += failed
             self.batch = []
 
-    def add_from_logs(
-        self, candidates: Sequence[Any], chosen: Iterable[Any], warnings: list[str]
-    ) -> tuple[set[tuple[str, int]], int]:
+    def add_from_logs(self, chosen: Iterable[Any], warnings: list[str]) -> tuple[set[tuple[str, int]], int]:
         """Adds the `chosen` samples (`selection._Candidate`s, each with the log it is in) read
-        from their logs; `candidates` are every sample of those logs (how many a log holds
-        decides how it is read). Returns the (sample id, epoch) keys added and how many chosen
-        samples a log that failed to read left out (a warning each log)."""
-        n_in_log: dict[str, int] = {}
-        for cand in candidates:
-            n_in_log[cand.path] = n_in_log.get(cand.path, 0) + 1
+        from their logs. Returns the (sample id, epoch) keys added and how many chosen samples a
+        log that failed to read left out (a warning each log)."""
         by_path: dict[str, set[tuple[str, int]]] = {}
         for cand in chosen:
             by_path.setdefault(cand.path, set()).add(cand.key)
@@ -231,7 +225,7 @@ class _Writer:
         for path, wanted in by_path.items():
             seen = 0
             try:
-                for sample in _read_samples(path, wanted, n_in_log[path]):
+                for sample in _read_samples(path, wanted):
                     seen += 1
                     self.add(sample)
                     found.add((str(sample.id), int(sample.epoch)))
@@ -420,7 +414,7 @@ def log_sample_traces(
         candidates = [] if nothing_to_find else _candidates(eval_log_paths, warnings)
         chosen, skipped = select_samples(candidates, mode, cap)
         existing = writer.existing() if chosen else {}
-        writer.failed += writer.add_from_logs(candidates, chosen, warnings)[1]
+        writer.failed += writer.add_from_logs(chosen, warnings)[1]
         writer.flush()
         writer.replace_earlier(existing)
     except Exception as exc:
