@@ -2,7 +2,7 @@
 in CI):
 
     .venv/bin/python bench/latency_bound.py [--quick] [--samples 256] [--latency-ms 200 1000]
-        [--connections 32 128] [--repeats 3] [--workers 2] [--no-ray] [--no-tracking]
+        [--connections 32 128] [--repeats 3] [--workers 2] [--no-ray] [--no-tracking] [--no-sweep]
 
 The model is `bench/latency_server.py` in its own process: an OpenAI-compatible server that answers
 MapTab correctly (the table baseline) and takes L ms per request. At C connections N samples cannot
@@ -15,7 +15,11 @@ with no setting the user would not type (no `runner.max_samples`):
 - `geoeval`: `python -m geoeval model=openai_api ... model.config.max_connections=C tracking=none`;
 - `mlflow`: the same with `tracking=mlflow tracking.traces=none` (MLflow, no traces);
 - `traces`: the same with `tracking=mlflow` (its default: every sample a trace, up to 500);
-- `ray`: `geoeval` with `runner=ray runner.num_workers=W` (the C connections split among them).
+- `ray`: `geoeval` with `runner=ray runner.num_workers=W` (the C connections split among them);
+- `sweep`: the main command, `python -m geoeval +experiment=maptab_resolution_sweep` (30 jobs of 24
+  samples, Ray, MLflow with traces) with the model swapped for the latency server: its first
+  request is the sweep's start-up (at the first L and C only; its wall and CPU are of 720 samples
+  and compare with nothing here).
 
 The MLflow variants find the store a first run of theirs created (copied into the fresh folder
 before the clock starts): what a user's second run in a project finds. Variants run interleaved,
@@ -27,7 +31,9 @@ seconds from the command's start to the first model request (start-up). Targets,
 
 - `geoeval` >= 0.97 x the throughput of `inspect` (each L and C);
 - `ray` with 2 workers >= `inspect` at C = 128;
-- `mlflow` <= 1.05 x `geoeval`, and `traces` <= 1.05 x `mlflow`.
+- `mlflow` <= 1.05 x `geoeval`, and `traces` <= 1.05 x `mlflow`;
+- start-up: the first model request of `geoeval`, `mlflow` and `traces` (geoeval as typed) within
+  1 s of `inspect`'s, and the sweep's within 5 s of it (medians).
 
 The harness's overhead like for like (<= 1.10) is `bench/harness_overhead.py`'s. `--quick` (a few
 minutes): 128 samples, C = 32 at L = 200 and 1000 ms, and `inspect` against `ray` at C = 128.
@@ -85,6 +91,17 @@ def command(variant: str, url: str, n: int, c: int, workers: int) -> list[str]:
             "none",
         ]
     runner = ["runner=ray", f"runner.num_workers={workers}"] if variant == "ray" else []
+    if variant == "sweep":  # the main command as typed, the model swapped for the server
+        return [
+            sys.executable,
+            "-m",
+            "geoeval",
+            "+experiment=maptab_resolution_sweep",
+            "model=openai_api",
+            "model.name=openai-api/local/x",
+            f"model.base_url={url}/v1",
+            f"model.config.max_connections={c}",
+        ]
     return [
         sys.executable,
         "-m",
@@ -123,7 +140,7 @@ class Runs:
 
 def run_once(variant: str, server: LatencyServer, args, n: int, c: int, root: Path, seed_store: Path | None) -> tuple:
     folder = Path(tempfile.mkdtemp(prefix=f"{variant}-", dir=root))
-    if seed_store is not None and variant in ("mlflow", "traces"):
+    if seed_store is not None and variant in ("mlflow", "traces", "sweep"):
         shutil.copytree(seed_store, folder / "mlruns")  # the store a first run created
     env = {**os.environ, "LOCAL_API_KEY": "bench", "PYTHONUNBUFFERED": "1"}
     server.reset()
@@ -154,6 +171,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--no-tracking", action="store_true", help="leave out the mlflow and traces variants")
+    ap.add_argument("--no-sweep", action="store_true", help="leave out the main command's start-up")
     ap.add_argument("--keep", action="store_true", help="keep the run folders")
     args = ap.parse_args()
     n = 128 if args.quick else args.samples
@@ -166,6 +184,8 @@ def main() -> None:
             if not args.no_ray and c >= 128:
                 variants.append("ray")
             points.append((latency, c, variants))
+    if not args.no_sweep and points:  # the main command's start-up, at the first point
+        points[0][2].append("sweep")
     if args.quick and not args.no_ray:
         points.append((1000.0, 128, ["inspect", "ray"]))
 
@@ -176,7 +196,7 @@ def main() -> None:
             server = LatencyServer(latency)
             try:
                 seed_store = None
-                if any("mlflow" in v or "traces" in v for lat, _, v in points if lat == latency):
+                if any({"mlflow", "traces", "sweep"} & set(v) for lat, _, v in points if lat == latency):
                     # the MLflow store as a project has it after its first run (schema created)
                     folder = run_once("mlflow", server, args, PER_MAP, 32, root, None)[0]
                     seed_store = folder / "mlruns"
@@ -214,6 +234,10 @@ def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
         for variant in variants:
             r = results[(latency, c, variant)]
             wall, cpu = r.med("wall"), r.med("cpu")
+            if variant == "sweep":  # 720 samples in 30 jobs: only its start-up compares
+                print(f"{latency:5.0f} {c:4d} {variant:<8} {wall:6.1f} {cpu:6.1f} {'':>6} {'':>6} "
+                      f"{max(r.peak):6d} {r.med('start_up'):7.1f}")  # fmt: skip
+                continue
             rel = f"{wall / base.med('wall'):9.2f} {cpu / base.med('cpu'):8.2f}" if base else ""
             print(
                 f"{latency:5.0f} {c:4d} {variant:<8} {wall:6.1f} {cpu:6.1f} {floor:6.1f} {wall / floor:6.2f} "
@@ -226,7 +250,7 @@ def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
             return
         wall, cpu = a.med("wall") / b.med("wall"), a.med("cpu") / b.med("cpu")
         print(
-            f"  {label:<58} wall {wall:5.2f} {verdict(wall <= bound):<8} cpu {cpu:5.2f} {verdict(cpu <= bound):<8}"
+            f"  {label:<60} wall {wall:5.2f} {verdict(wall <= bound):<8} cpu {cpu:5.2f} {verdict(cpu <= bound):<8}"
             f" (<= {bound:.2f})"
         )
 
@@ -243,6 +267,26 @@ def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
         )
         target(f"L={latency:.0f} C={c}: mlflow, traces off <= 1.05 x tracking=none", at("mlflow"), at("geoeval"), 1.05)
         target(f"L={latency:.0f} C={c}: traces all <= 1.05 x traces off", at("traces"), at("mlflow"), 1.05)
+    print("\nstart-up: seconds from the command's start to its first model request, medians, minus inspect's:")
+    for latency, c, _ in points:
+        at = lambda v: results.get((latency, c, v))  # noqa: E731
+        base = at("inspect")
+        if base is None:
+            continue
+        for variant, label, bound in (
+            ("geoeval", "geoeval, tracking=none", 1.0),
+            ("mlflow", "geoeval, MLflow, traces off", 1.0),
+            ("traces", "geoeval as typed (MLflow, traces all)", 1.0),
+            ("sweep", "the main command's first job", 5.0),
+        ):
+            r = at(variant)
+            if r is None:
+                continue
+            late = r.med("start_up") - base.med("start_up")
+            print(
+                f"  L={latency:.0f} C={c}: {label:<38} {r.med('start_up'):5.1f} s, {late:+5.1f} s"
+                f" {verdict(late <= bound):<8} (<= +{bound:.0f} s)"
+            )
     print("  harness overhead like for like (<= 1.10): bench/harness_overhead.py")
 
 
