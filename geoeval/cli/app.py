@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core.run.preflight import endpoint_checks, preflight
     from geoeval.core.run.serving import served_model
     from geoeval.core.tracking import runs as tracking
-    from geoeval.core.tracking.store import check_tracking_server
+    from geoeval.core.tracking.store import check_tracking_server, import_mlflow
 
     try:
         spec = validate_config(cfg)
@@ -142,7 +143,11 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             check_tracking_server(spec.tracking)
         with served_model(spec) as spec:
             if spec.preflight and sweep is None:  # a sweep checks once, before job 0
-                _report_preflight(preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s))
+                # MLflow's import (the run opens next) while the probes wait on the model
+                meanwhile = partial(import_mlflow, spec.tracking) if spec.tracking.enabled else None
+                _report_preflight(
+                    preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s, meanwhile=meanwhile)
+                )
             outcome = run_job(
                 spec,
                 out_dir=out_dir,
@@ -290,12 +295,14 @@ class SweepCallback(Callback):
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
         try:
-            from geoeval.core.tracking.store import check_tracking_server
+            from geoeval.core.tracking.store import check_tracking_server, import_mlflow
 
             for tracking_spec in {str(s.tracking.model_dump()): s.tracking for s in specs}.values():
                 check_tracking_server(tracking_spec)
             checks = [c for s in served for c in endpoint_checks(s)]
-            _report_preflight(preflight(checks, timeout_s=spec.preflight_timeout_s))
+            # MLflow's import (the sweep's run opens next) while the probes wait on the models
+            meanwhile = partial(import_mlflow, spec.tracking) if any(s.tracking.enabled for s in specs) else None
+            _report_preflight(preflight(checks, timeout_s=spec.preflight_timeout_s, meanwhile=meanwhile))
         except GeoevalError as exc:
             _fail(exc)
         if spec.tracking.enabled:

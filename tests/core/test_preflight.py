@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
@@ -249,6 +252,41 @@ def test_preflight_passes_and_returns_the_notes(server):
     )
     assert [(r.role, r.ok, r.status) for r in results] == [("evaluated model", True, 429), ("judge", True, None)]
     assert results[1].message == "mockllm/model (role: judge): offline provider: nothing to probe"
+
+
+def test_meanwhile_runs_while_the_probes_wait_on_their_endpoints(server):
+    seen = []
+
+    def meanwhile():  # what the caller does meanwhile (MLflow's import): the probe is already out
+        deadline = time.monotonic() + 5
+        while not server.requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen.append(len(server.requests))
+
+    with pytest.raises(GeoevalError, match="did not answer within 1 s"):  # and the result still counts
+        preflight(
+            [("evaluated model", "openai-api/local/m", server.url("hang"), KEY)],
+            timeout_s=FAST_S,
+            environ={},
+            meanwhile=meanwhile,
+        )
+    assert seen == [1]
+
+
+def test_import_mlflow_imports_the_store_it_will_open_and_opens_nothing(tmp_path):
+    script = (
+        "import sys\n"
+        "from types import SimpleNamespace\n"
+        "from geoeval.core.tracking.store import import_mlflow\n"
+        "import_mlflow(SimpleNamespace(tracking_uri=sys.argv[1]))\n"
+        "print('mlflow' in sys.modules, 'mlflow.store.tracking.sqlalchemy_store' in sys.modules)\n"
+    )
+    db = tmp_path / "mlruns" / "mlflow.db"
+    for uri, expected in ((f"sqlite:///{db}", "True True"), ("http://127.0.0.1:9/", "True False")):
+        done = subprocess.run([sys.executable, "-c", script, uri], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == expected.split()
+    assert list(tmp_path.iterdir()) == []  # no store, no folder
 
 
 def test_the_key_and_base_url_come_from_the_service_environment(server):

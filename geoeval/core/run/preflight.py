@@ -36,7 +36,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -356,18 +356,27 @@ def missing_keys(checks: Sequence[Check], environ: Mapping[str, str] | None = No
 
 
 def preflight(
-    checks: Sequence[Check], *, timeout_s: float = DEFAULT_TIMEOUT_S, environ: Mapping[str, str] | None = None
+    checks: Sequence[Check],
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    environ: Mapping[str, str] | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[PreflightResult]:
     """Probe every check `(role, model_name, base_url, api_key)`, each distinct endpoint once
     and all in parallel, and raise `GeoevalError` with one line per failing role when any is
     fatal, e.g. `model endpoint http://127.0.0.1:9911/v1 (role: evaluated model) answered HTTP
-    501 Not Implemented: <body>`. Returns the results (ok ones may carry notes worth printing)."""
+    501 Not Implemented: <body>`. Returns the results (ok ones may carry notes worth printing).
+    `meanwhile` (which must not raise) runs in this thread while the probes wait on their
+    endpoints: a probe is one model request, L seconds of a remote model's latency."""
     missing = missing_keys(checks, environ)
     if missing:
         raise GeoevalError("\n".join(missing))
     unique = list(dict.fromkeys((m, b, k) for _, m, b, k in checks))
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
-        outcomes = dict(zip(unique, pool.map(lambda c: _probe(c[0], c[1], c[2], timeout_s, environ), unique)))
+        probes = pool.map(lambda c: _probe(c[0], c[1], c[2], timeout_s, environ), unique)  # all sent now
+        if meanwhile is not None:
+            meanwhile()
+        outcomes = dict(zip(unique, probes))
     results = [_result(role, m, outcomes[(m, b, k)]) for role, m, b, k in checks]
     failing = [r.message for r in results if r.fatal]
     if failing:
