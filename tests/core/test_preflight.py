@@ -273,6 +273,17 @@ def test_meanwhile_runs_while_the_probes_wait_on_their_endpoints(server):
     assert seen == [1]
 
 
+def test_meanwhile_waits_for_no_probe_that_is_back_at_once():
+    called = []
+    dead = ("evaluated model", "openai-api/local/m", f"http://127.0.0.1:{_closed_port()}/v1", KEY)
+    with pytest.raises(GeoevalError, match="unreachable"):  # reported before any meanwhile work
+        preflight([dead], timeout_s=FAST_S, environ={}, meanwhile=lambda: called.append(1))
+    preflight(
+        [("judge", "mockllm/model", None, None)], timeout_s=FAST_S, environ={}, meanwhile=lambda: called.append(1)
+    )
+    assert called == []
+
+
 def test_import_mlflow_imports_the_store_it_will_open_and_opens_nothing(tmp_path):
     script = (
         "import sys\n"

@@ -37,7 +37,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
 #: Seconds to wait for the probe's connection and for its answer.
 DEFAULT_TIMEOUT_S = 5.0
+#: Seconds the probes have to come back before `preflight` runs its caller's `meanwhile` work.
+MEANWHILE_AFTER_S = 0.1
 #: Characters of an error body quoted in the message.
 BODY_CHARS = 200
 #: Providers that never leave the process.
@@ -367,16 +369,18 @@ def preflight(
     fatal, e.g. `model endpoint http://127.0.0.1:9911/v1 (role: evaluated model) answered HTTP
     501 Not Implemented: <body>`. Returns the results (ok ones may carry notes worth printing).
     `meanwhile` (which must not raise) runs in this thread while the probes wait on their
-    endpoints: a probe is one model request, L seconds of a remote model's latency."""
+    endpoints (a probe is one model request: a remote model's latency), unless every probe is
+    back within `MEANWHILE_AFTER_S` (an offline model, a local server, a dead endpoint, whose
+    error then comes at once)."""
     missing = missing_keys(checks, environ)
     if missing:
         raise GeoevalError("\n".join(missing))
     unique = list(dict.fromkeys((m, b, k) for _, m, b, k in checks))
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
-        probes = pool.map(lambda c: _probe(c[0], c[1], c[2], timeout_s, environ), unique)  # all sent now
-        if meanwhile is not None:
+        probes = [pool.submit(_probe, m, b, k, timeout_s, environ) for m, b, k in unique]
+        if meanwhile is not None and wait(probes, timeout=MEANWHILE_AFTER_S).not_done:
             meanwhile()
-        outcomes = dict(zip(unique, probes))
+        outcomes = dict(zip(unique, (probe.result() for probe in probes)))
     results = [_result(role, m, outcomes[(m, b, k)]) for role, m, b, k in checks]
     failing = [r.message for r in results if r.fatal]
     if failing:
