@@ -286,9 +286,9 @@ def find_urls(text: str) -> list[tuple[int, int]]:
     """(start, end) of every URL in `text`: the matches of `URL_PATTERN`, left to right, found
     from the "://" each must contain. The pattern itself tries every letter and its greedy scheme
     run, ~80 ns a character on the base64 images of an Inspect log (0.1 s a MapTab log, scrubbed
-    after every job). A scheme run ends at the ":" (no scheme character), so a match ending its scheme at a
-    given "://" starts at the first letter of the scheme run before it, or there is none; the
-    runs before two "://" are disjoint, and a match's body may swallow the next "://"."""
+    after every job). A scheme run ends at the ":" (no scheme character), so a match whose
+    scheme ends at a given "://" starts at the first letter of the scheme run before it, or
+    there is none; the runs before two "://" are disjoint, and a body may swallow the next "://"."""
     spans: list[tuple[int, int]] = []
     pos = 0
     while (colon := text.find("://", pos)) >= 0:
