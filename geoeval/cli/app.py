@@ -64,7 +64,7 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
     """Hydra saves the composed config and the overrides under `<out_dir>/.hydra/` before the job
     starts, and a sweep's config with every override as `<sweep dir>/multirun.yaml` before its
     first job: any secret given in the config is blanked there too."""
-    from geoeval.core.config.secrets import scrub_file, scrub_tree
+    from geoeval.core.config.scrub import scrub_file, scrub_tree
 
     if secrets and (out_dir / ".hydra").is_dir():
         scrub_tree(out_dir / ".hydra", secrets)

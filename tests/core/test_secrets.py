@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from geoeval.core.config.scrub import scrub_file, scrub_tree, scrub_zip
 from geoeval.core.config.secrets import (
     REDACTED,
     URL_PATTERN,
@@ -19,10 +20,7 @@ from geoeval.core.config.secrets import (
     redact,
     redact_url,
     redact_urls,
-    scrub_file,
     scrub_text,
-    scrub_tree,
-    scrub_zip,
     secrets_in_plain_fields,
     strip_secrets,
 )

@@ -19,8 +19,8 @@ from geoeval.core import registry
 from geoeval.core.analysis import provenance
 from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
-from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_known
-from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact, scrub_zip
+from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_known, scrub_zip
+from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact
 from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
