@@ -301,7 +301,7 @@ class SweepCallback(Callback):
                 check_tracking_server(tracking_spec)
             checks = [c for s in served for c in endpoint_checks(s)]
             # MLflow's import (the sweep's run opens next) while the probes wait on the models
-            meanwhile = partial(import_mlflow, spec.tracking) if any(s.tracking.enabled for s in specs) else None
+            meanwhile = partial(import_mlflow, spec.tracking) if spec.tracking.enabled else None
             _report_preflight(preflight(checks, timeout_s=spec.preflight_timeout_s, meanwhile=meanwhile))
         except GeoevalError as exc:
             _fail(exc)

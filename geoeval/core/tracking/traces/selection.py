@@ -74,14 +74,10 @@ def _read_samples(path: str, wanted: set[tuple[str, int]]) -> Iterable[Any]:
     for i in range(0, len(keys), SAMPLES_PER_READ):
         chunk = [(_typed_id(sample_id), epoch) for sample_id, epoch in keys[i : i + SAMPLES_PER_READ]]
         try:
-            samples = read_eval_log_samples_by_id(path, chunk, resolve_attachments="core")
-        except Exception:  # noqa: BLE001 -- read what can be read, one by one, below
-            samples = None
-        if samples is not None:
-            yield from samples
-            continue
-        for sample_id, epoch in chunk:
-            yield read_eval_log_sample(path, id=sample_id, epoch=epoch, resolve_attachments="core")
+            samples: Iterable[Any] = read_eval_log_samples_by_id(path, chunk, resolve_attachments="core")
+        except Exception:  # noqa: BLE001 -- read what can be read, one by one (lazily, as yielded)
+            samples = (read_eval_log_sample(path, id=i, epoch=e, resolve_attachments="core") for i, e in chunk)
+        yield from samples
 
 
 def _typed_id(sample_id: str) -> int | str:
