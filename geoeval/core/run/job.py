@@ -160,9 +160,9 @@ def run_job(
     remember_secrets(collect_secret_values(spec.to_dict()) | env_secret_values())
     clear_halt()
     suite = registry.get_suite(spec.suite.name)
-    # a bad results_db fails before any work; the object holds the file only per operation
-    warehouse = Warehouse(spec.results_db, config_key="results_db=")
-    warehouse.check_readable()  # a damaged file is named now, not after the evaluation
+    # a bad results_db fails before any work (a damaged file is named now, not after the
+    # evaluation); the object holds the file only per operation
+    warehouse = Warehouse(spec.results_db, config_key="results_db=", check_readable=True)
     env_name = getattr(spec.env, "name", "") or suite.name
     if progress:  # the first minute of a cold run is building: say so instead of going silent
         print(
@@ -341,6 +341,8 @@ def _evaluate(
 ) -> JobOutcome:
     """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
     with wh:
+        # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
+        # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
             wh.register_run(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
@@ -349,82 +351,82 @@ def _evaluate(
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
             invocation = begin_invocation(wh, run_hash, n_reused=len(done))
-        todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
-        if done:
-            print(
-                f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run",
+            todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
+            if done:
+                print(
+                    f"[geoeval] resuming run {run_hash}: {len(done)} sample(s) already scored, {len(todo)} to run",
+                    file=sys.stderr,
+                )
+            generation_hash = spec.generation_hash()
+            todo_keys = {(str(s.id), e) for s in todo for e in range(1, spec.epochs + 1)} - done
+            stored = wh.trajectories(generation_hash, todo_keys) if spec.generation != "fresh" else {}
+            if stored:
+                print(
+                    f"[geoeval] {len(stored)} of {len(todo_keys)} sample(s) to run have a stored trajectory "
+                    f"(generation {generation_hash}): replayed, with no call to the evaluated model"
+                    + ("" if spec.generation == "replay_only" else "; generation=fresh generates them anew"),
+                    file=sys.stderr,
+                )
+            never_generated = sorted(todo_keys - set(stored)) if spec.generation == "replay_only" else []
+            spent_before = wh.spent(run_hash)
+            guard = BudgetGuard(spec.budget, spent_before, sweep_spent()) if has_limit(spec.budget) else None
+            bar = tqdm(
+                total=len(wanted),
+                initial=len(done),
+                desc=f"{suite.name} {spec.model.name}",
+                unit="sample",
+                disable=not progress,
                 file=sys.stderr,
+                dynamic_ncols=True,
             )
-        generation_hash = spec.generation_hash()
-        todo_keys = {(str(s.id), e) for s in todo for e in range(1, spec.epochs + 1)} - done
-        stored = wh.trajectories(generation_hash, todo_keys) if spec.generation != "fresh" else {}
-        if stored:
-            print(
-                f"[geoeval] {len(stored)} of {len(todo_keys)} sample(s) to run have a stored trajectory "
-                f"(generation {generation_hash}): replayed, with no call to the evaluated model"
-                + ("" if spec.generation == "replay_only" else "; generation=fresh generates them anew"),
-                file=sys.stderr,
-            )
-        never_generated = sorted(todo_keys - set(stored)) if spec.generation == "replay_only" else []
-        spent_before = wh.spent(run_hash)
-        guard = BudgetGuard(spec.budget, spent_before, sweep_spent()) if has_limit(spec.budget) else None
-        bar = tqdm(
-            total=len(wanted),
-            initial=len(done),
-            desc=f"{suite.name} {spec.model.name}",
-            unit="sample",
-            disable=not progress,
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
-        n_errors = n_retries = 0
+            n_errors = n_retries = 0
 
-        def on_written(batch: list[SampleResult]) -> None:
-            nonlocal n_errors, n_retries
-            n_errors += sum(1 for r in batch if r.status == "error")
-            n_retries += sum(int(r.details.get("http_retries", 0)) for r in batch)
-            if n_errors or n_retries:
-                bar.set_postfix_str(f"errors={n_errors} retries={n_retries}", refresh=False)
-            bar.update(len(batch))
-            if mlflow_run is not None:
-                mlflow_run.progress(done=bar.n, errors=n_errors, total=len(wanted))
+            def on_written(batch: list[SampleResult]) -> None:
+                nonlocal n_errors, n_retries
+                n_errors += sum(1 for r in batch if r.status == "error")
+                n_retries += sum(int(r.details.get("http_retries", 0)) for r in batch)
+                if n_errors or n_retries:
+                    bar.set_postfix_str(f"errors={n_errors} retries={n_retries}", refresh=False)
+                bar.update(len(batch))
+                if mlflow_run is not None:
+                    mlflow_run.progress(done=bar.n, errors=n_errors, total=len(wanted))
 
-        writer = GroupCommitWriter(wh, on_written, generation_hash=generation_hash)
+            writer = GroupCommitWriter(wh, on_written, generation_hash=generation_hash)
 
-        def sink(result: SampleResult) -> None:
-            if (result.sample_id, result.epoch) in wanted:
-                scrub_result(result)
-                price_result(spec.pricing, result)
-                if guard is not None:
-                    guard.add(result)
-                writer.put(result)
+            def sink(result: SampleResult) -> None:
+                if (result.sample_id, result.epoch) in wanted:
+                    scrub_result(result)
+                    price_result(spec.pricing, result)
+                    if guard is not None:
+                        guard.add(result)
+                    writer.put(result)
 
-        if never_generated:  # a rescore never calls the model: what was never generated cannot be scored
-            runnable = todo_keys - set(never_generated)
-            todo = [s for s in todo if any((str(s.id), e) in runnable for e in range(1, spec.epochs + 1))]
-            for s in samples:
-                for e in range(1, spec.epochs + 1):
-                    if (str(s.id), e) in never_generated:
-                        sink(
-                            undelivered_error(
-                                s,
-                                epoch=e,
-                                run_hash=run_hash,
-                                model=spec.model.name,
-                                metric_names=spec.metrics.metrics,
-                                reason=(
-                                    "generation=replay_only: no stored trajectory for this sample under generation "
-                                    f"identity {generation_hash} (a rescore makes no model call): run without rescore "
-                                    "to generate it"
-                                ),
+            if never_generated:  # a rescore never calls the model: what was never generated cannot be scored
+                runnable = todo_keys - set(never_generated)
+                todo = [s for s in todo if any((str(s.id), e) in runnable for e in range(1, spec.epochs + 1))]
+                for s in samples:
+                    for e in range(1, spec.epochs + 1):
+                        if (str(s.id), e) in never_generated:
+                            sink(
+                                undelivered_error(
+                                    s,
+                                    epoch=e,
+                                    run_hash=run_hash,
+                                    model=spec.model.name,
+                                    metric_names=spec.metrics.metrics,
+                                    reason=(
+                                        "generation=replay_only: no stored trajectory for this sample under generation "
+                                        f"identity {generation_hash} (a rescore makes no model call): run without rescore "
+                                        "to generate it"
+                                    ),
+                                )
                             )
-                        )
 
-        # one folder per invocation: a run lists and logs only its own logs (recorded per run in
-        # the warehouse), never another warehouse's run of the same config
-        log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-        # recorded before anything runs, so that a killed invocation's partial log is found too
-        wh.add_run_logs(run_hash, [str(log_dir)])
+            # one folder per invocation: a run lists and logs only its own logs (recorded per run in
+            # the warehouse), never another warehouse's run of the same config
+            log_dir = Path(spec.log_dir).resolve() / run_hash / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+            # recorded before anything runs, so that a killed invocation's partial log is found too
+            wh.add_run_logs(run_hash, [str(log_dir)])
         budget_stop: str | None = None
         try:
             with stage("evaluate"):
@@ -457,6 +459,7 @@ def _evaluate(
                 if Path(path).exists():
                     scrub_zip(path, config_secrets)
         with stage("warehouse"), wh.held():
+            wh.keep_open(False)  # the writer left the file open for this block, which closes it
             try:  # the writer's last batch and the job's bookkeeping share one open of the file
                 writer.write(rest)
             except BaseException:

@@ -83,13 +83,15 @@ class GroupCommitWriter:
     def close(self, *, keep_rest: bool = False) -> list[SampleResult]:
         """Stop the thread once it has written what it holds. `keep_rest`: the results it has not
         taken yet are returned instead of written, for `write` to write them inside the job's own
-        `Warehouse.held()` block with its other bookkeeping. Never call this inside such a block:
-        a thread that is writing waits for the file, and this waits for the thread."""
+        `Warehouse.held()` block with its other bookkeeping; the file then stays open for that
+        block, which lets it go (`Warehouse.keep_open(False)`). Never call this inside such a
+        block: a thread that is writing waits for the file, and this waits for the thread."""
         if keep_rest:
             self._handover.set()
         self._stop.set()
         self._thread.join()
-        self._wh.keep_open(False)  # the job's own bookkeeping opens the file for itself, and closes it
+        if not keep_rest:
+            self._wh.keep_open(False)
         if self._error is not None:
             raise self._error
         return self._take() if keep_rest else []

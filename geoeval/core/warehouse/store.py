@@ -78,11 +78,18 @@ class Warehouse:
     Use it as a context manager, or call `close()`. One object is safe to share between threads
     of one process (calls are serialised), and several processes may use one file at once (see
     the module doc: each operation holds the file only while it runs). `config_key` is how
-    messages name the file (`--db` for the CLI, `results_db=` for a run).
+    messages name the file (`--db` for the CLI, `results_db=` for a run). `check_readable=True`
+    runs `check_readable` in the same open of the file as the schema's creation (a run's start).
     """
 
     def __init__(
-        self, path: str | Path, *, read_only: bool = False, config_key: str = "--db", lock_timeout_s: float = 120.0
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        config_key: str = "--db",
+        lock_timeout_s: float = 120.0,
+        check_readable: bool = False,
     ) -> None:
         self.path = Path(path)
         self.read_only = read_only
@@ -110,8 +117,12 @@ class Warehouse:
                 ) from None
             if not read_only and self.path.exists() and not os.access(self.path, os.W_OK):
                 raise GeoevalError(f"{self.path} is read-only: point {config_key} at a writable file")
+        if check_readable and not in_memory:
+            check_free_space(self.path, config_key)
         with self._session() as con:
             self._prepare_schema(con)
+            if check_readable and not in_memory:  # in the same open of the file (~20 ms each)
+                self._check_readable(con)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -345,29 +356,32 @@ class Warehouse:
         if self._memory is None:
             check_free_space(Path(self.path), self.config_key)
         with self._session() as con:
-            if self._memory is not None:
-                return
+            if self._memory is None:
+                self._check_readable(con)
+
+    def _check_readable(self, con: duckdb.DuckDBPyConnection) -> None:
+        """`check_readable` on an open connection: a write's reads, rolled back."""
+        try:
+            con.begin()
             try:
-                con.begin()
-                try:
-                    for table in ("scores", "samples"):
-                        con.execute(
-                            f"""
-                            DELETE FROM {table}
-                            USING (SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch) AS n
-                            WHERE {table}.run_hash = n.run_hash
-                              AND {table}.sample_id = n.sample_id
-                              AND {table}.epoch = n.epoch
-                            """
-                        )
-                        # ... and one row through the table's key index, as an insert goes
-                        con.execute(
-                            f"INSERT INTO {table} SELECT * REPLACE ('\x00geoeval-probe' AS run_hash) FROM {table} LIMIT 1"
-                        )
-                finally:
-                    con.rollback()
-            except duckdb.Error as error:
-                raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
+                for table in ("scores", "samples"):
+                    con.execute(
+                        f"""
+                        DELETE FROM {table}
+                        USING (SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch) AS n
+                        WHERE {table}.run_hash = n.run_hash
+                          AND {table}.sample_id = n.sample_id
+                          AND {table}.epoch = n.epoch
+                        """
+                    )
+                    # ... and one row through the table's key index, as an insert goes
+                    con.execute(
+                        f"INSERT INTO {table} SELECT * REPLACE ('\x00geoeval-probe' AS run_hash) FROM {table} LIMIT 1"
+                    )
+            finally:
+                con.rollback()
+        except duckdb.Error as error:
+            raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
 
     def write_results(self, results: Sequence[SampleResult], *, generation_hash: str | None = None) -> None:
         """Store a batch of results in ONE transaction: every sample row with all its score rows,
