@@ -27,7 +27,7 @@ from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
-from geoeval.core.sweep.points import SWEEP_POINTS, SweepJob, append_point, current_sweep_job, read_points
+from geoeval.core.sweep.points import SWEEP_POINTS, JobPoint, SweepJob, current_sweep_job, read_points
 
 _register_experiments_path()
 _register_launcher()
@@ -148,11 +148,14 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
                 _report_preflight(
                     preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s, meanwhile=meanwhile)
                 )
+            # a sweep's next job starts while this one's MLflow end is sent; its point says how it went
+            job_point = JobPoint(sweep.points_path, redact) if sweep is not None else None
             outcome = run_job(
                 spec,
                 out_dir=out_dir,
                 run_name=scrub_text(_job_label(hc, sweep), secrets),
                 parent_run_id=os.environ.get(tracking.PARENT_RUN_ENV),
+                end_in_background=job_point.end_done if job_point is not None else None,
             )
     except GeoevalError as exc:
         _fail(exc)
@@ -171,7 +174,8 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
             "seconds": outcome.seconds,
             "out_dir": str(out_dir),
         }
-        append_point(sweep.points_path, redact(point))
+        assert job_point is not None
+        job_point.job_done(point)
     if sweep is None or sweep.job_tables:  # in a sweep, the launcher prints one line per job
         print_outcome(outcome)
     if outcome.budget_exceeded is not None and sweep is None:

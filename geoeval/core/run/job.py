@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from geoeval.core.config.secrets import collect_secret_values, env_secret_values
 from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.invocation import begin_invocation, log_files, mlflow_run_key
 from geoeval.core.run.outcome import JobOutcome
@@ -33,6 +35,7 @@ from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
+from geoeval.core.tracking import background_ends
 from geoeval.core.warehouse.invocations import end_invocation
 from geoeval.core.warehouse.store import Warehouse
 
@@ -52,25 +55,6 @@ def error_threshold_exceeded(n_errors: int, n_samples: int, fail_on_error: bool 
     if isinstance(fail_on_error, float) and fail_on_error < 1:
         return n_errors / max(1, n_samples) > fail_on_error
     return n_errors > int(fail_on_error)
-
-
-def _dataset_rows(samples: list[Any]) -> Any:
-    """The evaluated dataset as MLflow shows it beside the run: one row per sample, with its
-    reference and dimensions (the prompts stay in the traces and Inspect logs)."""
-    import pandas as pd
-
-    rows = []
-    for s in samples:
-        dims = (s.metadata or {}).get("dims") or {}
-        target = s.target if isinstance(s.target, str) else "\n".join(s.target or [])
-        rows.append(
-            {
-                "sample_id": str(s.id),
-                "target": clean_text(target, max_chars=2000),
-                **{k: str(dims.get(k, "")) for k in ("task_family", "task", "level", "setting")},
-            }
-        )
-    return pd.DataFrame(rows, dtype=object)
 
 
 def scrub_result(result: SampleResult) -> None:
@@ -144,10 +128,14 @@ def run_job(
     progress: bool = True,
     run_name: str = "run",
     parent_run_id: str | None = None,
+    end_in_background: background_ends.EndDone | None = None,
 ) -> JobOutcome:
     """Run one job to the end: its MLflow run (when tracking is on) is RUNNING from the start,
     shows progress while samples finish, and ends FINISHED, FAILED (errors past
-    `fail_on_error`, or an exception) or KILLED (interrupted)."""
+    `fail_on_error`, or an exception) or KILLED (interrupted). With `end_in_background` (a
+    sweep's jobs) the run's end is sent on a background thread while the caller goes on
+    (`tracking/background_ends.py`), and `end_in_background` is told how it went; otherwise it
+    is sent before this returns."""
     from geoeval.core.analysis.job_reports import write_job_reports
     from geoeval.core.tracking import delivery
     from geoeval.core.tracking import runs as tracking
@@ -205,6 +193,7 @@ def run_job(
         # what this tracking store missed while it was down (an earlier job's end) goes first
         delivery.send_pending(spec.work_dir, tracking_store.tracking_uri_for(spec.tracking))
         run_key = mlflow_run_key(run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name)
+        background_ends.wait_for(run_key)  # this run's earlier end, if a job of the sweep sends it still
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
                 spec.tracking,
@@ -254,59 +243,15 @@ def run_job(
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
-            with stage("mlflow"):
-                try:
-                    traces.log_dataset(
-                        spec.tracking,
-                        spec.experiment_name,
-                        mlflow_run.run_id,
-                        _dataset_rows(samples),
-                        name=f"{suite.name}-{run_hash}",
-                        digest=run_hash,
-                    )
-                except Exception as exc:  # noqa: BLE001 - the dataset is a view of the run, not its record
-                    print(
-                        f"[geoeval] warning: MLflow dataset not logged: {clean_text(str(exc), max_chars=200)}",
-                        file=sys.stderr,
-                    )
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
-            resolved = out_dir / "resolved_config.yaml"
-            description = tracking_values.run_description(
-                outcome.metrics, suite.headline_metrics, provenance.provenance(spec, suite)["note"]
-            )
-            tags = {"mlflow.note.content": description} if description else {}
-            status = "FAILED" if outcome.failed else "FINISHED"
-            if outcome.budget_exceeded is not None:  # stopped on purpose, resumable: not a failure
-                status = "KILLED"
-                tags["geoeval.status"] = BUDGET_EXCEEDED
-            end = delivery.JobEnd(
-                tracking_uri=tracking_store.tracking_uri_for(spec.tracking),
-                artifact_location=spec.tracking.artifact_location,
-                run_id=mlflow_run.run_id,
-                status=status,
-                metrics={**outcome.metrics, "wall_seconds": outcome.seconds},
-                tags=tags,
-                artifacts=[str(p) for p in artifacts + ([resolved] if resolved.exists() else [])],
-                traces=spec.tracking.traces,
-                max_traces=spec.tracking.max_traces,
-                dataset_name=suite.name,
-                model=spec.model.name,
-                run_hash=run_hash,
-                results_db=str(Path(spec.results_db).resolve()),
-                log_paths=outcome.log_paths_all,
-                keys=sorted(wanted),
-            )
-            # one trace per stored sample (those a kill, an outage or a resume left out, and a
-            # reused sample's), then the run's end; a server that stays down gets it later
-            with stage("mlflow_traces"):
-                outcome.tracking_pending = delivery.end_job_run(
-                    mlflow_run,
-                    end,
-                    wait_s=spec.tracking.outage_wait_s,
-                    work_dir=spec.work_dir,
-                    results=outcome.results,
-                )
+            end = job_end.job_end(spec, suite, outcome, mlflow_run.run_id, artifacts, keys=sorted(wanted))
+            send = partial(job_end.send_end, mlflow_run, end, spec, samples, outcome.results)
+            if end_in_background is None:
+                outcome.tracking_pending = send()
+            else:
+                live_run, mlflow_run = mlflow_run, None  # the background thread ends it, whatever happens here
+                background_ends.submit(run_key, partial(job_end.failed_run_marked, live_run, send), end_in_background)
         else:
             with stage("reports"):
                 write_job_reports(outcome)

@@ -21,10 +21,11 @@ ends FAILED (exit 1).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,12 +132,13 @@ class GeoevalLauncher(Launcher):
         headline = _headline(self.config)
         if concurrency == 1:
             returns = []
-            for job in jobs:
-                raise_if_stopped()  # a stop between jobs starts no other
-                ret, point = self._run_job(job, sweep_dir)
-                raise_if_stopped()  # a job whose interrupt became another error still stops the sweep
-                progress.job_done(job[0], job[2], point, (point or {}).get("seconds", 0.0), headline)
-                returns.append(ret)
+            with _tracking_ends_sent():
+                for job in jobs:
+                    raise_if_stopped()  # a stop between jobs starts no other
+                    ret, point = self._run_job(job, sweep_dir)
+                    raise_if_stopped()  # a job whose interrupt became another error still stops the sweep
+                    progress.job_done(job[0], job[2], point, (point or {}).get("seconds", 0.0), headline)
+                    returns.append(ret)
             return returns
         return _FanOut(self, sweep_dir, progress, headline).run(jobs, concurrency)
 
@@ -183,17 +185,18 @@ class GeoevalLauncher(Launcher):
         output in its own folder's job.log, until none is left."""
         returns = []
         _, first, count = _worker_batch()
-        for job in jobs:
-            num, overrides, _ = job
-            # Hydra's sweeper may launch in batches (max_batch_size): only this batch's jobs
-            if not first <= num < first + count or _stopping(sweep_dir) or not _claim(sweep_dir, num):
-                returns.append(_completed(OmegaConf.create(), overrides))
-                continue
-            log = self.job_log(sweep_dir, num, overrides)
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with _output_to(log):
-                ret, _ = self._run_job(job, sweep_dir)
-            returns.append(ret)
+        with _tracking_ends_sent():
+            for job in jobs:
+                num, overrides, _ = job
+                # Hydra's sweeper may launch in batches (max_batch_size): only this batch's jobs
+                if not first <= num < first + count or _stopping(sweep_dir) or not _claim(sweep_dir, num):
+                    returns.append(_completed(OmegaConf.create(), overrides))
+                    continue
+                log = self.job_log(sweep_dir, num, overrides)
+                log.parent.mkdir(parents=True, exist_ok=True)
+                with _output_to(log):
+                    ret, _ = self._run_job(job, sweep_dir)
+                returns.append(ret)
         return returns
 
     def worker_command(self, sweep_dir: Path) -> list[str]:
@@ -213,6 +216,25 @@ class GeoevalLauncher(Launcher):
             f"hydra.sweep.dir={_quote(str(sweep_dir))}",
             *map(str, self.config.hydra.overrides.task),
         ]
+
+
+@contextlib.contextmanager
+def _tracking_ends_sent() -> Iterator[None]:
+    """The jobs run inside; at the end (an interrupt too) every job's MLflow end, sent in the
+    background while the next job ran (`tracking/background_ends.py`), is sent before the sweep
+    reports: its points then say which ends were kept for later or failed."""
+    from geoeval.core.tracking import background_ends
+
+    try:
+        yield
+    finally:
+        if not background_ends.wait_all(timeout_s=2.0):
+            print(
+                f"[geoeval] sending the MLflow end of {background_ends.in_flight()} job(s) ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            background_ends.wait_all()
 
 
 def _failure(ret: JobReturn) -> str | None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Sequence
+import sys
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,46 @@ def append_point(path: Path, point: dict) -> None:
         os.write(fd, data)
     finally:
         os.close(fd)  # closing releases the lock
+
+
+class JobPoint:
+    """One job's point, appended when the job returns (`job_done`) and once more if its MLflow
+    end, sent in the background while the next job runs (`tracking/background_ends.py`), was kept
+    for a server that is down or failed (`end_done`): the last line of a job is the one that
+    counts (`read_points`). Either may come first; a lock keeps the lines in order. `clean` is
+    applied to each line (the secrets' redaction)."""
+
+    def __init__(self, path: Path, clean: Callable[[dict], dict]) -> None:
+        self.path, self.clean = path, clean
+        self._lock = threading.Lock()
+        self._point: dict | None = None
+        self._end: tuple[Path | None, BaseException | None] | None = None
+
+    def job_done(self, point: dict) -> None:
+        with self._lock:
+            self._point = point
+            append_point(self.path, self.clean(self._with_end()))
+
+    def end_done(self, kept: Path | None, error: BaseException | None) -> None:
+        with self._lock:
+            self._end = (kept, error)
+            if error is not None:
+                print(
+                    f"[geoeval] sweep job {(self._point or {}).get('job', '?')}: its MLflow end failed: "
+                    f"{type(error).__name__}: {error}",
+                    file=sys.stderr,
+                )
+            if self._point is not None and (kept is not None or error is not None):
+                append_point(self.path, self.clean(self._with_end()))
+
+    def _with_end(self) -> dict:
+        point = dict(self._point or {})
+        kept, error = self._end or (None, None)
+        if kept is not None:
+            point["tracking_pending"] = str(kept)
+        if error is not None:
+            point["failed"] = f"its MLflow end failed: {type(error).__name__}: {error}"
+        return point
 
 
 def read_points(path: Path) -> list[dict]:
