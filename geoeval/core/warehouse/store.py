@@ -49,7 +49,15 @@ import duckdb
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
-from geoeval.core.warehouse.lock import LockedConnection, check_free_space, first_line, open_failure, write_failure
+from geoeval.core.warehouse.lock import (
+    CHECKED_FILES,
+    LockedConnection,
+    check_free_space,
+    file_identity,
+    first_line,
+    probe_reads,
+    write_failure,
+)
 from geoeval.core.warehouse.rows import batch_tables, rebuild_results
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
@@ -79,7 +87,8 @@ class Warehouse:
     of one process (calls are serialised), and several processes may use one file at once (see
     the module doc: each operation holds the file only while it runs). `config_key` is how
     messages name the file (`--db` for the CLI, `results_db=` for a run). `check_readable=True`
-    runs `check_readable` in the same open of the file as the schema's creation (a run's start).
+    runs `check_readable` in the same open of the file as the schema's creation (a run's start),
+    once per process and file (`CHECKED_FILES`).
     """
 
     def __init__(
@@ -119,10 +128,16 @@ class Warehouse:
                 raise GeoevalError(f"{self.path} is read-only: point {config_key} at a writable file")
         if check_readable and not in_memory:
             check_free_space(self.path, config_key)
+        identity = file_identity(self.path) if check_readable and not read_only else None
+        if identity is not None and identity in CHECKED_FILES:
+            return  # this process created its schema and checked it (a sweep's earlier job): no open
         with self._session() as con:
             self._prepare_schema(con)
             if check_readable and not in_memory:  # in the same open of the file (~20 ms each)
-                self._check_readable(con)
+                probe_reads(con, self.path, self.config_key)
+        identity = file_identity(self.path) if check_readable and not read_only else None
+        if identity is not None:
+            CHECKED_FILES.add(identity)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -357,31 +372,7 @@ class Warehouse:
             check_free_space(Path(self.path), self.config_key)
         with self._session() as con:
             if self._memory is None:
-                self._check_readable(con)
-
-    def _check_readable(self, con: duckdb.DuckDBPyConnection) -> None:
-        """`check_readable` on an open connection: a write's reads, rolled back."""
-        try:
-            con.begin()
-            try:
-                for table in ("scores", "samples"):
-                    con.execute(
-                        f"""
-                        DELETE FROM {table}
-                        USING (SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch) AS n
-                        WHERE {table}.run_hash = n.run_hash
-                          AND {table}.sample_id = n.sample_id
-                          AND {table}.epoch = n.epoch
-                        """
-                    )
-                    # ... and one row through the table's key index, as an insert goes
-                    con.execute(
-                        f"INSERT INTO {table} SELECT * REPLACE ('\x00geoeval-probe' AS run_hash) FROM {table} LIMIT 1"
-                    )
-            finally:
-                con.rollback()
-        except duckdb.Error as error:
-            raise GeoevalError(open_failure(self.path, error, self.config_key)) from None
+                probe_reads(con, self.path, self.config_key)
 
     def write_results(self, results: Sequence[SampleResult], *, generation_hash: str | None = None) -> None:
         """Store a batch of results in ONE transaction: every sample row with all its score rows,
