@@ -71,3 +71,12 @@ def test_wait_for_waits_for_its_own_run_only():
     assert not waiter.is_alive()  # sent: run-2's end, still in flight, is not waited for
     assert background_ends.in_flight() == 1
     second.set()
+
+
+def test_an_end_waits_while_the_driver_prepares_a_job():
+    started = threading.Event()
+    background_ends.driver_busy()  # the next job's environment, samples and MLflow run
+    background_ends.submit("run-1", lambda: started.set() or None, lambda kept, error: None)
+    assert not started.wait(0.2)  # it would contend with the job's own MLflow run for the store
+    background_ends.driver_waits()  # the job evaluates: the end goes
+    assert started.wait(10)

@@ -144,6 +144,7 @@ def run_job(
     from geoeval.core.tracking.traces import writer as traces
 
     started = time.time()
+    background_ends.driver_busy()  # an earlier job's MLflow end waits until this one evaluates
     # what a model, tool or provider writes is scrubbed of these by value (results, traces, logs)
     remember_secrets(collect_secret_values(spec.to_dict()) | env_secret_values())
     clear_halt()
@@ -373,6 +374,7 @@ def _evaluate(
             # recorded before anything runs, so that a killed invocation's partial log is found too
             wh.add_run_logs(run_hash, [str(log_dir)])
         budget_stop: str | None = None
+        background_ends.driver_waits()  # an earlier job's MLflow end goes while this one evaluates
         try:
             with stage("evaluate"):
                 if guard is None:

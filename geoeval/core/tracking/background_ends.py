@@ -4,7 +4,8 @@ A job's end (its traces, one per sample, read back from the Inspect logs of a Ra
 metrics, artifacts and status) took ~0.2 s of the driver per job, between two jobs whose shards
 left the driver idle: in a sweep of 30 jobs, 6 s in which no sample ran. A sweep's jobs hand
 their ends here (`submit`) and the next job starts at once; the ends are sent one at a time, in
-the order the jobs ended, on a thread of their own.
+the order the jobs ended, on a thread of their own, once the next job's evaluation has started
+(`driver_busy`, `driver_waits`).
 
 - The sweep waits for every end before it reports (`wait_all`, in the launcher): the sweep's
   table, the parent run and the exit status see each job's end as they did before.
@@ -34,6 +35,21 @@ _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 #: the ends not yet sent, by the run key of their MLflow run
 _in_flight: dict[str, Future] = {}
+#: set while the driver waits on an evaluation (`driver_waits`), or on the ends themselves: an end
+#: starts only then, so that it overlaps the next job's shards instead of the next job's start,
+#: whose MLflow run would wait for the store behind the end's trace commits (SQLite lets one
+#: writer in at a time, and a waiting one sleeps in steps of up to 100 ms)
+_driver_idle = threading.Event()
+
+
+def driver_busy() -> None:
+    """The driver prepares a job (its environment, samples and MLflow run): ends wait."""
+    _driver_idle.clear()
+
+
+def driver_waits() -> None:
+    """The driver waits on an evaluation: ends may go."""
+    _driver_idle.set()
 
 
 #: what the submitter learns when its end is done: where it was kept (a server that stayed down),
@@ -49,6 +65,7 @@ def submit(run_key: str, send: Callable[[], Path | None], then: EndDone) -> Futu
     submitted: list[Future] = []  # this end's own future, for the thread to take it off the list
 
     def send_then_tell() -> Path | None:
+        _driver_idle.wait()
         try:
             try:
                 kept = send()
@@ -73,6 +90,7 @@ def submit(run_key: str, send: Callable[[], Path | None], then: EndDone) -> Futu
 
 def wait_for(run_key: str) -> None:
     """Wait until the end of the run `run_key` (if one is in flight) is sent or has failed."""
+    _driver_idle.set()
     with _lock:
         future = _in_flight.get(run_key)
     if future is not None:
@@ -81,6 +99,7 @@ def wait_for(run_key: str) -> None:
 
 def wait_all(timeout_s: float | None = None) -> bool:
     """Wait for every end submitted so far; whether they all finished within `timeout_s`."""
+    _driver_idle.set()
     with _lock:
         futures = list(_in_flight.values())
     if not futures:
