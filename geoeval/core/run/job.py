@@ -33,7 +33,6 @@ from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
-from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 from geoeval.core.tracking import background_ends
 from geoeval.core.warehouse.invocations import end_invocation
@@ -260,13 +259,7 @@ def run_job(
         if trace_stream is not None:
             trace_stream.close()
         if mlflow_run is not None:
-            try:
-                mlflow_run.finish(status=tracking_values.status_for_exception(exc))
-            except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
-                print(
-                    f"[geoeval] warning: MLflow run not ended: {clean_text(str(tracking_exc), max_chars=200)}",
-                    file=sys.stderr,
-                )
+            job_end.end_run_after(mlflow_run, exc)
         raise
     return outcome
 

@@ -96,21 +96,27 @@ def send_end(
 
 
 def failed_run_marked(mlflow_run: Any, send: Callable[[], Path | None]) -> Path | None:
-    """`send()`, and a run whose end raised marked as `run_job` marks it (FAILED, or KILLED for an
-    interrupt): for an end sent in the background, after the job has returned."""
-    from geoeval.core.tracking import values as tracking_values
-
+    """`send()`, and a run whose end raised marked as `run_job` marks it: for an end sent in the
+    background, after the job has returned."""
     try:
         return send()
     except BaseException as exc:
-        try:
-            mlflow_run.finish(status=tracking_values.status_for_exception(exc))
-        except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
-            print(
-                f"[geoeval] warning: MLflow run not ended: {clean_text(str(tracking_exc), max_chars=200)}",
-                file=sys.stderr,
-            )
+        end_run_after(mlflow_run, exc)
         raise
+
+
+def end_run_after(mlflow_run: Any, exc: BaseException) -> None:
+    """End the job's run as `exc` leaves it (FAILED, or KILLED for an interrupt); a run that
+    cannot be ended is a warning, since `exc` is the error to report."""
+    from geoeval.core.tracking import values as tracking_values
+
+    try:
+        mlflow_run.finish(status=tracking_values.status_for_exception(exc))
+    except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
+        print(
+            f"[geoeval] warning: MLflow run not ended: {clean_text(str(tracking_exc), max_chars=200)}",
+            file=sys.stderr,
+        )
 
 
 def dataset_rows(samples: list[Any]) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.warehouse.schema import replace_delete_sql
 
 #: DuckDB's words for a file another process holds (`Could not set lock on file ...: Conflicting
 #: lock is held`); a whole word, since "block" (as in a corrupt block) contains "lock"
@@ -241,15 +242,8 @@ def probe_reads(con: Any, path: Path, key: str) -> None:
         con.begin()
         try:
             for table in ("scores", "samples"):
-                con.execute(
-                    f"""
-                    DELETE FROM {table}
-                    USING (SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch) AS n
-                    WHERE {table}.run_hash = n.run_hash
-                      AND {table}.sample_id = n.sample_id
-                      AND {table}.epoch = n.epoch
-                    """
-                )
+                no_key = "(SELECT ''::VARCHAR AS run_hash, ''::VARCHAR AS sample_id, -1 AS epoch)"
+                con.execute(replace_delete_sql(table, no_key))
                 # ... and one row through the table's key index, as an insert goes
                 con.execute(
                     f"INSERT INTO {table} SELECT * REPLACE ('\x00geoeval-probe' AS run_hash) FROM {table} LIMIT 1"

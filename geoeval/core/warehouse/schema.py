@@ -206,3 +206,15 @@ SCORES_SELECT = """
     LEFT JOIN samples p USING (run_hash, sample_id, epoch)
     LEFT JOIN runs r USING (run_hash)
 """
+
+
+def replace_delete_sql(table: str, keys: str) -> str:
+    """The DELETE of a write's replace step: the rows of `table` whose key (run_hash, sample_id,
+    epoch) is in `keys` (a table, or a subquery in parentheses). Both are geoeval's own names,
+    never user text; the read check (`lock.probe_reads`) runs the same statement on no key."""
+    return f"""
+        DELETE FROM {table} USING {keys} AS n
+        WHERE {table}.run_hash = n.run_hash
+          AND {table}.sample_id = n.sample_id
+          AND {table}.epoch = n.epoch
+    """

@@ -67,6 +67,7 @@ from geoeval.core.warehouse.schema import (
     SCHEMA_VERSION,
     SCORE_TABLE_COLUMNS,
     SCORES_SELECT,
+    replace_delete_sql,
 )
 
 if TYPE_CHECKING:
@@ -411,14 +412,7 @@ class Warehouse:
                 try:
                     # Delete first, then insert: a rewrite replaces the whole score set.
                     for table in ("scores", "samples"):
-                        con.execute(
-                            f"""
-                            DELETE FROM {table} USING _geoeval_new_samples AS n
-                            WHERE {table}.run_hash = n.run_hash
-                              AND {table}.sample_id = n.sample_id
-                              AND {table}.epoch = n.epoch
-                            """
-                        )
+                        con.execute(replace_delete_sql(table, "_geoeval_new_samples"))
                     con.execute(
                         f"INSERT INTO samples ({', '.join(SAMPLE_TABLE_COLUMNS)}) "
                         f"SELECT {', '.join(SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
