@@ -1,6 +1,8 @@
 """SIGTERM (a scheduler's stop, `kill`) stops a run as Ctrl-C does: one line on stderr, exit
 128 + the signal, the samples that finished stored, the warehouse run `interrupted` and its MLflow
-run KILLED (not left `running`), and the same command resumes the rest."""
+run KILLED (not left `running`), and the same command resumes the rest. With `runner=ray` too:
+`ray.init` replaces the driver's SIGTERM handler (in Python and with its core worker's crash
+handler in C), and such a run used to end with SIGABRT."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from tests.conftest import geoeval_cmd
 
 pytestmark = pytest.mark.slow  # two whole LifePlanner runs
 
-ARGS = ("+experiment=lifeplanner_offline", "runner=local")
+RUNNERS = pytest.mark.parametrize("runner", ["local", "ray"])
 
 
 def _done(text: str) -> int:
@@ -25,10 +27,12 @@ def _done(text: str) -> int:
     return max(counts, default=0)
 
 
-def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path):
+@RUNNERS
+def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path, runner):
+    args = ("+experiment=lifeplanner_offline", f"runner={runner}")
     err = tmp_path / "stderr.txt"
     with err.open("w") as sink:
-        proc = subprocess.Popen(geoeval_cmd(*ARGS), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)
+        proc = subprocess.Popen(geoeval_cmd(*args), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)
         deadline = time.monotonic() + 300
         while _done(err.read_text(errors="replace")) < 5 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -47,7 +51,7 @@ def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path):
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
         assert store.execute("SELECT status FROM runs").fetchall() == [("KILLED",)]
 
-    rerun = subprocess.run(geoeval_cmd(*ARGS), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(geoeval_cmd(*args), cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
         assert con.execute("SELECT status FROM runs").fetchall() == [("finished",)]
@@ -56,8 +60,9 @@ def test_sigterm_stops_the_run_cleanly_and_the_rerun_resumes(tmp_path):
         assert store.execute("SELECT status FROM runs").fetchall() == [("FINISHED",)]  # the same run, resumed
 
 
-def test_sigterm_stops_a_sweep_and_its_parent_run_and_the_rerun_finishes_it(tmp_path):
-    args = ("-m", *ARGS, "seed=1,2")
+@RUNNERS
+def test_sigterm_stops_a_sweep_and_its_parent_run_and_the_rerun_finishes_it(tmp_path, runner):
+    args = ("-m", "+experiment=lifeplanner_offline", f"runner={runner}", "seed=1,2")
     err = tmp_path / "stderr.txt"
     with err.open("w") as sink:
         proc = subprocess.Popen(geoeval_cmd(*args), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)

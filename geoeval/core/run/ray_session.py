@@ -5,9 +5,12 @@ environment (geoeval's, Inspect's and the providers' variables; secrets apart fr
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,14 +92,15 @@ def ensure_ray(spec: RunSpec) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     runtime_env = worker_runtime_env(spec)
     if address is None:
-        ray.init(
-            num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
-            include_dashboard=False,
-            log_to_driver=False,
-            _temp_dir=_ray_temp_dir(spec),
-            runtime_env=runtime_env,
-            configure_logging=False,
-        )
+        with sigterm_handler_kept():
+            ray.init(
+                num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
+                include_dashboard=False,
+                log_to_driver=False,
+                _temp_dir=_ray_temp_dir(spec),
+                runtime_env=runtime_env,
+                configure_logging=False,
+            )
         _CONNECTED["address"] = wanted
         return
     _warn_about_loopback_endpoints(spec)
@@ -117,8 +121,9 @@ def ensure_ray(spec: RunSpec) -> None:
             failure.append(exc)
 
     t = threading.Thread(target=connect, daemon=True)
-    t.start()
-    t.join(spec.runner.connect_timeout_s)
+    with sigterm_handler_kept():  # the connection's core worker installs its crash handler for SIGTERM too
+        t.start()
+        t.join(spec.runner.connect_timeout_s)
     if t.is_alive() or failure:
         why = (
             f"{type(failure[0]).__name__}: {failure[0]}"
@@ -130,6 +135,23 @@ def ensure_ray(spec: RunSpec) -> None:
             "Start the cluster, fix the address, or use runner.address=null for a local Ray."
         )
     _CONNECTED["address"] = wanted
+
+
+@contextlib.contextmanager
+def sigterm_handler_kept() -> Iterator[None]:
+    """Put back the driver's SIGTERM handler after `ray.init`. Ray replaces it twice: in Python with
+    one that calls `sys.exit(15)`, and in C with its core worker's crash handler, which prints a
+    stack. A SIGTERM to a `runner=ray` run then ended the process with SIGABRT: no stop line, exit
+    -6 instead of 143 (`cli.main._stop_signals`). Only the main thread can set a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is not None:  # None: set outside Python, nothing to put back
+            signal.signal(signal.SIGTERM, handler)
 
 
 def _warn_about_loopback_endpoints(spec: RunSpec) -> None:
