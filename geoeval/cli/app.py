@@ -138,6 +138,10 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     (out_dir / "resolved_config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(resolved))))
     if sweep is None or sweep.num == 0:
         _say_where_results_go(spec)
+    if sweep is None:  # a sweep's Ray started while it composed its jobs
+        from geoeval.core.run.runner import start_early
+
+        start_early(spec)  # a local Ray and its workers start while the run prepares
     try:
         if sweep is None:  # a sweep checks once, before job 0
             check_tracking_server(spec.tracking)
@@ -277,6 +281,8 @@ class SweepCallback(Callback):
         # composed as the launcher will compose each job (Hydra's own overrides first), so that
         # the launcher gets the checked compositions back
         hydra_overrides = list(config.hydra.overrides.hydra)
+        from geoeval.core.run.runner import start_early
+
         try:
             for combo in _sweep_combinations(config):
                 cfg = loader.load_configuration(
@@ -285,6 +291,8 @@ class SweepCallback(Callback):
                     run_mode=RunMode.RUN,
                 )
                 specs.append(validate_config(cfg))
+                if len(specs) == 1:  # a local Ray and its workers start while the rest are composed
+                    start_early(specs[0])
         except GeoevalError as exc:
             _fail(exc)
         except Exception as exc:  # Hydra's own errors (unknown group option, bad override)
@@ -292,9 +300,6 @@ class SweepCallback(Callback):
             raise SystemExit(2) from None
         spec = specs[0]
         print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
-        from geoeval.core.run.runner import start_early
-
-        start_early(spec)  # a local Ray and its workers start while the sweep opens its MLflow run
         from geoeval.core.run.preflight import endpoint_checks, preflight
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job

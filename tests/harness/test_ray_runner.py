@@ -97,6 +97,41 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
 
 
 @pytest.mark.slow
+def test_a_ray_started_in_a_thread_outlives_the_threads_work_and_stops_with_it(tmp_path, ray_session):
+    # Ray's services die with the thread that started them (PR_SET_PDEATHSIG): the starter thread
+    # must stay until Ray stops, and end then
+    import threading
+    import time
+
+    import ray
+
+    from geoeval.core.private_api import ray_local_node_processes
+    from geoeval.core.run.ray_session import ensure_ray, shutdown_ray, start_local_ray_soon
+
+    spec = spec_for(tmp_path, "runner=ray", "runner.num_cpus=2")
+    ran_in: list[str] = []
+    assert start_local_ray_soon(spec, then=lambda: ran_in.append(threading.current_thread().name))
+    assert not start_local_ray_soon(spec)  # one start at a time
+    ensure_ray(spec)  # waits for the thread's Ray instead of starting a second one
+    assert ray.is_initialized()
+    starter = [t for t in threading.enumerate() if t.name == "geoeval-ray-start"]
+    assert len(starter) == 1
+    deadline = time.monotonic() + 30
+    while not ran_in and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ran_in == ["geoeval-ray-start"]  # the warm-up ran there, after the start
+    time.sleep(1)
+    processes = ray_local_node_processes()
+    assert {"raylet", "gcs_server"} <= set(processes)
+    assert all(p.poll() is None for ps in processes.values() for p in ps)
+    assert ray.get(ray.remote(lambda: 42).remote(), timeout=120) == 42
+    shutdown_ray()
+    starter[0].join(timeout=10)
+    assert not starter[0].is_alive()
+    assert not start_local_ray_soon(spec_for(tmp_path, "runner=local"))  # nothing to start for a local runner
+
+
+@pytest.mark.slow
 def test_unreachable_cluster_gives_one_clear_error(tmp_path):
     proc = subprocess.run(
         geoeval_cmd(

@@ -6,11 +6,12 @@ environment (geoeval's, Inspect's and the providers' variables; secrets apart fr
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,98 @@ def shutdown_ray() -> None:
                 process.kill()
                 process.wait(timeout=5)
     ray.shutdown()
+    _release_starter()
     _CONNECTED.clear()
+
+
+def _init_local_ray(spec: RunSpec) -> None:
+    import ray
+
+    _ray_env_defaults()
+    ray.init(
+        num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=_ray_temp_dir(spec),
+        runtime_env=worker_runtime_env(spec),
+        configure_logging=False,
+    )
+    _CONNECTED["address"] = "local"
+
+
+def _ray_env_defaults() -> None:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+#: A local Ray that `start_local_ray_soon` is starting: set once it is up (or failed to start),
+#: with the SIGTERM handler to put back then.
+_STARTING: list[tuple[threading.Event, Any]] = []
+#: Set when this process's Ray stops: the thread that started it may end (`start_local_ray_soon`).
+_STARTER_RELEASE: list[threading.Event] = []
+
+
+class _NotMainThreadWarning(logging.Filter):
+    """`ray.init` outside the main thread warns that it set no SIGTERM handler: the driver keeps
+    its own, as `sigterm_handler_kept` makes it do in the main thread."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("SIGTERM handler is not set")
+
+
+logging.getLogger("ray._private.worker").addFilter(_NotMainThreadWarning())
+
+
+def start_local_ray_soon(spec: RunSpec, then: Callable[[], None] | None = None) -> bool:
+    """Start the local Ray of a `runner=ray` job or sweep in a thread, then run `then` there
+    (the workers' warm-up): Ray's services come up on the other core while the driver goes on
+    (a sweep's compositions and checks, a run's MLflow run, environment and samples), and
+    `ensure_ray` waits for them. Ray ties its services to the thread that starts them
+    (`PR_SET_PDEATHSIG`: they are killed when it ends), so the thread stays until Ray stops.
+    Does nothing for a cluster, `runner=local` or a Ray already up; a failed start is left to
+    `ensure_ray`, which starts again in the main thread and reports the error. True when it
+    started one."""
+    if spec.runner.name != "ray" or cluster_address(spec) is not None or _STARTING:
+        return False
+    if _CONNECTED or ("ray" in sys.modules and sys.modules["ray"].is_initialized()):
+        return False
+    up, release = threading.Event(), threading.Event()
+    handler = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+
+    def start() -> None:
+        try:
+            _init_local_ray(spec)
+        except BaseException:  # noqa: BLE001 -- ensure_ray starts it again and shows the error
+            up.set()
+            return
+        _STARTER_RELEASE.append(release)
+        up.set()
+        try:
+            if then is not None:
+                then()
+        except Exception:  # noqa: BLE001 -- a warm-up only; the job's shards import what they need
+            pass
+        release.wait()
+
+    _STARTING.append((up, handler))
+    threading.Thread(target=start, name="geoeval-ray-start", daemon=True).start()
+    return True
+
+
+def _wait_for_early_start() -> None:
+    """Wait for `start_local_ray_soon`'s Ray, and put back the SIGTERM handler its core worker
+    replaced (`sigterm_handler_kept`)."""
+    while _STARTING:
+        up, handler = _STARTING[0]
+        up.wait()
+        _STARTING.pop(0)
+        if handler is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
+
+def _release_starter() -> None:
+    while _STARTER_RELEASE:
+        _STARTER_RELEASE.pop().set()
 
 
 def cluster_address(spec: RunSpec) -> str | None:
@@ -80,6 +172,7 @@ def ensure_ray(spec: RunSpec) -> None:
     one this process is connected to (a sweep over clusters) reconnects: each job honours its own
     `runner.address`. An unreachable cluster gives one clear error after
     `runner.connect_timeout_s` instead of retrying forever."""
+    _wait_for_early_start()
     import ray
 
     address = cluster_address(spec)
@@ -88,20 +181,12 @@ def ensure_ray(spec: RunSpec) -> None:
         if _CONNECTED.get("address", wanted) == wanted:
             return
         ray.shutdown()
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        _release_starter()
+    _ray_env_defaults()
     runtime_env = worker_runtime_env(spec)
     if address is None:
         with sigterm_handler_kept():
-            ray.init(
-                num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
-                include_dashboard=False,
-                log_to_driver=False,
-                _temp_dir=_ray_temp_dir(spec),
-                runtime_env=runtime_env,
-                configure_logging=False,
-            )
-        _CONNECTED["address"] = wanted
+            _init_local_ray(spec)
         return
     _warn_about_loopback_endpoints(spec)
     if spec.runner.ship_code:

@@ -17,12 +17,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
-from geoeval.core.run.ray_session import cluster_address, ensure_ray, worker_secrets
+from geoeval.core.run.ray_session import cluster_address, ensure_ray, start_local_ray_soon, worker_secrets
 from geoeval.core.timing import stage
 
 if TYPE_CHECKING:
@@ -219,18 +220,23 @@ _WARMED: set[str] = set()
 
 
 def start_early(spec: RunSpec) -> None:
-    """Start the local Ray of a `runner=ray` job or sweep now, and have as many workers as the job
-    uses import what a shard needs (Inspect, the suite, the plugins) while the driver prepares the
-    job (the sweep's checks and MLflow run, the environment, the samples). The first shards then
-    start on warm workers instead of paying that start-up in the job. Does nothing for
-    `runner=local` or a cluster (`runner.address`), whose workers are not this machine's spare
-    cores; idempotent."""
+    """Start the local Ray of a `runner=ray` job or sweep now, in a thread of its own, and have as
+    many workers as the job uses import what a shard needs (Inspect, the suite, the plugins)
+    while the driver prepares the job (the sweep's compositions, checks and MLflow run, the
+    environment, the samples). The first shards then start on warm workers instead of paying
+    that start-up in the job. Does nothing for `runner=local` or a cluster (`runner.address`),
+    whose workers are not this machine's spare cores; idempotent."""
     if spec.runner.name != "ray" or cluster_address(spec) is not None:
         return
+    if not start_local_ray_soon(spec, then=partial(_warm_workers, spec)):  # Ray is up, or starting
+        with stage("ray_start"):
+            ensure_ray(spec)
+        _warm_workers(spec)
+
+
+def _warm_workers(spec: RunSpec) -> None:
     import ray
 
-    with stage("ray_start"):
-        ensure_ray(spec)
     session = _ray_session()
     if session in _WARMED:
         return
