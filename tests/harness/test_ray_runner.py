@@ -131,6 +131,42 @@ def test_a_ray_started_in_a_thread_outlives_the_threads_work_and_stops_with_it(t
     assert not start_local_ray_soon(spec_for(tmp_path, "runner=local"))  # nothing to start for a local runner
 
 
+def _ray_node_pids() -> set[int]:
+    """Live processes of a local Ray node: its services and the raylet's agents."""
+    from pathlib import Path
+
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError, ValueError):
+            continue
+        if state != "Z" and any(
+            part in cmdline for part in (b"raylet", b"gcs_server", b"dashboard/agent.py", b"runtime_env/agent")
+        ):
+            found.add(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_ray_stopped_while_it_starts_leaves_no_process_behind(tmp_path, ray_session):
+    # stopped half-way (a run with nothing left to evaluate exits at once), the raylet's agents
+    # outlived it; the stop now waits for the start
+    import time
+
+    from geoeval.core.run.ray_session import shutdown_ray, start_local_ray_soon
+
+    before = _ray_node_pids()
+    assert start_local_ray_soon(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
+    time.sleep(0.5)  # in the middle of Ray's start
+    shutdown_ray()
+    deadline = time.monotonic() + 20
+    while _ray_node_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _ray_node_pids() - before
+
+
 @pytest.mark.slow
 def test_unreachable_cluster_gives_one_clear_error(tmp_path):
     proc = subprocess.run(

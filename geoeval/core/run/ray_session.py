@@ -50,7 +50,10 @@ def shutdown_ray() -> None:
     (geoeval's workers write to Ray's log files, `log_to_driver=False`, so there is nothing to
     wait for), and stopping a local Ray waits 1 s for its autoscaler monitor, which ignores
     SIGTERM, before it kills it; a local Ray of geoeval's never autoscales, so the monitor is
-    killed at once. A connection to a cluster is only closed: the cluster goes on."""
+    killed at once. A connection to a cluster is only closed: the cluster goes on. A local Ray
+    still starting (`start_local_ray_soon`) is stopped once it is up: one ended half-way left
+    its raylet's agents running."""
+    _wait_for_early_start()
     if "ray" not in sys.modules:  # nothing started Ray in this process
         return
     import ray
