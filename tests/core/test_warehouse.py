@@ -420,3 +420,30 @@ def test_a_cut_short_file_that_still_opens_is_found_before_any_work(tmp_path: Pa
     wh = Warehouse(path, config_key="results_db=")  # it opens ...
     with pytest.raises(GeoevalError, match=r"the file is damaged .*results_db="):
         wh.check_readable()  # ... and is named damaged before a run evaluates anything
+
+
+def test_trajectories_store_the_calls_of_a_batch_that_were_made_and_the_last_of_a_sample_wins(wh) -> None:
+    made = [{"input": "q", "output": "a", "replayed": False}]
+    replayed = [{"input": "q", "output": "a", "replayed": True}]
+    wh.write_results(
+        [
+            result("1", trajectory=made),
+            result("2", trajectory=replayed),  # nothing new: its stored calls stay as they are
+            result("3", run_hash="run2", trajectory=[{"input": "first", "replayed": False}]),
+            result("3", run_hash="run3", trajectory=[*made, {"input": "second", "replayed": False}]),
+            result("4"),  # no calls recorded
+        ],
+        generation_hash="gen1",
+    )
+    assert wh.trajectories("gen1", [("1", 1), ("2", 1), ("3", 1), ("4", 1)]) == {
+        ("1", 1): made,
+        ("3", 1): [*made, {"input": "second", "replayed": False}],
+    }
+    assert wh.query("SELECT sample_id, run_hash, n_calls FROM trajectories ORDER BY sample_id")[1] == [
+        ("1", "run1", 1),
+        ("3", "run3", 2),
+    ]
+    wh.write_results([result("1", trajectory=[{"input": "again", "replayed": False}])], generation_hash="gen1")
+    assert wh.trajectories("gen1", [("1", 1)]) == {("1", 1): [{"input": "again", "replayed": False}]}
+    wh.write_results([result("5", trajectory=made)])  # no generation hash: nothing to key them by
+    assert count(wh, "trajectories") == 2

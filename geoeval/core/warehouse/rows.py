@@ -1,6 +1,6 @@
 """Results and warehouse rows, both ways: a batch of `SampleResult`s as the Arrow tables of its
-`samples` and `scores` rows (`batch_tables`), and stored rows rebuilt as `SampleResult`s
-(`rebuild_results`).
+`samples` and `scores` rows (`batch_tables`) and of its `trajectories` rows (`trajectory_table`),
+and stored rows rebuilt as `SampleResult`s (`rebuild_results`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.text import clean_text, clean_value
-from geoeval.core.warehouse.schema import SAMPLES_ARROW, SCORES_ARROW
+from geoeval.core.warehouse.schema import SAMPLES_ARROW, SCORES_ARROW, TRAJECTORIES_ARROW
 
 
 def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> tuple[pa.Table, pa.Table]:
@@ -59,6 +59,34 @@ def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> 
         pa.Table.from_pydict(samples, schema=SAMPLES_ARROW),
         pa.Table.from_pydict(scores, schema=SCORES_ARROW),
     )
+
+
+def trajectory_table(
+    results: Sequence[SampleResult], *, generation_hash: str | None, created_at: datetime
+) -> pa.Table | None:
+    """The `trajectories` rows of a batch: each result's recorded model calls when one of them
+    was made (not replayed), under `generation_hash`; the last of a (sample, epoch) wins, as
+    rows written one after another would. None when there is none. (An Arrow table: DuckDB's
+    `executemany` took ~1.3 ms a row, 0.34 s for 256 samples with a 3 KB call each.)"""
+    if not generation_hash:
+        return None
+    rows: dict[tuple[str, int], SampleResult] = {}
+    for r in results:
+        if r.trajectory and any(not call.get("replayed") for call in r.trajectory):
+            rows.pop((r.sample_id, r.epoch), None)  # the last one, in its place in the order
+            rows[(r.sample_id, r.epoch)] = r
+    if not rows:
+        return None
+    columns: dict[str, list[Any]] = {
+        "generation_hash": [generation_hash] * len(rows),
+        "sample_id": [r.sample_id for r in rows.values()],
+        "epoch": [r.epoch for r in rows.values()],
+        "run_hash": [r.run_hash for r in rows.values()],
+        "n_calls": [len(r.trajectory or []) for r in rows.values()],
+        "calls": [json.dumps(r.trajectory) for r in rows.values()],
+        "created_at": [created_at] * len(rows),
+    }
+    return pa.Table.from_pydict(columns, schema=TRAJECTORIES_ARROW)
 
 
 def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequence[tuple]) -> list[SampleResult]:

@@ -172,8 +172,20 @@ SAMPLES_ARROW = pa.schema(
     ]
 )
 SCORES_ARROW = pa.schema([*_KEY_FIELDS, *_VALUE_FIELDS, *_DIMENSION_FIELDS])
+TRAJECTORIES_ARROW = pa.schema(
+    [
+        ("generation_hash", pa.string()),
+        ("sample_id", pa.string()),
+        ("epoch", pa.int32()),
+        ("run_hash", pa.string()),
+        ("n_calls", pa.int32()),
+        ("calls", pa.string()),  # a JSON list as text
+        ("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
 SAMPLE_TABLE_COLUMNS = tuple(SAMPLES_ARROW.names)
 SCORE_TABLE_COLUMNS = tuple(SCORES_ARROW.names)
+TRAJECTORY_TABLE_COLUMNS = tuple(TRAJECTORIES_ARROW.names)
 
 #: The columns of `scores_frame`, `export_parquet` and `analysis.reports.write_per_sample_parquet`, with
 #: their Arrow types as `export_parquet` writes them (DuckDB names a list's item "element"), so a

@@ -58,7 +58,7 @@ from geoeval.core.warehouse.lock import (
     probe_reads,
     write_failure,
 )
-from geoeval.core.warehouse.rows import batch_tables, rebuild_results
+from geoeval.core.warehouse.rows import batch_tables, rebuild_results, trajectory_table
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
     REGISTERED,
@@ -67,6 +67,7 @@ from geoeval.core.warehouse.schema import (
     SCHEMA_VERSION,
     SCORE_TABLE_COLUMNS,
     SCORES_SELECT,
+    TRAJECTORY_TABLE_COLUMNS,
     replace_delete_sql,
 )
 
@@ -388,25 +389,23 @@ class Warehouse:
             return
         now = _now()
         samples, scores = batch_tables(list(latest.values()), completed_at=now)
-        trajectory_rows = [
-            (generation_hash, r.sample_id, r.epoch, r.run_hash, len(r.trajectory), json.dumps(r.trajectory), now)
-            for r in latest.values()
-            if generation_hash and r.trajectory and any(not call.get("replayed") for call in r.trajectory)
-        ]
+        trajectories = trajectory_table(list(latest.values()), generation_hash=generation_hash, created_at=now)
         try:
-            self._write_batch(samples, scores, trajectory_rows)
+            self._write_batch(samples, scores, trajectories)
         except duckdb.Error as error:
             named = write_failure(Path(self.path), error, self.config_key)
             if named is None:
                 raise
             raise named from None
 
-    def _write_batch(self, samples: Any, scores: Any, trajectory_rows: list[tuple]) -> None:
+    def _write_batch(self, samples: Any, scores: Any, trajectories: Any) -> None:
         """`write_results`' one transaction."""
         with self._session() as con:
             # The batch reaches DuckDB as Arrow tables (bulk, and still never spliced into SQL).
             con.register("_geoeval_new_samples", samples)
             con.register("_geoeval_new_scores", scores)
+            if trajectories is not None:
+                con.register("_geoeval_new_trajectories", trajectories)
             try:
                 con.begin()
                 try:
@@ -418,9 +417,10 @@ class Warehouse:
                         f"SELECT {', '.join(SAMPLE_TABLE_COLUMNS)} FROM _geoeval_new_samples"
                     )
                     self._insert_scores(con)
-                    if trajectory_rows:
-                        con.executemany(
-                            "INSERT OR REPLACE INTO trajectories VALUES (?, ?, ?, ?, ?, ?, ?)", trajectory_rows
+                    if trajectories is not None:
+                        con.execute(
+                            f"INSERT OR REPLACE INTO trajectories ({', '.join(TRAJECTORY_TABLE_COLUMNS)}) "
+                            f"SELECT {', '.join(TRAJECTORY_TABLE_COLUMNS)} FROM _geoeval_new_trajectories"
                         )
                     con.commit()
                 except BaseException:
@@ -429,6 +429,8 @@ class Warehouse:
             finally:
                 con.unregister("_geoeval_new_samples")
                 con.unregister("_geoeval_new_scores")
+                if trajectories is not None:
+                    con.unregister("_geoeval_new_trajectories")
 
     def trajectories(self, generation_hash: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
         """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`."""
