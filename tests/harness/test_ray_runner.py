@@ -131,19 +131,22 @@ def test_a_ray_started_in_a_thread_outlives_the_threads_work_and_stops_with_it(t
     assert not start_local_ray_soon(spec_for(tmp_path, "runner=local"))  # nothing to start for a local runner
 
 
-def _ray_node_pids() -> set[int]:
+def _ray_node_pids(agents_only: bool = False) -> set[int]:
     """Live processes of a local Ray node: its services and the raylet's agents."""
     from pathlib import Path
 
     found = set()
     for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
         try:
             cmdline = (proc / "cmdline").read_bytes()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError, ValueError):
             continue
+        agents = (b"dashboard/agent.py", b"runtime_env/agent", b"ray::DashboardAgent", b"ray::RuntimeEnvAgent")
         if state != "Z" and any(
-            part in cmdline for part in (b"raylet", b"gcs_server", b"dashboard/agent.py", b"runtime_env/agent")
+            part in cmdline for part in agents + (() if agents_only else (b"raylet", b"gcs_server"))
         ):
             found.add(int(proc.name))
     return found
@@ -161,6 +164,45 @@ def test_a_ray_stopped_while_it_starts_leaves_no_process_behind(tmp_path, ray_se
     assert start_local_ray_soon(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
     time.sleep(0.5)  # in the middle of Ray's start
     shutdown_ray()
+    deadline = time.monotonic() + 20
+    while _ray_node_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _ray_node_pids() - before
+
+
+@pytest.mark.slow
+def test_a_process_that_exits_while_its_ray_starts_leaves_no_process_behind(tmp_path):
+    # a config or preflight error exits (SystemExit) while the Ray started for the run comes up:
+    # the raylet's agents outlived such an exit; `shutdown_ray` now runs at the exit
+    import sys
+    import textwrap
+    import time
+    from pathlib import Path
+
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from geoeval.core.run.ray_session import start_local_ray_soon
+        from tests.conftest import compose_spec
+        from tests.harness.test_ray_runner import _ray_node_pids
+
+        before = _ray_node_pids(agents_only=True)
+        assert start_local_ray_soon(compose_spec(Path({str(tmp_path)!r}), "runner=ray", "runner.num_cpus=2"))
+        deadline = time.monotonic() + 60
+        while not _ray_node_pids(agents_only=True) - before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(float(sys.argv[1]))
+        sys.exit(2)  # as the node's agents start
+        """
+    )
+    before = _ray_node_pids()
+    root = Path(__file__).resolve().parents[2]
+    for delay in ("0", "0.3", "0.6"):  # the window is narrow: three moments of the agents' start
+        done = subprocess.run(
+            [sys.executable, "-c", script, delay], cwd=root, capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 2, done.stderr[-2000:]
     deadline = time.monotonic() + 20
     while _ray_node_pids() - before and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -97,6 +97,8 @@ def _ray_env_defaults() -> None:
 _STARTING: list[tuple[threading.Event, Any]] = []
 #: Set when this process's Ray stops: the thread that started it may end (`start_local_ray_soon`).
 _STARTER_RELEASE: list[threading.Event] = []
+#: Whether `shutdown_ray` is registered to run at the interpreter's exit.
+_STOP_AT_EXIT: list[bool] = []
 
 
 class _NotMainThreadWarning(logging.Filter):
@@ -142,6 +144,11 @@ def start_local_ray_soon(spec: RunSpec, then: Callable[[], None] | None = None) 
         release.wait()
 
     _STARTING.append((up, handler))
+    if not _STOP_AT_EXIT:  # an exit while Ray starts (a config or preflight error) stops it too
+        import atexit
+
+        atexit.register(shutdown_ray)
+        _STOP_AT_EXIT.append(True)
     threading.Thread(target=start, name="geoeval-ray-start", daemon=True).start()
     return True
 
