@@ -193,11 +193,11 @@ def ensure_ray(spec: RunSpec) -> None:
         ray.shutdown()
         _release_starter()
     _ray_env_defaults()
-    runtime_env = worker_runtime_env(spec)
     if address is None:
         with sigterm_handler_kept():
             _init_local_ray(spec)
         return
+    runtime_env = worker_runtime_env(spec)
     _warn_about_loopback_endpoints(spec)
     if spec.runner.ship_code:
         from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
