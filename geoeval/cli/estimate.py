@@ -34,16 +34,19 @@ def _parser() -> argparse.ArgumentParser:
 def job_specs(overrides: list[str]) -> list[tuple[str, Any]]:
     """(label, validated RunSpec) of every job the overrides make, as the sweep would make them."""
     from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from geoeval.core.config.search_path import register
     from geoeval.core.config.validate import validate_config
     from geoeval.core.private_api import basic_sweeper_batches
+    from geoeval.core.sweep.compositions import share_config_files
 
     register()
     parsed = OverridesParser.create().parse_overrides(overrides)
     fixed = [o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]
     with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        share_config_files(GlobalHydra.instance().config_loader())  # each job reads the same files
         try:
             base = compose(config_name="config", overrides=fixed, return_hydra_config=True)
             params = base.hydra.sweeper.get("params") or {}

@@ -87,6 +87,16 @@ def hydra_sources_registry() -> Any:
     return SourcesRegistry.instance()
 
 
+def hydra_loader_config_sources(loader: Any) -> list[Any]:
+    """The config sources (`pkg://`, `file://`, ...) of a Hydra config loader's repository, in
+    search-path order. Hydra reads and parses every config file again for every composition and
+    offers no hook to keep what it read (`geoeval.core.sweep.compositions.share_config_files`)."""
+    try:
+        return list(loader.repository.get_sources())
+    except AttributeError as exc:
+        raise _moved("hydra._internal.config_loader_impl.ConfigLoaderImpl.repository", exc) from None
+
+
 def basic_sweeper_batches(parsed_overrides: list[Any]) -> list[list[str]]:
     """The jobs Hydra's basic sweeper makes of parsed overrides, each as its override list, in
     its order (its expansion rule is not public; validating every job of a sweep before the

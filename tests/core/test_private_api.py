@@ -48,3 +48,12 @@ def test_token_estimates_fall_back_offline_instead_of_failing_the_call(monkeypat
     assert _model.count_text_tokens.__qualname__.startswith("install_offline_token_estimate")
     monkeypatch.setitem(private_api._OFFLINE_TOKENS, "fallback", True)  # as after a failed download
     assert _model.count_text_tokens("abcd" * 10) == 11  # 40 chars / 4 per token x Inspect's 1.1 buffer
+
+
+def test_a_hydra_loader_shows_its_config_sources():
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        sources = private_api.hydra_loader_config_sources(GlobalHydra.instance().config_loader())
+    assert "pkg" in {s.scheme() for s in sources}

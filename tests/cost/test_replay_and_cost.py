@@ -6,7 +6,8 @@ server that counts requests and reports usage (`policy_server.PolicyServer`):
 - a rerun in another directory with `model.cache` on makes 0 requests (Inspect's cache);
 - a budget stops a run within one batch of its limit (exit 3, BUDGET_EXCEEDED) and a rerun with a
   higher budget finishes it with nothing redone;
-- the cost of a run is the hand-computed price of the tokens the server counted.
+- the cost of a run is the hand-computed price of the tokens the server counted;
+- `geoeval estimate` of a sweep prices each job's samples left from the stored ones, making no request.
 
 MapTab runs with the map image in the prompt, LifePlanner and MapSatisfy with tool-using
 trajectories (the server plays the suites' conversation-only baselines).
@@ -238,3 +239,29 @@ def test_replay_through_ray_workers(tmp_path):
     runs = rows(tmp_path / "a")
     first_rows, second_rows = (runs[h] for h in sorted(runs, key=lambda h: min(r[5] for r in runs[h])))
     assert answers(first_rows) == answers(second_rows)
+
+
+def test_estimate_projects_each_job_of_a_sweep_from_stored_samples(tmp_path):
+    """`geoeval estimate -m ... limit=2,4` after a run of 2 samples: the first job has nothing to
+    generate; the second has 2 left, priced at twice the stored samples' mean, and no request is made."""
+    agent, suite, overrides = SUITES["maptab"]
+    with PolicyServer(agent, suite) as server:
+        ran = geoeval(tmp_path / "a", server, *overrides, "limit=2")
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        ((_, found),) = rows(tmp_path / "a").items()
+        costs = [r[4] for r in found]
+        tokens = server.prompt_tokens + server.completion_tokens
+        server.reset()
+        estimated = geoeval(tmp_path / "a", server, "-m", *overrides, "limit=2,4", command="estimate")
+        assert estimated.returncode == 0, estimated.stderr[-3000:]
+        assert server.requests == 0
+    table = [line for line in estimated.stdout.splitlines() if line.startswith("| limit=")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    # job | model | samples | stored | replayable | to generate | tokens | cost | measured on
+    assert [c[0] for c in cells] == ["limit=2", "limit=4"]
+    assert [c[2:6] for c in cells] == [["2", "2", "0", "0"], ["4", "2", "0", "2"]]
+    assert (cells[0][6], cells[0][7]) == ("0", "$0.0000")
+    assert cells[1][6].startswith(f"{tokens:,.0f}")  # 2 samples left at the stored mean: the 2 stored ones' sum
+    assert cells[1][7].startswith(f"${sum(costs):,.4f}")
+    assert cells[1][8].startswith("2 sample(s) (generation ")
+    assert f"total: 6 sample(s), 2 to generate; expected tokens {cells[1][6]}, cost {cells[1][7]}" in estimated.stdout
