@@ -77,9 +77,14 @@ def test_an_edited_config_file_is_read_again(tmp_path):
 
     (tmp_path / "run.yaml").write_text("a: 1\n")
     source = FileConfigSource(provider="test", path=f"file://{tmp_path}")
+    reads: list[str] = []
+    read = source.load_config
+    source.load_config = lambda config_path: reads.append(config_path) or read(config_path)
     share_config_files(SimpleNamespace(repository=SimpleNamespace(get_sources=lambda: [source])))
     first = source.load_config(config_path="run")
     first.config.a = 5  # a caller's change stays in its copy
     assert source.load_config(config_path="run").config.a == 1
+    assert reads == ["run"]
     (tmp_path / "run.yaml").write_text("a: 22\n")  # another size: seen even within the clock's tick
     assert source.load_config(config_path="run").config.a == 22
+    assert reads == ["run", "run"]
