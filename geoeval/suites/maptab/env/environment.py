@@ -63,47 +63,10 @@ def env_key(env_cfg: dict[str, Any], seed: int) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _map_tables(maps: list[MetroMap], difficulty: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The rows of `maps`, `stations`, `edges` and `lines`, in the maps' order, as Arrow tables
-    with the columns of `SCHEMA`."""
-    import pyarrow as pa
-
-    names = pa.list_(pa.string())
-    schemas = {
-        "maps": [
-            ("name", pa.string()),
-            ("scenario", pa.string()),
-            ("width", pa.int32()),
-            ("height", pa.int32()),
-            ("country", pa.string()),
-            ("map_difficulty", pa.string()),
-            ("gs", pa.float64()),
-            ("wasp", pa.float64()),
-            ("mc", pa.float64()),
-        ],
-        "stations": [
-            ("map", pa.string()),
-            ("name", pa.string()),
-            ("lines", names),
-            *((column, pa.float64()) for column in ("x", "y", "time", "price", "comfort", "reliability")),
-            ("transfer_time", pa.float64()),
-        ],
-        "edges": [
-            ("map", pa.string()),
-            ("a", pa.string()),
-            ("b", pa.string()),
-            ("lines", names),
-            *((column, pa.float64()) for column in ("time", "price", "comfort", "reliability")),
-        ],
-        "lines": [
-            ("map", pa.string()),
-            ("name", pa.string()),
-            ("color", pa.string()),
-            ("stations", names),
-            ("loop", pa.bool_()),
-        ],
-    }
-    rows: dict[str, list[tuple]] = {table: [] for table in schemas}
+def _map_rows(maps: list[MetroMap], difficulty: dict[str, dict[str, Any]]) -> dict[str, list[tuple]]:
+    """The rows of `maps`, `stations`, `edges` and `lines`, in the maps' order and in the column
+    order of `SCHEMA`."""
+    rows: dict[str, list[tuple]] = {"maps": [], "stations": [], "edges": [], "lines": []}
     for m in maps:
         d = difficulty.get(m.name, {})
         rows["maps"].append(
@@ -125,20 +88,15 @@ def _map_tables(maps: list[MetroMap], difficulty: dict[str, dict[str, Any]]) -> 
         ]
         rows["edges"] += [(m.name, e.a, e.b, list(e.lines), e.time, e.price, e.comfort, e.reliability) for e in m.edges]
         rows["lines"] += [(m.name, ln.name, ln.color, list(ln.stations), ln.loop) for ln in m.lines.values()]
-    tables = {}
-    for table, fields in schemas.items():
-        schema = pa.schema(fields)
-        columns = list(zip(*rows[table])) if rows[table] else [() for _ in fields]
-        tables[table] = pa.Table.from_arrays(
-            [pa.array(list(values), type=field.type) for values, field in zip(columns, schema)], schema=schema
-        )
-    return tables
+    return rows
 
 
 def save_maps(
     db_path: str | Path, maps: list[MetroMap], difficulty: dict[str, dict[str, Any]], meta: dict[str, str]
 ) -> None:
     """Write maps into a fresh DuckDB file atomically (build in a temp file, then rename)."""
+    import pyarrow as pa
+
     db_path = Path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = db_path.with_suffix(f".tmp{os.getpid()}.duckdb")
@@ -148,9 +106,12 @@ def save_maps(
         con.execute(SCHEMA)
         # each table in one insert from an Arrow table: `executemany` took ~0.7 ms a row, 1.1 s
         # for 40 maps (their generation takes 0.3 s), ~9 s at the paper's 328
-        for table, rows in _map_tables(maps, difficulty).items():
-            if rows.num_rows:
-                con.register("_geoeval_new_rows", rows)
+        for table, rows in _map_rows(maps, difficulty).items():
+            if rows:
+                # the Arrow types of the table `SCHEMA` made, so that the two cannot drift apart
+                schema = con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table().schema
+                columns = [pa.array(list(values), type=field.type) for values, field in zip(zip(*rows), schema)]
+                con.register("_geoeval_new_rows", pa.Table.from_arrays(columns, schema=schema))
                 con.execute(f"INSERT INTO {table} SELECT * FROM _geoeval_new_rows")
                 con.unregister("_geoeval_new_rows")
         con.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
