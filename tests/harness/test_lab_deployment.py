@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -183,7 +184,8 @@ def test_ray_job_submit_runs_on_the_cluster_and_its_results_are_read_from_the_su
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GEOEVAL_", "RAY_", "MLFLOW_"))}
     with ray_head(tmp_path) as dashboard:
         runtime_env = {"env_vars": {"GEOEVAL_ROOT": str(shared), "RAY_USAGE_STATS_ENABLED": "0"}}
-        proc = subprocess.run(
+        submit = partial(
+            subprocess.run,
             [
                 ray,
                 "job",
@@ -209,6 +211,13 @@ def test_ray_job_submit_runs_on_the_cluster_and_its_results_are_read_from_the_su
             text=True,
             timeout=900,
         )
+        proc = submit()
+        deadline = time.monotonic() + 120
+        # a head whose dashboard answers may not have its job agent yet: Ray refuses the job
+        # (nothing is submitted) and says to try again later
+        while proc.returncode != 0 and "No available agent" in proc.stderr and time.monotonic() < deadline:
+            time.sleep(2)
+            proc = submit()
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
         assert "succeeded" in proc.stdout.lower(), proc.stdout[-2000:]
     assert (shared / "results" / "geoeval.duckdb").is_file()
