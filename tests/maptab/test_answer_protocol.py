@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from geoeval.core.reading.normalise import numbers_in
 from geoeval.core.scoring import MetricInput, compute_metrics, score_both_protocols
 from geoeval.suites.maptab import metrics as m
 from geoeval.suites.maptab import scorers
-from geoeval.suites.maptab.reading import match
+from geoeval.suites.maptab.reading import stations
 from geoeval.suites.maptab.reading.qa import read_qa
 from geoeval.suites.maptab.reading.route import read_route
-from geoeval.suites.maptab.reading.text import name_key, numbers_in
+from geoeval.suites.maptab.reading.text import name_key
 
 # a small Metromap: Harbour Gate -> Elm Court -> (change) Kings Cross Road -> Millbrook; the other
 # route goes through Northfield. "East 55th" / "East 59th" / "East 79th" are the Cleveland-like
@@ -172,12 +173,12 @@ def test_similar_named_real_stations_are_told_apart():
 
 
 def test_a_typo_is_read_only_when_one_station_is_that_close():
-    stations = match.Stations(STATIONS)
-    assert stations.resolve("Northfeild") == name_key("Northfield")  # a transposition: one edit
-    assert stations.resolve("East 5th") is None  # one edit from East 55th and from East 59th
-    assert stations.resolve("East 59th") == name_key("East 59th")  # a real name is always itself
-    assert stations.resolve("Elm") is None  # not a typo: a different (unknown) name
-    assert stations.resolve("Milbrok") is None  # two edits on a 9-letter name: too far
+    known = stations.Stations(STATIONS)
+    assert known.resolve("Northfeild") == name_key("Northfield")  # a transposition: one edit
+    assert known.resolve("East 5th") is None  # one edit from East 55th and from East 59th
+    assert known.resolve("East 59th") == name_key("East 59th")  # a real name is always itself
+    assert known.resolve("Elm") is None  # not a typo: a different (unknown) name
+    assert known.resolve("Milbrok") is None  # two edits on a 9-letter name: too far
 
 
 def test_travelmap_ignores_transfer_marks_and_metromap_requires_them():
@@ -273,9 +274,14 @@ def _acc(raw: str, reference: str, kind: str, protocol: str) -> float:
 def test_qa_one_answer_rule_and_surface_forms():
     assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "robust") == 1.0
     assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "paper") == 0.0
-    hedged = "<answer_begin>4<answer_end>\nOn reflection: <answer_begin>3<answer_end>"
-    assert _acc(hedged, "3", "integer", "paper") == 1.0  # the last span wins under paper
-    assert _acc(hedged, "3", "integer", "robust") == 0.0
+    corrected = "<answer_begin>4<answer_end>\nOn reflection: <answer_begin>3<answer_end>"
+    assert _acc(corrected, "3", "integer", "paper") == 1.0  # the last span wins under paper
+    assert _acc(corrected, "3", "integer", "robust") == 1.0  # the correction is the answer
+    corrected_away = "<answer_begin>3<answer_end>\nWait, actually: <answer_begin>4<answer_end>"
+    assert _acc(corrected_away, "3", "integer", "robust") == 0.0
+    hedged = "<answer_begin>4<answer_end>\nor maybe <answer_begin>3<answer_end>"
+    assert _acc(hedged, "3", "integer", "paper") == 1.0
+    assert _acc(hedged, "3", "integer", "robust") == 0.0  # two live values: the worst
     assert _acc("<answer_begin>3<answer_end> ... <answer_begin>three<answer_end>", "3", "integer", "robust") == 1.0
     assert _acc("<answer_begin>Yes.<answer_end>", "1", "binary", "robust") == 1.0
     assert _acc("<answer_begin>Zorvath Plaza<answer_end>", "1", "binary", "robust") == 0.0
@@ -421,7 +427,7 @@ def test_the_authors_cleveland_stations_are_told_apart():
         assert robust(route, [route], meta)["ema"] == 1.0
     keys = [name_key(n) for n in names]
     assert all(
-        match.edit_distance(x, y, 2) > max(match.max_typo_edits(x), match.max_typo_edits(y))
+        stations.edit_distance(x, y, 2) > max(stations.max_typo_edits(x), stations.max_typo_edits(y))
         for x, y in itertools.combinations(keys, 2)
     )
 

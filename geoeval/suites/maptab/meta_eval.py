@@ -366,8 +366,8 @@ def _write(route: str, sep: str, mark: str, name=lambda n: n) -> str:
 
 def misspelled(ref: str, stations: list[str], rng: random.Random) -> str | None:
     """The reference with one intermediate station's name missing one inner letter, where the
-    robust reading still finds that station and only it (`reading.match.Stations`)."""
-    from geoeval.suites.maptab.reading.match import Stations
+    robust reading still finds that station and only it (`reading.stations.Stations`)."""
+    from geoeval.suites.maptab.reading.stations import Stations
     from geoeval.suites.maptab.reading.text import name_key
 
     pieces = split_route(ref)
@@ -526,7 +526,7 @@ def qa_family_answers(sample: Any, rng: random.Random) -> list[tuple[Tier, Answe
         for name, text in forms.items()
     ]
     out += [
-        (_tier("gaming:two_tags", 1, "gaming", acc), f"{tag(wrong)}\nOn reflection:\n{tag(ref)}"),
+        (_tier("gaming:two_tags", 1, "gaming", acc), f"{tag(wrong)}\nor perhaps\n{tag(ref)}"),
         (_tier("gaming:hedge", 1, "gaming", acc), tag(f"{ref} or {wrong}")),
         (_tier("gaming:stuffed", 2, "gaming"), tag(stuffed)),
         (_tier("gaming:negated", 2, "gaming"), None if negated is None else tag(negated)),

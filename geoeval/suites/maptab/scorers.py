@@ -67,7 +67,7 @@ def reading(raw: str, metadata: dict[str, Any], protocol: str) -> dict[str, Any]
 
         return {"protocol": "robust", **read_qa(raw, str(metadata.get("answer_kind"))).as_dict()}
     stations = match.stations_of(metadata, list(metadata.get("routes") or []))
-    return {"protocol": "robust", **read_route(raw, known=stations.known).as_dict()}
+    return {"protocol": "robust", **read_route(raw, stations).as_dict()}
 
 
 def _scenario(inp: MetricInput) -> str:
