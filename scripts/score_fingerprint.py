@@ -117,7 +117,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path)
     p.add_argument("--only", default="", help="comma-separated names (default: all)")
-    p.add_argument("--protocol", choices=["robust", "paper"], help="scoring.protocol of every run (default: each config's)")
+    p.add_argument(
+        "--protocol", choices=["robust", "paper"], help="scoring.protocol of every run (default: each config's)"
+    )
     a = p.parse_args()
     extra = [f"scoring.protocol={a.protocol}"] if a.protocol else []
     only = {x for x in a.only.split(",") if x}

@@ -7,8 +7,8 @@ is, its value in the suite's answer type, and its `key`, the identity two equal 
 a list's or table's lead, a label ending in a colon, a short cue line, the text between two
 marked spans) and its section, and gives it
 
-* a role: `ECHOED` (restates the question: a restatement cue before it, a question mark ending
-  its sentence, or most of its sentence copied from the question), `REJECTED` (a rejection right
+* a role: `ECHOED` (restates the question: a restatement cue before it in its clause, a question mark ending
+  its sentence, or most of its clause copied from the question), `REJECTED` (a rejection right
   before it, a rejecting label, heading or lead, or a rejection right after it), `CORRECTION`
   (a correction cue before it in its sentence or its lead, or "instead" after it), else `STATED`;
 * a strength, how firmly the answer commits to it: 2 for a marked span (the suite's answer
@@ -17,7 +17,8 @@ marked spans) and its section, and gives it
 * its evidence: the cues that decided both, quoted.
 
 A sentence with no candidate that withdraws what came before ("Scratch that.", "That is wrong.")
-is a `Retraction`. `rule.decide` applies the one-answer rule to the result.
+is a `Retraction`; one that opens by pointing at the candidate named last and rejects it ("It has
+closed down.", "它已经不营业了。") is a `Retraction` of that candidate alone. `rule.decide` applies the one-answer rule to the result.
 """
 
 from __future__ import annotations
@@ -90,11 +91,13 @@ class Candidate(Generic[T]):
 
 @dataclass(frozen=True)
 class Retraction:
-    """A sentence without a candidate that withdraws what the answer said before it."""
+    """A sentence without a candidate that withdraws what the answer said before it ("Scratch
+    that."), or, `last`, rejects the candidate named last ("It has closed down.")."""
 
     segment: int
     start: int
     text: str
+    last: bool = False
 
     @property
     def position(self) -> tuple[int, int]:
@@ -182,15 +185,17 @@ _REJECT_HEADING = re.compile(
 )
 
 
-def _role(ctx: _Context, question_grams: set[str], sentence: str) -> tuple[Role, str]:
+def _role(ctx: _Context, question_grams: set[str]) -> tuple[Role, str]:
     label = ctx.before.rstrip()
-    for text, where in ((ctx.before, "before it"), (ctx.lead, "on the line leading to it")):
-        if text and (found := cue.ECHO.search(text)):
-            return Role.ECHOED, f"echoed: {found.group()!r} {where}"
+    # a restatement in its own clause ("you asked for X"); after a colon what follows answers it
+    clause = re.split(r"[:：]", ctx.before)[-1]
+    if found := cue.ECHO.search(clause):
+        return Role.ECHOED, f"echoed: {found.group()!r} before it"
     if ctx.end_mark in ("?", "？"):
         return Role.ECHOED, "echoed: its sentence is a question"
-    if question_grams and _echoes(sentence, question_grams):
-        return Role.ECHOED, "echoed: its sentence restates the question"
+    own = re.split(r"[,，;；:：]", ctx.before)[-1] + " " + re.split(r"[,，;；:：]", ctx.after)[0]
+    if question_grams and _echoes(own, question_grams):
+        return Role.ECHOED, "echoed: its clause restates the question"
     if found := cue.REJECT_BEFORE.search(ctx.before):
         return Role.REJECTED, f"rejected: {found.group().strip()!r} before it"
     if label.endswith((":", "：")) and (found := cue.REJECT_LABEL.search(label)):
@@ -238,7 +243,7 @@ def assign_roles(
         seg = doc.segments[f.segment]
         text = seg.text[f.start : f.end] if f.end > f.start else seg.text
         sentence = f"{ctx.before} {ctx.after}"
-        role, why = _role(ctx, question_grams, sentence)
+        role, why = _role(ctx, question_grams)
         strength, how = _strength(ctx, sentence)
         if role is Role.CORRECTION:
             strength = max(strength, 1)
@@ -262,8 +267,11 @@ def _retractions(doc: Document, items: Sequence[Found[Any]]) -> list[Retraction]
             end = end_found.end() if end_found else len(seg.text)
             sentence = seg.text[start:end]
             free = not any(s < end and start < e for s, e in taken)
-            if free and sentence.strip() and (cue.RETRACTION.search(fold(sentence[:CONTEXT_CHARS]))):
+            folded = fold(sentence[:CONTEXT_CHARS]) if free else ""
+            if folded and cue.RETRACTION.search(folded):
                 out.append(Retraction(seg.index, start, sentence.strip()[:120]))
+            elif folded and (anaphor := cue.ANAPHOR.match(folded)) and cue.REJECT_AFTER.search(folded[anaphor.end() :]):
+                out.append(Retraction(seg.index, start, sentence.strip()[:120], last=True))
             start = end
             if start >= len(seg.text):
                 break

@@ -124,9 +124,9 @@ def _json_values(text: str) -> list[tuple[int, int, Any]]:
 def _mask(text: str, markers: Sequence[tuple[str, str]]) -> tuple[str, list[Any], bool]:
     """`text` with its markers and JSON values replaced by private-use placeholders."""
     has_markers = False
-    for begin, end in markers:  # without case, each begin with the first end after it (linear)
-        find_begin = re.compile(re.escape(begin), re.IGNORECASE).search
-        find_end = re.compile(re.escape(end), re.IGNORECASE).search
+    for begin_tag, end_tag in markers:  # without case, each begin with the first end after it (linear)
+        find_begin = re.compile(re.escape(begin_tag), re.IGNORECASE).search
+        find_end = re.compile(re.escape(end_tag), re.IGNORECASE).search
         out: list[str] = []
         pos = 0
         while (opened := find_begin(text, pos)) is not None and (closed := find_end(text, opened.end())) is not None:

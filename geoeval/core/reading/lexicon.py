@@ -20,6 +20,8 @@ that say what the answer does with it. Every pattern is matched in `normalise.fo
   `FINAL_HEADING`: a heading or lead line that does ("## Final answer", "**Answer:**").
 * `HEDGE`: in the sentence, it makes a commitment tentative ("probably", "maybe", "也许", "quizás",
   "vielleicht"): a hedged conclusion is a candidate like any other, not a commitment.
+* `ANAPHOR`: a sentence that opens with it speaks of the candidate named last; with a rejection
+  right after it ("It is closed.", "它已经不营业了。"), it rejects that candidate.
 * `WITHDRAWAL`: anywhere in a recommendation's own reason, it withdraws the recommendation.
 * `ECHO`: before a candidate, it restates the question ("You asked for", "Question:", "您问",
   "Vous demandez"); a sentence that ends in a question mark asks, it does not answer.
@@ -475,4 +477,11 @@ WITHDRAWAL = re.compile(
         r"\bnicht\s+empfohlen\b",
         r"\bdauerhaft\s+geschlossen\b",
     )
+)
+#: a sentence that opens with one of these speaks of the candidate named last ("It has closed
+#: down.", "它已经不营业了。", "That one is slower."): with a rejection after it, it rejects that one
+ANAPHOR = re.compile(
+    r"^\W*(?:(?:but|however|unfortunately|sadly|note(?:\s+that)?)\W+)?"
+    r"(?:(?:it|this(?:\s+one|\s+place|\s+route)?|that(?:\s+one|\s+place|\s+route)?|the\s+(?:latter|former)|"
+    r"ce(?:la|tte|t)?|es|das|dieser?|eso|esta?|este)\b|它|这家|该店|那家|这里|那里|该地|此店|这个|那个|该|その店)"
 )

@@ -6,7 +6,8 @@ Over the candidates in reading order (`candidates.assign_roles`):
    anywhere is not its answer elsewhere either (naming a rejected place again does not recommend
    it), unless a correction after the rejection restores it;
 2. a `CORRECTION` retracts every candidate of the sentences before it, and so does a `Retraction` ("Scratch
-   that."): the last committed candidate is the answer;
+   that."): the last committed candidate is the answer; a `Retraction` of the last candidate ("It
+   has closed down.") rejects that candidate;
 3. a commitment supersedes the weaker candidates before it: an explicit final answer (strength 2)
    those of reasoning and conclusions before it, a conclusion (1) the candidates merely stated
    (0) before it. Candidates of equal strength stand together, and candidates after the last
@@ -87,6 +88,13 @@ def decide(
     events: list[Candidate[T] | Retraction] = sorted([*candidates, *retractions], key=lambda e: e.position)
     live: list[Candidate[T]] = []
     for event in events:
+        if isinstance(event, Retraction) and event.last:
+            if live:  # "It has closed down.": the candidate named last, wherever it is named
+                named = live[-1]
+                decision.set_aside += [(c, REJECTED) for c in live if c.key == named.key]
+                live = [c for c in live if c.key != named.key]
+                last_rejection[named.key] = event.position
+            continue
         if isinstance(event, Retraction):
             decision.set_aside += [(c, RETRACTED) for c in live]
             live = []
