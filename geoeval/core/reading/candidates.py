@@ -11,8 +11,8 @@ marked spans) and its section, and gives it
   its sentence, or most of its clause copied from the question), `REJECTED` (a rejection right
   before it, a rejecting label, heading or lead, or a rejection right after it), `CORRECTION`
   (a correction cue before it in its sentence or its lead, or "instead" after it), else `STATED`;
-* a strength, how firmly the answer commits to it: 2 for a marked span (the suite's answer
-  markers), an explicit final answer ("Final answer:", a "## Answer" section) or its lead; 1 for
+* a strength, how firmly the answer commits to it: 2 for an explicit final answer ("Final
+  answer:", a "## Answer" section) or its lead; 1 for
   a conclusion ("So", "The best route is", "I recommend") not hedged ("probably", "maybe"); else 0;
 * its evidence: the cues that decided both, quoted.
 
@@ -41,7 +41,9 @@ CONTEXT_CHARS = 300
 MAX_LEAD_WORDS = 15
 #: a sentence this much copied from the question restates it
 ECHO_SHARE = 0.6
-_SENTENCE_END = re.compile(r"[.!?;](?=\s|$)|[。！？；]|\n")
+_SENTENCE_END = re.compile(r"[.!?;][\"'”’)\]]*(?=\s|$)|[。！？；][」”’]*|\n")
+# a quotation still open before a candidate, with words of its own before it (「X」 names X)
+_OPEN_QUOTE = re.compile(r"[\"“«]([^\"”»]*\w[^\"”»]*)$")
 _WORDS = re.compile(r"\w+")
 
 
@@ -143,21 +145,27 @@ class _Context:
     segment: Segment
 
 
-def _context(doc: Document, found: Found[Any], with_candidates: set[int]) -> _Context:
+def _context(doc: Document, found: Found[Any], with_candidates: set[int], first_on_line: bool) -> _Context:
     seg = doc.segments[found.segment]
     if seg.kind == "json":
         before_text, after_text = seg.prefix, seg.suffix
     elif found.end > found.start and found.start < len(seg.text):
-        before_text, after_text = seg.text[: found.start], seg.text[found.end :]
+        before_text = f"{seg.prefix} {seg.text[: found.start]}" if seg.prefix else seg.text[: found.start]
+        after_text = f"{seg.text[found.end :]} {seg.suffix}" if seg.suffix else seg.text[found.end :]
     else:  # a list or table read as one candidate: nothing before it on its line
         before_text, after_text = "", ""
     before = _sentence_before(before_text)
-    sentence_start = len(before_text) - len(before) if seg.kind != "json" else 0
+    shift = len(seg.prefix) + 1 if seg.prefix and seg.kind != "json" else 0  # back to its own text
+    sentence_start = max(0, len(before_text) - len(before) - shift) if seg.kind != "json" else 0
     after, end_mark = _sentence_after(after_text)
-    lead = ""
-    if not _has_words(
-        re.sub(r"\b(?:route|path|answer|final|option|\d+)\b", "", fold(before))
-    ) or before.rstrip().endswith(":"):
+    # the sentence before it on its line ("Correction: I misread the map. It should be X"), when
+    # no candidate of the line comes before it
+    earlier = before_text[: max(0, len(before_text) - len(before))].rstrip()
+    lead = _sentence_before(earlier.rstrip(".!?;。！？；")) if earlier and first_on_line else ""
+    if not lead and (
+        not _has_words(re.sub(r"\b(?:route|path|answer|final|option|\d+)\b", "", fold(before)))
+        or before.rstrip().endswith(":")
+    ):
         lead = _lead(doc, seg, with_candidates)
     return _Context(sentence_start, fold(before), fold(after), end_mark, fold(lead), fold(seg.section), seg)
 
@@ -191,7 +199,11 @@ def _role(ctx: _Context, question_grams: set[str]) -> tuple[Role, str]:
     clause = re.split(r"[:：]", ctx.before)[-1]
     if found := cue.ECHO.search(clause):
         return Role.ECHOED, f"echoed: {found.group()!r} before it"
-    if ctx.end_mark in ("?", "？"):
+    # inside a quotation that a restatement introduces: 'You asked: "... from A-B to C?"'
+    quoted = _OPEN_QUOTE.search(ctx.before)
+    if quoted and (found := cue.ECHO.search(ctx.before[: quoted.start()])):
+        return Role.ECHOED, f"echoed: quoted after {found.group()!r}"
+    if ctx.end_mark[:1] in ("?", "？"):
         return Role.ECHOED, "echoed: its sentence is a question"
     own = re.split(r"[,，;；:：]", ctx.before)[-1] + " " + re.split(r"[,，;；:：]", ctx.after)[0]
     if question_grams and _echoes(own, question_grams):
@@ -214,8 +226,6 @@ def _role(ctx: _Context, question_grams: set[str]) -> tuple[Role, str]:
 
 
 def _strength(ctx: _Context, sentence: str) -> tuple[int, str]:
-    if ctx.segment.marked:
-        return 2, "final: inside the answer markers"
     for text, where in ((ctx.before, "before it"), (ctx.lead, "on the line leading to it")):
         if text and (found := cue.FINAL_STRONG.search(text)):
             return 2, f"final: {found.group().strip()!r} {where}"
@@ -236,10 +246,13 @@ def assign_roles(
     """The candidates with their roles (module docstring), in reading order, and the retractions."""
     items = sorted(found, key=lambda f: (f.segment, f.start))
     with_candidates = {f.segment for f in items}
+    first_of_line: dict[int, Found[T]] = {}  # the first candidate of each line of the answer
+    for f in items:
+        first_of_line.setdefault(doc.segments[f.segment].line, f)
     question_grams = _grams(fold(question)) if question else set()
     out: list[Candidate[T]] = []
     for f in items:
-        ctx = _context(doc, f, with_candidates)
+        ctx = _context(doc, f, with_candidates, first_of_line[doc.segments[f.segment].line] is f)
         seg = doc.segments[f.segment]
         text = seg.text[f.start : f.end] if f.end > f.start else seg.text
         sentence = f"{ctx.before} {ctx.after}"

@@ -70,7 +70,7 @@ class Segment:
     quoted: bool = False
     marked: bool = False
     value: Any = None
-    prefix: str = ""  # for a JSON value: the text before it on its line
+    prefix: str = ""  # the text before it on its line (a line split at a JSON value or a marker)
     suffix: str = ""  # and after it
 
 
@@ -181,42 +181,45 @@ class _Builder:
         self.groups = 0
 
     def add(self, kind: str, text: str, line: int, **fields: Any) -> None:
-        """One segment per stretch of `text` outside JSON placeholders, one per JSON value;
-        marker placeholders switch `marked` on and off."""
-        pieces = _PLACEHOLDER.split(text)
-        for k, piece in enumerate(pieces):
+        """One segment per stretch of `text` between JSON placeholders and marker placeholders
+        (which switch `marked` on and off), one per JSON value; each knows the text of its line
+        before and after it (`prefix`, `suffix`)."""
+        pieces: list[tuple[str, str, bool, Any]] = []  # (kind, text, marked, JSON value)
+        for k, piece in enumerate(_PLACEHOLDER.split(text)):
             if k % 2 == 1:
-                before = pieces[k - 1] if k >= 1 else ""
-                after = pieces[k + 1] if k + 1 < len(pieces) else ""
-                self._append(
-                    "json",
-                    "",
-                    line,
-                    value=self.values[int(piece)],
-                    prefix=_clean(before),
-                    suffix=_clean(after),
-                    **{key: v for key, v in fields.items() if key in ("quoted", "group", "depth", "lead", "ordinal")},
-                )
+                pieces.append(("json", "", self.marked, self.values[int(piece)]))
                 continue
-            self._marked_pieces(kind, piece, line, fields)
+            current = ""
+            for ch in piece:
+                if ch in (_MARK_OPEN, _MARK_CLOSE):
+                    pieces.append((kind, current, self.marked, None))
+                    current = ""
+                    self.marked = ch == _MARK_OPEN
+                else:
+                    current += ch
+            pieces.append((kind, current, self.marked, None))
+        texts = [_clean(t) for _k, t, _m, _v in pieces]
+        for k, (piece_kind, _text, marked, value) in enumerate(pieces):
+            if piece_kind != "json" and not texts[k]:
+                continue
+            own = fields if piece_kind != "json" else {f: v for f, v in fields.items() if f in _JSON_FIELDS}
+            self.segments.append(
+                Segment(
+                    len(self.segments),
+                    piece_kind,
+                    texts[k],
+                    line,
+                    section=self.section,
+                    marked=marked,
+                    value=value,
+                    prefix=" ".join(t for t in texts[:k] if t),
+                    suffix=" ".join(t for t in texts[k + 1 :] if t),
+                    **own,
+                )
+            )
 
-    def _marked_pieces(self, kind: str, text: str, line: int, fields: dict[str, Any]) -> None:
-        current = ""
-        for ch in text:
-            if ch in (_MARK_OPEN, _MARK_CLOSE):
-                if current.strip():
-                    self._append(kind, _clean(current), line, **fields)
-                current = ""
-                self.marked = ch == _MARK_OPEN
-            else:
-                current += ch
-        if current.strip():
-            self._append(kind, _clean(current), line, **fields)
 
-    def _append(self, kind: str, text: str, line: int, **fields: Any) -> None:
-        self.segments.append(
-            Segment(len(self.segments), kind, text, line, section=self.section, marked=self.marked, **fields)
-        )
+_JSON_FIELDS = ("quoted", "group", "depth", "lead", "ordinal")
 
 
 def _clean(text: str) -> str:

@@ -29,7 +29,7 @@ which candidate is rejected, corrected, echoed, hedged or final, is the core's (
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,13 +49,13 @@ from geoeval.suites.maptab.reading.stations import Stations
 from geoeval.suites.maptab.reading.text import name_key
 
 Route = tuple[Stop, ...]
-Known = Callable[[str], bool]
 
 # a line may offer several routes: "A-B-C / but maybe: A-D-C", "A-B-C or A-D-C", "A-B-C; not
-# A-D-C", "Take A-B-C. Actually, take A-D-C instead.", "A-B-C, not A-D-C"
+# A-D-C", "Take A-B-C. Actually, take A-D-C instead.", "A-B-C, not A-D-C", "可能是A-B，也可能是A-C"
+# (a comma ends a piece: a comment after a station is its own piece, and no route holds one)
 _PIECE_BREAK = re.compile(
-    r"(?<=[.!?。！？])\s+|;\s*|；|\s+/\s+|\s+\|\s+|\s+or\s+|\s+oder\s+|\s+ou\s+|\s+o\s+|或者|或|"
-    r",\s+(?=(?:not|rather|instead|or|but|never|avoid|unlike|than|over)\b)|，",
+    r"(?<=[.!?])\s+|[。！？；]\s*|;\s*|\s+and\s+|\s+und\s+|\s+et\s+|\s+y\s+|\s+/\s+|\s+\|\s+|\s+or\s+|\s+oder\s+|\s+ou\s+|\s+o\s+|或者|或|"
+    r",\s+|,(?=[^\x00-\x7f])",
     re.IGNORECASE,
 )
 _ROUTE_LABEL = re.compile(r"\b(?:route|path|answer|itinerary|stations?|stops?)\b|路线|路径|答案|站点", re.IGNORECASE)
@@ -149,11 +149,20 @@ def _span(piece: str, route: list[Stop]) -> tuple[int, int]:
     return start, end
 
 
-def _from_line(seg: Segment, known: Known | None, fragile: list[str]) -> Iterator[Found[Route]]:
+#: with the map's stations known, a route names at least this many of them (a hyphenated phrase
+#: of prose, "weighted-cost path", names none)
+MIN_KNOWN_STOPS = 2
+
+
+def _names_the_map(route: list[Stop], stations: Stations | None) -> bool:
+    return stations is None or sum(stations.resolve(s.name) is not None for s in route) >= MIN_KNOWN_STOPS
+
+
+def _from_line(seg: Segment, stations: Stations | None, fragile: list[str]) -> Iterator[Found[Route]]:
     if len(seg.text) > MAX_LINE_CHARS * 50:
         return
     for start, _end, piece in _pieces(seg.text, fragile):
-        route = read_line(piece, known)
+        route = read_line(piece, stations)
         if route is not None:
             s, e = _span(piece, route)
             yield _found(seg, start + s, start + e, route)
@@ -163,14 +172,14 @@ def _names_a_route(text: str) -> bool:
     return bool(_ROUTE_LABEL.search(text))
 
 
-def _from_list(items: list[Segment], known: Known | None) -> Iterator[Found[Route]]:
+def _from_list(items: list[Segment], stations: Stations | None) -> Iterator[Found[Route]]:
     """A list whose items each name one station, under a lead or section naming a route (or
     whose items are all stations of the map), as one route."""
     top = [it for it in items if it.depth == items[0].depth]
-    stops = [station_item(it.text, known) for it in top]
+    stops = [station_item(it.text, stations) for it in top]
     if len(top) < 2 or any(s is None for s in stops):
         return
-    every_known = known is not None and all(known(s.name) for s in stops if s)
+    every_known = stations is not None and all(stations.known(s.name) for s in stops if s)
     if every_known or _names_a_route(top[0].lead) or _names_a_route(top[0].section):
         yield Found(top[0].index, 0, 0, tuple(s for s in stops if s), route_key(tuple(s for s in stops if s)))
 
@@ -179,7 +188,7 @@ def _column(header: tuple[str, ...], pattern: re.Pattern[str]) -> int | None:
     return next((k for k, h in enumerate(header) if pattern.search(h.strip())), None)
 
 
-def _from_table(rows: list[Segment], known: Known | None) -> tuple[list[Found[Route]], list[Found[Route]]]:
+def _from_table(rows: list[Segment], stations: Stations | None) -> tuple[list[Found[Route]], list[Found[Route]]]:
     """(routes a table states, a route its chained legs state): see the module docstring."""
     header, body = rows[0].header, [r for r in rows[1:] if r.cells != r.header]
     found: list[Found[Route]] = []
@@ -190,7 +199,7 @@ def _from_table(rows: list[Segment], known: Known | None) -> tuple[list[Found[Ro
         route = []
         for r in body:
             cell = r.cells[station] if station < len(r.cells) else ""
-            s = station_item(cell, known)
+            s = station_item(cell, stations)
             if s is None:
                 route = []
                 break
@@ -203,7 +212,7 @@ def _from_table(rows: list[Segment], known: Known | None) -> tuple[list[Found[Ro
     # a single-column table keeps its cell whole (its pipes are the cell's text)
     for r in rows if not _column(header, _ROUTE_HEADER) else body:
         for cell in r.cells:
-            route = read_line(cell, known)
+            route = read_line(cell, stations)
             if route is not None:
                 found.append(_found(r, 0, 0, route))
     start, end = _column(header, _FROM_HEADER), _column(header, _TO_HEADER)
@@ -220,41 +229,41 @@ def _from_table(rows: list[Segment], known: Known | None) -> tuple[list[Found[Ro
     return found, legs
 
 
-def _json_routes(value: Any, known: Known | None, depth: int = 0) -> list[list[Stop]]:
+def _json_routes(value: Any, stations: Stations | None, depth: int = 0) -> list[list[Stop]]:
     """The routes a JSON value states (module docstring)."""
     if depth > 4:
         return []
     if isinstance(value, str):
-        route = read_line(value, known)
+        route = read_line(value, stations)
         return [route] if route else []
     if isinstance(value, list):
         if len(value) >= 2 and all(isinstance(v, str) for v in value):
-            stops = [station_item(v, known) for v in value]
+            stops = [station_item(v, stations) for v in value]
             if all(stops):
                 return [[s for s in stops if s]]
-            return [r for v in value for r in _json_routes(v, known, depth + 1)]
+            return [r for v in value for r in _json_routes(v, stations, depth + 1)]
         if len(value) >= 2 and all(isinstance(v, dict) for v in value):
-            named = [_json_stop(v, known) for v in value]
+            named = [_json_stop(v, stations) for v in value]
             if all(named):
                 return [[s for s in named if s]]
-        return [r for v in value for r in _json_routes(v, known, depth + 1)]
+        return [r for v in value for r in _json_routes(v, stations, depth + 1)]
     if isinstance(value, dict):
         lowered = {str(k).strip().lower().replace(" ", "_"): v for k, v in value.items()}
         for key in _JSON_OPTION_KEYS:
             if isinstance(lowered.get(key), list):
-                return [r for v in lowered[key] for r in _json_routes(v, known, depth + 1)]
+                return [r for v in lowered[key] for r in _json_routes(v, stations, depth + 1)]
         for key in _JSON_ROUTE_KEYS:
             if key in lowered:
-                return _json_routes(lowered[key], known, depth + 1)
+                return _json_routes(lowered[key], stations, depth + 1)
     return []
 
 
-def _json_stop(item: dict[str, Any], known: Known | None) -> Stop | None:
+def _json_stop(item: dict[str, Any], stations: Stations | None) -> Stop | None:
     lowered = {str(k).strip().lower(): v for k, v in item.items()}
     name = next((lowered[k] for k in _JSON_NAME_KEYS if isinstance(lowered.get(k), str)), None)
     if name is None:
         return None
-    s = station_item(name, known)
+    s = station_item(name, stations)
     flag = lowered.get("transfer", lowered.get("change", False))
     marked = flag is True or (isinstance(flag, str) and bool(_YES.match(flag.strip())))
     return Stop(s.name, s.transfer or marked) if s else None
@@ -263,31 +272,31 @@ def _json_stop(item: dict[str, Any], known: Known | None) -> Stop | None:
 def find_routes(doc: Document, stations: Stations | None = None) -> list[Found[Route]]:
     """Every candidate route of a parsed answer (module docstring), read knowing the map's
     station names when `stations` is given."""
-    known = stations.known if stations else None
     fragile = [n for n in stations.names if _PIECE_BREAK.search(n)] if stations else []
     found: list[Found[Route]] = []
     legs: list[Found[Route]] = []
     free_items = {seg.index for items in doc.groups("item").values() for seg in items}
     for items in doc.groups("item").values():
-        from_list = list(_from_list(items, known))
+        from_list = list(_from_list(items, stations))
         found += from_list
         if from_list:
             free_items -= {it.index for it in items}
     for rows in doc.groups("row").values():
-        routes, chained = _from_table(rows, known)
+        routes, chained = _from_table(rows, stations)
         found += routes
         legs += chained
     for seg in doc.segments:
         if doc.has_markers and not seg.marked:
             continue
         if seg.kind == "json":
-            for k, route in enumerate(_json_routes(seg.value, known)):
+            for k, route in enumerate(_json_routes(seg.value, stations)):
                 found.append(Found(seg.index, k, k, tuple(route), route_key(tuple(route))))
         elif seg.kind in ("line", "code", "heading") or (seg.kind == "item" and seg.index in free_items):
-            found += _from_line(seg, known, fragile)
+            found += _from_line(seg, stations, fragile)
     if doc.has_markers:
         found = [f for f in found if doc.segments[f.segment].marked]
-    return found or legs
+    found = [f for f in found if _names_the_map(list(f.value), stations)]
+    return found or [f for f in legs if _names_the_map(list(f.value), stations)]
 
 
 def read_route(text: str, stations: Stations | None = None, question: str = "") -> RouteReading:

@@ -22,11 +22,11 @@ Where a route is in an answer (lines, lists, tables, JSON) and which route is th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from geoeval.core.reading.normalise import plain
 from geoeval.suites.maptab.metrics import PROSE_WORDS, TRANSFER_MARK
+from geoeval.suites.maptab.reading.stations import Stations
 
 # arrows first ("->" holds a dash), then dashes of every width with any spacing
 SEPARATOR = re.compile(r"\s*(?:-+>|=+>|[→⟶⇒➔➜⟹➡➝⇨⇢►▶]\ufe0f?|—+>|–+>|(?<=\S)\s*>\s*(?=\S)|[-–—―‒﹣])\s*")
@@ -130,10 +130,10 @@ def split_pieces(text: str) -> list[str]:
     return pieces
 
 
-def is_station_name(name: str, known: Callable[[str], bool] | None = None) -> bool:
+def is_station_name(name: str, stations: Stations | None = None) -> bool:
     """Whether `name` may be a station's name: a known station's, or a short name that is no
     prose and no quantity."""
-    if known and known(name):
+    if stations and stations.known(name):
         return True  # a station's own name is never prose ("Take Five Plaza")
     words = _WORD.findall(name)
     return not (
@@ -145,10 +145,33 @@ def is_station_name(name: str, known: Callable[[str], bool] | None = None) -> bo
     )
 
 
-def read_line(line: str, known: Callable[[str], bool] | None = None) -> list[Stop] | None:
-    """The route a piece of text states, or None when it states none (module docstring). `known(name)`:
-    whether a name is a station of the map; a first or last piece that is one keeps the words a
-    lead-in or a comment would otherwise lose ("So Uk", "Well Street" are stations, not "So, ...")."""
+#: the words at an end of a route searched for a station's name (a lead-in before the first
+#: station or a comment after the last one, in any language)
+MAX_EDGE_WORDS = 8
+
+
+def _station_at_end(piece: str, stations: Stations, first: bool) -> str | None:
+    """The part of a route's first (last) piece from (up to) where a station of the map is named:
+    the longest run of its last (first) words that names a station exactly, else one a typo away;
+    None when none does. "La respuesta correcta es Harbour Gate" ends in "Harbour Gate"."""
+    words = piece.split()
+    spans = (
+        [words[k:] for k in range(max(0, len(words) - MAX_EDGE_WORDS), len(words))]
+        if first
+        else [words[:k] for k in range(min(len(words), MAX_EDGE_WORDS), 0, -1)]
+    )
+    for check in (stations.known, stations.resolve):
+        for span in spans:
+            text = " ".join(span)
+            if check(stop(text).name):
+                return text
+    return None
+
+
+def read_line(line: str, stations: Stations | None = None) -> list[Stop] | None:
+    """The route a piece of text states, or None when it states none (module docstring). With
+    the map's `stations`, a first or last piece keeps just the station it names, whatever words
+    lead in or follow in whatever language ("So Uk", "Well Street" are stations, not "So, ...")."""
     if len(line) > MAX_LINE_CHARS:
         return None
     text = BULLET.sub("", plain(line).strip()).strip()
@@ -162,25 +185,25 @@ def read_line(line: str, known: Callable[[str], bool] | None = None) -> list[Sto
     pieces = split_pieces(text.strip())
     if len(pieces) < 2:
         return None
-    if not (known and known(stop(pieces[0]).name)):
-        pieces[0] = _LEAD.sub("", _LABEL.sub("", pieces[0].strip()).strip())
-    if not (known and known(stop(pieces[-1]).name)):
-        pieces[-1] = _TRAIL.sub("", pieces[-1])
+    first = _station_at_end(pieces[0], stations, first=True) if stations else None
+    pieces[0] = first if first is not None else _LEAD.sub("", _LABEL.sub("", pieces[0].strip()).strip())
+    last = _station_at_end(pieces[-1], stations, first=False) if stations else None
+    pieces[-1] = last if last is not None else _TRAIL.sub("", pieces[-1])
     if ":" in PARENTHETICAL.sub(" ", pieces[0]):
         return None  # "Time: 12 min - Price: 4 yuan" is a summary of labelled values
     stops = [stop(p) for p in pieces]
-    if not all(is_station_name(s.name, known) for s in stops):
+    if not all(is_station_name(s.name, stations) for s in stops):
         return None
     return stops
 
 
-def station_item(text: str, known: Callable[[str], bool] | None = None) -> Stop | None:
+def station_item(text: str, stations: Stations | None = None) -> Stop | None:
     """The station one list item or table cell names ("2. Elm Court (transfer)"), or None when it
     names none (a route, prose, a quantity)."""
     text = BULLET.sub("", plain(text).strip()).strip().rstrip(".")
     if not text or len(text) > MAX_LINE_CHARS or SEPARATOR.search(PARENTHETICAL.sub(" ", text)):
         return None
     found = stop(text)
-    if ":" in PARENTHETICAL.sub(" ", text) and not (known and known(found.name)):
+    if ":" in PARENTHETICAL.sub(" ", text) and not (stations and stations.known(found.name)):
         return None
-    return found if is_station_name(found.name, known) else None
+    return found if is_station_name(found.name, stations) else None
