@@ -179,6 +179,9 @@ def test_runs_without_a_crash_and_exits_clearly(local_run):
     assert local_run.proc.returncode in (0, 1), local_run.describe()
     if local_run.proc.returncode == 1:
         assert "FAILED" in local_run.proc.stderr, local_run.describe()
+    # priced $0 by the default table: the cost line says it is a local model, not "$0.0000" (issue 41.5)
+    assert "cost: local model (compute, not dollars;" in local_run.proc.stdout, local_run.describe()
+    assert "local (priced $0, run here): openai-api/local/smollm2" in local_run.proc.stdout
 
 
 @requires_local_llm

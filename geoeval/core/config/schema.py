@@ -147,11 +147,12 @@ class ScoringSpec(Strict):
 
 
 class BudgetSpec(Strict):
-    """`budget.*`: what a run, or a whole sweep, may spend (None: no limit). Before each batch
-    of samples the run checks what it has spent (every invocation of it, from the warehouse) plus
-    what the batch is expected to cost; past a limit no new sample starts, the samples in flight
-    finish and are stored, and the run ends BUDGET_EXCEEDED (exit status 3). Raising the budget
-    and rerunning resumes it. Dollars need a price for every model that is called (`pricing`)."""
+    """`budget.*`: what a run, or a whole sweep, may spend (None: no limit). Before each sample
+    starts the run checks what it has spent (every invocation of it, from the warehouse) plus what
+    the samples let in with it and the sample itself are expected to cost (`core.cost.budget`);
+    past a limit no new sample starts, the samples in flight finish and are stored, and the run
+    ends BUDGET_EXCEEDED (exit status 3). Raising the budget and rerunning resumes it. Dollars
+    need a price for every model that is called (`pricing`)."""
 
     usd: float | None = Field(default=None, gt=0, description="dollars per run")
     tokens: int | None = Field(default=None, gt=0, description="tokens (input + output) per run")
@@ -165,6 +166,9 @@ class ModelPrice(Strict):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0, description="None: priced as input")
+    local: bool = Field(
+        default=False, description="runs on this machine: its cost is compute, not dollars (the console says so)"
+    )
 
 
 class PricingSpec(Strict):
