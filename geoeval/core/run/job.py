@@ -27,7 +27,7 @@ from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
-from geoeval.core.run.invocation import begin_invocation, log_files, mlflow_run_key
+from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -292,6 +292,13 @@ def _evaluate(
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
+            killed = mark_killed(wh)  # what a process killed with SIGKILL left `running`, said
+            if killed:
+                print(
+                    f"[geoeval] {len(killed)} run(s) of this warehouse were left running by a process of this host that "
+                    f"is gone (killed): marked interrupted ({', '.join(killed)})",
+                    file=sys.stderr,
+                )
             wh.register_run(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
             )
