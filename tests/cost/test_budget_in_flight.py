@@ -14,12 +14,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.cost.cli import run_geoeval
 from tests.cost.policy_server import PolicyServer
 
 pytestmark = pytest.mark.slow
@@ -41,16 +41,8 @@ def geoeval(cwd: Path, server: PolicyServer, *overrides: str, tracking: bool = F
         *MAPTAB,
         *overrides,
     ]
-    code = f"import sys\nfrom geoeval.cli.main import main\nsys.exit(main({args!r}))"
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**env, "LOCAL_API_KEY": "test-key", "GEOEVAL_ROOT": str(cwd)},
-    )
+    return run_geoeval(cwd, args, {**env, "LOCAL_API_KEY": "test-key", "GEOEVAL_ROOT": str(cwd)})
 
 
 def warehouse(cwd: Path, sql: str) -> list[tuple]:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.cost.cli import run_geoeval
 from tests.cost.policy_server import PolicyServer
 
 pytestmark = pytest.mark.slow
@@ -71,20 +71,13 @@ def geoeval(
         "tracking=none",
         *overrides,
     ]
-    code = f"{patch}\nimport sys\nfrom geoeval.cli.main import main\nsys.exit(main({args!r}))"
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={
-            **os.environ,
-            "LOCAL_API_KEY": "test-key",
-            "LOCAL_BASE_URL": server.base_url,  # where an `openai-api/local/...` judge is asked
-            "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache"),
-        },
-    )
+    env = {
+        **os.environ,
+        "LOCAL_API_KEY": "test-key",
+        "LOCAL_BASE_URL": server.base_url,  # where an `openai-api/local/...` judge is asked
+        "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache"),
+    }
+    return run_geoeval(cwd, args, env, patch=patch)
 
 
 def rows(cwd: Path) -> dict[str, list[tuple]]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.cost.cli import run_geoeval
 from tests.cost.policy_server import PolicyServer
 
 pytestmark = pytest.mark.slow
@@ -26,19 +26,10 @@ NO_WEIGHTS = "+model.serve.model_path=/nonexistent/smollm2.gguf"
 
 
 def geoeval(cwd: Path, *args: str, key: bool = True) -> subprocess.CompletedProcess:
-    cwd.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCAL_")}
     if key:
         env["LOCAL_API_KEY"] = "test-key"
-    code = f"import sys\nfrom geoeval.cli.main import main\nsys.exit(main({[*args, 'tracking=none']!r}))"
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**env, "INSPECT_CACHE_DIR": str(cwd / "inspect_cache")},
-    )
+    return run_geoeval(cwd, [*args, "tracking=none"], {**env, "INSPECT_CACHE_DIR": str(cwd / "inspect_cache")})
 
 
 def statuses(cwd: Path) -> dict[str, list[str]]:
