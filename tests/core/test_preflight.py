@@ -363,6 +363,7 @@ def test_endpoint_checks_names_every_model_role():
         model=SimpleNamespace(name="openai-api/local/m", base_url="http://h/v1", args={"api_key": "k"}),
         judge=SimpleNamespace(models=["rules", "openai/gpt-4o-mini"]),
         suite=SimpleNamespace(user_model="openai-api/sim/u", tool_simulator=None, judge_votes=3),
+        generation="reuse",
     )
     assert endpoint_checks(spec) == [
         ("evaluated model", "openai-api/local/m", "http://h/v1", "k"),

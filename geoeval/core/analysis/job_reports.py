@@ -12,6 +12,7 @@ from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables
 from geoeval.core.analysis.provenance import provenance
 from geoeval.core.analysis.reports import plot_bars, summary_markdown, write_per_sample_parquet
+from geoeval.core.cost.pricing import local_models
 from geoeval.core.registry import get_suite
 
 if TYPE_CHECKING:
@@ -67,17 +68,28 @@ def usd(value: float) -> str:
     return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
 
 
-def cost_line(metrics: dict[str, float]) -> str:
+def cost_line(metrics: dict[str, float], local: tuple[list[str], bool] = ([], False)) -> str:
     """The run's spending in two lines (each within 120 columns): dollars (agent and judges) and
-    tokens sent; what replayed trajectories and Inspect's cache saved."""
-    return (
-        f"cost: {usd(metrics.get('cost_usd', 0.0))} (judges {usd(metrics.get('cost_usd/judge', 0.0))}); "
+    tokens sent; what replayed trajectories and Inspect's cache saved. `local`: the local models
+    called, and whether the agent's calls all went to them (`pricing.local_models`): a local
+    model's cost is compute on this machine, which the line says instead of a $0 that reads as free."""
+    models, agent_local = local
+    judges = f"judges {usd(metrics.get('cost_usd/judge', 0.0))}"
+    if agent_local:
+        dollars = f"local model (compute, not dollars; {judges})"
+    else:
+        dollars = f"{usd(metrics.get('cost_usd', 0.0))} ({judges}" + ("; local models: compute" if models else "") + ")"
+    text = (
+        f"cost: {dollars}; "
         f"tokens sent: {int(metrics.get('tokens_in', 0)):,} in, {int(metrics.get('tokens_out', 0)):,} out "
         f"over {int(metrics.get('model_calls', 0))} model call(s);\n"
         f"  replayed: {int(metrics.get('replayed_calls', 0))} "
         f"call(s) in {int(metrics.get('n_replayed', 0))} sample(s); cache hits: {int(metrics.get('cache_hits', 0))}; "
         f"saved: {usd(metrics.get('saved_usd', 0.0))}"
     )
+    if models:
+        text += f"\n  local (priced $0, run here): {', '.join(models)}"
+    return text
 
 
 def protocol_line(outcome: JobOutcome, disagreements: int) -> str:
@@ -115,7 +127,7 @@ def print_outcome(outcome: JobOutcome) -> None:
         f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
         f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}"
     )
-    print(cost_line(outcome.metrics))
+    print(cost_line(outcome.metrics, local_models(outcome.spec.pricing, outcome.results)))
     disagreements = int(outcome.metrics.get("n_protocol_disagreements", 0))
     if disagreements:
         print(protocol_line(outcome, disagreements))

@@ -22,12 +22,12 @@ from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
 from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_known, scrub_zip
 from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact
-from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
+from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit, stored_spending
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
-from geoeval.core.run.invocation import begin_invocation, log_files, mlflow_run_key
+from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -88,8 +88,8 @@ def sweep_spent() -> dict[str, float]:
 
 
 def batch_size(spec: RunSpec) -> int:
-    """Samples started together under a budget: what the runner runs at once (`runner.max_samples`
-    per worker), so that a stop leaves no worker idle before it and overshoots by one batch at most."""
+    """Samples that may start together under a budget: what the runner runs at once
+    (`runner.max_samples` per worker), fewer when the budget has room for fewer (`BudgetGuard.admit`)."""
     from geoeval.core.run.models import samples_in_flight
 
     workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
@@ -105,17 +105,26 @@ def _run_within_budget(
     on_sample: Any,
     stored: dict[tuple[str, int], list[dict[str, Any]]],
     guard: BudgetGuard,
-    writer: GroupCommitWriter,
 ) -> tuple[list[str], str | None]:
-    """Run `todo` batch by batch while the budget allows the next batch; returns the log paths
-    and, when the budget stopped the run, why."""
+    """Run `todo` a start at a time: before each, the guard says how many of the next samples fit
+    in the budget with what they are expected to cost (at most what the runner runs at once), and
+    those start together; returns the log paths and, when the budget stopped the run, why."""
     log_paths: list[str] = []
     size = batch_size(spec)
-    for start in range(0, len(todo), size):
-        batch = todo[start : start + size]
-        if not guard.allows(len(batch)):
+    left = list(todo)
+    while left:
+        candidates = [
+            (
+                sum(1 for e in range(1, spec.epochs + 1) if (str(s.id), e) not in stored),
+                sum(1 for e in range(1, spec.epochs + 1) if (str(s.id), e) in stored),
+            )
+            for s in left[:size]
+        ]
+        n = guard.admit(candidates)
+        if n == 0:
             print(f"[geoeval] budget: no new sample starts: {guard.reason}", file=sys.stderr)
             return log_paths, guard.reason
+        batch, left = left[:n], left[n:]
         log_paths += run_samples(spec, env, batch, sink, log_dir, on_sample, replay_for(stored, batch))
     return log_paths, None
 
@@ -283,6 +292,13 @@ def _evaluate(
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
+            killed = mark_killed(wh)  # what a process killed with SIGKILL left `running`, said
+            if killed:
+                print(
+                    f"[geoeval] {len(killed)} run(s) of this warehouse were left running by a process of this host that "
+                    f"is gone (killed): marked interrupted ({', '.join(killed)})",
+                    file=sys.stderr,
+                )
             wh.register_run(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
             )
@@ -307,8 +323,11 @@ def _evaluate(
                     file=sys.stderr,
                 )
             never_generated = sorted(todo_keys - set(stored)) if spec.generation == "replay_only" else []
-            spent_before = wh.spent(run_hash)
-            guard = BudgetGuard(spec.budget, spent_before, sweep_spent()) if has_limit(spec.budget) else None
+            guard = (
+                BudgetGuard(spec.budget, stored_spending(wh.sample_costs(run_hash)), sweep_spent())
+                if has_limit(spec.budget)
+                else None
+            )
             bar = tqdm(
                 total=len(wanted),
                 initial=len(done),
@@ -319,9 +338,12 @@ def _evaluate(
                 dynamic_ncols=True,
             )
             n_errors = n_retries = 0
+            # what this invocation stored: the console's "evaluated now" and its `invocations` row
+            written: set[tuple[str, int]] = set()
 
             def on_written(batch: list[SampleResult]) -> None:
                 nonlocal n_errors, n_retries
+                written.update((r.sample_id, r.epoch) for r in batch)
                 n_errors += sum(1 for r in batch if r.status == "error")
                 n_retries += sum(int(r.details.get("http_retries", 0)) for r in batch)
                 if n_errors or n_retries:
@@ -374,7 +396,7 @@ def _evaluate(
                     log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample, stored)
                 else:
                     log_paths, budget_stop = _run_within_budget(
-                        spec, env, todo, sink, log_dir, on_sample, stored, guard, writer
+                        spec, env, todo, sink, log_dir, on_sample, stored, guard
                     )
             with stage("warehouse"):
                 rest = writer.close(keep_rest=True)
@@ -387,7 +409,7 @@ def _evaluate(
                 bar.close()
                 try:
                     wh.set_run_status(run_hash, "interrupted")
-                    end_invocation(wh, invocation, status="interrupted", n_evaluated=bar.n - len(done))
+                    end_invocation(wh, invocation, status="interrupted", n_evaluated=len(written))
                 except Exception:  # noqa: BLE001 - a full disk may refuse this too; the error raised says why
                     pass
             raise
@@ -431,7 +453,7 @@ def _evaluate(
                 wh,
                 invocation,
                 status=status,
-                n_evaluated=len(results) - len(done),
+                n_evaluated=len(written),
                 mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None,
             )
             log_paths_all = wh.run_logs(run_hash)
@@ -467,7 +489,7 @@ def _evaluate(
         metrics=metrics,
         log_paths=log_paths,
         resumed=len(done),
-        ran=len(todo),
+        ran=len(written),  # stored by this invocation, as its `invocations` row says
         out_dir=out_dir,
         counts=counts,
         failed=failed,

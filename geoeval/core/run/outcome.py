@@ -22,7 +22,7 @@ class JobOutcome:
     metrics: dict[str, float]
     log_paths: list[str]  # Inspect logs written by this invocation
     resumed: int  # samples found already scored
-    ran: int  # samples evaluated now
+    ran: int  # samples (x epochs) this invocation evaluated and stored
     out_dir: Path
     artifacts: list[Path] = field(default_factory=list)
     mlflow_run_id: str | None = None

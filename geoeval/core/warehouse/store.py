@@ -36,7 +36,6 @@ Every value reaches DuckDB as a bound parameter, never interpolated into SQL tex
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -444,22 +443,14 @@ class Warehouse:
             ).fetchall()
         return {(sid, int(epoch)): json.loads(calls) for sid, epoch, calls in rows if (sid, int(epoch)) in wanted}
 
-    def spent(self, run_hash: str) -> dict[str, float]:
-        """What the stored samples of `run_hash` cost (every invocation of it): `usd` (NaN when a
-        sample's price is unknown), `tokens` (input + output of the calls that were made, not
-        replayed or cached), `samples` (how many are stored)."""
+    def sample_costs(self, run_hash: str) -> list[tuple[float | None, dict[str, Any]]]:
+        """What each stored sample of `run_hash` cost (every invocation of it): `(cost_usd, usage)`,
+        `cost_usd` None where a price is unknown (what a budget counts, `core.cost.budget`)."""
         with self._session() as con:
             rows = con.execute(
                 "SELECT cost_usd, CAST(usage AS VARCHAR) FROM samples WHERE run_hash = ?", [run_hash]
             ).fetchall()
-        from geoeval.core.cost.pricing import live_tokens
-
-        usd = 0.0
-        tokens = 0
-        for cost, usage in rows:
-            usd = math.nan if cost is None else usd + cost
-            tokens += live_tokens(json.loads(usage) if usage else {})
-        return {"usd": usd, "tokens": float(tokens), "samples": float(len(rows))}
+        return [(cost, json.loads(usage) if usage else {}) for cost, usage in rows]
 
     def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
         """The second half of `write_results`' transaction (a seam the tests break on purpose)."""

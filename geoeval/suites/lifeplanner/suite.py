@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -82,6 +82,10 @@ class LifePlannerOsmEnvConfig(Strict):
 
 class LifePlannerSuiteConfig(Strict):
     """`suite=lifeplanner`."""
+
+    #: keys that change only how answers are scored (PR@alpha's threshold), not what the agent
+    #: does: a rescore with another alpha replays the stored trajectories (`RunSpec.generation_identity`)
+    scoring_keys: ClassVar[frozenset[str]] = frozenset({"alpha"})
 
     name: Literal["lifeplanner"] = "lifeplanner"
     n_cases: int = Field(default=667, ge=1, le=100_000, description="split over task x level as Table 4")

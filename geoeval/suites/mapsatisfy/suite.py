@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -51,6 +51,11 @@ class MapSatisfyDemoEnvConfig(Strict):
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `root`, where the files are (what
+        they hold is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"root"})
+
 
 class MapSatisfyGeneratedEnvConfig(Strict):
     """`env=mapsatisfy_generated`: instances generated over a city (generate/generator.py), with the replay
@@ -71,9 +76,18 @@ class MapSatisfyGeneratedEnvConfig(Strict):
     )
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `out_dir`, where the generated
+        files are written (what they hold is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"out_dir"})
+
 
 class MapSatisfySuiteConfig(Strict):
     """`suite=mapsatisfy`."""
+
+    #: keys that change only how a dialogue is judged, not the dialogue: a rescore with other
+    #: judge settings replays the stored dialogues (`RunSpec.generation_identity`)
+    scoring_keys: ClassVar[frozenset[str]] = frozenset({"judge_votes", "judge_temperature", "judge_evidence_chars"})
 
     name: Literal["mapsatisfy"] = "mapsatisfy"
     setting: Literal["normal", "profile"] = Field(
