@@ -59,6 +59,7 @@ def test_every_metric_orders_every_known_pair(rp_run):
         "defect:missing_station",
         "defect:wrong_transfer",
         "defect:longer_route",
+        "defect:wrong_answer_alone",  # the reading families' worst candidate
         "empty",
         "refusal",
         "invented",

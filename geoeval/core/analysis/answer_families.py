@@ -24,8 +24,9 @@ variant drawn by the sample's seeded `rng` from several:
 | `hedge` | "either ... or", numbered options, "probably ... but possibly", an alternative after the answer | 1 |
 | `echo` | the request echoed (quoted, restated, asked back), then the right answer | 0 |
 
-Level 0 must score as the reference on every metric; level 1 strictly below it on `affects`
-(`geoeval.core.analysis.meta_eval`). The phrasings are written as models write, not from the
+Level 0 must score as the reference on every metric; level 1 no higher than the wrong answer
+alone (`defect:wrong_answer_alone`, its worst candidate) on `affects`, and strictly below the
+reference where the wrong answer alone is (`geoeval.core.analysis.meta_eval`, `Tier.worst`). The phrasings are written as models write, not from the
 reader's cue lists (`core/reading/lexicon.py`): the reader is judged on them.
 """
 
@@ -150,8 +151,14 @@ def _fill(template: str, pair: AnswerPair, **extra: str) -> str:
     return template.format(right=pair.right, wrong=pair.wrong or "", question=pair.question.strip(), **extra)
 
 
+#: the wrong answer alone, the worst candidate every level-1 variant offers (`Tier.worst`)
+WRONG_ALONE = "defect:wrong_answer_alone"
+
+
 def _tier(family: str, variant: str, level: int, affects: frozenset[str] | None = None) -> Tier:
-    return Tier(f"{family}:{variant}", level, affects if level == 1 else None, family)
+    if level == 1:
+        return Tier(f"{family}:{variant}", level, affects, family, worst=WRONG_ALONE)
+    return Tier(f"{family}:{variant}", level, None, family)
 
 
 def reading_family_answers(pair: AnswerPair, rng: random.Random) -> list[tuple[Tier, str]]:
@@ -161,6 +168,7 @@ def reading_family_answers(pair: AnswerPair, rng: random.Random) -> list[tuple[T
     affects = pair.affects
     wrong = pair.wrong is not None
     if wrong:
+        out.append((Tier(WRONG_ALONE, 1, affects), pair.wrong or ""))
         out.append((_tier("reasoning", "weighs_then_right", 0), _fill(rng.choice(_WEIGH_RIGHT), pair)))
         out.append((_tier("reasoning", "weighs_then_wrong", 1, affects), _fill(rng.choice(_WEIGH_WRONG), pair)))
     out.append((_tier("reasoning", "long_preamble", 0), _fill(rng.choice(_PREAMBLE), pair)))

@@ -481,7 +481,7 @@ WITHDRAWAL = re.compile(
 #: a sentence that opens with one of these speaks of the candidate named last ("It has closed
 #: down.", "它已经不营业了。", "That one is slower."): with a rejection after it, it rejects that one
 ANAPHOR = re.compile(
-    r"^\W*(?:(?:but|however|unfortunately|sadly|note(?:\s+that)?)\W+)?"
+    r"^\W*(?:(?:but|however|unfortunately|sadly|note(?:\s+that)?)\W+|[^,.;:，。；：]{1,40}[,，]\s*)?"
     r"(?:(?:it|this(?:\s+one|\s+place|\s+route)?|that(?:\s+one|\s+place|\s+route)?|the\s+(?:latter|former)|"
     r"ce(?:la|tte|t)?|es|das|dieser?|eso|esta?|este)\b|它|这家|该店|那家|这里|那里|该地|此店|这个|那个|该|その店)"
 )

@@ -58,7 +58,7 @@ TASK_FIELDS = {
     "trip": {"start", "end", "waypoints", "optimal_order", "vehicle", "mode", "total_distance_m", "total_time_s"},
 }
 _REF_FIELDS = ("attribute_key", "note_id")
-_FIELD_LINE = re.compile(r"^\s*([^:：]{1,40}?)\s*[:：]\s*(.+?)\s*$")
+_FIELD_LINE = re.compile(r"^\s*([^:：]{1,40}?)\s*[:：]\s*(.*?)\s*$")
 _LIST_SPLIT = re.compile(r"\s*(?:,|;|→|->|、|，)\s*")
 
 
@@ -124,10 +124,10 @@ def _from_table(rows: list[Segment], task: str) -> Iterator[tuple[Segment, Any]]
 
 
 def _from_sections(doc: Document, task: str) -> Iterator[tuple[Segment, Any]]:
-    """`## field` headings with their text or list below, consecutive ones one record."""
+    """`## field` headings with their text or list below; consecutive ones are one record, and a
+    field named again starts the next record (two answers written one after the other)."""
     allowed = TASK_FIELDS.get(task, set())
-    fields: list[tuple[str, Any]] = []
-    first: Segment | None = None
+    records: list[tuple[Segment, list[tuple[str, Any]]]] = []
     current: tuple[str, list[Segment]] | None = None
 
     def close() -> None:
@@ -135,25 +135,29 @@ def _from_sections(doc: Document, task: str) -> Iterator[tuple[Segment, Any]]:
             name, body = current
             items = [s.text for s in body if s.kind == "item"]
             text = " ".join(s.text for s in body if s.kind in ("line", "code"))
-            fields.append((name, items if items and (len(items) > 1 or not text) else (text or None)))
+            records[-1][1].append((name, items if items and (len(items) > 1 or not text) else text))
 
     for seg in doc.segments:
         if seg.kind == "heading":
             close()
             current = None
-            if norm_key(seg.text) in allowed:
-                first = first or seg
+            key = norm_key(seg.text)
+            if key in allowed:
+                if not records or key in {norm_key(n) for n, _ in records[-1][1]}:
+                    records.append((seg, []))
                 current = (seg.text, [])
         elif current is not None:
             current[1].append(seg)
     close()
-    record = _record_of([(n, v) for n, v in fields if v is not None], task)
-    if first is not None and record:
-        yield first, record
+    for first, fields in records:
+        record = _record_of(fields, task)
+        if record:
+            yield first, record
 
 
 def _from_field_lines(doc: Document, task: str, taken: set[int]) -> Iterator[tuple[Segment, Any]]:
-    """Runs of `Field: value` lines (or items) naming fields of the task, each run one record."""
+    """Runs of `Field: value` lines (or items) naming fields of the task, each run one record (a
+    field named again starts the next)."""
     allowed = TASK_FIELDS.get(task, set())
     run: list[tuple[Segment, str, str]] = []
 
@@ -167,6 +171,8 @@ def _from_field_lines(doc: Document, task: str, taken: set[int]) -> Iterator[tup
     for seg in doc.segments:
         found = _FIELD_LINE.match(seg.text) if seg.kind in ("line", "item") and seg.index not in taken else None
         if found and norm_key(found.group(1)) in allowed:
+            if norm_key(found.group(1)) in {norm_key(name) for _s, name, _v in run}:
+                yield from flush()  # a field named again: the next record
             run.append((seg, found.group(1), found.group(2)))
         else:
             yield from flush()

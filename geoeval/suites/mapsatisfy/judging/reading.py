@@ -39,11 +39,12 @@ from geoeval.core.reading import lexicon as cue
 from geoeval.core.reading.candidates import Candidate, Found, Role, assign_roles
 from geoeval.core.reading.document import Document, parse
 from geoeval.core.reading.normalise import fold
-from geoeval.core.reading.rule import ECHOED, REJECTED, REJECTED_ELSEWHERE, RETRACTED, decide
+from geoeval.core.reading.rule import ECHOED, REJECTED, REJECTED_ELSEWHERE, RETRACTED, SUPERSEDED, decide
 from geoeval.suites.mapsatisfy.judging.answer_facts import _FULL_TO_ASCII, Evidence, Record, norm
 from geoeval.suites.mapsatisfy.judging.typesetting import normalise
 
 _QUOTE = re.compile(r"「([^」]*)」")
+_ASCII_QUOTE = re.compile(r'"([^"\n]*)"')
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;\n]*")
 _CLAUSE = re.compile(r"[,，、:：]")
 # words that make several records a sequence (an itinerary, a route leg by leg), not options
@@ -128,7 +129,8 @@ def _unique(records: Iterable[Record]) -> list[Record]:
 
 
 def _quotes(text: str) -> str:
-    return text.replace("“", "「").replace("”", "」")
+    """Quotations of every kind written as 「…」 (the brackets the rules read quotes in)."""
+    return _ASCII_QUOTE.sub(r"「\1」", text.replace("“", "「").replace("”", "」"))
 
 
 def _normed_with_index(text: str) -> tuple[str, list[int]]:
@@ -187,13 +189,14 @@ def _mentions(doc: Document, ev: Evidence) -> list[Found[Record]]:
 
 
 def _offers(c: Candidate[Record], doc: Document) -> bool:
-    """Whether a mention offers its record as the recommendation (module docstring)."""
+    """Whether a mention offers its record as the recommendation (module docstring): a
+    commitment in its own sentence ("为您推荐「X」"; a heading or a list's lead commits to the
+    plan it heads, not to each record its items name), a correction, a hedge or an alternative."""
     seg = doc.segments[c.found.segment]
     sentence = fold(seg.text[max(0, c.found.start - 80) : c.found.end + 80])
+    committed = c.strength > 0 and any(e.endswith("before it") for e in c.evidence)
     return (
-        c.strength > 0
-        or c.role is Role.CORRECTION
-        or bool(cue.ALTERNATIVE.search(sentence) or cue.HEDGE.search(sentence))
+        committed or c.role is Role.CORRECTION or bool(cue.ALTERNATIVE.search(sentence) or cue.HEDGE.search(sentence))
     )
 
 
@@ -314,7 +317,9 @@ def _positive(
                     kept.append(seg.text[start:end])
                 start = end
             parts.append("".join(kept))
-    return norm("".join(parts)), fired
+    # a line break ends a sentence (the normalised text has no spacing left to say so)
+    ended = [p if not p.strip() or p.rstrip()[-1] in "。！？!?；;.:：" else p + "。" for p in parts]
+    return norm("".join(ended)), fired
 
 
 def _strip_names(sentence: str, ev: Evidence) -> str:
@@ -356,7 +361,9 @@ def read_robust(answer: str, ev: Evidence, given: Sequence[str]) -> Reading:
         first = next((c for c in candidates if c.role is Role.STATED and c.key not in rejected_keys), None)
         if first is not None and all(first is not o for o in offered):
             decision = decide([*offered, first], retractions)
-    aside_ids = {id(c) for c, why in decision.set_aside if why in (REJECTED, REJECTED_ELSEWHERE, ECHOED, RETRACTED)}
+    aside_ids = {
+        id(c) for c, why in decision.set_aside if why in (REJECTED, REJECTED_ELSEWHERE, ECHOED, RETRACTED, SUPERSEDED)
+    }
     aside_ids |= {id(c) for c in candidates if c.key in rejected_keys}
     retraction_points = [c.sentence for c in decision.live if c.role is Role.CORRECTION]
     retraction_points += [(r.segment, r.start) for r in decision.retractions if not r.last]
