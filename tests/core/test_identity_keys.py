@@ -101,6 +101,16 @@ WHY: dict[str, str] = {
     "suite.record_simulated": "simulated replies recorded in the store answer later calls",
 }
 
+#: keys in the generation identity only off their default: a key added later whose default is
+#: what every earlier run did keeps those runs' identities (and their stored calls replayable)
+OFF_DEFAULT: dict[str, tuple[tuple[str, str], ...]] = {
+    "suite.answer_channel": (
+        ("maptab", "tool"),
+        ("maptab_qa", "tool"),
+        ("lifeplanner", "text"),
+    ),  # how the answer is asked for and taken (text, or a submit tool): the prompt and the tools
+}
+
 #: the shipped configurations whose identity keys are checked
 CONFIGS: dict[str, tuple[str, ...]] = {
     "maptab": (),
@@ -290,6 +300,7 @@ def test_every_config_key_is_either_in_the_generation_identity_or_toggled_here(s
         for key in leaves(spec.to_dict())
         if key not in generation
         and key not in toggled
+        and key not in OFF_DEFAULT
         # toggled as a whole or per key (`model.serve` is None without a served model: local_llm's are toggled)
         and not key.startswith(("pricing.models.", "model.serve", "model.args."))
     }
@@ -312,3 +323,13 @@ def test_changing_what_the_model_sees_changes_the_generation_hash(specs):
         assert with_value(served, key.split("."), value).generation_hash() != served.generation_hash(), key
     generated = specs["mapsatisfy_generated"]
     assert with_value(generated, ["suite", "max_turns"], 3).generation_hash() != generated.generation_hash()
+
+
+@pytest.mark.parametrize("key", sorted(OFF_DEFAULT))
+def test_a_key_added_later_is_in_the_identity_only_off_its_default(specs, key):
+    for name, other in OFF_DEFAULT[key]:
+        spec = specs[name]
+        assert key not in leaves(spec.generation_identity()), (name, key)
+        changed = with_value(spec, key.split("."), other)
+        assert key in leaves(changed.generation_identity()), (name, key)
+        assert changed.generation_hash() != spec.generation_hash() and changed.config_hash() != spec.config_hash()

@@ -140,13 +140,20 @@ class MapTabSuiteConfig(Strict):
     solver: Literal["generate", "react"] = "generate"
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
+    answer_channel: Literal["text", "tool"] = Field(
+        default="text",
+        description="text: the answer as text, as the paper asks; tool: submit_route / submit_answer (submit.py)",
+    )
 
     def identity_dict(self) -> dict[str, Any]:
         """This config's part of the run identity: every key, except `resolution` when no
-        selected category or QA type shows an image (the result cannot depend on it)."""
+        selected category or QA type shows an image (the result cannot depend on it), and
+        `answer_channel` at its default (the paper's text answer, as every run before it had)."""
         data = self.model_dump(mode="json")
         if not self.shows_image():
             data.pop("resolution")
+        if data["answer_channel"] == "text":
+            data.pop("answer_channel")
         return data
 
     def shows_image(self) -> bool:
