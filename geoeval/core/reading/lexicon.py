@@ -196,7 +196,8 @@ REJECT_AFTER = re.compile(
 REJECT_LABEL = re.compile(
     _cues(
         r"\b(?:wrong|incorrect|rejected|invalid|bad|worse|avoid|discarded|not\s+recommended|do\s+not\s+(?:take|use|go)|"
-        r"don'?t\s+(?:take|use|go)|slower|longer|costlier|more\s+expensive|suboptimal|not\s+optimal)\b\W*\)?\s*[:：]?$",
+        r"don'?t\s+(?:take|use|go)|slower|longer|costlier|more\s+expensive|suboptimal|not\s+optimal)\b"
+        r"(?:\s+(?:route|path|option|answer|choice|one|place|plan|alternative)s?)?\W*\)?\s*[:：]?$",
         r"(?:错误|不推荐|不建议|避开|避免|不要|更慢|更长|更贵)\W*[:：]?$",
         r"\b(?:incorrect[oa]|evitar|incorrecte|à\s+éviter|falsch|vermeiden)\b\W*[:：]?$",
     )
