@@ -104,6 +104,30 @@ OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
         "Alternative (slower): Harbour Gate-Northfield-Quarry Lane-Millbrook",
         # a typo the map's station list resolves to one station only, and a trailing "Station"
         "Harbour Gate-Elm Cuort-Kings Cross Road(transfer)-Millbrook Station",
+        # structured forms (issue 39): JSON, a JSON list, a table, a list under a heading, commas
+        '{"route": ["Harbour Gate", "Elm Court", "Kings Cross Road (transfer)", "Millbrook"]}',
+        '{"path": ["Harbour Gate", "Elm Court", "Kings Cross Road", "Millbrook"], "transfer_stations": '
+        '["Kings Cross Road"]}',
+        '```json\n[{"station": "Harbour Gate"}, {"station": "Elm Court"}, {"station": "Kings Cross Road", '
+        '"transfer": true}, {"station": "Millbrook"}]\n```',
+        "| # | Station | Transfer |\n|---|---|---|\n| 1 | Harbour Gate | |\n| 2 | Elm Court | |\n"
+        "| 3 | Kings Cross Road | yes |\n| 4 | Millbrook | |",
+        "## Route\n- Harbour Gate\n- Elm Court\n- Kings Cross Road (transfer)\n- Millbrook",
+        "| Route |\n|---|\n| Harbour Gate - Elm Court - Kings Cross Road (transfer) - Millbrook |",
+        "Route: Harbour Gate, Elm Court, Kings Cross Road (transfer), Millbrook.",
+        # legs alone, the transfer where the line changes
+        "1. Harbour Gate → Elm Court (Red Line)\n2. Elm Court → Kings Cross Road (Red Line)\n"
+        "3. Kings Cross Road → Millbrook (Blue Line)",
+        # long reasoning, a self-correction, an echoed question with hyphens, other languages
+        "Let me think. Harbour Gate-Northfield-Quarry Lane-Millbrook has 4 stops but a slow leg; "
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook is faster.\n\nFinal answer: "
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "Harbour Gate-Northfield-Quarry Lane-Millbrook. Wait, actually Harbour Gate-Elm Court-Kings Cross "
+        "Road(transfer)-Millbrook.",
+        "You asked for the fastest route from Harbour-Gate to Mill-brook?\n\n"
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "La respuesta correcta es Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "最终答案：Harbour Gate—Elm Court—Kings Cross Road（换乘）—Millbrook",
     ],
 )
 def test_a_correct_route_however_written_scores_as_the_reference(text):
@@ -145,6 +169,12 @@ def test_a_negated_route_is_not_an_answer(text):
         f"<route_begin>{OTHER}<route_end> or <route_begin>{REF}<route_end>",
         f"{REF}\nActually, take {OTHER} instead.",
         f"{REF}. Wait, {OTHER} is better.",
+        # hedges of issue 39: either / numbered options / an alternative after the final answer
+        f"Either {REF} or {OTHER}.",
+        f"1. {REF}\n2. {OTHER}",
+        f"Final answer: {REF}\n\nAlternatively, {OTHER} would also work.",
+        f'{{"routes": ["{REF}", "{OTHER}"]}}',
+        f"Vielleicht {REF} oder {OTHER}.",
     ],
 )
 def test_several_candidates_or_a_correction_away_earn_no_more_than_the_worst(text):

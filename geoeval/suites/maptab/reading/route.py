@@ -4,8 +4,9 @@ rule over them (`geoeval.core.reading`).
 
 Where routes are found, in the answer's parsed segments (`core.reading.document`):
 
-* lines, code lines and headings: each piece of a line (split at sentence ends, " / ", " | ",
-  " or ", and ", " before a cue word such as "not") that `route_line.read_line` reads as a route;
+* lines, code lines and headings: each piece of a line (split at sentence ends, commas, " / ",
+  " | ", " or ", " and ") that `route_line.read_line` reads as a route; a line that lists
+  stations of the map separated by commas ("Route: A, B (transfer), C") is one route;
 * lists: the items of a list that each name one station, when its lead or section names a route
   ("**Route:**", "## Path", "路线") or every item is a station of the map, are one route;
 * tables: a column of stations (header "Station", "Stop", "Name", "站") is one route, its
@@ -13,8 +14,12 @@ Where routes are found, in the answer's parsed segments (`core.reading.document`
   column, and any other cell, is read as a line; a From / To table of legs that chain is one
   route, read only when nothing else states one (its legs may skip the stations of one line);
 * JSON: a list of station names or of objects naming a station (with a `transfer` flag), a string
-  read as a line, an object keyed `route` / `path` / `stations` / `answer` ... read inside, and
-  `routes` / `options` / `alternatives` as several candidates.
+  read as a line, an object keyed `route` / `path` / `stations` / `answer` ... read inside (with
+  `transfer_at` / `transfers` / `changes` listing its transfer stations), and `routes` /
+  `options` / `alternatives` as several candidates;
+* legs alone: an answer that states only two-station legs that chain ("1. A → B (Red Line)",
+  "2. B → C (Blue Line)") rides the route they make, a transfer where one leg's line gives way to
+  another's.
 
 When the answer marks itself (`<route_begin>` ... `<route_end>`, the authors' format), only the
 marked spans are candidates; the words around them still say what each is ("<route_begin>A<route_end>
@@ -70,6 +75,7 @@ _YES = re.compile(r"^(?:yes|y|true|x|✓|✔|transfer|换乘|是)$", re.IGNORECA
 _JSON_ROUTE_KEYS = ("route", "path", "stations", "stops", "answer", "final_route", "optimal_route", "final_answer")
 _JSON_OPTION_KEYS = ("routes", "options", "alternatives", "candidates")
 _JSON_NAME_KEYS = ("station", "name", "stop", "station_name")
+_JSON_TRANSFER_KEYS = ("transfer_at", "transfers", "transfer_stations", "changes", "change_at", "interchanges")
 
 
 def route_key(route: Route) -> tuple[tuple[str, bool], ...]:
@@ -158,8 +164,29 @@ def _names_the_map(route: list[Stop], stations: Stations | None) -> bool:
     return stations is None or sum(stations.resolve(s.name) is not None for s in route) >= MIN_KNOWN_STOPS
 
 
+_COMMA_LIST = re.compile(r"^(?P<lead>[^:：]*[:：])?\s*(?P<items>[^,，、]+(?:\s*[,，、]\s*[^,，、]+)+?)\s*[.。]?$")
+
+
+def _comma_list(seg: Segment, stations: Stations) -> Found[Route] | None:
+    """A line that lists stations of the map separated by commas ("Route: A, B (transfer), C"):
+    a route, when every item is a station of the map."""
+    found = _COMMA_LIST.match(seg.text) if len(seg.text) <= MAX_LINE_CHARS else None
+    if found is None:
+        return None
+    items = [i for i in re.split(r"\s*[,，、]\s*", found.group("items")) if i.strip()]
+    stops = [station_item(i, stations) for i in items]
+    if len(stops) < 2 or any(s is None or stations.resolve(s.name) is None for s in stops):
+        return None
+    start = found.start("items")
+    return _found(seg, start, len(seg.text), [s for s in stops if s])
+
+
 def _from_line(seg: Segment, stations: Stations | None, fragile: list[str]) -> Iterator[Found[Route]]:
     if len(seg.text) > MAX_LINE_CHARS * 50:
+        return
+    listed = _comma_list(seg, stations) if stations else None
+    if listed is not None:
+        yield listed
         return
     for start, _end, piece in _pieces(seg.text, fragile):
         route = read_line(piece, stations)
@@ -254,8 +281,16 @@ def _json_routes(value: Any, stations: Stations | None, depth: int = 0) -> list[
                 return [r for v in lowered[key] for r in _json_routes(v, stations, depth + 1)]
         for key in _JSON_ROUTE_KEYS:
             if key in lowered:
-                return _json_routes(lowered[key], stations, depth + 1)
+                routes = _json_routes(lowered[key], stations, depth + 1)
+                changes = next((lowered[k] for k in _JSON_TRANSFER_KEYS if isinstance(lowered.get(k), list)), None)
+                return [_marked_at(r, changes) for r in routes] if changes is not None else routes
     return []
+
+
+def _marked_at(route: list[Stop], changes: list[Any]) -> list[Stop]:
+    """A route with a transfer mark at each station a separate list names ("transfer_at": [...])."""
+    keys = {name_key(str(c)) for c in changes}
+    return [Stop(s.name, s.transfer or name_key(s.name) in keys) for s in route]
 
 
 def _json_stop(item: dict[str, Any], stations: Stations | None) -> Stop | None:
@@ -296,7 +331,40 @@ def find_routes(doc: Document, stations: Stations | None = None) -> list[Found[R
     if doc.has_markers:
         found = [f for f in found if doc.segments[f.segment].marked]
     found = [f for f in found if _names_the_map(list(f.value), stations)]
+    if found and all(len(f.value) == 2 for f in found):  # only legs: the route they ride
+        found += _chained(doc, found)
     return found or [f for f in legs if _names_the_map(list(f.value), stations)]
+
+
+_LINE_NAME = re.compile(r"\b((?:[A-Z][\w-]*\s+){0,2}(?:line|Line|LINE))\b|([\w]+号线)")
+
+
+def _line_of(text: str) -> str | None:
+    found = _LINE_NAME.search(text)
+    return found.group(0).lower() if found else None
+
+
+def _chained(doc: Document, legs: list[Found[Route]]) -> list[Found[Route]]:
+    """The route an answer that gives only legs rides ("1. A → B (Red Line)", "2. B → C (Blue
+    Line)"): consecutive legs, each starting where the one before ends, joined; a station where
+    one leg's line gives way to another's (or that a leg marks) is a transfer."""
+    ordered = sorted(legs, key=lambda f: (f.segment, f.start))
+    chain = [ordered[0]]
+    for leg in ordered[1:]:
+        if name_key(leg.value[0].name) != name_key(chain[-1].value[-1].name):
+            return []  # not one ride: legs of several routes, or a hedge
+        chain.append(leg)
+    if len(chain) < 2:
+        return []
+    lines = [_line_of(doc.segments[f.segment].text) for f in chain]
+    stops = [chain[0].value[0]]
+    for k, leg in enumerate(chain):
+        end = leg.value[-1]
+        if k + 1 < len(chain):
+            changes = lines[k] is not None and lines[k + 1] is not None and lines[k] != lines[k + 1]
+            end = Stop(end.name, end.transfer or chain[k + 1].value[0].transfer or changes)
+        stops.append(end)
+    return [Found(chain[0].segment, chain[0].start, chain[0].end, tuple(stops), route_key(tuple(stops)))]
 
 
 def read_route(text: str, stations: Stations | None = None, question: str = "") -> RouteReading:
