@@ -80,6 +80,14 @@ class MetaEvalAnswer:
     lowers: tuple[str, ...] | None = None
     family: str = "tiers"
     messages: list[dict[str, Any]] | None = None
+    #: the tier of the answer's worst candidate, for a hedge (`records.Tier.worst`)
+    worst: str | None = None
+
+    @classmethod
+    def of_tier(cls, tier: Any, answer: str) -> MetaEvalAnswer:
+        """An answer of a `records.Tier` (the core's reading families: `core.analysis.answer_families`)."""
+        lowers = tuple(sorted(tier.affects)) if tier.affects is not None else None
+        return cls(tier.name, tier.level, answer, lowers, tier.family, worst=tier.worst)
 
     @classmethod
     def reference(cls, answer: str, messages: list[dict[str, Any]] | None = None) -> MetaEvalAnswer:

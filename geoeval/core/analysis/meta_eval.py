@@ -219,7 +219,7 @@ def score_tiers(suite: Any, spec: RunSpec, env: Any, samples: list[Any]) -> list
     return [
         ScoredAnswer(
             sample_id=i,
-            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family),
+            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family, a.worst),
             answer=a.answer,
             scores=dict(result.scores),
         )
