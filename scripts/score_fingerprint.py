@@ -28,6 +28,23 @@ SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "bench"))
 from profile_main import score_digest  # noqa: E402  (the main command's bench digests the same way)
 
+
+def scores_only_digest(results_db: Path) -> str:
+    """sha256 over every stored sample's (id, epoch, status, answer, scores) without its run hash:
+    equal across a change that bumps a suite's scoring version but leaves every score as it was."""
+    from geoeval.core.warehouse.store import Warehouse
+
+    rows = []
+    with Warehouse(results_db, read_only=True) as wh:
+        for run in wh.runs():
+            for r in wh.results(run["run_hash"]):
+                rows.append(
+                    [r.sample_id, r.epoch, r.status, r.answer, sorted((k, repr(v)) for k, v in r.scores.items())]
+                )
+    rows.sort()
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
+
 #: name -> (command arguments after `python -m geoeval`, whether it needs ../shared/peers)
 RUNS: dict[str, tuple[list[str], bool]] = {
     "maptab_perception": (
@@ -92,7 +109,12 @@ def run_experiment(args: list[str]) -> dict:
     if proc.returncode != 0:
         return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
     digest, n = score_digest(db)
-    return {"digest": digest, "samples": n, "seconds": round(time.perf_counter() - t, 1)}
+    return {
+        "digest": digest,
+        "scores_digest": scores_only_digest(db),
+        "samples": n,
+        "seconds": round(time.perf_counter() - t, 1),
+    }
 
 
 def run_meta_eval(args: list[str]) -> dict:
