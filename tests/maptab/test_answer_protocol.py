@@ -128,6 +128,11 @@ OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
         "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
         "La respuesta correcta es Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
         "最终答案：Harbour Gate—Elm Court—Kings Cross Road（换乘）—Millbrook",
+        # the transfer said in words, apart from a route written without marks
+        "**Optimal route:** Harbour Gate → Elm Court → Kings Cross Road → Millbrook\n\n"
+        "**Transfer:** at Kings Cross Road (Red → Blue)",
+        "Route: Harbour Gate - Elm Court - Kings Cross Road - Millbrook (transfer at Kings Cross Road)",
+        "路线：Harbour Gate—Elm Court—Kings Cross Road—Millbrook，在Kings Cross Road换乘。",
     ],
 )
 def test_a_correct_route_however_written_scores_as_the_reference(text):
@@ -184,6 +189,11 @@ def test_several_candidates_or_a_correction_away_earn_no_more_than_the_worst(tex
 def test_the_correction_is_the_answer():
     assert robust(f"{OTHER}\nActually, take {REF} instead.") == FULL
     assert robust(f"{OTHER}\nOn second thought: {REF}") == FULL
+
+
+def test_a_transfer_denied_in_words_marks_nothing():
+    text = "Harbour Gate → Elm Court → Kings Cross Road → Millbrook. No transfer at Elm Court is needed."
+    assert robust(text) == {"ema": 0.0, "pma": 1.0, "ds": 0.0}  # the reference's mark is missing
 
 
 def test_a_restated_route_is_one_answer():

@@ -17,6 +17,9 @@ Where routes are found, in the answer's parsed segments (`core.reading.document`
   read as a line, an object keyed `route` / `path` / `stations` / `answer` ... read inside (with
   `transfer_at` / `transfers` / `changes` listing its transfer stations), and `routes` /
   `options` / `alternatives` as several candidates;
+* transfers said in words: one route written without marks takes them from "Transfer at B",
+  "change lines at B", "Transfer stations: B, C", "(transfer at B)", "在B换乘" (stations of the
+  route, not its ends);
 * legs alone: an answer that states only two-station legs that chain ("1. A → B (Red Line)",
   "2. B → C (Blue Line)") rides the route they make, a transfer where one leg's line gives way to
   another's.
@@ -40,6 +43,7 @@ from typing import Any
 
 from geoeval.core.reading.candidates import Found, assign_roles
 from geoeval.core.reading.document import Document, Segment, parse
+from geoeval.core.reading.normalise import plain
 from geoeval.core.reading.rule import Decision, decide
 from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END
 from geoeval.suites.maptab.reading.route_line import (
@@ -367,6 +371,36 @@ def _chained(doc: Document, legs: list[Found[Route]]) -> list[Found[Route]]:
     return [Found(chain[0].segment, chain[0].start, chain[0].end, tuple(stops), route_key(tuple(stops)))]
 
 
+# "Transfer at Kings Cross Road", "change lines at B and C", "transfer station: B", "在B换乘"
+_TRANSFER_AT = re.compile(
+    r"\b(?:transfers?|changes?|interchanges?|switch(?:es)?)(?:\s+(?:lines?|trains?))?\s*[:：]?(?:\s+(?:at|in|to\s+\S+\s+at))\s+"
+    r"(?P<en>[^.;\n]+)|\btransfer\s+stations?\s*[:：]\s*(?P<list>[^.;\n]+)|在(?P<zh>[^，。；\n]{1,30}?)换乘|"
+    r"换乘站\s*[:：]\s*(?P<zhlist>[^。；\n]+)",
+    re.IGNORECASE,
+)
+
+
+_NO_TRANSFER = re.compile(
+    r"\b(?:no|without|not|never|don'?t|doesn'?t|needn'?t)\s+(?:\w+\s+)?$|不(?:用|需要)?$", re.IGNORECASE
+)
+
+
+def _transfers_stated(text: str, route: Route, stations: Stations) -> set[str]:
+    """The stations of `route` (not its ends) the answer says are transfers in words, apart from
+    the route ("A → B → C → D. Transfer at C.", "... (transfer at C)")."""
+    inner = {name_key(s.name) for s in route[1:-1]}
+    named: set[str] = set()
+    said_text = plain(text)[: MAX_LINE_CHARS * 10]
+    for found in _TRANSFER_AT.finditer(said_text):
+        if _NO_TRANSFER.search(said_text[max(0, found.start() - 16) : found.start()]):
+            continue  # "no transfer at B is needed"
+        said = next(g for g in found.groups() if g)
+        for name in stations.names:
+            if name_key(name) in inner and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", said, re.IGNORECASE):
+                named.add(name_key(name))
+    return named
+
+
 def read_route(text: str, stations: Stations | None = None, question: str = "") -> RouteReading:
     """The robust reading of an answer (module docstring); `stations`: the map's (names are then
     kept whole, `route_line.read_line`); `question`: what was asked (a route echoed from it is
@@ -374,4 +408,9 @@ def read_route(text: str, stations: Stations | None = None, question: str = "") 
     doc = parse(text or "", markers=[(ROUTE_BEGIN, ROUTE_END)])
     candidates, retractions = assign_roles(doc, find_routes(doc, stations), question)
     decision = decide(candidates, retractions, subsumes=lambda long, short: is_leg(short, long))
-    return RouteReading([list(c.value) for c in decision.live], decision)
+    routes = [list(c.value) for c in decision.live]
+    if stations and len(routes) == 1 and not any(s.transfer for s in routes[0]):
+        # one route written without marks, its transfers said in words
+        marked = _transfers_stated(text or "", tuple(routes[0]), stations)
+        routes = [[Stop(s.name, name_key(s.name) in marked) for s in routes[0]]]
+    return RouteReading(routes, decision)
