@@ -174,3 +174,14 @@ def test_a_subsumed_candidate_adds_nothing():
     candidates, retractions = assign_roles(doc, found)
     decision = decide(candidates, retractions, subsumes=lambda a, b: a != b and a.startswith(b))
     assert decision.values == ["ALPHABET"]
+
+
+def test_json_written_loosely_is_read_without_running_code():
+    def values(text):
+        return [s.value for s in parse(text).segments if s.kind == "json"]
+
+    assert values("Answer: {'answer': True, 'reason': 'It is true'}") == [{"answer": True, "reason": "It is true"}]
+    assert values('{"route": ["A", "B",], }') == [{"route": ["A", "B"]}]
+    assert values("{'a': true, 'b': 'null and true'}") == [{"a": True, "b": "null and true"}]
+    assert values("{'a': __import__('os').getcwd()}") == []  # literals only: nothing is evaluated
+    assert values("[1, 2 and more") == []

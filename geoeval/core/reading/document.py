@@ -25,6 +25,7 @@ reasoning puts the answer), and at most `MAX_JSON_ATTEMPTS` openers are tried as
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Sequence
@@ -110,7 +111,10 @@ def _json_values(text: str) -> list[tuple[int, int, Any]]:
         try:
             value, end = decoder.raw_decode(text, i)
         except (json.JSONDecodeError, RecursionError):
-            continue
+            loose = _loose_value(text, i)
+            if loose is None:
+                continue
+            value, end = loose
         if not isinstance(value, (dict, list)) or not value:
             continue
         if nesting_depth(value, MAX_JSON_DEPTH + 1) > MAX_JSON_DEPTH:
@@ -119,6 +123,61 @@ def _json_values(text: str) -> list[tuple[int, int, Any]]:
         out.append((i, end, value))
         end_of_last = end
     return out
+
+
+#: a value written loosely (Python's quotes and literals, a trailing comma) is read only this long
+MAX_LOOSE_CHARS = 20_000
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_STRING = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def _closing(text: str, start: int) -> int | None:
+    """Where the bracket opened at `start` closes (quotes respected), within MAX_LOOSE_CHARS."""
+    pairs = {"{": "}", "[": "]"}
+    stack: list[str] = []
+    quote = ""
+    escaped = False
+    for k in range(start, min(len(text), start + MAX_LOOSE_CHARS)):
+        ch = text[k]
+        if quote:
+            escaped = not escaped and ch == "\\"
+            if ch == quote and not escaped:
+                quote = ""
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+        elif ch in pairs:
+            stack.append(pairs[ch])
+        elif ch in ("}", "]"):
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return k + 1
+    return None
+
+
+def _loose_value(text: str, start: int) -> tuple[Any, int] | None:
+    """A JSON object or array written loosely, as models write it: Python's quotes and literals
+    (`{'answer': True}`) or a trailing comma; read with `ast.literal_eval` (no code runs)."""
+    end = _closing(text, start)
+    if end is None:
+        return None
+    chunk = _TRAILING_COMMA.sub(r"\1", text[start:end])
+    try:
+        return json.loads(chunk), end
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    # JSON's literals as Python's, outside the strings
+    parts = _STRING.split(chunk)
+    words = {"true": "True", "false": "False", "null": "None"}
+    python = "".join(
+        p if k % 2 else re.sub(r"\b(?:true|false|null)\b", lambda w: words[w.group()], p) for k, p in enumerate(parts)
+    )
+    try:
+        value = ast.literal_eval(python)
+    except (ValueError, SyntaxError, RecursionError, MemoryError, TypeError):
+        return None
+    return (value, end) if isinstance(value, (dict, list)) else None
 
 
 def _mask(text: str, markers: Sequence[tuple[str, str]]) -> tuple[str, list[Any], bool]:
