@@ -108,6 +108,8 @@ OFF_DEFAULT: dict[str, tuple[tuple[str, str], ...]] = {
         ("maptab", "tool"),
         ("maptab_qa", "tool"),
         ("lifeplanner", "text"),
+        ("mapsatisfy_generated", "tool"),
+        ("mapsatisfy_demo", "tool"),
     ),  # how the answer is asked for and taken (text, or a submit tool): the prompt and the tools
 }
 

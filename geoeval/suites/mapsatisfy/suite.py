@@ -30,6 +30,7 @@ from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
+from geoeval.suites.mapsatisfy.submit import TOOL_LINE
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -93,6 +94,10 @@ class MapSatisfySuiteConfig(Strict):
     setting: Literal["normal", "profile"] = Field(
         default="normal", description="normal: the main sandbox; profile: the profile is in the prompt (B.4)"
     )
+    answer_channel: Literal["text", "tool"] = Field(
+        default="text",
+        description="text: the reply in text (the paper); tool: submit_reply(reply, recommended) (submit.py)",
+    )
     map_tools: list[str] | None = Field(
         default=None, description="sandbox tools offered to the agent; null: the whole catalogue"
     )
@@ -129,6 +134,14 @@ class MapSatisfySuiteConfig(Strict):
         description="record mode: simulated responses are added to the "
         "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)",
     )
+
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key, `answer_channel` only off its
+        default (the paper's text reply, as every run before it had)."""
+        data = self.model_dump(mode="json")
+        if data["answer_channel"] == "text":
+            data.pop("answer_channel")
+        return data
 
 
 @dataclass(frozen=True)
@@ -278,7 +291,9 @@ def _synthesized_call(instance: Any, tool: str, required: list[str]) -> dict[str
     return values
 
 
-def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any, thinking: str) -> Sample:
+def build_sample(
+    instance: Any, setting: str, tool_names: list[str], store: Any, thinking: str, answer_channel: str = "text"
+) -> Sample:
     from geoeval.suites.mapsatisfy.schema import instance_to_record
 
     meta = instance.metadata
@@ -299,7 +314,9 @@ def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any,
     return Sample(
         id=instance.task_id,
         input=[
-            ChatMessageSystem(content=agent_prompt(instance, setting, tool_names)),
+            ChatMessageSystem(
+                content=agent_prompt(instance, setting, tool_names) + (TOOL_LINE if answer_channel == "tool" else "")
+            ),
             ChatMessageUser(content=instance.query),
         ],
         target="",
@@ -481,7 +498,10 @@ class MapSatisfySuite(Suite):
             )
         store = env.sandbox().store
         thinking = thinking_of(spec)
-        return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
+        channel = spec.suite.answer_channel
+        return [
+            build_sample(i, spec.suite.setting, names, store, thinking, channel) for i in load_instances(env.bench_path)
+        ]
 
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig
@@ -508,6 +528,7 @@ class MapSatisfySuite(Suite):
                 env,
                 max_turns=spec.suite.max_turns,
                 max_tool_calls=spec.suite.max_tool_calls,
+                answer_channel=spec.suite.answer_channel,
                 protocol=spec.scoring.protocol,
                 metric_names=list(spec.metrics.metrics),
                 **judge_settings(spec),

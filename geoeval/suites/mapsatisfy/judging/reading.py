@@ -328,9 +328,10 @@ def _strip_names(sentence: str, ev: Evidence) -> str:
     return sentence
 
 
-def read_robust(answer: str, ev: Evidence, given: Sequence[str]) -> Reading:
+def read_robust(answer: str, ev: Evidence, given: Sequence[str], recommended: Sequence[str] | None = None) -> Reading:
     """The robust reading of `answer` against the evidence and the user's words (module docstring).
-    `given`: what the user said (query, history, replies), normalised."""
+    `given`: what the user said (query, history, replies), normalised; `recommended`: the records
+    the typed channel named (`submit.py`), which are then the recommendation exactly."""
     names = [unicodedata.normalize("NFKC", r.name) for r in ev.records]
     text = _quotes(norm(normalise(answer, names)))
     fired: list[str] = []
@@ -372,7 +373,13 @@ def read_robust(answer: str, ev: Evidence, given: Sequence[str]) -> Reading:
     positive = unquoted(positive)
     fired += positive_fired
     live = _unique(c.value for c in decision.live)
+    if recommended is not None:  # the typed channel says which records it recommends
+        wanted = {norm(n) for n in recommended}
+        live = [r for r in ev.records if norm(r.name) in wanted]
+        fired.append("submitted")
     named = _unique(c.value for c in candidates if id(c) not in aside_ids)
+    if recommended is not None:
+        named = _unique([*named, *live])
     negated = list(
         dict.fromkeys(c.value.name for c, why in decision.set_aside if why in (REJECTED, REJECTED_ELSEWHERE))
     )

@@ -336,7 +336,7 @@ def robust_facts(instance: Any, trajectory: Trajectory, ev: Evidence) -> tuple[A
     anywhere still counts for faithfulness."""
     from geoeval.suites.mapsatisfy.judging.reading import read_robust
 
-    reading = read_robust(trajectory.answer, ev, user_words(instance, trajectory))
+    reading = read_robust(trajectory.answer, ev, user_words(instance, trajectory), trajectory.recommended)
     positive = read_answer(reading.positive, ev)
     every_claim = read_answer(reading.text, ev)
     facts = AnswerFacts(
