@@ -347,7 +347,10 @@ def test_common_terms_come_in_the_rubric_order_whatever_the_hash_seed():
     )
     outputs = {
         subprocess.run(
-            [sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)}, capture_output=True, text=True
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         for seed in range(6)
     }

@@ -425,6 +425,8 @@ ALTERNATIVE = re.compile(
         "または",
     )
 )
+#: words that open a restatement of what the user said (Chinese; the English ones are in `ECHO`)
+ECHO_LEADS_ZH = ("您问", "你问", "您说", "你说", "您要", "你要", "您想", "你想", "您需要", "您的需求", "关于您")
 #: before a candidate: the answer restates the question
 ECHO = re.compile(
     _cues(
@@ -432,17 +434,7 @@ ECHO = re.compile(
         r"\bthe\s+(?:question|task|request|user)\s+(?:is|asks|asked|wants)\b",
         r"\b(?:question|q|task|request|user|prompt)\s*[:：]",
         r"\brestating\b",
-        "您问",
-        "你问",
-        "您说",
-        "你说",
-        "您要",
-        "你要",
-        "您想",
-        "你想",
-        "您需要",
-        "您的需求",
-        "关于您",
+        *ECHO_LEADS_ZH,
         "问题[:：]",
         r"\busted\s+pregunta\b",
         r"\bvous\s+demandez\b",
