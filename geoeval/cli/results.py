@@ -47,6 +47,7 @@ from typing import Any
 
 import duckdb
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
 from geoeval.core.analysis.console import fit_tables
 from geoeval.core.analysis.reports import fraction_label, markdown_table
@@ -286,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="geoeval results",
         description="Show the runs stored in the results database as a leaderboard, or run SQL "
         "over it (tables: runs, samples, scores).",
+        epilog=examples("results"),
+        formatter_class=HelpWithExamples,
     )
     parser.add_argument(
         "--db",
@@ -342,7 +345,12 @@ def export(argv: list[str]) -> int:
     """`geoeval results export --output FILE.parquet [--db ...]`: every stored score, one row per
     (run, sample, epoch, metric) with the run's model and the dimensions (`SCORE_COLUMNS`), plus
     the warehouse it came from (`db`), as Parquet."""
-    parser = argparse.ArgumentParser(prog="geoeval results export", description=export.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="geoeval results export",
+        description=export.__doc__,
+        epilog=examples("results export"),
+        formatter_class=HelpWithExamples,
+    )
     parser.add_argument("--db", type=Path, action="append", default=None, help="a results database (repeatable)")
     parser.add_argument("--output", type=Path, required=True, help="the Parquet file to write")
     try:
