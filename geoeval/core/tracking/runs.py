@@ -14,9 +14,12 @@ Owner and reuse. A run records its owner (`geoeval.host`, `geoeval.pid`, `geoeva
 When a job starts, an earlier run of the same identity (tag `geoeval.run_hash`, same parent; for a
 sweep parent, `geoeval.sweep_hash`) that is RUNNING with a dead owner (a killed job) is marked
 KILLED, and a KILLED or FAILED one is reused: set RUNNING again under the new owner, so a resumed
-job keeps one MLflow run. A FINISHED run is never reused: it is the complete record of an
-invocation, and a later invocation of the same identity (say a full run after `limit=5`, which
-shares the hash and resumes the scored prefix from the warehouse) gets a run of its own.
+job keeps one MLflow run. A FINISHED run is reused only with `reuse_finished`: geoeval's jobs pass
+it with their `run_key` (the run hash and the warehouse), so a full run after `limit=5`, which
+resumes the scored prefix from the warehouse, goes on in that run and ends with every sample; a
+rerun that asks for fewer samples than the warehouse holds (`limit=4` after the full run) has a
+key of its own and is a run of its own, tagged `geoeval.subset` (`run.invocation.stored_beyond`),
+so the whole run's record never shrinks below what the warehouse says.
 A RUNNING run whose owner is alive (or on another host, where liveness cannot be checked) is left
 alone: a concurrent job of the same identity gets its own run.
 
@@ -77,6 +80,7 @@ TAG_SWEEP_HASH = "geoeval.sweep_hash"
 TAG_ATTEMPT = "geoeval.attempt"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_PARAM_CHANGED = "geoeval.param_changed."
+TAG_SUBSET = "geoeval.subset"  # "4 of 48 stored": a run of fewer samples than the warehouse holds for its hash
 
 _log = logging.getLogger(__name__)
 
@@ -213,6 +217,8 @@ class JobRun:
     _progress_failed: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
     _heartbeat: Any = field(default=None, repr=False)
+    #: a run of a subset of the samples its run hash has in the warehouse (`run.invocation.stored_beyond`)
+    subset: bool = False
 
     @classmethod
     def start(
