@@ -38,7 +38,8 @@ def write_job_reports(outcome: JobOutcome) -> list[Path]:
         report_dimensions=tuple(suite.report_dimensions),
     )
     note = provenance(outcome.spec, suite)["note"]
-    summary.write_text(text + (f"\n> {note}\n" if note else ""))
+    notes = "".join(f"\n{line}\n" for line in outcome.notes)  # the suite's own (`summary_notes`)
+    summary.write_text(text + notes + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]

@@ -487,4 +487,8 @@ def _evaluate(
     outcome.log_paths_all = log_files(log_paths_all)
     with stage("reports_suite"):
         outcome.artifacts = suite.after_run(spec, env, results, out_dir)
+        try:  # notes explain the numbers; a failing one must not fail a run whose results are stored
+            outcome.notes = suite.summary_notes(spec, env, results)
+        except Exception as exc:  # noqa: BLE001 -- shown as a warning line
+            print(f"[geoeval] warning: the suite's summary notes failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     return outcome

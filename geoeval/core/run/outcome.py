@@ -25,6 +25,7 @@ class JobOutcome:
     ran: int  # samples evaluated now
     out_dir: Path
     artifacts: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the suite's lines under the summary (`summary_notes`)
     mlflow_run_id: str | None = None
     log_paths_all: list[str] = field(default_factory=list)  # this run's logs, earlier (resumed) invocations too
     seconds: float = 0.0
