@@ -77,6 +77,18 @@ def mcp_tool_source_local() -> type:
     return MCPToolSourceLocal
 
 
+def set_task_args(task: Any, args: dict[str, Any]) -> None:
+    """Give an Inspect `Task` built in code the task args `inspect view` shows (its log's
+    `eval.task_args`): Inspect reads them from the registry parameters a `@task` function call
+    records, and a task a suite builds directly has none, so fifty logs of a sweep all read
+    `maptab` with no args."""
+    try:
+        from inspect_ai._util.registry import set_registry_params
+    except ImportError as exc:
+        raise _moved("inspect_ai._util.registry.set_registry_params", exc) from None
+    set_registry_params(task, args)
+
+
 def hydra_sources_registry() -> Any:
     """Hydra's registry of config-source schemes: the way to add one (`geoeval-experiments://`)
     without the `hydra_plugins` namespace package, which editable installs hide from its scan."""
