@@ -25,8 +25,8 @@ def test_every_private_name_resolves_here():
     from inspect_ai.dataset import Sample
 
     task = Task(dataset=[Sample(input="x")])
-    private_api.set_task_args(task, {"resolution": 0.25})
-    assert resolve_task_args(task) == {"resolution": 0.25}
+    private_api.label_task(task, {"resolution": 0.25}, "maptab resolution=0.25")
+    assert resolve_task_args(task) == {"resolution": 0.25} and task.display_name == "maptab resolution=0.25"
 
 
 def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():

@@ -53,3 +53,4 @@ def test_a_shard_outside_the_sweeps_process_labels_its_log_with_the_point_it_was
     assert list(header.task_args)[:2] == ["resolution", "setting"], header.task_args
     assert header.task_args["resolution"] == 0.25 and header.task_args["model"] == "geoeval/oracle"
     assert header.metadata["geoeval_sweep_point"] == POINT
+    assert header.task_display_name == f"maptab {POINT}"  # the viewer's TASK column

@@ -423,13 +423,14 @@ def run_shard(
     error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
     carrying the eval's message, so nothing vanishes and a rerun retries them."""
     from geoeval.core import registry
-    from geoeval.core.private_api import set_task_args
+    from geoeval.core.private_api import label_task
     from geoeval.core.run.replay import record_and_replay, replaying
 
     suite = registry.get_suite(spec.suite.name)
     task = suite.build_task(spec, env, samples)
     point = point if point is not None else sweep_point()
-    set_task_args(task, log_task_args(spec, point))  # what tells the logs apart in `inspect view`
+    # what tells the logs apart in `inspect view`: the task args, and the point beside the task's name
+    label_task(task, log_task_args(spec, point), f"{task.name} {point}" if point else None)
     model = record_and_replay(build_model(spec), "agent")
     # the suite's simulated roles (a user, a tool simulator) make the trajectory with the agent
     for role, role_model in (task.model_roles or {}).items():
