@@ -38,7 +38,7 @@ def write_job_reports(outcome: JobOutcome) -> list[Path]:
         report_dimensions=tuple(suite.report_dimensions),
     )
     note = provenance(outcome.spec, suite)["note"]
-    notes = "".join(f"\n{line}\n" for line in outcome.notes)  # the suite's own (`summary_notes`)
+    notes = "".join(f"\n{line}\n" for line in getattr(outcome, "notes", []))  # the suite's own (`summary_notes`)
     summary.write_text(text + notes + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
@@ -133,6 +133,12 @@ def print_outcome(outcome: JobOutcome) -> None:
         )
     if outcome.mlflow_run_id:
         print(f"MLflow run: {outcome.mlflow_run_id}")
+        if outcome.mlflow_url:
+            from geoeval.core.tracking.store import tracking_uri_for
+            from geoeval.core.tracking.view import ui_command
+
+            command = ui_command(tracking_uri_for(outcome.spec.tracking))
+            print(f"  open: {outcome.mlflow_url}" + (f"  (after: {command})" if command else ""))
     for p in outcome.log_paths_all:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")

@@ -219,6 +219,7 @@ def run_job(
                 },
             )
         mlflow_run.subset = subset is not None
+        mlflow_run.show_in_runs_table(suite.headline_metrics)  # the experiment opens on them
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
     trace_stream: traces.TraceStream | None = None
@@ -252,6 +253,7 @@ def run_job(
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
+            outcome.mlflow_url = mlflow_run.ui_url()
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             end = job_end.job_end(spec, suite, outcome, mlflow_run.run_id, artifacts, keys=sorted(wanted))

@@ -37,7 +37,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -326,6 +326,25 @@ class JobRun:
                 )
         return job_run
 
+    def show_in_runs_table(self, metrics: Iterable[str]) -> None:
+        """The experiment opens on its runs table, `metrics` among its columns (`tracking.view`);
+        a view that cannot be set is a warning: the run is recorded either way."""
+        from geoeval.core.tracking.view import show_metrics
+
+        try:
+            show_metrics(self.client, self.experiment_id, list(metrics))
+        except Exception as exc:  # noqa: BLE001 -- how the UI opens, not what it records
+            print(
+                f"[geoeval] warning: MLflow's runs-table view not set: {clean_text(str(exc), max_chars=200)}",
+                file=sys.stderr,
+            )
+
+    def ui_url(self) -> str:
+        """This run's page in the MLflow UI."""
+        from geoeval.core.tracking.view import ui_url
+
+        return ui_url(self.tracking_uri, self.experiment_id, self.run_id)
+
     def progress(self, done: int, errors: int, total: int, *, force: bool = False) -> None:
         """Logs `progress/samples_done`, `progress/errors` and `progress/samples_total` at step
         `done`, at most once per PROGRESS_INTERVAL_S unless `force`. Never blocks and never raises:
@@ -467,11 +486,13 @@ def start_parent_run(
     *,
     sweep_hash: str | None = None,
     tags: Mapping[str, Any] | None = None,
+    headline_metrics: Sequence[str] = (),
 ) -> str:
     """Opens a sweep's parent run and leaves it RUNNING (end it with `end_parent_run`). With a
     `sweep_hash` (the sweep's identity, chosen by the caller), a parent of the same identity that
     was killed, failed or left RUNNING by a dead process is reused, so a rerun sweep keeps one
-    parent (and its jobs, which reuse their own runs under it)."""
+    parent (and its jobs, which reuse their own runs under it). `headline_metrics`: the runs
+    table's columns (`JobRun.show_in_runs_table`)."""
     run = JobRun._open(
         tracking,
         experiment_name,
@@ -482,6 +503,8 @@ def start_parent_run(
         tags=tags,
         parent_run_id=None,
     )
+    if headline_metrics:
+        run.show_in_runs_table(headline_metrics)
     return run.run_id
 
 
