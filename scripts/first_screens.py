@@ -10,10 +10,11 @@ runs it.
 It starts `mlflow server` and `inspect view` on free 127.0.0.1 ports, finds the newest sweep
 parent run (tag `geoeval.kind=sweep`), writes `mlflow_runs_table.png`, `mlflow_sweep_parent.png`
 and `inspect_view.png`, and checks that each page shows what it should (the metric columns, the
-sweep table, every sweep point): exit status 1 when one is missing. With Playwright installed
-(`pip install playwright`; it drives the Chromium found here) each page is waited for, MLflow's
-assistant panel closed and the sweep's row opened; without it, Chromium's own `--screenshot`
-takes the page after a rendering budget and `--dump-dom` is checked. Chromium: `--chromium
+sweep table, every sweep point): exit status 1 when one is missing. With Playwright (in the
+`test` extra; it drives the Chromium found here, it downloads no browser) each page is waited
+for, MLflow's assistant panel closed and the sweep's row opened; without it, Chromium's own
+`--screenshot` takes the page after a rendering budget and `--dump-dom` is checked (best
+effort: `inspect view` may not have loaded every log's header by then). Chromium: `--chromium
 PATH`, else one on PATH (Debian: `apt-get install chromium`). Everything stays on this machine.
 """
 
