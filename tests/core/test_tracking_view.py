@@ -34,7 +34,7 @@ def test_the_experiment_opens_on_its_runs_with_every_suites_headline_metrics(sto
 
 def test_the_links_open_the_model_training_pages_of_the_server_or_of_mlflow_ui():
     local = ui_url("sqlite:////tmp/mlruns/mlflow.db", "3", "abc")
-    assert local == "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
+    assert local == "http://127.0.0.1:5000/#/experiments/3/runs/abc"
     table = ui_url("https://user:secret@mlflow.lab:5000/", "3")
     assert (
         table

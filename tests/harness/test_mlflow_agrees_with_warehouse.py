@@ -43,7 +43,7 @@ def test_a_limit_rerun_after_a_full_run_is_its_own_mlflow_run_and_the_whole_run_
     assert part.data.tags[TAG_SUBSET] == "4 of 8 stored"
     assert part.info.run_name == "limit=4 (subset: 4 of 8 stored)"
     # the console's link opens the run, and the experiment its runs table with the metrics shown
-    assert full.mlflow_url.endswith(f"/runs/{full.mlflow_run_id}?workflowType=machine_learning")
+    assert full.mlflow_url.endswith(f"/#/experiments/{whole.info.experiment_id}/runs/{full.mlflow_run_id}")
 
     again = run_job(compose_spec(tmp_path, *SMALL, *tracked), progress=False, run_name="full")
     assert again.mlflow_run_id == full.mlflow_run_id  # the whole run goes on in its own record

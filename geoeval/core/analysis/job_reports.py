@@ -137,8 +137,8 @@ def print_outcome(outcome: JobOutcome) -> None:
             from geoeval.core.tracking.store import tracking_uri_for
             from geoeval.core.tracking.view import ui_command
 
-            command = ui_command(tracking_uri_for(outcome.spec.tracking))
-            print(f"  open: {outcome.mlflow_url}" + (f"  (after: {command})" if command else ""))
+            local = ui_command(tracking_uri_for(outcome.spec.tracking)) is not None
+            print(f"  open: {outcome.mlflow_url}" + ("  (served by `mlflow ui`)" if local else ""))
     for p in outcome.log_paths_all:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")

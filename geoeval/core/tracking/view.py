@@ -63,10 +63,10 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
 
     remote = tracking_uri.startswith(("http://", "https://"))
     base = redact_url(tracking_uri).rstrip("/") if remote else LOCAL_UI
+    if run_id:
+        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
     # MLflow 3 shows its GenAI pages unless the link asks for the model-training ones (a choice
     # it then keeps in the browser)
-    if run_id:
-        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?workflowType=machine_learning"
     return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={VIEW_KEY}"
 
 
