@@ -149,59 +149,49 @@ def top_help() -> str:
     return "\n".join(lines)
 
 
+def _command_help(usage: list[str], description: str, command: str) -> str:
+    """A command's help: its usage lines, what it does (filled to 95 columns) and its examples."""
+    return "\n".join([*usage, "", textwrap.fill(description, 95), "", examples(command).rstrip("\n")])
+
+
 def rescore_help() -> str:
-    return "\n".join(
-        [
-            "usage: geoeval rescore [OVERRIDES ...]",
-            "",
-            "Runs the config as `geoeval` does, but every sample's model calls are replayed from its",
-            "stored trajectory (generation=replay_only): the current scorers score them again and the",
-            "evaluated model is never called; a sample without a stored trajectory is an error, not a",
-            "call (docs/cost.md). OVERRIDES: as for `geoeval` (geoeval --help).",
-            "",
-            examples("rescore").rstrip("\n"),
-        ]
+    return _command_help(
+        ["usage: geoeval rescore [OVERRIDES ...]"],
+        "Runs the config as `geoeval` does, but every sample's model calls are replayed from its stored "
+        "trajectory (generation=replay_only): the current scorers score them again and the evaluated model is "
+        "never called; a sample without a stored trajectory is an error, not a call (docs/cost.md). "
+        "OVERRIDES: as for `geoeval` (geoeval --help).",
+        "rescore",
     )
 
 
 def score_help(suites: list[str]) -> str:
-    return "\n".join(
+    return _command_help(
         [
             "usage: geoeval score SUITE --answers FILE.jsonl [--output FILE] [OVERRIDES ...]",
             "       geoeval score SUITE RESULTS_FILE ... [options]",
-            "",
-            "Scores answers written outside geoeval exactly as a run scores them (--answers: JSON",
-            "Lines of {sample_id, answer[, messages]}; `geoeval score SUITE --answers x --help` for",
-            "the options), or a results file in a benchmark authors' own format with that suite's",
-            f"scorer (`geoeval score maptab --help`). Suites: {', '.join(suites)}.",
-            "",
-            examples("score").rstrip("\n"),
-        ]
+        ],
+        "Scores answers written outside geoeval exactly as a run scores them (--answers: JSON Lines of "
+        "{sample_id, answer[, messages]}; `geoeval score SUITE --answers x --help` for the options), or a results "
+        "file in a benchmark authors' own format with that suite's scorer (`geoeval score maptab --help`; "
+        f"suites with one: {', '.join(suites)}).",
+        "score",
     )
 
 
 def env_help(suites: list[str]) -> str:
-    return "\n".join(
-        [
-            "usage: geoeval env build SUITE [options]",
-            "",
-            "Builds a suite's environment file (a city database, ...) with that suite's own options",
-            f"(`geoeval env build SUITE --help`). Suites with environments to build: {', '.join(suites)}.",
-            "",
-            examples("env").rstrip("\n"),
-        ]
+    return _command_help(
+        ["usage: geoeval env build SUITE [options]"],
+        "Builds a suite's environment file (a city database, ...) with that suite's own options "
+        f"(`geoeval env build SUITE --help`). Suites with environments to build: {', '.join(suites)}.",
+        "env",
     )
 
 
 def init_help() -> str:
-    return "\n".join(
-        [
-            "usage: geoeval init [FOLDER]",
-            "",
-            "Marks FOLDER (by default the current one) as the project home: runs started in it or in",
-            "any of its subfolders write results/, logs/, outputs/, multirun/ and mlruns/ there",
-            "(docs/running.md#the-project-home).",
-            "",
-            examples("init").rstrip("\n"),
-        ]
+    return _command_help(
+        ["usage: geoeval init [FOLDER]"],
+        "Marks FOLDER (by default the current one) as the project home: runs started in it or in any of its "
+        "subfolders write results/, logs/, outputs/, multirun/ and mlruns/ there (docs/running.md#the-project-home).",
+        "init",
     )
