@@ -1,6 +1,6 @@
 """The first screens (issue 40): `scripts/first_screens.py --sweep` runs a small sweep and shoots,
 in headless Chromium, the MLflow runs table (the headline metric columns shown, through the link
-the console prints), the sweep's parent run and `inspect view` (every sweep point's log told
+the console prints), the sweep's parent run and `inspect view` (the sweep points' logs told
 apart), checking that each page shows them; docs/results.md shows the pictures it made. Skipped
 where Chromium is absent (`.ci/run` installs it)."""
 
