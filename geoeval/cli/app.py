@@ -331,8 +331,15 @@ class SweepCallback(Callback):
             }
             # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
             sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
+            from geoeval.core import registry
+
             run_id = tracking.start_parent_run(
-                spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}", params, sweep_hash=sweep_hash
+                spec.tracking,
+                spec.experiment_name,
+                f"sweep:{spec.experiment_name}",
+                params,
+                sweep_hash=sweep_hash,
+                headline_metrics=registry.get_suite(spec.suite.name).headline_metrics,
             )
             os.environ[tracking.PARENT_RUN_ENV] = run_id
             self._tracking = spec.tracking

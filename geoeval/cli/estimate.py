@@ -20,11 +20,17 @@ import math
 import sys
 from typing import Any
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.errors import GeoevalError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval estimate", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval estimate",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("estimate"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as for `geoeval` (comma lists sweep)")
     p.add_argument("--pilot", type=int, default=0, help="run the first N samples of a job with nothing to measure")
     p.add_argument("-m", "--multirun", action="store_true", help="accepted for symmetry with `geoeval -m`")

@@ -20,12 +20,18 @@ import sys
 import time
 from types import SimpleNamespace
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.errors import GeoevalError
 from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval runs", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval runs",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("runs"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("--clean", action="store_true", help="end the stale runs KILLED")
     p.add_argument(
         "--lease-minutes",

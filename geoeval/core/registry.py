@@ -156,6 +156,7 @@ class SuiteSpec(Protocol):
         self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]: ...  # the public scoring entry point (`geoeval.core.scoring.score_answers`)
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]: ...
 
 
 #: The members every suite declares itself, and those `Suite` gives defaults for.
@@ -174,6 +175,7 @@ OPTIONAL_SUITE_MEMBERS = (
     "has_score_answers",
     "score_answers",
     "after_run",
+    "summary_notes",
 )
 
 
@@ -277,6 +279,11 @@ class Suite(abc.ABC):
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The suite's own reports of a finished run, written under `out_dir` (logged by the
         harness); `env` is None when the run's environment is not at hand."""
+        return []
+
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+        """Lines printed under the run's summary tables (console, `summary.md`): what explains
+        its numbers that the tables cannot say (e.g. what the environment could not ground)."""
         return []
 
 

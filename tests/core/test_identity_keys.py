@@ -26,6 +26,7 @@ WHY: dict[str, str] = {
     "generation_version": "the suite's version of what the model is shown (environments, samples, prompts, tools)",
     "env_fingerprint": "the content of the files the environment is read from (the authors' releases, a GTFS feed)",
     "model.name": "which model answers",
+    "model.agent_version": "an offline agent's algorithm version (a changed baseline answers differently)",
     "model.args": "provider arguments can change the model or the request (less the client's retries and "
     "timeout, and secrets)",
     "model.config.temperature": "sampling",

@@ -20,6 +20,13 @@ def test_every_private_name_resolves_here():
     assert isinstance(private_api.mcp_tool_source_local(), type)
     assert hasattr(private_api.hydra_sources_registry(), "register")
     assert isinstance(private_api.ray_local_node_processes(), dict)  # {} unless this process started a Ray
+    from inspect_ai import Task
+    from inspect_ai._eval.loader import resolve_task_args  # what the log reads its task args with
+    from inspect_ai.dataset import Sample
+
+    task = Task(dataset=[Sample(input="x")])
+    private_api.label_task(task, {"resolution": 0.25}, "maptab resolution=0.25")
+    assert resolve_task_args(task) == {"resolution": 0.25} and task.display_name == "maptab resolution=0.25"
 
 
 def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():

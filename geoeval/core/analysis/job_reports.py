@@ -39,7 +39,8 @@ def write_job_reports(outcome: JobOutcome) -> list[Path]:
         report_dimensions=tuple(suite.report_dimensions),
     )
     note = provenance(outcome.spec, suite)["note"]
-    summary.write_text(text + (f"\n> {note}\n" if note else ""))
+    notes = "".join(f"\n{line}\n" for line in getattr(outcome, "notes", []))  # the suite's own (`summary_notes`)
+    summary.write_text(text + notes + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
@@ -144,6 +145,12 @@ def print_outcome(outcome: JobOutcome) -> None:
         )
     if outcome.mlflow_run_id:
         print(f"MLflow run: {outcome.mlflow_run_id}")
+        if outcome.mlflow_url:
+            from geoeval.core.tracking.store import tracking_uri_for
+            from geoeval.core.tracking.view import ui_command
+
+            local = ui_command(tracking_uri_for(outcome.spec.tracking)) is not None
+            print(f"  open: {outcome.mlflow_url}" + ("  (served by `mlflow ui`)" if local else ""))
     for p in outcome.log_paths_all:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")

@@ -19,15 +19,34 @@ from geoeval.core.warehouse.store import Warehouse
 KILLED = "killed"
 
 
-def mlflow_run_key(run_hash: str, results_db: str | Path, *, parent_run_id: str | None, run_name: str) -> str:
+def stored_beyond(wh: Warehouse, run_hash: str, wanted: set[tuple[str, int]]) -> int:
+    """How many (sample, epoch) results the warehouse holds for `run_hash` outside `wanted`: more
+    than 0 makes this invocation a subset of the run (`limit=4` after a full run of the config,
+    which shares its run hash), whose MLflow run is its own (`mlflow_run_key`'s `subset`), so the
+    run's record keeps agreeing with the warehouse."""
+    return len(wh.finished_keys(run_hash, include_errors=True) - wanted)
+
+
+def mlflow_run_key(
+    run_hash: str,
+    results_db: str | Path,
+    *,
+    parent_run_id: str | None,
+    run_name: str,
+    subset: set[tuple[str, int]] | None = None,
+) -> str:
     """The MLflow identity of a job: one MLflow run per run of this config in this warehouse by
     this researcher, so a resumed job (killed, failed, or finished with errors the rerun retries)
     goes on in the run it had, while a colleague's rerun of the same config on a shared warehouse
     gets a run of their own (its samples are reused from the warehouse, not evaluated again).
     Under a sweep parent the point's name is part of it too: two points whose samples are the
     same (MapTab's edge table does not change with the resolution) are two child runs, each
-    named by its own values."""
+    named by its own values. A `subset` (the samples of an invocation that asks for fewer than
+    the warehouse holds, `stored_beyond`) is a run of its own, keyed by those samples: its numbers
+    never replace the whole run's, and a rerun of the same subset goes on in it."""
     point = f"|{parent_run_id}|{run_name}" if parent_run_id else ""
+    if subset is not None:
+        point += "|subset:" + hashlib.sha256(repr(sorted(subset)).encode()).hexdigest()[:16]
     identity = f"{run_hash}|{Path(results_db).resolve()}|{researcher()}{point}"
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 

@@ -27,7 +27,7 @@ from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
-from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key
+from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key, stored_beyond
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -201,14 +201,21 @@ def run_job(
         delivery.shorten_mlflow_retries()
         # what this tracking store missed while it was down (an earlier job's end) goes first
         delivery.send_pending(spec.work_dir, tracking_store.tracking_uri_for(spec.tracking))
-        run_key = mlflow_run_key(run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name)
+        # a subset of what the warehouse holds for this run (limit=4 after a full run) is an
+        # MLflow run of its own: the whole run's record keeps agreeing with the warehouse
+        beyond = stored_beyond(warehouse, run_hash, wanted)
+        subset = wanted if beyond else None
+        run_key = mlflow_run_key(
+            run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name, subset=subset
+        )
         background_ends.wait_for(run_key)  # this run's earlier end, if a job of the sweep sends it still
+        subset_tags = {tracking.TAG_SUBSET: f"{len(wanted)} of {len(wanted) + beyond} stored"} if subset else {}
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
                 spec.tracking,
                 spec.experiment_name,
                 run_hash=run_hash,
-                run_name=run_name,
+                run_name=f"{run_name} (subset: {subset_tags[tracking.TAG_SUBSET]})" if subset else run_name,
                 params=tracking_values.flatten(config),
                 parent_run_id=parent_run_id,
                 run_key=run_key,
@@ -217,8 +224,11 @@ def run_job(
                     "geoeval.suite": suite.name,
                     "geoeval.model": spec.model.name,
                     **provenance.mlflow_tags(spec, suite),
+                    **subset_tags,
                 },
             )
+        mlflow_run.subset = subset is not None
+        mlflow_run.show_in_runs_table(suite.headline_metrics)  # the experiment opens on them
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
     trace_stream: traces.TraceStream | None = None
@@ -252,6 +262,7 @@ def run_job(
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
+            outcome.mlflow_url = mlflow_run.ui_url()
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             end = job_end.job_end(spec, suite, outcome, mlflow_run.run_id, artifacts, keys=sorted(wanted))
@@ -304,7 +315,9 @@ def _evaluate(
             )
             # errored samples are not finished: a rerun retries them (unless told not to)
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
-            wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
+            # the warehouse's run keeps the MLflow run of the whole run, not of a subset's
+            whole_run = mlflow_run is not None and not mlflow_run.subset
+            wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if whole_run else None)
             invocation = begin_invocation(wh, run_hash, n_reused=len(done))
             todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
             if done:
@@ -498,4 +511,8 @@ def _evaluate(
     outcome.log_paths_all = log_files(log_paths_all)
     with stage("reports_suite"):
         outcome.artifacts = suite.after_run(spec, env, results, out_dir)
+        try:  # notes explain the numbers; a failing one must not fail a run whose results are stored
+            outcome.notes = suite.summary_notes(spec, env, results)
+        except Exception as exc:  # noqa: BLE001 -- shown as a warning line
+            print(f"[geoeval] warning: the suite's summary notes failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     return outcome

@@ -25,7 +25,9 @@ class JobOutcome:
     ran: int  # samples (x epochs) this invocation evaluated and stored
     out_dir: Path
     artifacts: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the suite's lines under the summary (`summary_notes`)
     mlflow_run_id: str | None = None
+    mlflow_url: str | None = None  # the run's page in the MLflow UI
     log_paths_all: list[str] = field(default_factory=list)  # this run's logs, earlier (resumed) invocations too
     seconds: float = 0.0
     counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors

@@ -24,6 +24,7 @@ from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, ge
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from geoeval.agents.providers import message_text
+from geoeval.suites.mapsatisfy.grounding import CALL_DETAILS, VERDICT_DETAILS
 from geoeval.suites.mapsatisfy.submit import SUBMIT_REPLY, submit_reply_tool, submitted
 from geoeval.suites.mapsatisfy.user.simulator import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
 
@@ -171,7 +172,13 @@ def mapsatisfy_dialogue(
         settings = {"judges": judges or ["rules"], "votes": votes, "temperature": temperature, "cache": cache, **budget}
         verdicts = await judge_into_record(instance, record, settings, protocol)
         state.metadata["mapsatisfy"] = record
-        state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
+        state.metadata[DETAILS_KEY] = {
+            "judges": verdicts.raw,  # every judge reply, kept with the sample
+            # what the summary's notes read (grounding.py): the verdicts of each rubric line, and
+            # how many calls the sandbox served
+            VERDICT_DETAILS: {"explicit_met": verdicts.explicit_met, "implicit_satisfied": verdicts.implicit_satisfied},
+            CALL_DETAILS: {"made": len(calls), "served": sum(1 for c in calls if c["match_type"] != "no_record")},
+        }
         disagreement = protocol_disagreement_of(instance, record, protocol, metric_names)
         if disagreement:
             state.metadata[PROTOCOL_DISAGREEMENT_KEY] = disagreement

@@ -360,6 +360,11 @@ class MapSatisfySuite(Suite):
     headline_metrics = ("ar", "ses", "ecr")
     uses_judges = True  # ECR, IISR and IFS come from the judge ensemble (provenance labels say which)
     log2_sweep_axes: tuple[str, ...] = ()
+    # what the model sees changed: the generated store answers search_poi by the city's name too
+    generation_version = "2"
+    # an offline agent's algorithm is part of its run and generation identity: a changed one is
+    # evaluated anew, never replayed from the old one's stored trajectories
+    agent_versions = {"clarify_baseline": "clarify-2"}
     # meta-evaluation (meta_eval.py): ordering-accuracy targets, 0.9 for the rules judge's metrics
     meta_eval_targets = dict(META_EVAL_TARGETS)
     config_schema = MapSatisfySuiteConfig
@@ -484,6 +489,18 @@ class MapSatisfySuite(Suite):
         if getattr(env, "record", False):
             paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
         return paths
+
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+        """The served tool calls, and the rubric lines no recording grounds with the run's scores
+        on the rest (`grounding.summary_notes`)."""
+        from geoeval.suites.mapsatisfy.grounding import summary_notes
+        from geoeval.suites.mapsatisfy.schema import load_instances
+
+        if env is None:
+            return []
+        return summary_notes(
+            load_instances(env.bench_path), env.sandbox(), results, spec.scoring.protocol, spec.suite.setting
+        )
 
     def build_samples(self, spec: RunSpec, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
