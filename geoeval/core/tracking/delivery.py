@@ -60,14 +60,16 @@ def server_answers(uri: str, timeout_s: float = 5.0) -> bool:
     """Whether the tracking store at `uri` answers now: an http(s) server answers any request
     below HTTP 500 (its `/health`); any other store (a file, a database URI) counts as answering,
     so its errors are raised as errors, not waited out."""
+    from geoeval.core.tracking.store import server_request
+
     if not uri.startswith(("http://", "https://")):
         return True
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s):
+        with urllib.request.urlopen(server_request(uri, "/health"), timeout=timeout_s):
             return True
     except urllib.error.HTTPError as exc:
         return exc.code < 500
-    except (urllib.error.URLError, OSError):
+    except (urllib.error.URLError, OSError, ValueError):
         return False
 
 
@@ -170,7 +172,11 @@ def keep_for_later(end: JobEnd, work_dir: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{end.run_id}.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(end), indent=1, default=str))
+    from geoeval.core.config.secrets import redact_url
+
+    # the file never holds the URI's credentials: `send_pending` takes them from the URI it runs on
+    kept = {**asdict(end), "tracking_uri": redact_url(end.tracking_uri)}
+    tmp.write_text(json.dumps(kept, indent=1, default=str))
     os.replace(tmp, path)
     return path
 
@@ -238,9 +244,24 @@ def keep_sweep_end(
     return path
 
 
+def _credentialed(kept: str, tracking_uri: str | None) -> str | None:
+    """The URI a kept end goes to: `kept` (written with its credentials redacted), with them
+    back from the URI this process tracks to (`tracking_uri`, else `MLFLOW_TRACKING_URI`) when
+    that is the same server; None when credentials were kept out and none is at hand."""
+    from geoeval.core.config.secrets import REDACTED, redact_url
+
+    for candidate in (tracking_uri, os.environ.get("MLFLOW_TRACKING_URI")):
+        if candidate and redact_url(candidate) == redact_url(kept):
+            return candidate
+    netloc = kept.partition("://")[2].split("/", 1)[0]
+    return None if netloc.startswith(f"{REDACTED}@") else kept
+
+
 def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet: bool = False) -> tuple[int, int]:
     """Sends what a tracking server missed (`keep_for_later`'s files under `work_dir`), for
     `tracking_uri` only when given; a server still down keeps its files. Returns (sent, left)."""
+    from geoeval.core.config.secrets import redact_url
+
     folder = Path(work_dir) / PENDING_DIR
     if not folder.is_dir():
         return 0, 0
@@ -254,8 +275,18 @@ def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet
             print(f"[geoeval] warning: {path} cannot be read ({exc}); left in place", file=sys.stderr)
             left += 1
             continue
-        if tracking_uri is not None and end.tracking_uri != tracking_uri:
+        if tracking_uri is not None and redact_url(end.tracking_uri) != redact_url(tracking_uri):
             continue
+        uri = _credentialed(end.tracking_uri, tracking_uri)
+        if uri is None:
+            print(
+                f"[geoeval] warning: {path} is for the tracking server {end.tracking_uri}, whose credentials are "
+                "not kept: run `geoeval runs --sync` with MLFLOW_TRACKING_URI set to it (credentials included)",
+                file=sys.stderr,
+            )
+            left += 1
+            continue
+        end.tracking_uri = uri
         if not server_answers(end.tracking_uri):
             left += 1
             continue
