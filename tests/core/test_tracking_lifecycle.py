@@ -488,3 +488,20 @@ def test_a_damaged_store_is_one_error_naming_it(tmp_path, damage):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.match(r"the MLflow store .*mlflow\.db is damaged \(.+\): move it aside", proc.stdout), proc.stdout
     assert "tracking=none" in proc.stdout
+
+
+def test_mlflow_user_is_the_researcher_the_warehouse_records(tmp_path, store, monkeypatch):
+    """MLflow's `mlflow.user` (its runs table's User) is `$GEOEVAL_USER`, on job runs, resumed
+    runs and sweep parents alike: the name the warehouse's `invocations` record."""
+    monkeypatch.setenv("GEOEVAL_USER", "alice-lab")
+    assert tracking_owners.researcher() == "alice-lab"
+    client = client_for(store)
+    run = start(store, "hu")
+    run.finish({}, [], "KILLED")
+    resumed = start(store, "hu")  # the killed run goes on
+    assert resumed.run_id == run.run_id
+    resumed.finish({}, [], "FINISHED")
+    parent_id = tracking.start_parent_run(spec_for(store), "exp", "sweep:exp", sweep_hash="swu")
+    for run_id in (run.run_id, parent_id):
+        got = client.get_run(run_id)
+        assert got.data.tags["mlflow.user"] == "alice-lab" and got.info.user_id == "alice-lab"
