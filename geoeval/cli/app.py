@@ -27,7 +27,14 @@ from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
-from geoeval.core.sweep.points import SWEEP_POINTS, JobPoint, SweepJob, current_sweep_job, read_points
+from geoeval.core.sweep.points import (
+    SWEEP_POINTS,
+    JobPoint,
+    SweepJob,
+    current_sweep_job,
+    read_points,
+    sweep_run_name,
+)
 
 _register_experiments_path()
 _register_launcher()
@@ -285,8 +292,10 @@ class SweepCallback(Callback):
         hydra_overrides = list(config.hydra.overrides.hydra)
         from geoeval.core.run.runner import start_early
 
+        combos = []
         try:
             for combo in _sweep_combinations(config):
+                combos.append(list(combo))
                 cfg = loader.load_configuration(
                     config_name=config.hydra.job.config_name,
                     overrides=hydra_overrides + list(combo),
@@ -336,7 +345,7 @@ class SweepCallback(Callback):
             run_id = tracking.start_parent_run(
                 spec.tracking,
                 spec.experiment_name,
-                f"sweep:{spec.experiment_name}",
+                sweep_run_name(spec.experiment_name, combos),
                 params,
                 sweep_hash=sweep_hash,
                 headline_metrics=registry.get_suite(spec.suite.name).headline_metrics,

@@ -186,6 +186,8 @@ def test_killed_job_is_marked_killed_and_its_run_reused_by_the_next_start(store,
     assert metric_history(store, killed_id, "progress/samples_done") == [(2, 2.0)]  # earlier progress kept
     resumed.finish({"n_samples": 4}, [], "FINISHED")
     assert len(client.search_runs([resumed.experiment_id])) == 1
+    # the kill's reason went with the resume: a FINISHED run does not say it was killed
+    assert "geoeval.killed_reason" not in client.get_run(killed_id).data.tags
 
     # a FINISHED run is a complete record: a later job of the same hash gets its own run
     again = start(store, "h1")

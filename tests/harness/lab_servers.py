@@ -176,6 +176,7 @@ def ray_head(folder: Path) -> Iterator[str]:
             "start",
             "--head",
             "--block",
+            "--node-ip-address=127.0.0.1",  # docs/team.md: a local test cluster on the loopback
             f"--port={port}",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dashboard}",

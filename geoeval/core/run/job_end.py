@@ -58,6 +58,8 @@ def job_end(
         results_db=str(Path(spec.results_db).resolve()),
         log_paths=outcome.log_paths_all,
         keys=keys,
+        # the live progress point an outage lost: a FINISHED run shows what it did
+        progress=[len(outcome.results), sum(1 for r in outcome.results if r.error), len(keys)],
     )
 
 

@@ -66,11 +66,45 @@ def server_answers(uri: str, timeout_s: float = 5.0) -> bool:
         return True
     try:
         with urllib.request.urlopen(server_request(uri, "/health"), timeout=timeout_s):
-            return True
+            answers = True
     except urllib.error.HTTPError as exc:
-        return exc.code < 500
+        answers = exc.code < 500
     except (urllib.error.URLError, OSError, ValueError):
+        answers = False
+    if answers:
+        _OUTAGES.discard(uri)  # the outage is over: the next one is said again
+    return answers
+
+
+#: tracking servers this process has said are down, until they answer again
+_OUTAGES: set[str] = set()
+
+
+def note_outage(uri: str) -> None:
+    """The one warning line of an outage of the tracking server at `uri`, printed by whatever
+    meets it first (a trace, the progress, the job's end): the others stay silent until the
+    server has answered again, so an outage is one line, not one per trace."""
+    from geoeval.core.config.secrets import redact_url
+
+    if uri in _OUTAGES:
+        return
+    _OUTAGES.add(uri)
+    print(
+        f"[geoeval] warning: the MLflow tracking server at {redact_url(uri)} does not answer; the scores are "
+        "stored; its traces, progress and the run's end are sent when it answers (the end waits up to "
+        "tracking.outage_wait_s, then is kept for the next run or `geoeval runs --sync`)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def in_outage(uri: str) -> bool:
+    """Whether a failure on `uri` is an outage (the server does not answer now; said once,
+    `note_outage`) rather than an error to warn about."""
+    if server_answers(uri):
         return False
+    note_outage(uri)
+    return True
 
 
 @dataclass
@@ -92,6 +126,7 @@ class JobEnd:
     results_db: str
     log_paths: list[str]
     keys: list[tuple[str, int]] | None = None  # the job's samples (None: every sample of the run)
+    progress: list[int] | None = None  # the last progress point: done, errors, total
     created_at: float = field(default_factory=time.time)
 
     def tracking(self) -> Any:
@@ -128,7 +163,9 @@ def _send(end: JobEnd, live_run: Any | None, results: list[Any] | None) -> dict[
             raise ConnectionError(f"{counts.failed} trace(s) not written: the tracking server stopped answering")
         trace_metrics = counts.as_metrics()
     run = live_run if live_run is not None else JobRun.attach(end.tracking(), end.run_id)
-    run.send_end({**end.metrics, **trace_metrics}, end.artifacts, status=end.status, tags=end.tags or None)
+    run.send_end(
+        {**end.metrics, **trace_metrics}, end.artifacts, status=end.status, tags=end.tags or None, progress=end.progress
+    )
     return trace_metrics
 
 
@@ -143,7 +180,7 @@ def deliver(
 
     shorten_mlflow_retries()
     deadline = time.monotonic() + wait_s
-    pause, warned = 1.0, False
+    pause = 1.0
     while True:
         try:
             return _send(end, live_run, results)
@@ -155,13 +192,7 @@ def deliver(
                 raise TrackingUnavailable(
                     f"the MLflow tracking server at {redact_url(end.tracking_uri)} stopped answering ({reason})"
                 ) from None
-            if not warned:
-                warned = True
-                print(
-                    f"[geoeval] warning: the MLflow tracking server at {redact_url(end.tracking_uri)} does not "
-                    f"answer; the scores are stored; trying again for up to {wait_s:g} s (tracking.outage_wait_s)",
-                    file=sys.stderr,
-                )
+            note_outage(end.tracking_uri)  # said once an outage (a trace may have said it already)
             time.sleep(pause)
             pause = min(2 * pause, 10.0)
 
