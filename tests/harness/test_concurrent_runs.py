@@ -73,3 +73,70 @@ def test_four_runs_share_one_warehouse_while_results_reads_it(tmp_path):
         con.close()
     assert len(per_run) == 4 and all(n == distinct == 2 for _, n, distinct in per_run)
     assert answered >= 1  # `geoeval results` answered while the runs wrote
+
+
+@pytest.mark.slow
+def test_the_same_config_started_twice_on_one_warehouse_evaluates_each_sample_once(tmp_path):
+    """Two researchers start the same config at once on a shared warehouse, against a paid
+    (here: a counting local OpenAI-compatible) model: the second waits for the first's claimed
+    samples and reads them; the model is asked once per sample, and both runs report them all."""
+    import os
+    import threading
+
+    from tests.cost.policy_server import PolicyServer
+
+    args = (
+        "model=openai_api",
+        "model.name=openai-api/local/policy",
+        "suite=maptab",
+        "suite.categories=[map_edge]",
+        "env.n_maps=1",
+        "limit=4",
+        "runner.max_samples=1",
+        f"results_db={tmp_path / 'shared.duckdb'}",
+        "tracking=none",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCAL_", "GEOEVAL_"))}
+    env["LOCAL_API_KEY"] = "test-key"
+    with PolicyServer("table_baseline", "maptab") as server:
+        real, arrived, gate = server.policy, threading.Event(), threading.Event()
+
+        def gated(*a):  # the first sample's model call waits until both processes are in
+            arrived.set()
+            gate.wait(300)
+            return real(*a)
+
+        server.policy = gated
+        cmd = geoeval_cmd(*args, f"model.base_url={server.base_url}")
+        procs, errs = [], []
+        for name in ("alice", "bob"):
+            (tmp_path / name).mkdir()
+            procs.append(
+                subprocess.Popen(
+                    cmd, cwd=tmp_path / name, env={**env, "GEOEVAL_USER": name}, stderr=subprocess.PIPE, text=True
+                )
+            )
+            if name == "alice":
+                assert arrived.wait(300), "alice's first model call never came"  # her claims are in
+        buf = ""
+        while "being evaluated by another process" not in buf:  # bob waits for alice's samples
+            line = procs[1].stderr.readline()
+            assert line, buf[-3000:]
+            buf += line
+        gate.set()
+        rest = [threading.Thread(target=lambda p=p: errs.append(p.stderr.read()), daemon=True) for p in procs]
+        for t in rest:
+            t.start()
+        codes = [p.wait(300) for p in procs]
+        for t in rest:
+            t.join(60)
+        assert codes == [0, 0], [e[-2000:] for e in errs]
+        assert server.requests == 4  # one model call per sample (table_baseline answers in one), none twice
+    con = duckdb.connect(str(tmp_path / "shared.duckdb"), read_only=True)
+    try:
+        who = con.execute("SELECT researcher, n_evaluated, n_reused FROM invocations ORDER BY researcher").fetchall()
+        assert con.execute("SELECT count(*) FROM samples").fetchall() == [(4,)]
+        assert con.execute("SELECT count(*) FROM claims").fetchall() == [(0,)]  # both let go
+    finally:
+        con.close()
+    assert who == [("alice", 4, 0), ("bob", 0, 4)]

@@ -30,6 +30,7 @@ from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key, stored_beyond
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.runner import replay_for, run_samples
+from geoeval.core.run.sample_claims import claimed_samples
 from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
@@ -298,8 +299,11 @@ def _evaluate(
     mlflow_run: Any,
     on_sample: Any = None,
 ) -> JobOutcome:
-    """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
-    with wh:
+    """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config.
+    Samples another process is evaluating now (the same config on a shared warehouse) are waited
+    for, then read (`sample_claims`): each sample is evaluated once."""
+    include_errors = not spec.retry_errors_on_resume
+    with wh, claimed_samples(wh, run_hash, wanted, include_errors=include_errors):
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
@@ -314,7 +318,7 @@ def _evaluate(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
             )
             # errored samples are not finished: a rerun retries them (unless told not to)
-            done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
+            done = wh.finished_keys(run_hash, include_errors=include_errors) & wanted
             # the warehouse's run keeps the MLflow run of the whole run, not of a subset's
             whole_run = mlflow_run is not None and not mlflow_run.subset
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if whole_run else None)
