@@ -81,9 +81,9 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
 
 def _say_where_results_go(spec: Any) -> None:
     """One line naming where the warehouse and the logs are (a job submitted from a laptop must
-    say where it wrote), and a warning inside a Ray job whose results would land in Ray's
-    temporary working directory."""
-    from geoeval.core.run.ray_session import RAY_JOB_CONFIG_ENV
+    say where it wrote), and inside a Ray job without `GEOEVAL_ROOT` a warning naming where its
+    results really land (`ray_session.job_without_root_warning`)."""
+    from geoeval.core.run.ray_session import job_without_root_warning
     from geoeval.core.tracking.store import tracking_uri_for
 
     tracking = tracking_uri_for(spec.tracking) if spec.tracking.enabled else "off"
@@ -92,14 +92,9 @@ def _say_where_results_go(spec: Any) -> None:
         f"MLflow: {redact_url_text(tracking)}",
         file=sys.stderr,
     )
-    if os.environ.get(RAY_JOB_CONFIG_ENV) and not os.environ.get("GEOEVAL_ROOT"):
-        print(
-            "[geoeval] warning: this runs inside a Ray job, whose working directory is a temporary copy: set "
-            "GEOEVAL_ROOT to a persistent folder (ray job submit --runtime-env-json "
-            '\'{"env_vars": {"GEOEVAL_ROOT": "/shared/geoeval"}}\') so that resume and `geoeval results` find '
-            "what it wrote (docs/cluster.md)",
-            file=sys.stderr,
-        )
+    ray_job_warning = job_without_root_warning(spec.results_db)
+    if ray_job_warning:
+        print(f"[geoeval] warning: {ray_job_warning}", file=sys.stderr)
 
 
 def redact_url_text(text: str) -> str:
