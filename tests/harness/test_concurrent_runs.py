@@ -99,16 +99,21 @@ def test_the_same_config_started_twice_on_one_warehouse_evaluates_each_sample_on
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCAL_", "GEOEVAL_"))}
     env["LOCAL_API_KEY"] = "test-key"
     with PolicyServer("table_baseline", "maptab") as server:
-        real, arrived, gate = server.policy, threading.Event(), threading.Event()
+        real, lock, calls = server.policy, threading.Lock(), [0]
+        arrived, gate, second_call, bob_waits = (threading.Event() for _ in range(4))
 
-        def gated(*a):  # the first sample's model call waits until both processes are in
+        def gated(*a):  # model calls wait until bob has decided; a second one before that is bob's
+            with lock:
+                calls[0] += 1
+                if calls[0] >= 2 and not gate.is_set():
+                    second_call.set()
             arrived.set()
             gate.wait(300)
             return real(*a)
 
         server.policy = gated
         cmd = geoeval_cmd(*args, f"model.base_url={server.base_url}")
-        procs, errs = [], []
+        procs, errs = [], {0: [], 1: []}
         for name in ("alice", "bob"):
             (tmp_path / name).mkdir()
             procs.append(
@@ -118,19 +123,25 @@ def test_the_same_config_started_twice_on_one_warehouse_evaluates_each_sample_on
             )
             if name == "alice":
                 assert arrived.wait(300), "alice's first model call never came"  # her claims are in
-        buf = ""
-        while "being evaluated by another process" not in buf:  # bob waits for alice's samples
-            line = procs[1].stderr.readline()
-            assert line, buf[-3000:]
-            buf += line
-        gate.set()
-        rest = [threading.Thread(target=lambda p=p: errs.append(p.stderr.read()), daemon=True) for p in procs]
-        for t in rest:
+
+        def read(i: int) -> None:
+            for line in procs[i].stderr:
+                errs[i].append(line)
+                if i == 1 and "being evaluated by another process" in line:
+                    bob_waits.set()
+
+        readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in (0, 1)]
+        for t in readers:
             t.start()
+        while not (bob_waits.is_set() or second_call.is_set() or procs[1].poll() is not None):
+            bob_waits.wait(1)  # whichever comes first: bob waits for alice, or bob calls the model
+        gate.set()
         codes = [p.wait(300) for p in procs]
-        for t in rest:
+        for t in readers:
             t.join(60)
-        assert codes == [0, 0], [e[-2000:] for e in errs]
+        assert not second_call.is_set(), "bob called the model for a sample alice was evaluating"
+        assert bob_waits.is_set(), "".join(errs[1])[-3000:]
+        assert codes == [0, 0], ["".join(e)[-2000:] for e in errs.values()]
         assert server.requests == 4  # one model call per sample (table_baseline answers in one), none twice
     con = duckdb.connect(str(tmp_path / "shared.duckdb"), read_only=True)
     try:

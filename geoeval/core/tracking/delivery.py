@@ -176,7 +176,7 @@ def deliver(
     raises `TrackingUnavailable` after that. An error from a server that answers is raised as it
     is (a bug or a refusal is not waited out). `results`: the job's stored samples (read from the
     warehouse when None)."""
-    from geoeval.core.config.secrets import redact_url
+    from geoeval.core.config.secrets import redact_url, redact_urls
 
     shorten_mlflow_retries()
     deadline = time.monotonic() + wait_s
@@ -187,7 +187,7 @@ def deliver(
         except Exception as exc:
             if server_answers(end.tracking_uri):
                 raise
-            reason = clean_text(f"{type(exc).__name__}: {exc}", max_chars=200)
+            reason = clean_text(redact_urls(f"{type(exc).__name__}: {exc}"), max_chars=200)
             if time.monotonic() + pause > deadline:
                 raise TrackingUnavailable(
                     f"the MLflow tracking server at {redact_url(end.tracking_uri)} stopped answering ({reason})"
@@ -291,7 +291,7 @@ def _credentialed(kept: str, tracking_uri: str | None) -> str | None:
 def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet: bool = False) -> tuple[int, int]:
     """Sends what a tracking server missed (`keep_for_later`'s files under `work_dir`), for
     `tracking_uri` only when given; a server still down keeps its files. Returns (sent, left)."""
-    from geoeval.core.config.secrets import redact_url
+    from geoeval.core.config.secrets import redact_url, redact_urls
 
     folder = Path(work_dir) / PENDING_DIR
     if not folder.is_dir():
@@ -326,7 +326,7 @@ def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet
         except Exception as exc:  # noqa: BLE001 - kept for the next try, said why
             print(
                 f"[geoeval] warning: MLflow run {end.run_id}: what the tracking server missed is not sent yet "
-                f"({clean_text(str(exc), max_chars=200)}); kept in {path}",
+                f"({clean_text(redact_urls(str(exc)), max_chars=200)}); kept in {path}",
                 file=sys.stderr,
             )
             left += 1

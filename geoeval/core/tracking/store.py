@@ -140,6 +140,9 @@ def _mlflow():
     os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
     # geoeval runs offline by default; MLflow 3 otherwise posts usage telemetry
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # MLflow prints "View run ... at: <the tracking URI>" on ending a run, credentials included;
+    # geoeval prints its own links, with them redacted (`view.ui_url`)
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     # alembic and the SQLite migrations chat on INFO at the first use of a store
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("mlflow").setLevel(logging.WARNING)

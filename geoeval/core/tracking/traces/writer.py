@@ -454,7 +454,8 @@ def _report(counts: TraceCounts, client: Any, run_id: str, *, log_counts: bool =
             if counts.logged:
                 client.set_tag(run_id, _RUN_TYPE_TAG, _RUN_TYPE_EVALUATE)
         except Exception as exc:
-            print(f"[geoeval] warning: MLflow traces: counts not logged: {_short(exc)}", file=sys.stderr)
+            if not outage(client.tracking_uri):  # the job's end logs them when the server is back
+                print(f"[geoeval] warning: MLflow traces: counts not logged: {_short(exc)}", file=sys.stderr)
     return counts
 
 
