@@ -36,6 +36,7 @@ from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
 from geoeval.core.timing import stage
 from geoeval.core.tracking import background_ends
+from geoeval.core.warehouse.claims import release as release_claims
 from geoeval.core.warehouse.invocations import end_invocation
 from geoeval.core.warehouse.store import Warehouse
 
@@ -303,7 +304,7 @@ def _evaluate(
     Samples another process is evaluating now (the same config on a shared warehouse) are waited
     for, then read (`sample_claims`): each sample is evaluated once."""
     include_errors = not spec.retry_errors_on_resume
-    with wh, claimed_samples(wh, run_hash, wanted, include_errors=include_errors):
+    with wh, claimed_samples(wh, run_hash, wanted, include_errors=include_errors) as claim_owner:
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
@@ -474,6 +475,7 @@ def _evaluate(
                 mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None,
             )
             log_paths_all = wh.run_logs(run_hash)
+            release_claims(wh, claim_owner)  # stored: nobody need wait for them any more
     if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
 

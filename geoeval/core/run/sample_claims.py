@@ -30,16 +30,22 @@ def claimed_samples(
 ) -> Iterator[claims.Owner]:
     """Claims the samples of `wanted` not stored yet (`include_errors`: an errored one counts as
     stored, as resuming counts it), waiting while another live process holds some of them; the
-    claims are kept alive by a heartbeat while the block runs and let go when it ends."""
+    claims are kept alive by a heartbeat while the block runs. The block lets them go in its
+    last bookkeeping (`claims.release`, sharing that open of the file); an exception lets them go
+    here. The claim's open of the file is the job's first: the file stays open into the job's
+    first block (`Warehouse.keep_open`), so a job still opens its file once when nobody waits."""
     owner = claims.Owner()
     waited = 0
     stop = threading.Event()
     try:
         while True:
-            left = wanted - wh.finished_keys(run_hash, include_errors=include_errors)
-            theirs = claims.claim(wh, run_hash, left, owner)
+            wh.keep_open(True)
+            with wh.held():
+                left = wanted - wh.finished_keys(run_hash, include_errors=include_errors)
+                theirs = claims.claim(wh, run_hash, left, owner)
             if not theirs:
                 break
+            wh.keep_open(False)  # never hold the file while waiting: the owner must store its samples
             if not waited:
                 holders = ", ".join(sorted({f"{host} pid {pid}" for host, pid in theirs.values()}))
                 print(
@@ -62,7 +68,9 @@ def claimed_samples(
 
         threading.Thread(target=beat, name="geoeval-claims-heartbeat", daemon=True).start()
         yield owner
+    except BaseException:
+        with contextlib.suppress(Exception):  # the error being raised is the one to report
+            claims.release(wh, owner)
+        raise
     finally:
         stop.set()
-        with contextlib.suppress(Exception):  # the error being raised, if any, is the one to report
-            claims.release(wh, owner)
