@@ -16,6 +16,8 @@ count of each mode over a run does not). The modes are what real servers and sma
 - `surrogate_submit`: a lone surrogate in the submitted answer (the submit tool's arguments);
 - `surrogate_tool_name`, `surrogate_arg_name`, `surrogate_reasoning`: a lone surrogate in the
   called function's name, in an argument's name, and in the reasoning beside the text;
+- `surrogate_call_id`: a lone surrogate in the tool call's id and name and in the reply's id
+  (fields no text cleaner reads: the reply has to be cleaned field by field);
 - `nul`: NUL and other control characters (`\\u0000`, `\\u001b`) in content and arguments;
 - `huge`: a 1 MB reply;
 - `tag_bomb`: 1 MB of unclosed answer tags and blanks (`<route_begin>`, `<answer_begin>`): a
@@ -66,6 +68,7 @@ MODES: tuple[str, ...] = (
     "surrogate_tool_name",
     "surrogate_arg_name",
     "surrogate_reasoning",
+    "surrogate_call_id",
     "nul",
     "huge",
     "tag_bomb",
@@ -300,6 +303,11 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
     if mode == "surrogate_arg_name":  # ... and inside an argument's name
         target = submit or map_tool or _MADE_UP_SUBMIT
         return _tool_reply(index, target["name"], json.dumps({f"answer{LONE_SURROGATE}": "A"}))
+    if mode == "surrogate_call_id":  # ... in the call's id and name (and the reply's id, see `completion`)
+        target = map_tool or submit or _MADE_UP_SUBMIT
+        reply = _tool_reply(index, target["name"] + LONE_SURROGATE, json.dumps({}))
+        reply["tool_calls"][0]["id"] = f"call_{index}{LONE_SURROGATE}"
+        return reply
     if mode == "surrogate_reasoning":  # ... and in the reasoning a reasoning model sends beside its text
         return {"content": "A", "reasoning_content": f"think {LONE_SURROGATE} more", "tool_calls": None}
     if mode == "nul":
@@ -331,12 +339,13 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
 
 
 def completion(message: dict[str, Any], model: str, index: int) -> bytes:
+    surrogate_id = any(LONE_SURROGATE in str(call.get("id")) for call in message.get("tool_calls") or [])
     tool_calls = message.get("tool_calls")
     full = {"role": "assistant", "content": message.get("content")}
     if tool_calls:
         full["tool_calls"] = tool_calls
     payload = {
-        "id": f"chatcmpl-{index}",
+        "id": f"chatcmpl-{index}" + (LONE_SURROGATE if surrogate_id else ""),
         "object": "chat.completion",
         "created": 0,
         "model": model,

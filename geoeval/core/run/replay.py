@@ -29,6 +29,7 @@ from typing import Any
 
 from geoeval.core.private_api import sample_state
 from geoeval.core.stop import halted
+from geoeval.core.text import clean_fields
 
 #: where a call's record says it came from
 REPLAYED = "replayed"
@@ -142,7 +143,8 @@ def record_and_replay(model: Any, role: str) -> Any:
             replay_only = _ACTIVE.replay_only
             n_before = len(_ACTIVE.recorded.get(key, []))
         if found is not None:
-            output = ModelOutput.model_validate(found["output"])
+            # cleaned as a fresh reply is (`models.clean_model_output`): what was stored may be edited
+            output = clean_fields(ModelOutput.model_validate(found["output"]))
             with _ACTIVE.lock:
                 _ACTIVE.recorded.setdefault(key, []).append({**found, REPLAYED: True})
             return output
