@@ -29,7 +29,7 @@ from typing import Any
 
 from geoeval.core.private_api import sample_state
 from geoeval.core.stop import halted
-from geoeval.core.text import clean_fields
+from geoeval.core.text import clean_fields, clean_text
 
 #: where a call's record says it came from
 REPLAYED = "replayed"
@@ -43,6 +43,13 @@ class ReplayMissing(RuntimeError):
     """`generation=replay_only` and a model call that the stored trajectory does not hold."""
 
 
+class RetriesSpent(RuntimeError):
+    """A model call that already failed `max_retries` + 1 requests in this sample, asked again by
+    Inspect's sample retry (`retry_on_error`): it is not sent again, so that one failing call costs
+    at most `max_retries` + 1 requests per sample, as the docs promise (a truncated reply cost
+    (`max_retries` + 1) x (`retry_on_error` + 1)). A rerun of the run sends it again."""
+
+
 class _Active:
     """The stored calls and the recordings of the eval running in this process (one at a time
     per process, as for `inspect_bridge`'s sink)."""
@@ -52,6 +59,8 @@ class _Active:
         self.stored: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.pools: dict[tuple[str, int], dict[str, deque[dict[str, Any]]]] = {}
         self.recorded: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        # {((sample_id, epoch), digest): (failed requests, the last error in one line)}
+        self.failed: dict[tuple[tuple[str, int], str], tuple[int, str]] = {}
         self.replay_only = False
 
 
@@ -65,12 +74,13 @@ def replaying(stored: dict[tuple[str, int], list[dict[str, Any]]] | None, *, rep
         _ACTIVE.stored = dict(stored or {})
         _ACTIVE.pools = {}
         _ACTIVE.recorded = {}
+        _ACTIVE.failed = {}
         _ACTIVE.replay_only = replay_only
     try:
         yield
     finally:
         with _ACTIVE.lock:
-            _ACTIVE.stored, _ACTIVE.pools, _ACTIVE.recorded = {}, {}, {}
+            _ACTIVE.stored, _ACTIVE.pools, _ACTIVE.recorded, _ACTIVE.failed = {}, {}, {}, {}
             _ACTIVE.replay_only = False
 
 
@@ -104,6 +114,16 @@ def call_digest(model: str, input: list[Any], tools: list[Any], tool_choice: Any
 def _dump(value: Any) -> Any:
     dump = getattr(value, "model_dump", None)
     return dump(mode="json") if dump is not None else repr(value)
+
+
+def _described(error: BaseException) -> str:
+    """A failed request's error as the stored errors say it: `APIConnectionError (the connection
+    failed or was closed)`."""
+    from geoeval.core.run.inspect_bridge import PROVIDER_ERRORS
+
+    name = type(error).__name__
+    said = PROVIDER_ERRORS.get(name) or clean_text(" ".join(str(error).split()), max_chars=200)
+    return f"{name} ({said})"
 
 
 def _pool(key: tuple[str, int]) -> dict[str, deque[dict[str, Any]]]:
@@ -154,7 +174,21 @@ def record_and_replay(model: Any, role: str) -> Any:
                 f"at call {n_before + 1} of this sample (its prompt or a tool output changed since it was "
                 "generated, or it was never generated): rerun without rescore to generate it"
             )
-        reply = await generate(input, tools, tool_choice, config)
+        limit = getattr(config, "max_retries", None)
+        with _ACTIVE.lock:
+            failed, last = _ACTIVE.failed.get((key, digest), (0, ""))
+        if limit is not None and failed > limit:
+            raise RetriesSpent(
+                f"the model call failed after its retries: {last} ({failed} requests, model.config.max_retries="
+                f"{limit}); the sample's retry does not send it again (a rerun does)"
+            )
+        try:
+            reply = await generate(input, tools, tool_choice, config)
+        except Exception as error:  # counted per call and sample: Inspect's retries send the same digest
+            with _ACTIVE.lock:
+                n, _ = _ACTIVE.failed.get((key, digest), (0, ""))
+                _ACTIVE.failed[(key, digest)] = (n + 1, _described(error))
+            raise
         output = reply[0] if isinstance(reply, tuple) else reply
         if isinstance(output, ModelOutput) and output.choices:
             call = {"role": role, "model": name, "digest": digest, "output": output.model_dump(mode="json")}
