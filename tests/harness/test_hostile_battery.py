@@ -82,3 +82,16 @@ def test_truncated_replies_cost_at_most_max_retries_plus_one_requests_per_sample
     stored = samples(tmp_path / "results" / "geoeval.duckdb")
     assert [status for status, _ in stored] == ["error", "error"]
     assert all(error.startswith("the model call failed after its retries: APIConnectionError") for _, error in stored)
+
+
+def test_a_yaml_bomb_fails_in_one_line_before_anything_runs(tmp_path):
+    """Ten lines of nested anchors expand to 3.5 billion strings: the run hung with no output."""
+    lines = ["# @package _global_", 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    proc = run_geoeval(tmp_path, "+experiment=bomb")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    line = one_line_failure(proc.stderr)
+    assert "bomb.yaml: its anchors and aliases expand to more than" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["experiments"]  # nothing ran, nothing written
