@@ -95,3 +95,32 @@ def test_a_yaml_bomb_fails_in_one_line_before_anything_runs(tmp_path):
     line = one_line_failure(proc.stderr)
     assert "bomb.yaml: its anchors and aliases expand to more than" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["experiments"]  # nothing ran, nothing written
+
+
+LOG_OUTSIDE = """# @package _global_
+hydra:
+  job_logging:
+    version: 1
+    handlers:
+      file:
+        class: logging.FileHandler
+        filename: {victim}
+        mode: w
+    root:
+      handlers: [file]
+"""
+
+
+def test_a_logging_handler_aimed_outside_the_run_is_refused(tmp_path):
+    """`hydra.job_logging` with `mode: w` and a file outside the run truncated it to 0 bytes."""
+    victim = tmp_path / "notes.txt"
+    victim.write_text("a week of notes\n")
+    project = tmp_path / "project"
+    (project / "experiments").mkdir(parents=True)
+    (project / "experiments" / "logs_elsewhere.yaml").write_text(LOG_OUTSIDE.format(victim=victim))
+    proc = run_geoeval(project, "+experiment=logs_elsewhere", "model=oracle", "limit=2")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    line = one_line_failure(proc.stderr)
+    assert f"hydra.job_logging.handlers.file.filename: '{victim}' is outside the run's output folder" in line
+    assert victim.read_text() == "a week of notes\n"  # untouched
+    assert sorted(p.name for p in project.iterdir()) == ["experiments"]  # and nothing ran
