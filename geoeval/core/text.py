@@ -119,8 +119,8 @@ def _clean_fields(value: Any, depth: int) -> Any:
                 value[i] = new
         return value
     if isinstance(value, tuple):
-        items = tuple(_clean_fields(item, depth - 1) for item in value)
-        return value if all(a is b for a, b in zip(items, value)) else items
+        cleaned = tuple(_clean_fields(item, depth - 1) for item in value)
+        return value if all(a is b for a, b in zip(cleaned, value)) else cleaned
     if isinstance(value, dict):
         items = [(_clean_fields(k, depth - 1), k, _clean_fields(v, depth - 1), v) for k, v in value.items()]
         if any(k2 is not k or v2 is not v for k2, k, v2, v in items):

@@ -125,7 +125,7 @@ def _logging_problems(section: str, logging: Any) -> list[str]:
     return problems
 
 
-def _output_problems(data: dict[str, Any]) -> list[str]:
+def _output_problems(data: dict[Any, Any]) -> list[str]:
     """Hydra writes its saved config to `<output dir>/<output_subdir>` and names the job's log
     file after `job.name`: both must stay inside the run's output folder."""
     problems = []

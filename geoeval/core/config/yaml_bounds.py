@@ -83,7 +83,7 @@ def bounded(loader: type) -> type:
     """A subclass of the PyYAML loader class `loader` whose documents are checked (`check_document`)
     once composed, before they are constructed, and whose input is at most `MAX_BYTES` long."""
 
-    class BoundedLoader(loader):  # type: ignore[misc, valid-type]
+    class BoundedLoader(loader):
         def __init__(self, stream: Any) -> None:
             text = stream if isinstance(stream, (str, bytes)) else None
             if text is None and hasattr(stream, "read"):
