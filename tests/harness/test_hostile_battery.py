@@ -10,7 +10,9 @@ rows in the warehouse)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import duckdb
@@ -124,3 +126,115 @@ def test_a_logging_handler_aimed_outside_the_run_is_refused(tmp_path):
     assert f"hydra.job_logging.handlers.file.filename: '{victim}' is outside the run's output folder" in line
     assert victim.read_text() == "a week of notes\n"  # untouched
     assert sorted(p.name for p in project.iterdir()) == ["experiments"]  # and nothing ran
+
+
+def test_forged_and_cut_stored_trajectories_are_errors_naming_their_samples(tmp_path):
+    """A stored answer edited in the warehouse re-scored silently (`ema=1.0`, exit 0), and a cut
+    trajectory was a raw traceback: each is now an error naming its sample, and a rescore still
+    makes no request; the untouched sample is scored as before."""
+    overrides = (*MAPTAB, "suite.n_per_category=3", "preflight=false")
+    db = tmp_path / "results" / "geoeval.duckdb"
+    with HostileServer(schedule=["valid"]) as server:
+        first = run_geoeval(tmp_path, *overrides, server=server)
+        assert first.returncode == 0, first.stderr[-3000:]
+        with duckdb.connect(str(db)) as con:
+            ids = [sid for (sid,) in con.execute("SELECT sample_id FROM trajectories ORDER BY sample_id").fetchall()]
+            assert len(ids) == 3
+            forged, cut, kept = ids
+            con.execute(  # a better answer written in by hand
+                "UPDATE trajectories SET calls = replace(CAST(calls AS VARCHAR), 'the route goes', 'the route is')::JSON "
+                "WHERE sample_id = ?",
+                [forged],
+            )
+            con.execute('UPDATE trajectories SET calls = \'[{"role": "agent"}]\' WHERE sample_id = ?', [cut])
+        before = server.n_requests
+        rescored = subprocess.run(
+            [
+                *geoeval_cmd("rescore"),
+                *overrides,
+                "model=openai_api",
+                f"model.name={HOSTILE}",
+                f"model.base_url={server.base_url}",
+                "scoring.protocol=paper",
+                "tracking=none",
+                "runner=local",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "LOCAL_API_KEY": "x"},
+        )
+        assert server.n_requests == before  # a rescore calls no model, forged or not
+    assert rescored.returncode == 1, rescored.stderr[-3000:]  # 2 of 3 errors: past fail_on_error
+    assert "run FAILED: 2 of 3 sample(s) errored" in one_line_failure(rescored.stderr)
+    with duckdb.connect(str(db), read_only=True) as con:
+        latest = con.execute(
+            "SELECT sample_id, status, error FROM samples WHERE run_hash = "
+            "(SELECT run_hash FROM runs ORDER BY created_at DESC LIMIT 1) ORDER BY sample_id"
+        ).fetchall()
+    by_id = {sid: (status, error) for sid, status, error in latest}
+    assert by_id[kept] == ("scored", None)
+    assert by_id[forged][0] == "error" and by_id[forged][1].startswith(
+        f"the stored trajectory of sample {forged} (epoch 1) is not replayed: call 1 of 1 fails its integrity check"
+    )
+    assert (
+        by_id[cut][0] == "error"
+        and f"sample {cut} (epoch 1) is not replayed: its stored JSON is not a list" in by_id[cut][1]
+    )
+    assert all("\n" not in error for _, error in by_id.values() if error)
+
+
+class TwoTurnServer(HostileServer):
+    """Each sample's first request is answered with a call to a tool that does not exist (the
+    react agent asks again: a second request carrying the first reply); second requests hang
+    while `hang` is set (they are in flight when the run is killed), else are answered."""
+
+    def __init__(self) -> None:
+        super().__init__(schedule=["valid"])
+        self.hang = True
+        self.turns: list[int] = []  # per request: 1 (a first request) or 2
+
+    def next_mode(self, body):
+        super().next_mode(body)
+        turn = 2 if any(m.get("role") == "tool" for m in body.get("messages") or []) else 1
+        self.turns.append(turn)
+        return "unknown_tool" if turn == 1 else ("timeout" if self.hang else "valid")
+
+
+def test_kill_9_right_after_the_answers_pays_for_none_of_them_again(tmp_path):
+    """Every answered call is journaled before Inspect sees it: killed (SIGKILL) while each
+    sample's second call is in flight, the rerun sends only those (it sent every call again: 0
+    of 6 answered samples had been stored)."""
+    n = 3
+    overrides = (
+        "suite.solver=react",
+        *MAPTAB,
+        f"suite.n_per_category={n}",
+        f"runner.max_samples={n}",
+        "preflight=false",
+    )
+    with TwoTurnServer() as server:
+        model = ("model=openai_api", f"model.name={HOSTILE}", f"model.base_url={server.base_url}")
+        killed = subprocess.Popen(
+            geoeval_cmd(*model, *overrides, "tracking=none", "runner=local"),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "LOCAL_API_KEY": "x"},
+        )
+        # a second request carries the first reply: once all are here, every first reply was received
+        while server.turns.count(2) < n and killed.poll() is None:
+            threading.Event().wait(0.02)
+        killed.kill()  # SIGKILL: no handler, no flush, no commit
+        killed.wait()
+        assert killed.returncode == -signal.SIGKILL and sorted(server.turns) == [1] * n + [2] * n
+        server.hang = False
+        before = len(server.turns)
+        rerun = run_geoeval(tmp_path, *overrides, server=server)
+        paid_again = server.turns[before:]
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert paid_again == [2] * n  # the calls in flight at the kill; none answered before it
+    assert f"{n} sample(s) resume from the calls a killed run journaled" in rerun.stderr
+    assert [status for status, _ in samples(tmp_path / "results" / "geoeval.duckdb")] == ["scored"] * n
+    assert not (tmp_path / "results" / "work" / "journal").exists()  # in the warehouse now: journals gone

@@ -14,7 +14,10 @@ its tokens (the scores that read tokens stay identical); the tokens of replayed 
 apart, so nothing replayed is priced as spent.
 
 The store is the warehouse (`trajectories`, written with the sample's result); the Inspect logs
-hold the same calls for reading, but are not read back.
+hold the same calls for reading, but are not read back. Stored calls carry integrity digests
+(`warehouse.rows.call_integrity`), checked before anything is replayed (`load_stored`): an edited
+or cut trajectory is an error naming its sample. Each new call is also journaled the moment it is
+answered (`run/journal.py`), so a killed run's rerun replays what was paid for.
 """
 
 from __future__ import annotations
@@ -25,10 +28,14 @@ import json
 import threading
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from geoeval.core.private_api import sample_state
-from geoeval.core.stop import halted
+from geoeval.core.run import journal
+from geoeval.core.run.journal import JOURNALED
+from geoeval.core.stop import halt, halted
 from geoeval.core.text import clean_fields, clean_text
 
 #: where a call's record says it came from
@@ -165,8 +172,14 @@ def record_and_replay(model: Any, role: str) -> Any:
         if found is not None:
             # cleaned as a fresh reply is (`models.clean_model_output`): what was stored may be edited
             output = clean_fields(ModelOutput.model_validate(found["output"]))
+            # a journaled call (`run/journal.py`) was paid for by a killed invocation: stored and priced as made
+            record = (
+                {k: v for k, v in found.items() if k != JOURNALED}
+                if found.get(JOURNALED)
+                else {**found, REPLAYED: True}
+            )
             with _ACTIVE.lock:
-                _ACTIVE.recorded.setdefault(key, []).append({**found, REPLAYED: True})
+                _ACTIVE.recorded.setdefault(key, []).append(record)
             return output
         if replay_only:
             raise ReplayMissing(
@@ -194,11 +207,24 @@ def record_and_replay(model: Any, role: str) -> Any:
             call = {"role": role, "model": name, "digest": digest, "output": output.model_dump(mode="json")}
             with _ACTIVE.lock:
                 _ACTIVE.recorded.setdefault(key, []).append(call)
+            _journal(key, call)
         return reply
 
     api.generate = replay_generate
     api._geoeval_replay = True
     return model
+
+
+def _journal(key: tuple[str, int], call: dict[str, Any]) -> None:
+    """Write an answered call to the job's journal before Inspect sees it (`run/journal.py`); a
+    journal that cannot be written (a full disk) halts the job: what it pays for could be lost."""
+    writer = journal.current()
+    if writer is None:
+        return
+    try:
+        writer.write(key, call)
+    except OSError as error:
+        halt(f"the trajectory journal {writer.path} cannot be written ({error.strerror or error})")
 
 
 def replayed_usage(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -213,3 +239,87 @@ def replayed_usage(calls: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
         entry["output"] += int(usage.get("output_tokens") or 0)
         entry["calls"] += 1
     return out
+
+
+@dataclass
+class StoredCalls:
+    """What a job may replay: the stored calls by (sample_id, epoch); the samples whose stored
+    calls fail their check, with the one line that says why (they are errors, never replayed);
+    how many samples' calls carry no integrity digest (stored by an older geoeval: replayed
+    unchecked, said once); and how many samples' calls come from a killed run's journal
+    (`run/journal.py`)."""
+
+    calls: dict[tuple[str, int], list[dict[str, Any]]] = field(default_factory=dict)
+    refused: dict[tuple[str, int], str] = field(default_factory=dict)
+    unsealed: int = 0
+    journaled: int = 0
+
+
+def load_stored(wh: Any, generation_hash: str, keys: set[tuple[str, int]], journal_folder: Path) -> StoredCalls:
+    """The stored trajectories of `keys` under `generation_hash` from the warehouse `wh`, each
+    checked against its integrity digests (`warehouse.rows.seal_problem`), and for the samples the
+    warehouse lacks, the calls a killed invocation journaled in `journal_folder`."""
+    from geoeval.core.warehouse.rows import seal_problem, unsealed
+
+    calls, unreadable = wh.read_trajectories(generation_hash, keys)
+    found = StoredCalls()
+    for key, why in unreadable.items():
+        found.refused[key] = _refusal(key, why)
+    for key, sample_calls in calls.items():
+        problem = seal_problem(sample_calls)
+        if problem is not None:
+            found.refused[key] = _refusal(key, problem)
+            continue
+        found.unsealed += unsealed(sample_calls)
+        found.calls[key] = sample_calls
+    for key, sample_calls in journal.read_journals(journal_folder, keys - set(calls) - set(unreadable)).items():
+        problem = journal.journal_problem(sample_calls)
+        if problem is not None:
+            found.refused[key] = _refusal(key, problem)
+        else:
+            found.calls[key] = sample_calls
+            found.journaled += 1
+    return found
+
+
+def _refusal(key: tuple[str, int], why: str) -> str:
+    return (
+        f"the stored trajectory of sample {key[0]} (epoch {key[1]}) is not replayed: {why}; "
+        "generation=fresh generates it anew"
+    )
+
+
+#: the error of a sample a rescore cannot score (formatted with the generation hash)
+NEVER_GENERATED = (
+    "generation=replay_only: no stored trajectory for this sample under generation identity {} (a rescore "
+    "makes no model call): run without rescore to generate it"
+)
+
+
+def stored_warnings(found: StoredCalls | None) -> list[str]:
+    """The lines a job prints about what it loaded: refused trajectories, unchecked ones, journals."""
+    if found is None:
+        return []
+    lines = []
+    if found.refused:
+        first = next(iter(found.refused.values()))
+        lines.append(f"warning: {len(found.refused)} sample(s) are errors, not replayed; the first: {first}")
+    if found.unsealed:
+        lines.append(
+            f"warning: {found.unsealed} stored trajectory(ies) carry no integrity digest (stored by an older geoeval): "
+            "replayed unchecked (docs/cost.md)"
+        )
+    if found.journaled:
+        lines.append(f"{found.journaled} sample(s) resume from the calls a killed run journaled: not paid again")
+    return lines
+
+
+def stored_keys(wh: Any, generation_hash: str) -> set[tuple[str, int]]:
+    """The (sample_id, epoch) pairs whose trajectories `wh` holds under `generation_hash`."""
+    from geoeval.core.errors import GeoevalError
+
+    try:
+        _, rows = wh.query("SELECT sample_id, epoch FROM trajectories WHERE generation_hash = ?", [generation_hash])
+    except GeoevalError:  # a damaged file: keep the journals, they may be all that is left
+        return set()
+    return {(str(sample_id), int(epoch)) for sample_id, epoch in rows}

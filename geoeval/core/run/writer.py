@@ -23,7 +23,7 @@ class GroupCommitWriter:
     per window: `min_window_s`, or five times the last commit's duration when that is longer, up
     to `max_window_s`, so the writer never spends more than ~1/6 of its time committing; a sample
     is durable at most about one window after it finishes (a kill loses at most that much
-    finished work, which the rerun redoes). The writer keeps the shared file open between its
+    finished work, which the rerun re-scores from the calls `run/journal.py` kept: none is paid again). The writer keeps the shared file open between its
     commits (`Warehouse.keep_open`: opening it costs ~10-20 ms, and per batch it was 11.9 % of a
     4,096-sample run's CPU) and lets go within one window whenever another process waits for it
     (`Warehouse.yield_to_waiters`), so opens grow with contention, not with samples. `put` only

@@ -58,7 +58,7 @@ from geoeval.core.warehouse.lock import (
     probe_reads,
     write_failure,
 )
-from geoeval.core.warehouse.rows import batch_tables, rebuild_results, trajectory_table
+from geoeval.core.warehouse.rows import batch_tables, parse_trajectories, rebuild_results, trajectory_table
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
     REGISTERED,
@@ -433,16 +433,24 @@ class Warehouse:
                     con.unregister("_geoeval_new_trajectories")
 
     def trajectories(self, generation_hash: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
-        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`."""
+        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`
+        (a row whose JSON cannot be read is left out: `read_trajectories` names it)."""
+        return self.read_trajectories(generation_hash, keys)[0]
+
+    def read_trajectories(
+        self, generation_hash: str, keys: Iterable[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], list[dict]], dict[tuple[str, int], str]]:
+        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`,
+        and, apart, the pairs whose stored JSON cannot be read (cut short, edited), with why."""
         wanted = set(keys)
         if not wanted:
-            return {}
+            return {}, {}
         with self._session() as con:
             rows = con.execute(
                 "SELECT sample_id, epoch, CAST(calls AS VARCHAR) FROM trajectories WHERE generation_hash = ?",
                 [generation_hash],
             ).fetchall()
-        return {(sid, int(epoch)): json.loads(calls) for sid, epoch, calls in rows if (sid, int(epoch)) in wanted}
+        return parse_trajectories(rows, wanted)
 
     def spent(self, run_hash: str) -> dict[str, float]:
         """What the stored samples of `run_hash` cost (every invocation of it): `usd` (NaN when a
