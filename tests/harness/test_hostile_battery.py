@@ -238,3 +238,89 @@ def test_kill_9_right_after_the_answers_pays_for_none_of_them_again(tmp_path):
     assert f"{n} sample(s) resume from the calls a killed run journaled" in rerun.stderr
     assert [status for status, _ in samples(tmp_path / "results" / "geoeval.duckdb")] == ["scored"] * n
     assert not (tmp_path / "results" / "work" / "journal").exists()  # in the warehouse now: journals gone
+
+
+class HeldServer(HostileServer):
+    """Answers validly, but holds request `hold_at` (and every later one) until `go` is set."""
+
+    def __init__(self, hold_at: int) -> None:
+        super().__init__(schedule=["valid"])
+        self.hold_at = hold_at
+        self.go = threading.Event()
+        self.held = threading.Event()
+
+    def next_mode(self, body):
+        mode = super().next_mode(body)
+        if self.n_requests >= self.hold_at:
+            self.held.set()
+            self.go.wait()
+        return mode
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 72 MiB tmpfs (the run's free-space check asks for 64 MiB) mounted for the test."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root (test_full_disk.py injects the error instead)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=72m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> None:
+    with open(disk / "filler", "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 2**16)
+                handle.flush()
+        except OSError:  # no space left on device: full
+            pass
+
+
+def test_a_disk_that_fills_mid_run_keeps_every_finished_sample_and_the_rerun_finishes(small_disk):
+    """The project (warehouse, journals, logs, outputs) on a small filesystem that fills while
+    sample 5 of 12 is being answered: it was exit 1 with two tracebacks (`cannot rollback - no
+    transaction is active`), the run left `running` and 0 samples kept. Now every sample that was
+    answered is stored, the run is `interrupted`, one line says so, and the rerun (room again)
+    finishes paying only for the samples that never got an answer."""
+    n = 12
+    overrides = (*MAPTAB, f"suite.n_per_category={n}", "runner.max_samples=1")
+    with HeldServer(hold_at=1 + 5) as server:  # the preflight, then sample 5's request is held
+        model = ("model=openai_api", f"model.name={HOSTILE}", f"model.base_url={server.base_url}")
+        run = subprocess.Popen(
+            geoeval_cmd(*model, *overrides, "tracking=none", "runner=local"),
+            cwd=small_disk,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "LOCAL_API_KEY": "x"},
+        )
+        server.held.wait()
+        fill(small_disk)
+        server.go.set()
+        _, stderr = run.communicate()
+        answered = server.n_requests - 1  # each answered request is one sample's answer
+        assert run.returncode == 2, stderr[-3000:]
+        line = one_line_failure(stderr)
+        assert "is full" in line and "the finished samples are kept" in line and "rerun the same command" in line
+        db = small_disk / "results" / "geoeval.duckdb"
+        with duckdb.connect(str(db), read_only=True) as con:
+            stored = dict(con.execute("SELECT status, count(*) FROM samples GROUP BY 1").fetchall())
+            [(status,)] = con.execute("SELECT status FROM runs").fetchall()
+        assert status == "interrupted"
+        assert stored.get("scored", 0) == answered >= 5  # 0 finished samples lost
+        assert stored.get("scored", 0) + stored.get("error", 0) == n  # the rest: errors, never paid for
+        (small_disk / "filler").unlink()  # room again
+        before = server.n_requests
+        rerun = run_geoeval(small_disk, *overrides, server=server)
+        paid = server.n_requests - before - 1  # without its preflight
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert paid == n - answered  # nothing answered before is paid again
+    assert [status for status, _ in samples(db)] == ["scored"] * n
+    assert not list(small_disk.rglob("*.reserve"))

@@ -35,6 +35,7 @@ Every value reaches DuckDB as a bound parameter, never interpolated into SQL tex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -424,7 +425,10 @@ class Warehouse:
                         )
                     con.commit()
                 except BaseException:
-                    con.rollback()
+                    # a commit that failed (a full disk) has ended the transaction: rolling it back
+                    # again raised "no transaction is active" over the error that says why
+                    with contextlib.suppress(duckdb.Error):
+                        con.rollback()
                     raise
             finally:
                 con.unregister("_geoeval_new_samples")
