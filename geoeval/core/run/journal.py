@@ -15,7 +15,8 @@ spent once (the killed invocation never recorded them). A journal is deleted onc
 the job that wrote or read it is in the warehouse. Each line carries the call's integrity digest
 (`warehouse.rows.call_integrity`), and its text is scrubbed of the job's secrets as the
 warehouse's is. A Ray shard's calls are not journaled (its worker may be on another node): a
-killed Ray run loses what its outbox had not sent (`runner.ResultOutbox`, 0.1 s).
+killed Ray run loses what its outbox had not sent (`runner.ResultOutbox`, 0.1 s). Calls that cost
+nothing (geoeval's offline agents, Inspect's mock model: `replay.FREE_PROVIDERS`) are not journaled.
 """
 
 from __future__ import annotations

@@ -215,11 +215,15 @@ def record_and_replay(model: Any, role: str) -> Any:
     return model
 
 
+#: providers whose calls cost nothing (geoeval's offline agents, Inspect's mock): not journaled
+FREE_PROVIDERS = ("geoeval/", "mockllm/")
+
+
 def _journal(key: tuple[str, int], call: dict[str, Any]) -> None:
     """Write an answered call to the job's journal before Inspect sees it (`run/journal.py`); a
     journal that cannot be written (a full disk) halts the job: what it pays for could be lost."""
     writer = journal.current()
-    if writer is None:
+    if writer is None or str(call.get("model", "")).startswith(FREE_PROVIDERS):
         return
     try:
         writer.write(key, call)
