@@ -52,7 +52,8 @@ class GroupCommitWriter:
         self._error: BaseException | None = None
         # room for the end of the run should the disk fill up (`warehouse/reserve.py`): after a
         # full disk the writer goes on writing what still finishes into it (`_draining`)
-        self._reserve = SpaceReserve(warehouse.path).claim() if str(warehouse.path) != ":memory:" else None
+        path = getattr(warehouse, "path", None)
+        self._reserve = SpaceReserve(path).claim() if path is not None and str(path) != ":memory:" else None
         self._draining = False
         warehouse.keep_open(True)
         self._thread = threading.Thread(target=self._loop, name="geoeval-warehouse-writer", daemon=True)
