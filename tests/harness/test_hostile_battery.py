@@ -5,7 +5,8 @@ full disk mid-run on a small filesystem, and kill -9 right after the model answe
 what the issue asks of it: no collateral errors, no finished sample lost, nothing paid twice beyond
 the stated bound, forged data detected, nothing written outside the run, every failure one line.
 No test measures wall time: they wait on what they can observe (the server's request count, the
-rows in the warehouse)."""
+rows in the warehouse). The issue's budget with samples in flight (item 7) is tested on its own, in
+`tests/cost/test_budget_in_flight.py`."""
 
 from __future__ import annotations
 
@@ -27,15 +28,32 @@ HOSTILE = "openai-api/local/hostile"
 MAPTAB = ("suite.categories=[edge_only]", "env.n_maps=1")
 
 
-def run_geoeval(cwd: Path, *overrides: str, server: HostileServer | None = None, timeout: int = 600):
-    """`python -m geoeval` in `cwd` (tracking off, the local runner), against `server` if given."""
+def geoeval_args(*overrides: str, server: HostileServer | None = None, command: tuple[str, ...] = ()) -> list[str]:
+    """`python -m geoeval [command]` with `overrides` (tracking off, the local runner), against `server` if given."""
     model = ("model=openai_api", f"model.name={HOSTILE}", f"model.base_url={server.base_url}") if server else ()
+    return geoeval_cmd(*command, *model, *overrides, "tracking=none", "runner=local")
+
+
+def run_geoeval(cwd: Path, *overrides: str, server: HostileServer | None = None, command: tuple[str, ...] = ()):
+    """The same, run to its end (output captured, as text)."""
     return subprocess.run(
-        geoeval_cmd(*model, *overrides, "tracking=none", "runner=local"),
+        geoeval_args(*overrides, server=server, command=command),
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=600,
+        env={**os.environ, "LOCAL_API_KEY": "x"},
+    )
+
+
+def start_geoeval(cwd: Path, *overrides: str, server: HostileServer, stderr: int = subprocess.PIPE) -> subprocess.Popen:
+    """The same, started and not waited for (its stderr piped, as text, unless told otherwise)."""
+    return subprocess.Popen(
+        geoeval_args(*overrides, server=server),
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
         env={**os.environ, "LOCAL_API_KEY": "x"},
     )
 
@@ -84,6 +102,7 @@ def test_truncated_replies_cost_at_most_max_retries_plus_one_requests_per_sample
     stored = samples(tmp_path / "results" / "geoeval.duckdb")
     assert [status for status, _ in stored] == ["error", "error"]
     assert all(error.startswith("the model call failed after its retries: APIConnectionError") for _, error in stored)
+    assert all("\n" not in error for _, error in stored)  # each error one line
 
 
 def test_a_yaml_bomb_fails_in_one_line_before_anything_runs(tmp_path):
@@ -148,23 +167,7 @@ def test_forged_and_cut_stored_trajectories_are_errors_naming_their_samples(tmp_
             )
             con.execute('UPDATE trajectories SET calls = \'[{"role": "agent"}]\' WHERE sample_id = ?', [cut])
         before = server.n_requests
-        rescored = subprocess.run(
-            [
-                *geoeval_cmd("rescore"),
-                *overrides,
-                "model=openai_api",
-                f"model.name={HOSTILE}",
-                f"model.base_url={server.base_url}",
-                "scoring.protocol=paper",
-                "tracking=none",
-                "runner=local",
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**os.environ, "LOCAL_API_KEY": "x"},
-        )
+        rescored = run_geoeval(tmp_path, *overrides, "scoring.protocol=paper", server=server, command=("rescore",))
         assert server.n_requests == before  # a rescore calls no model, forged or not
     assert rescored.returncode == 1, rescored.stderr[-3000:]  # 2 of 3 errors: past fail_on_error
     assert "run FAILED: 2 of 3 sample(s) errored" in one_line_failure(rescored.stderr)
@@ -215,14 +218,7 @@ def test_kill_9_right_after_the_answers_pays_for_none_of_them_again(tmp_path):
         "preflight=false",
     )
     with TwoTurnServer() as server:
-        model = ("model=openai_api", f"model.name={HOSTILE}", f"model.base_url={server.base_url}")
-        killed = subprocess.Popen(
-            geoeval_cmd(*model, *overrides, "tracking=none", "runner=local"),
-            cwd=tmp_path,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "LOCAL_API_KEY": "x"},
-        )
+        killed = start_geoeval(tmp_path, *overrides, server=server, stderr=subprocess.DEVNULL)  # not read: not piped
         # a second request carries the first reply: once all are here, every first reply was received
         while server.turns.count(2) < n and killed.poll() is None:
             threading.Event().wait(0.02)
@@ -292,15 +288,7 @@ def test_a_disk_that_fills_mid_run_keeps_every_finished_sample_and_the_rerun_fin
     n = 12
     overrides = (*MAPTAB, f"suite.n_per_category={n}", "runner.max_samples=1")
     with HeldServer(hold_at=1 + 5) as server:  # the preflight, then sample 5's request is held
-        model = ("model=openai_api", f"model.name={HOSTILE}", f"model.base_url={server.base_url}")
-        run = subprocess.Popen(
-            geoeval_cmd(*model, *overrides, "tracking=none", "runner=local"),
-            cwd=small_disk,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "LOCAL_API_KEY": "x"},
-        )
+        run = start_geoeval(small_disk, *overrides, server=server)
         server.held.wait()
         fill(small_disk)
         server.go.set()
