@@ -1,12 +1,14 @@
 """Per-sample score fingerprints of the three suites' offline experiments (run by hand).
 
-    .venv/bin/python scripts/score_fingerprint.py [--out F.json] [--only maptab,lifeplanner,...]
+    .venv/bin/python scripts/score_fingerprint.py [--out F.json] [--only maptab,lifeplanner,...] [--protocol paper]
 
 A refactor that must not change any result (issue 9) is checked by running this before and after
 and comparing the two outputs: each experiment runs from an empty directory with an empty cache,
 and its digest is the sha256 over every stored sample's (run hash, sample id, epoch, status, answer,
 scores) in a canonical order, so a changed score, answer, status or run identity changes it. The
 meta-eval reports (every tier of every sample through each suite's scorer) are fingerprinted too.
+`--protocol paper` runs everything under `scoring.protocol=paper`: a change to the robust reading
+must leave that fingerprint unchanged.
 """
 
 from __future__ import annotations
@@ -25,6 +27,23 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 sys.path.insert(0, str(REPO / "bench"))
 from profile_main import score_digest  # noqa: E402  (the main command's bench digests the same way)
+
+
+def scores_only_digest(results_db: Path) -> str:
+    """sha256 over every stored sample's (id, epoch, status, answer, scores) without its run hash:
+    equal across a change that bumps a suite's scoring version but leaves every score as it was."""
+    from geoeval.core.warehouse.store import Warehouse
+
+    rows = []
+    with Warehouse(results_db, read_only=True) as wh:
+        for run in wh.runs():
+            for r in wh.results(run["run_hash"]):
+                rows.append(
+                    [r.sample_id, r.epoch, r.status, r.answer, sorted((k, repr(v)) for k, v in r.scores.items())]
+                )
+    rows.sort()
+    return hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+
 
 #: name -> (command arguments after `python -m geoeval`, whether it needs ../shared/peers)
 RUNS: dict[str, tuple[list[str], bool]] = {
@@ -90,7 +109,12 @@ def run_experiment(args: list[str]) -> dict:
     if proc.returncode != 0:
         return {"error": f"exit {proc.returncode}: {proc.stderr[-2000:]}"}
     digest, n = score_digest(db)
-    return {"digest": digest, "samples": n, "seconds": round(time.perf_counter() - t, 1)}
+    return {
+        "digest": digest,
+        "scores_digest": scores_only_digest(db),
+        "samples": n,
+        "seconds": round(time.perf_counter() - t, 1),
+    }
 
 
 def run_meta_eval(args: list[str]) -> dict:
@@ -115,7 +139,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path)
     p.add_argument("--only", default="", help="comma-separated names (default: all)")
+    p.add_argument(
+        "--protocol", choices=["robust", "paper"], help="scoring.protocol of every run (default: each config's)"
+    )
     a = p.parse_args()
+    extra = [f"scoring.protocol={a.protocol}"] if a.protocol else []
     only = {x for x in a.only.split(",") if x}
     result: dict[str, dict] = {}
     for name, (args, needs_peers) in RUNS.items():
@@ -124,12 +152,12 @@ def main() -> None:
         if needs_peers and not (SHARED / "peers").exists():
             result[name] = {"skipped": "no ../shared/peers"}
             continue
-        result[name] = run_experiment(args)
+        result[name] = run_experiment([*args, *extra])
         print(name, result[name], flush=True)
     for name, args in META_EVAL.items():
         if only and name not in only:
             continue
-        result[name] = run_meta_eval(args)
+        result[name] = run_meta_eval([*args, *extra])
         print(name, result[name], flush=True)
     text = json.dumps(
         {k: {kk: vv for kk, vv in v.items() if kk != "seconds"} for k, v in result.items()}, indent=1, sort_keys=True

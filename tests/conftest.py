@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+# one test's trouble stays in that test: an exception outside its own code is its failure, and a
+# timer or signal handler it leaves is put back (and fails it)
+pytest_plugins = ["tests.pytest_guards"]
+
 REPO = Path(__file__).resolve().parents[1]
 PEERS = (REPO / ".." / "shared" / "peers").resolve()
 
@@ -84,16 +88,23 @@ def scripted_mockllm(*replies: str):
 
 
 @contextmanager
-def deadline(seconds: int) -> Iterator[None]:
-    """Fail (not hang) past `seconds`: SIGALRM interrupts even a regex running in C."""
+def deadline(cpu_seconds: int) -> Iterator[None]:
+    """A hang guard: fail (not hang) once this process has spent `cpu_seconds` of CPU time inside
+    the block. CPU time, not the clock: a machine at load 30 makes the clock run slow for the work
+    (a 4 s extraction took 18 s of wall time there) but not the CPU it needs, so a guard that
+    passes on an idle machine passes on a saturated one. SIGVTALRM interrupts even a regex
+    running in C; once the block has left, a signal still on its way raises nothing."""
+    active = [True]
 
     def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
+        if active:
+            raise TimeoutError(f"still running after {cpu_seconds} s of CPU time")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, cpu_seconds)
     try:
         yield
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        active.clear()
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)

@@ -118,10 +118,9 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         scrub_text,
     )
     from geoeval.core.run.job import run_job
-    from geoeval.core.run.preflight import endpoint_checks, preflight
-    from geoeval.core.run.serving import served_model
+    from geoeval.core.run.startup import started
     from geoeval.core.tracking import runs as tracking
-    from geoeval.core.tracking.store import check_tracking_server, import_mlflow
+    from geoeval.core.tracking.store import import_mlflow
 
     try:
         spec = validate_config(cfg)
@@ -142,16 +141,19 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
         from geoeval.core.run.runner import start_early
 
         start_early(spec)  # a local Ray and its workers start while the run prepares
+    if spec.generation == "replay_only" and (sweep is None or sweep.num == 0):
+        print(
+            f"[geoeval] rescore (generation=replay_only): {spec.model.name} is not called: every call is replayed "
+            "from the stored trajectories, no server is started for it and no request is sent to it",
+            file=sys.stderr,
+        )
+    # MLflow's import (the run opens next) while the probes wait on the model
+    meanwhile = partial(import_mlflow, spec.tracking) if spec.tracking.enabled else None
     try:
-        if sweep is None:  # a sweep checks once, before job 0
-            check_tracking_server(spec.tracking)
-        with served_model(spec) as spec:
-            if spec.preflight and sweep is None:  # a sweep checks once, before job 0
-                # MLflow's import (the run opens next) while the probes wait on the model
-                meanwhile = partial(import_mlflow, spec.tracking) if spec.tracking.enabled else None
-                _report_preflight(
-                    preflight(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s, meanwhile=meanwhile)
-                )
+        # local checks first, then the tracking server, the model's server and the probes (a
+        # sweep checks the last ones once, before job 0)
+        with started(spec, checked=sweep is not None, meanwhile=meanwhile) as (spec, notes):
+            _report_preflight(notes)
             # a sweep's next job starts while this one's MLflow end is sent; its point says how it went
             job_point = JobPoint(sweep.points_path, redact) if sweep is not None else None
             outcome = run_job(
@@ -304,8 +306,11 @@ class SweepCallback(Callback):
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
         try:
+            from geoeval.core.run.startup import check_local
             from geoeval.core.tracking.store import check_tracking_server, import_mlflow
 
+            for local in {(s.results_db, s.log_dir, s.work_dir): s for s in specs}.values():
+                check_local(local)  # before any request leaves this machine
             for tracking_spec in {str(s.tracking.model_dump()): s.tracking for s in specs}.values():
                 check_tracking_server(tracking_spec)
             checks = [c for s in served for c in endpoint_checks(s)]
@@ -326,8 +331,15 @@ class SweepCallback(Callback):
             }
             # the sweep's identity: a killed and rerun sweep finds (and reuses) its parent run
             sweep_hash = hashlib.sha256(" ".join(sorted(s.config_hash() for s in specs)).encode()).hexdigest()[:16]
+            from geoeval.core import registry
+
             run_id = tracking.start_parent_run(
-                spec.tracking, spec.experiment_name, f"sweep:{spec.experiment_name}", params, sweep_hash=sweep_hash
+                spec.tracking,
+                spec.experiment_name,
+                f"sweep:{spec.experiment_name}",
+                params,
+                sweep_hash=sweep_hash,
+                headline_metrics=registry.get_suite(spec.suite.name).headline_metrics,
             )
             os.environ[tracking.PARENT_RUN_ENV] = run_id
             self._tracking = spec.tracking

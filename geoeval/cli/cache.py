@@ -15,18 +15,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.cache import disk as diskcache
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="geoeval cache", description="The computation cache of offline agents.")
+    ap = argparse.ArgumentParser(
+        prog="geoeval cache",
+        description="The computation cache of offline agents.",
+        epilog=examples("cache"),
+        formatter_class=HelpWithExamples,
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     for name, text in (
         ("path", "print the cache folder"),
         ("info", "entries and size per namespace and version"),
         ("clear", "remove every entry (or one namespace's)"),
     ):
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, epilog=examples(f"cache {name}"), formatter_class=HelpWithExamples)
         p.add_argument(
             "--dir", default=None, help="the cache folder (default: $GEOEVAL_CACHE_DIR, else ~/.cache/geoeval/cache)"
         )

@@ -30,6 +30,7 @@ from typing import Any
 
 import duckdb
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.cli.results import default_db_path
 from geoeval.core.analysis.aggregate import CAPABILITY_NAMES, LEVEL_ORDER, group_keys, known_dimensions
 from geoeval.core.analysis.console import fit_tables
@@ -297,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="geoeval compare",
         description="Compare two runs on their common samples: per metric (and split), the "
         "difference B - A with a paired bootstrap interval and a paired test.",
+        epilog=examples("compare"),
+        formatter_class=HelpWithExamples,
     )
     parser.add_argument("run_a", metavar="A", help="a run hash, or a unique prefix of one")
     parser.add_argument("run_b", metavar="B", help="a run hash, or a unique prefix of one")

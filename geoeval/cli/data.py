@@ -16,6 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.data.catalogue import DATASETS, get_dataset
 from geoeval.core.data.fetch import FetchError, cache_state, dataset_dir, fetch, format_size
@@ -34,12 +35,25 @@ def _add_cache(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="geoeval data", description="Fetch the benchmark authors' public data into a verified local cache."
+        prog="geoeval data",
+        description="Fetch the benchmark authors' public data into a verified local cache.",
+        epilog=examples("data"),
+        formatter_class=HelpWithExamples,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="{list,fetch,path}")
-    listing = commands.add_parser("list", help="the datasets, their sizes, and whether they are cached")
+    listing = commands.add_parser(
+        "list",
+        help="the datasets, their sizes, and whether they are cached",
+        epilog=examples("data list"),
+        formatter_class=HelpWithExamples,
+    )
     _add_cache(listing)
-    getting = commands.add_parser("fetch", help="download a dataset and verify every file")
+    getting = commands.add_parser(
+        "fetch",
+        help="download a dataset and verify every file",
+        epilog=examples("data fetch"),
+        formatter_class=HelpWithExamples,
+    )
     getting.add_argument("name", help=f"one of {', '.join(DATASETS)}")
     _add_cache(getting)
     getting.add_argument(
@@ -48,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="fetch every file from URL/<path in the cache> (a mirror); for maptab-full a Hub endpoint",
     )
-    where = commands.add_parser("path", help="print the dataset's folder in the cache")
+    where = commands.add_parser(
+        "path",
+        help="print the dataset's folder in the cache",
+        epilog=examples("data path"),
+        formatter_class=HelpWithExamples,
+    )
     where.add_argument("name", help=f"one of {', '.join(DATASETS)}")
     _add_cache(where)
     return parser

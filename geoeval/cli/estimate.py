@@ -20,11 +20,17 @@ import math
 import sys
 from typing import Any
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.errors import GeoevalError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval estimate", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval estimate",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("estimate"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as for `geoeval` (comma lists sweep)")
     p.add_argument("--pilot", type=int, default=0, help="run the first N samples of a job with nothing to measure")
     p.add_argument("-m", "--multirun", action="store_true", help="accepted for symmetry with `geoeval -m`")
@@ -74,13 +80,38 @@ def _range(value: tuple[float, float], unit: str = "") -> str:
     return fmt(mean) + ("" if half == 0 else (" ± ?" if math.isnan(half) else f" ± {fmt(half)[len(unit) :]}"))
 
 
+def _pilot(spec: Any, label: str) -> None:
+    """Run the pilot as `python -m geoeval` runs a job (`core.run.startup`: the local checks, the
+    model's server, the preflight), so that every model config a run takes, a pilot takes too; a
+    pilot that cannot run is one `GeoevalError` line. Samples that errored are said, since they
+    measure nothing."""
+    from geoeval.core.run.job import run_job
+    from geoeval.core.run.startup import started
+
+    try:
+        with started(spec) as (served, _notes):
+            outcome = run_job(served, progress=False)
+    except GeoevalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line, as every other failure of the command
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise GeoevalError(f"the pilot of {label} failed: {type(exc).__name__}: {first}") from None
+    errors = int(outcome.counts.get("n_errors", 0))
+    if errors:
+        first = next((r.error for r in outcome.results if r.status == "error"), "") or ""
+        print(
+            f"[geoeval] estimate: {label}: {errors} of {len(outcome.results)} pilot sample(s) errored and measure "
+            f"nothing; first error: {first[:300]}",
+            file=sys.stderr,
+        )
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         from geoeval.core.analysis.reports import markdown_table
         from geoeval.core.cost.estimate import estimate_job
         from geoeval.core.registry import get_suite
-        from geoeval.core.run.job import run_job
         from geoeval.core.warehouse.store import Warehouse
 
         jobs = job_specs(args.overrides)
@@ -93,6 +124,8 @@ def main(argv: list[str]) -> int:
         for label, spec in jobs:
             suite = get_suite(spec.suite.name)
             env = suite.build_env(spec)
+            if getattr(env, "fingerprint", ""):  # the run identity holds its inputs' content, as a run's does
+                spec = spec.model_copy(update={"env_fingerprint": env.fingerprint})
             samples = suite.build_samples(spec, env)
             if spec.limit:
                 samples = samples[: spec.limit]
@@ -100,7 +133,7 @@ def main(argv: list[str]) -> int:
             estimate = estimate_job(wh, spec, samples, label)
             if estimate.measured.n == 0 and estimate.to_generate and args.pilot:
                 print(f"[geoeval] estimate: {label}: a pilot of {args.pilot} sample(s) ...", file=sys.stderr)
-                run_job(spec.model_copy(update={"limit": min(args.pilot, len(samples))}), progress=False)
+                _pilot(spec.model_copy(update={"limit": min(args.pilot, len(samples))}), label)
                 estimate = estimate_job(wh, spec, samples, label)
             rows.append(
                 {

@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int | None:
     from geoeval.core.config.home import settle_home
 
     settle_home()  # a project marked by `geoeval init` is found from any of its subfolders
+    if _help(args):
+        return 0
     if args and args[0] == "init":
         return _init(args[1:])
     if args and args[0] == "results":
@@ -104,6 +106,48 @@ def main(argv: list[str] | None = None) -> int | None:
     return _stopped(name) if name else 0
 
 
+def _help(args: list[str]) -> bool:
+    """Prints the help of the commands that have no argparse parser of their own (`geoeval`
+    itself, `rescore`, `score` and `env` without a suite, `init`); True when it did. The others
+    print their parser's help (with examples) themselves."""
+    from geoeval.cli import help as cli_help
+
+    if not cli_help.wants_help(args):
+        return False
+    command = args[0] if args and not args[0].startswith("-") and "=" not in args[0] else None
+    if command is None:
+        text = cli_help.top_help()
+    elif command == "rescore":
+        text = cli_help.rescore_help()
+    elif command == "init":
+        text = cli_help.init_help()
+    elif command == "score" and (len(args) < 2 or args[1].startswith("-")) and "--answers" not in args:
+        text = cli_help.score_help(_suites_with("score"))
+    elif command == "env" and (len(args) < 3 or args[2].startswith("-")):
+        text = cli_help.env_help(_suites_with("env_build"))
+    else:
+        return False
+    print(text)
+    return True
+
+
+def _suites_with(command: str) -> list[str]:
+    """The registered suites whose `cli.py` has `command` (`score`, `env_build`)."""
+    import importlib
+
+    from geoeval.core.registry import suite_names
+
+    found = []
+    for name in suite_names():
+        try:
+            module = importlib.import_module(f"geoeval.suites.{name}.cli")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(module, command):
+            found.append(name)
+    return found
+
+
 def _init(argv: list[str]) -> int:
     """`geoeval init [FOLDER]`: marks FOLDER (the current one) as the project home."""
     from pathlib import Path
@@ -112,7 +156,7 @@ def _init(argv: list[str]) -> int:
 
     if len(argv) > 1 or (argv and argv[0].startswith("-")):
         print("usage: geoeval init [FOLDER]  (marks FOLDER, by default the current one, as the project home)")
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        return 2
     folder = Path(argv[0] if argv else ".")
     marker = init_home(folder)
     print(

@@ -19,13 +19,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.analysis.meta_eval import run_meta_eval, tier_means
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.errors import GeoevalError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval meta-eval", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval meta-eval",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("meta-eval"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("suite", help="suite name (maptab, maptab_qa, lifeplanner, mapsatisfy, or a plugin's)")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as for `geoeval` (e.g. env=..., limit=20)")
     p.add_argument("--output", type=Path, help="write the whole report (with examples) as JSON here")

@@ -47,6 +47,7 @@ from typing import Any
 
 import duckdb
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
 from geoeval.core.analysis.console import fit_tables
 from geoeval.core.analysis.reports import fraction_label, markdown_table
@@ -61,6 +62,11 @@ DEFAULT_DB = Path("results") / "geoeval.duckdb"
 #: Config keys shown as leaderboard columns when a run's config has them (as a scalar, at any
 #: depth; the shallowest wins): what tells apart two runs of one model on one suite.
 LABEL_KEYS: tuple[str, ...] = ("label", "setting", "resolution")
+
+#: The label of a key the run does not depend on (its suite leaves the key out of the run identity,
+#: as MapTab leaves out `resolution` where no image is shown): one run stands for every value, e.g.
+#: the Edge_tab-only run that every point of a resolution sweep reused.
+ANY_VALUE = "all"
 
 # `--by` names whose value is the run's own, not a sample's
 _RUN_KEYS = ("run", "model", "suite", *LABEL_KEYS)
@@ -93,6 +99,25 @@ def run_labels(config: dict[str, Any]) -> dict[str, str]:
                     labels[key] = fraction_label(float(value)) if is_number else str(value)
         level = below
     return labels
+
+
+def labels_outside_identity(run: dict[str, Any]) -> set[str]:
+    """The `LABEL_KEYS` of a run's suite config that its run identity leaves out (the suite's
+    `identity_dict()`): the run's stored value is only the last one it was asked with."""
+    from geoeval.core.config.schema import IdentityDict
+    from geoeval.core.registry import get_suite
+
+    suite_config = (run.get("config") or {}).get("suite")
+    if not isinstance(suite_config, dict) or not run.get("suite"):
+        return set()
+    try:
+        validated = get_suite(run["suite"]).config_schema.model_validate(suite_config)
+    except Exception:  # noqa: BLE001 -- a plugin not installed here, or an older config: keep the value
+        return set()
+    if not isinstance(validated, IdentityDict):
+        return set()
+    identity = validated.identity_dict()
+    return {key for key in LABEL_KEYS if key in suite_config and key not in identity}
 
 
 def configured_sum_metrics(config: dict[str, Any]) -> frozenset[str]:
@@ -158,6 +183,8 @@ def leaderboard(
             f"{', '.join(suites) if suites else '(none: the database has no runs yet)'}"
         )
     labels = {run["run_hash"]: run_labels(run["config"]) for run in runs}
+    for run in runs:  # a key the run does not depend on: one run for every value
+        labels[run["run_hash"]].update(dict.fromkeys(labels_outside_identity(run), ANY_VALUE))
     results = [
         _with_run_keys(result, run, labels[run["run_hash"]])
         for run in runs
@@ -209,6 +236,18 @@ def leaderboard(
     extra = ["n_errors"] if any("n_errors" in row for row in rows) else []
     reused = ["reused"] if any(row["reused"] for row in rows) else []
     return ["run", "model", "suite", *label_columns, *metrics, "n", *extra, "cost_usd", "tokens", *reused], rows
+
+
+def any_value_note(columns: list[str], rows: list[dict[str, Any]]) -> str:
+    """The line under a table that has a label `all`: what it stands for."""
+    keys = [c for c in columns if c in LABEL_KEYS and any(row.get(c) == ANY_VALUE for row in rows)]
+    if not keys:
+        return ""
+    return (
+        f"\n\n{', '.join(keys)} `{ANY_VALUE}`: the run does not depend on it (not part of its identity, e.g. "
+        f"MapTab's resolution where no image is shown), so the one run stands for every "
+        f"{' and every '.join(keys)}: each point of a sweep over it reused the run"
+    )
 
 
 def reused_invocations(warehouse: Any, run_hash: str) -> int:
@@ -286,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="geoeval results",
         description="Show the runs stored in the results database as a leaderboard, or run SQL "
         "over it (tables: runs, samples, scores).",
+        epilog=examples("results"),
+        formatter_class=HelpWithExamples,
     )
     parser.add_argument(
         "--db",
@@ -342,7 +383,12 @@ def export(argv: list[str]) -> int:
     """`geoeval results export --output FILE.parquet [--db ...]`: every stored score, one row per
     (run, sample, epoch, metric) with the run's model and the dimensions (`SCORE_COLUMNS`), plus
     the warehouse it came from (`db`), as Parquet."""
-    parser = argparse.ArgumentParser(prog="geoeval results export", description=export.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="geoeval results export",
+        description=export.__doc__,
+        epilog=examples("results export"),
+        formatter_class=HelpWithExamples,
+    )
     parser.add_argument("--db", type=Path, action="append", default=None, help="a results database (repeatable)")
     parser.add_argument("--output", type=Path, required=True, help="the Parquet file to write")
     try:
@@ -411,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if columns:
         text = render(columns, rows, args.format)
+        if args.format == "markdown":
+            text += any_value_note(columns, rows)
         if args.format == "markdown" and sys.stdout.isatty():  # a console: wide tables in blocks
             text = fit_tables(text)
         print(text)

@@ -20,12 +20,18 @@ import sys
 import time
 from types import SimpleNamespace
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.errors import GeoevalError
 from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval runs", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval runs",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("runs"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("--clean", action="store_true", help="end the stale runs KILLED")
     p.add_argument(
         "--lease-minutes",
@@ -49,7 +55,7 @@ def main(argv: list[str]) -> int:
     from geoeval.core.analysis.reports import markdown_table
     from geoeval.core.tracking.owners import TAG_HOST, TAG_PID
     from geoeval.core.tracking.stale import TAG_HEARTBEAT, end_stale_runs, running_runs, stale_reason
-    from geoeval.core.tracking.store import client_for
+    from geoeval.core.tracking.store import check_tracking_server, client_for
 
     tracking = SimpleNamespace(enabled=True, tracking_uri=args.tracking_uri, artifact_location=None)
     left = 0
@@ -62,6 +68,7 @@ def main(argv: list[str]) -> int:
         sent, left = send_pending(work_dir)
         print(f"sent {sent} run end(s) the tracking server missed; {left} still waiting (server not answering)")
     try:
+        check_tracking_server(tracking)  # a server that is down is one line in seconds, not MLflow's retries
         client = client_for(tracking)
         if args.experiment:
             found = client.get_experiment_by_name(args.experiment)
@@ -72,9 +79,14 @@ def main(argv: list[str]) -> int:
             experiments = client.search_experiments()
         names = {e.experiment_id: e.name for e in experiments}
         runs = running_runs(client, list(names))
-    except GeoevalError as exc:
-        print(f"geoeval: error: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - a store that fails mid-listing (MLflow's errors): one line too
+        from geoeval.core.config.secrets import redact_urls
+        from geoeval.core.warehouse.lock import first_line
+
+        said = str(exc) if isinstance(exc, GeoevalError) else f"the tracking store failed: {first_line(exc)}"
+        said = said.replace("(tracking.tracking_uri)", "(--tracking-uri)")
+        print(f"geoeval: error: {redact_urls(said)}", file=sys.stderr)
+        return EXIT_TRACKING_PENDING if left else 2
     lease_s = args.lease_minutes * 60
     now = time.time()
     rows = []

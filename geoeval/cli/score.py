@@ -26,12 +26,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import AnswerToScore
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="geoeval score", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(
+        prog="geoeval score",
+        description=__doc__.split("\n\n")[1],
+        epilog=examples("score"),
+        formatter_class=HelpWithExamples,
+    )
     p.add_argument("suite", help="suite name (maptab, maptab_qa, lifeplanner, mapsatisfy, or a plugin's)")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, as for `geoeval` (e.g. env=..., limit=20)")
     p.add_argument("--answers", type=Path, required=True, help="JSON Lines: one {sample_id, answer[, messages]} a line")

@@ -77,6 +77,23 @@ def mcp_tool_source_local() -> type:
     return MCPToolSourceLocal
 
 
+def label_task(task: Any, args: dict[str, Any], display_name: str | None = None) -> None:
+    """Give an Inspect `Task` built in code the task args `inspect view` shows (its log's
+    `eval.task_args`) and a display name (`eval.task_display_name`, the viewer's TASK column):
+    Inspect reads the args from the registry parameters a `@task` function call records, and
+    takes the display name only as a `Task(...)` argument, which a suite's task was built
+    without, so fifty logs of a sweep all read `maptab` with no args."""
+    try:
+        from inspect_ai._util.registry import set_registry_params
+    except ImportError as exc:
+        raise _moved("inspect_ai._util.registry.set_registry_params", exc) from None
+    set_registry_params(task, args)
+    if display_name is not None:
+        if not hasattr(task, "_display_name"):
+            raise _moved("inspect_ai.Task._display_name", AttributeError("_display_name"))
+        task._display_name = display_name
+
+
 def hydra_sources_registry() -> Any:
     """Hydra's registry of config-source schemes: the way to add one (`geoeval-experiments://`)
     without the `hydra_plugins` namespace package, which editable installs hide from its scan."""

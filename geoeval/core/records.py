@@ -124,6 +124,10 @@ class Tier:
     level: int
     affects: frozenset[str] | None = None
     family: str = "tiers"
+    #: the tier of the answer's worst candidate (a hedge between the reference and a wrong
+    #: answer): this answer scores no higher than that one on each metric it lowers, and strictly
+    #: below the reference where that one does (None: strictly below the reference)
+    worst: str | None = None
 
     def lowers(self, metric: str) -> bool:
         return self.affects is None or metric in self.affects

@@ -80,6 +80,14 @@ class MetaEvalAnswer:
     lowers: tuple[str, ...] | None = None
     family: str = "tiers"
     messages: list[dict[str, Any]] | None = None
+    #: the tier of the answer's worst candidate, for a hedge (`records.Tier.worst`)
+    worst: str | None = None
+
+    @classmethod
+    def of_tier(cls, tier: Any, answer: str) -> MetaEvalAnswer:
+        """An answer of a `records.Tier` (the core's reading families: `core.analysis.answer_families`)."""
+        lowers = tuple(sorted(tier.affects)) if tier.affects is not None else None
+        return cls(tier.name, tier.level, answer, lowers, tier.family, worst=tier.worst)
 
     @classmethod
     def reference(cls, answer: str, messages: list[dict[str, Any]] | None = None) -> MetaEvalAnswer:
@@ -148,6 +156,7 @@ class SuiteSpec(Protocol):
         self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]: ...  # the public scoring entry point (`geoeval.core.scoring.score_answers`)
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]: ...
 
 
 #: The members every suite declares itself, and those `Suite` gives defaults for.
@@ -166,6 +175,7 @@ OPTIONAL_SUITE_MEMBERS = (
     "has_score_answers",
     "score_answers",
     "after_run",
+    "summary_notes",
 )
 
 
@@ -269,6 +279,11 @@ class Suite(abc.ABC):
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The suite's own reports of a finished run, written under `out_dir` (logged by the
         harness); `env` is None when the run's environment is not at hand."""
+        return []
+
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+        """Lines printed under the run's summary tables (console, `summary.md`): what explains
+        its numbers that the tables cannot say (e.g. what the environment could not ground)."""
         return []
 
 

@@ -93,3 +93,61 @@ def test_a_reference_that_scores_zero_orders_nothing_and_is_counted_apart():
     # ref>wrong and ref>empty cannot hold when the reference earns nothing: counted, not violated
     assert report["ema"]["n_reference_zero"] == 2
     assert report["ema"]["pairs"] == 1 and report["ema"]["correct"] == 1  # wrong >= empty
+
+
+BOUNDED_HEDGE = Tier("hedge:either", DEFECT, frozenset({"ema", "ar"}), family="hedge", worst="defect:wrong_station")
+
+
+def test_a_hedge_is_bounded_by_its_worst_candidate():
+    """A hedge between the reference and a wrong answer (`Tier.worst`) scores no higher than the
+    wrong answer alone, and strictly below the reference only where the wrong answer is."""
+    answers = [
+        ScoredAnswer("s1", REF, "right", {"ema": 1.0, "ar": 0.8}),
+        ScoredAnswer("s1", WRONG, "wrong", {"ema": 0.0, "ar": 0.8}),  # the wrong one ties on ar
+        ScoredAnswer("s1", BOUNDED_HEDGE, "right or wrong", {"ema": 0.0, "ar": 0.8}),
+    ]
+    report = ordering_report(answers)
+    hedge_pairs = report["ema"]["by_family"]["hedge"]
+    # ema: wrong >= hedge (at least), reference > hedge (the wrong one is below the reference)
+    assert hedge_pairs == {"pairs": 2, "correct": 2, "accuracy": 1.0, "target": 1.0, "met": True}
+    # ar: only wrong >= hedge; the reference-hedge pair is not one (the wrong one ties the reference)
+    assert report["ar"]["by_family"]["hedge"]["pairs"] == 1 and report["ar"]["by_family"]["hedge"]["met"]
+    # a hedge that scores above its worst candidate is a violation
+    answers[2] = ScoredAnswer("s1", BOUNDED_HEDGE, "right or wrong", {"ema": 1.0, "ar": 0.8})
+    report = ordering_report(answers)
+    assert report["ema"]["by_family"]["hedge"]["correct"] == 0 and not report["ema"]["met"]
+
+
+def test_the_reading_families_are_built_from_a_pair_with_their_levels():
+    import random
+
+    from geoeval.core.analysis.answer_families import (
+        READING_FAMILIES,
+        WRONG_ALONE,
+        AnswerPair,
+        reading_family_answers,
+        reading_family_targets,
+    )
+
+    pair = AnswerPair(
+        "RIGHT", "WRONG", frozenset({"ema"}), "Which one?", {"json": '{"a": "RIGHT"}'}, {"json": '{"a": "WRONG"}'}
+    )
+    built = reading_family_answers(pair, random.Random(0))
+    families = {tier.family for tier, _ in built if tier.name != WRONG_ALONE}
+    assert families == set(READING_FAMILIES)
+    for tier, text in built:
+        if tier.name == WRONG_ALONE:
+            assert text == "WRONG" and tier.level == DEFECT
+        elif tier.level == REFERENCE:
+            assert "RIGHT" in text and tier.affects is None and tier.worst is None, tier
+        else:
+            assert tier.worst == WRONG_ALONE and tier.affects == {"ema"} and "WRONG" in text, tier
+    assert {tier.name for tier, _ in built} >= {"format:json", "format:json_options", "echo:question_first"}
+    # the same seed, the same answers
+    assert reading_family_answers(pair, random.Random(0)) == built
+    # without a wrong answer only the level-0 variants are built
+    assert all(
+        t.level == REFERENCE for t, _ in reading_family_answers(AnswerPair("R", None, frozenset()), random.Random(0))
+    )
+    assert reading_family_targets({"ema": 1.0, "sc": 0.9}, ["ema", "sc"])["hedge:sc"] == 0.95
+    assert reading_family_targets({"ema": 1.0, "sc": 0.9}, ["ema", "sc"])["hedge:ema"] == 1.0

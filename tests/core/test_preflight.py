@@ -258,7 +258,7 @@ def test_meanwhile_runs_while_the_probes_wait_on_their_endpoints(server):
     seen = []
 
     def meanwhile():  # what the caller does meanwhile (MLflow's import): the probe is already out
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 120  # a wait bound on a saturated machine, not a speed target
         while not server.requests and time.monotonic() < deadline:
             time.sleep(0.01)
         seen.append(len(server.requests))
@@ -363,6 +363,7 @@ def test_endpoint_checks_names_every_model_role():
         model=SimpleNamespace(name="openai-api/local/m", base_url="http://h/v1", args={"api_key": "k"}),
         judge=SimpleNamespace(models=["rules", "openai/gpt-4o-mini"]),
         suite=SimpleNamespace(user_model="openai-api/sim/u", tool_simulator=None, judge_votes=3),
+        generation="reuse",
     )
     assert endpoint_checks(spec) == [
         ("evaluated model", "openai-api/local/m", "http://h/v1", "k"),

@@ -26,6 +26,13 @@ def test_every_private_name_resolves_here():
 
     private_api.bound_omegaconf_yaml(bounded)
     assert _utils.get_yaml_loader().__name__ == "BoundedOmegaConfLoader"  # OmegaConf's loader, bounded
+    from inspect_ai import Task
+    from inspect_ai._eval.loader import resolve_task_args  # what the log reads its task args with
+    from inspect_ai.dataset import Sample
+
+    task = Task(dataset=[Sample(input="x")])
+    private_api.label_task(task, {"resolution": 0.25}, "maptab resolution=0.25")
+    assert resolve_task_args(task) == {"resolution": 0.25} and task.display_name == "maptab resolution=0.25"
 
 
 def test_the_basic_sweeper_expansion_is_the_cartesian_product_in_order():

@@ -224,3 +224,37 @@ def test_a_job_charts_a_dimension_only_when_it_has_groups_to_compare(tmp_path):
     assert "metrics_by_level.png" in names
     assert "metrics_by_setting.png" not in names  # every sample has the same setting
     assert {"summary.md", "per_sample_scores.parquet"} <= names
+
+
+def test_the_sweep_plot_draws_each_points_interval_and_sets_equal_lines_side_by_side(tmp_path, monkeypatch) -> None:
+    """Two settings with equal scores at every resolution (the main sweep's tables at 1.00) were
+    one line hiding the other, with no interval: each group's points now sit a little apart
+    along x, each with its 95% interval as an error bar."""
+    from matplotlib.axes import Axes
+
+    drawn: dict[str, list] = {"lines": [], "bars": []}
+    plot, errorbar = Axes.plot, Axes.errorbar
+
+    def recording_plot(self, xs, ys, *args, **kwargs):
+        drawn["lines"].append((kwargs.get("label"), list(xs), list(ys)))
+        return plot(self, xs, ys, *args, **kwargs)
+
+    def recording_errorbar(self, xs, ys, yerr=None, **kwargs):
+        drawn["bars"].append((list(xs), [list(e) for e in yerr]))
+        return errorbar(self, xs, ys, yerr=yerr, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", recording_plot)
+    monkeypatch.setattr(Axes, "errorbar", recording_errorbar)
+    equal = [
+        {"resolution": res, "setting": setting, "ema": 1.0, "ema/ci95_low": 0.8, "ema/ci95_high": 1.0}
+        for setting in ("map", "edge_tab")
+        for res in (1, 0.5)
+    ]
+    plot_sweep(equal, "resolution", ["ema"], tmp_path / "sweep.png", by="setting")
+    (_, map_x, map_y), (_, edge_x, edge_y) = drawn["lines"]
+    assert map_y == edge_y == [1.0, 1.0]
+    assert all(a != b for a, b in zip(map_x, edge_x))  # side by side, not on top of each other
+    assert all(abs(a / b - 1) < 0.2 for a, b in zip(map_x, edge_x))  # and still at their resolution
+    assert [yerr for _, yerr in drawn["bars"]] == [
+        [[pytest.approx(0.2)] * 2, [0.0, 0.0]]
+    ] * 2  # 1.0 - 0.8 below, none above

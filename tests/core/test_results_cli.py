@@ -255,3 +255,23 @@ def test_export_writes_every_score_of_every_warehouse_as_parquet(db: Path, tmp_p
     assert len(frame) == 8  # 4 samples x (ema, ds)
     assert {"db", "run_hash", "model", "metric", "value", "level"} <= set(frame.columns)
     assert set(frame["model"]) == {"weak", "strong"}
+
+
+def test_a_run_that_does_not_depend_on_a_label_is_labelled_all(tmp_path: Path, capsys) -> None:
+    """The resolution sweep's Edge_tab-only run (no image: every point reused it) is resolution
+    `all`, not the last resolution it was asked with; a run that shows the map keeps its own."""
+    from tests.conftest import compose_spec
+
+    path = tmp_path / "r.duckdb"
+    edge = compose_spec(tmp_path, "suite.categories=[edge_only]", "suite.resolution=0.03125")
+    mapped = compose_spec(tmp_path, "suite.categories=[map_edge]", "suite.resolution=0.03125")
+    with Warehouse(path) as wh:
+        for name, spec in (("edge", edge), ("map", mapped)):
+            wh.register_run(spec.config_hash(), suite="maptab", model=name, config=spec.to_dict())
+            wh.write_results([r(spec.config_hash(), "s1", name, {"ema": 1.0, "ds": 1.0}, "easy")])
+    code, out, _ = run_cli(capsys, "--db", str(path), "--format", "json")
+    assert code == 0
+    assert {row["model"]: row["resolution"] for row in json.loads(out)} == {"edge": "all", "map": "1/32"}
+    code, out, _ = run_cli(capsys, "--db", str(path))
+    assert "| all |" in out.replace("  ", " ") or " all " in out
+    assert "resolution `all`: the run does not depend on it" in out

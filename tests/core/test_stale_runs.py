@@ -61,3 +61,26 @@ def test_geoeval_runs_lists_and_cleans_runs_of_other_hosts_by_their_heartbeat(st
     assert "1 stale run(s) marked KILLED" in capsys.readouterr().out
     assert client.get_run(silent).info.status == "KILLED"
     assert client.get_run(beating).info.status == "RUNNING"
+
+
+def test_geoeval_runs_with_the_tracking_server_down_is_one_line(tmp_path, capsys, monkeypatch):
+    """`geoeval runs --sync` with the tracking server down: one line, no traceback (issue 43.9);
+    exit 4 while something is still waiting for the server, else 2."""
+    import socket
+
+    from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING, PENDING_DIR
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
+    work = tmp_path / "work"
+    assert runs_main(["--sync", "--work-dir", str(work)]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("geoeval: error:")]
+    assert len(errors) == 1 and f"127.0.0.1:{port}" in errors[0] and "does not answer" in errors[0], err
+    assert "Traceback" not in err
+    (work / PENDING_DIR).mkdir(parents=True)
+    (work / PENDING_DIR / "kept.json").write_text("{}")  # an end still waiting
+    assert runs_main(["--sync", "--work-dir", str(work)]) == EXIT_TRACKING_PENDING
+    assert len([line for line in capsys.readouterr().err.splitlines() if line.startswith("geoeval: error:")]) == 1

@@ -372,24 +372,25 @@ def test_runs_started_at_once_on_a_fresh_store_all_succeed(tmp_path):
 def test_store_lock_is_exclusive_across_processes(tmp_path):
     store = tmp_path / "mlruns"
     uri = spec_for(store).tracking_uri
+    released = tmp_path / "released"
     holder = textwrap.dedent("""
-        import sys, time
+        import pathlib, sys, time
         from geoeval.core.tracking import store as tracking_store
         with tracking_store.store_lock(sys.argv[1]):
             print("locked", flush=True)
-            time.sleep(1.5)
+            time.sleep(1.5)  # long enough for the test to be waiting on the lock (not timed)
+            pathlib.Path(sys.argv[2]).write_text("released")  # the last thing it does holding it
     """)
-    proc = subprocess.Popen([sys.executable, "-c", holder, uri], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", holder, uri, str(released)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "locked"
-        began = time.monotonic()
         with tracking_store.store_lock(uri):
-            waited = time.monotonic() - began
+            held_after_the_holder = released.exists()  # the lock was ours only once the holder let go
             with tracking_store.store_lock(uri):  # re-entrant in one thread
                 pass
     finally:
         proc.wait(timeout=30)
-    assert waited > 0.5
+    assert held_after_the_holder
     assert (store / ".geoeval.lock").exists()
 
 

@@ -6,7 +6,8 @@ A request for the model named `judge` is answered as a judge: "SCORE: 1" (counte
 `heuristic_baseline`, MapSatisfy's `clarify_baseline`): the request's messages and tools are
 turned back into Inspect messages and the policy's reply is sent as a chat completion, a tool
 call when the policy calls a tool. It counts every request it answers (geoeval's one-token
-preflight probe is answered but not counted) and reports usage that a test can price by hand:
+preflight probe is answered and counted apart, in `probes`; `all_requests` is every HTTP request
+it got, GETs included) and reports usage that a test can price by hand:
 `prompt_tokens` = characters of the request's text / 4 (at least 1), `completion_tokens` =
 characters of the reply / 4 (at least 1), `prompt_tokens_details.cached_tokens` = 0.
 """
@@ -79,6 +80,8 @@ class PolicyServer:
         self.policy = policy
         self.requests = 0
         self.judge_requests = 0
+        self.probes = 0
+        self.all_requests = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.lock = threading.Lock()
@@ -89,11 +92,17 @@ class PolicyServer:
                 pass
 
             def do_GET(self) -> None:
+                with outer.lock:
+                    outer.all_requests += 1
                 self._send({"object": "list", "data": [{"id": "policy", "object": "model"}]})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.all_requests += 1
                 if is_preflight_probe(body):
+                    with outer.lock:
+                        outer.probes += 1
                     return self._send(completion({"role": "assistant", "content": "pong"}, "stop", 1, 1))
                 if body.get("model") == "judge":
                     with outer.lock:
@@ -151,6 +160,7 @@ class PolicyServer:
     def reset(self) -> None:
         with self.lock:
             self.requests = self.judge_requests = self.prompt_tokens = self.completion_tokens = 0
+            self.probes = self.all_requests = 0
 
     def __enter__(self) -> PolicyServer:
         self.thread.start()

@@ -9,7 +9,7 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
 from geoeval.core.config.schema import BudgetSpec, ModelPrice, PricingSpec
-from geoeval.core.cost.budget import BudgetGuard
+from geoeval.core.cost.budget import BudgetGuard, stored_spending
 from geoeval.core.cost.estimate import projected
 from geoeval.core.cost.pricing import live_tokens, price_for, run_costs, sample_cost
 from geoeval.core.errors import GeoevalError
@@ -87,27 +87,57 @@ def test_run_costs_sum_and_unknown_propagates():
     assert math.isnan(run_costs([*results, _result(None)])["cost_usd"])
 
 
-def test_budget_lets_the_first_batch_measure_then_stops_before_passing_the_limit():
+PAID = {"m": {"role": "agent", "input": 10, "output": 0}}  # a generated sample's usage: 10 tokens sent
+
+
+def test_budget_lets_one_sample_measure_then_admits_what_fits():
     guard = BudgetGuard(BudgetSpec(usd=1.0))
-    assert guard.allows(4)  # nothing measured yet: the first batch is the measurement
+    generate = [(1, 0)] * 4  # four samples of one run each, to generate
+    assert guard.admit(generate) == 1  # nothing measured yet: one sample, the measurement
+    guard.add(_result(0.1, PAID))
+    assert guard.admit(generate) == 4  # 0.1 spent + 4 x 0.1 = 0.5 <= 1.0
     for _ in range(4):
-        guard.add(_result(0.1, {"m": {"input": 10, "output": 0}}))
-    assert guard.allows(4)  # 0.4 spent + 4 x 0.1 = 0.8 <= 1.0
+        guard.add(_result(0.1, PAID))
+    assert guard.admit(generate) == 4  # 0.5 + 0.4 = 0.9
     for _ in range(4):
-        guard.add(_result(0.1, {"m": {"input": 10, "output": 0}}))
-    assert not guard.allows(4)  # 0.8 + 0.4 > 1.0
-    assert "budget.usd=$1" in guard.reason
-    assert guard.allows(2)  # 0.8 + 0.2 = 1.0: still within
+        guard.add(_result(0.1, PAID))
+    assert guard.admit(generate) == 1  # 0.9 + 0.1 = 1.0: one more fits, not two
+    assert guard.admit([(3, 0)]) == 0  # a sample of three epochs would bring it to 1.2
+    assert "budget.usd=$1" in guard.reason and "about $1.2" in guard.reason
+    guard.add(_result(0.1, PAID))
+    assert guard.admit(generate) == 0 and "$1 spent over 10 sample(s)" in guard.reason
+
+
+def test_a_first_sample_dearer_than_the_budget_is_the_only_one_paid():
+    """budget.usd=0.5 with 4 samples in flight and $1 a sample spent $4 (issue 43.7): the first
+    sample alone is let in, and after it none."""
+    guard = BudgetGuard(BudgetSpec(usd=0.5))
+    assert guard.admit([(1, 0)] * 4) == 1
+    guard.add(_result(1.0, PAID))
+    assert guard.admit([(1, 0)] * 4) == 0 and guard.spent()["usd"] == 1.0
+
+
+def test_replayed_samples_are_measured_apart_from_generated_ones():
+    guard = BudgetGuard(BudgetSpec(tokens=100))
+    for _ in range(2):
+        guard.add(_result(0.0, PAID))  # 20 tokens spent by generated samples (10 each)
+    # a replayed sample (every call from its stored trajectory) is not measured yet: one of it
+    assert guard.admit([(0, 1), (0, 1), (1, 0)]) == 1
+    guard.add(_result(0.0, {"m": {"role": "agent", "input": 10, "replayed_input": 10}}))  # free
+    assert guard.admit([(0, 1)] * 8) == 8  # replays cost nothing: all of them
+    assert guard.admit([(1, 0)] * 9) == 8  # 20 + 8 x 10 = 100 tokens
 
 
 def test_budget_counts_earlier_invocations_and_the_sweep():
-    assert not BudgetGuard(BudgetSpec(tokens=100), before={"usd": 0.0, "tokens": 100.0, "samples": 5.0}).allows(1)
+    earlier = stored_spending([(0.0, {"m": {"role": "agent", "input": 20}})] * 5)  # 100 tokens over 5 samples
+    assert BudgetGuard(BudgetSpec(tokens=100), before=earlier).admit([(1, 0)]) == 0
+    assert BudgetGuard(BudgetSpec(tokens=120), before=earlier).admit([(1, 0)] * 3) == 1  # 20 tokens a sample
     guard = BudgetGuard(BudgetSpec(sweep_usd=1.0), sweep_before={"usd": 0.95, "tokens": 0.0})
-    guard.add(_result(0.1))
-    assert not guard.allows(1) and "budget.sweep_usd" in guard.reason
+    guard.add(_result(0.1, PAID))
+    assert guard.admit([(1, 0)]) == 0 and "budget.sweep_usd" in guard.reason
     unknown = BudgetGuard(BudgetSpec(usd=1.0))
-    unknown.add(_result(None))
-    assert not unknown.allows(1) and "without a price" in unknown.reason
+    unknown.add(_result(None, PAID))
+    assert unknown.admit([(1, 0)]) == 0 and "without a price" in unknown.reason
 
 
 def test_projection_and_its_interval_by_hand():
@@ -179,3 +209,40 @@ def test_generation_identity_ignores_scoring_but_not_what_the_model_sees(tmp_pat
     # budgets and the generation mode change neither identity: a raised budget resumes the run
     other = _compose(tmp_path, "budget.tokens=10", "generation=fresh")
     assert (other.config_hash(), other.generation_hash()) == (base.config_hash(), base.generation_hash())
+
+
+def test_a_local_models_cost_line_says_compute_not_dollars(tmp_path):
+    """The default table prices the local model at $0 and marks it `local`: the cost line says it
+    is a local model instead of a dollar figure that reads as free (issue 41.5)."""
+    from geoeval.core.analysis.job_reports import cost_line
+    from geoeval.core.cost.pricing import local_models
+
+    pricing = _compose(tmp_path, "model=local_llm").pricing
+    local = {"openai-api/local/smollm2": {"role": "agent", "input": 120, "output": 8, "calls": 2}}
+    metrics = {"cost_usd": 0.0, "cost_usd/judge": 0.0, "tokens_in": 120, "tokens_out": 8, "model_calls": 2}
+    assert local_models(pricing, [_result(0.0, local)]) == (["openai-api/local/smollm2"], True)
+    line = cost_line(metrics, local_models(pricing, [_result(0.0, local)]))
+    assert line.startswith("cost: local model (compute, not dollars; judges $0.0000)") and "$0.0000 (" not in line
+    assert "local (priced $0, run here): openai-api/local/smollm2" in line
+    # a paid judge beside it: the dollars are the judge's, and still shown
+    judged = {**local, "openai/gpt-4o": {"role": "judge", "input": 1000, "output": 0, "calls": 1}}
+    assert local_models(pricing, [_result(0.0025, judged)]) == (["openai-api/local/smollm2"], True)
+    # a paid agent: dollars, with the local model named apart
+    mixed = {**local, "openai/gpt-4o": {"role": "agent", "input": 1000, "output": 0, "calls": 1}}
+    assert local_models(pricing, [_result(0.0025, mixed)]) == (["openai-api/local/smollm2"], False)
+    assert cost_line({**metrics, "cost_usd": 0.0025}, local_models(pricing, [_result(0.0025, mixed)])).startswith(
+        "cost: $0.0025 (judges $0.0000; local models: compute)"
+    )
+    # replayed calls sent nothing: no local model to name, and $0 is what it cost
+    replayed = {
+        "openai-api/local/smollm2": {
+            "role": "agent",
+            "input": 120,
+            "output": 8,
+            "replayed_input": 120,
+            "replayed_output": 8,
+            "calls": 0,
+        }
+    }
+    assert local_models(pricing, [_result(0.0, replayed)]) == ([], False)
+    assert cost_line(metrics).startswith("cost: $0.0000 (judges $0.0000);")

@@ -4,8 +4,8 @@ server that counts requests and reports usage (`policy_server.PolicyServer`):
 - a scoring-version bump re-scores every sample from its stored trajectory with 0 requests and
   the same answers; `geoeval rescore` with the paper protocol makes 0 requests;
 - a rerun in another directory with `model.cache` on makes 0 requests (Inspect's cache);
-- a budget stops a run within one batch of its limit (exit 3, BUDGET_EXCEEDED) and a rerun with a
-  higher budget finishes it with nothing redone;
+- a budget stops a run within the samples in flight of its limit (exit 3, BUDGET_EXCEEDED) and a
+  rerun with a higher budget finishes it with nothing redone;
 - the cost of a run is the hand-computed price of the tokens the server counted;
 - `geoeval estimate` of a sweep prices each job's samples left from the stored ones, making no request.
 
@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.cost.cli import run_geoeval
 from tests.cost.policy_server import PolicyServer
 
 pytestmark = pytest.mark.slow
@@ -71,20 +71,13 @@ def geoeval(
         "tracking=none",
         *overrides,
     ]
-    code = f"{patch}\nimport sys\nfrom geoeval.cli.main import main\nsys.exit(main({args!r}))"
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={
-            **os.environ,
-            "LOCAL_API_KEY": "test-key",
-            "LOCAL_BASE_URL": server.base_url,  # where an `openai-api/local/...` judge is asked
-            "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache"),
-        },
-    )
+    env = {
+        **os.environ,
+        "LOCAL_API_KEY": "test-key",
+        "LOCAL_BASE_URL": server.base_url,  # where an `openai-api/local/...` judge is asked
+        "INSPECT_CACHE_DIR": str(cwd.parent / "inspect_cache"),
+    }
+    return run_geoeval(cwd, args, env, patch=patch)
 
 
 def rows(cwd: Path) -> dict[str, list[tuple]]:
@@ -176,23 +169,24 @@ def test_cache_answers_a_rerun_in_another_directory(tmp_path):
     assert "cache hits: " in second.stdout and "cache hits: 0;" not in second.stdout
 
 
-def test_budget_stops_within_a_batch_and_a_higher_budget_resumes(tmp_path):
+def test_budget_stops_within_the_samples_in_flight_and_a_higher_budget_resumes(tmp_path):
     agent, suite, overrides = SUITES["maptab"]
-    overrides = [*overrides, "suite.n_per_category=8", "runner.max_samples=2"]  # 8 samples, batches of 2
+    overrides = [*overrides, "suite.n_per_category=8", "runner.max_samples=2"]  # 8 samples, 2 in flight
     with PolicyServer(agent, suite) as server:
         probe = geoeval(tmp_path / "probe", server, *overrides, "limit=2")
         assert probe.returncode == 0, probe.stderr[-3000:]
         ((_, found),) = rows(tmp_path / "probe").items()
         per_sample = sum(r[4] for r in found) / len(found)
         server.reset()
-        limit = per_sample * 4.5  # the first two batches fit; the one after would pass it
+        # room for about 4: the measurement alone, then 2 at once, then 1 (2 would pass it)
+        limit = per_sample * 4.5
         stopped = geoeval(tmp_path / "a", server, *overrides, f"budget.usd={limit}")
         assert stopped.returncode == 3, stopped.stderr[-3000:]
         assert "BUDGET_EXCEEDED" in stopped.stderr
         ((_, found),) = rows(tmp_path / "a").items()
-        assert 4 <= len(found) < 8 and len(found) % 2 == 0  # whole batches, then no new sample
+        assert 3 <= len(found) < 8  # then no new sample
         costs = [r[4] for r in found]
-        assert sum(costs) <= limit + 2 * max(costs)  # within one batch of the limit
+        assert sum(costs) <= limit + 2 * max(costs)  # past it by at most the samples in flight
         requests_before = server.requests
         resumed = geoeval(tmp_path / "a", server, *overrides, f"budget.usd={limit * 10}")
         assert resumed.returncode == 0, resumed.stderr[-3000:]

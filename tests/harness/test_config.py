@@ -151,3 +151,18 @@ def test_a_sweep_over_a_key_the_yaml_lacks_keeps_its_values():
 
     args = ["-m", "model.config.max_connections=4,8", "tracking=none"]
     assert precheck(args) == ["-m", "++model.config.max_connections=4,8", "tracking=none"]
+
+
+def test_two_keys_the_yaml_lacks_in_one_command_are_both_set():
+    """docs/real-models.md's `model.serve.log_path=... model.serve.prompt_log_path=...`: each key
+    the model's YAML lacks (`serve` is a mapping) is forced, not only the first (the second once
+    made the first's retry fail, and Hydra stopped the run with "Key 'prompt_log_path' is not in struct")."""
+    from geoeval.core.config.precheck import precheck
+
+    args = ["model=local_llm", "model.serve.prompt_log_path=p.jsonl", "model.serve.log_path=s.log", "limit=1"]
+    assert precheck(args) == [
+        "model=local_llm",
+        "++model.serve.prompt_log_path=p.jsonl",
+        "++model.serve.log_path=s.log",
+        "limit=1",
+    ]

@@ -180,10 +180,8 @@ def test_a_request_past_its_timeout_stops_between_batches():
     body = request_body()
     llama = RecordingLlama(eval_seconds=0.05)
     handler = chat_format.make_handler(request_timeout_s=0.12, tools_first=False)
-    started = time.monotonic()
     with pytest.raises(chat_format.RequestTimedOut, match="ran past model.serve.request_timeout_s"):
         handler(llama=llama, **body)
-    assert time.monotonic() - started < 0.5
     # stopped after a few batches, not after the whole prompt
     assert 0 < len(llama.evaluated) < len(llama.tokenize(llama.calls[0]["prompt"].encode()))
     assert "eval" not in vars(llama)  # the model's own evaluation is back for the next request

@@ -95,9 +95,28 @@ def test_every_run_command_the_readme_and_docs_show_is_a_valid_config():
         if any("," in o and "=" in o and not o.startswith(("suite.categories", "+")) for o in overrides):
             overrides = [o.split(",")[0] if "," in o and "[" not in o else o for o in overrides]  # one job of a sweep
         try:
-            precheck(overrides)
+            as_run = precheck(overrides)
+            hydra_composes(as_run)  # what Hydra is handed composes too (a key the YAML lacks needs `+`)
         except Exception as exc:  # noqa: BLE001 - the message is the point
             raise AssertionError(f"{page} command does not validate: {line}\n{exc}") from None
+
+
+def hydra_composes(overrides: list[str]) -> None:
+    """Plain Hydra composes `overrides` as `python -m geoeval` hands them to it after precheck
+    (no retry): `model.serve.prompt_log_path=x` without the `+` once failed only here."""
+    from hydra import compose, initialize_config_module
+
+    from geoeval.core.config.search_path import register
+
+    register()
+    from hydra.errors import MissingConfigException
+
+    with initialize_config_module(config_module="geoeval.conf", version_base="1.3"):
+        try:
+            compose(config_name="config", overrides=overrides)
+        except MissingConfigException as exc:
+            if "experiment/my_" not in str(exc):  # the docs' example of your own experiment file
+                raise
 
 
 def test_the_docs_exist_that_the_readme_and_test_rely_on():

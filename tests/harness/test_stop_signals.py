@@ -69,7 +69,8 @@ def test_sigterm_stops_a_sweep_and_its_parent_run_and_the_rerun_finishes_it(tmp_
         proc = subprocess.Popen(geoeval_cmd(*args), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=sink)
         deadline = time.monotonic() + 300
         while "sweep 1/2 done" not in err.read_text(errors="replace") and proc.poll() is None:
-            assert time.monotonic() < deadline, err.read_text()[-3000:]
+            if time.monotonic() > deadline:  # a wait bound, not a speed target
+                pytest.fail("the sweep's first job did not end:\n" + err.read_text()[-3000:])
             time.sleep(0.2)
         assert proc.poll() is None, err.read_text()[-3000:]
         proc.send_signal(signal.SIGTERM)

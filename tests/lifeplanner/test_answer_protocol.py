@@ -334,7 +334,8 @@ def test_robust_reading_of_json_nested_beyond_the_parser_is_fast_and_reads_nothi
     """A model's answer of 5,000 nested brackets (the hostile `deep_json` reply): the robust reader
     skips the too-deep value whole (it re-parsed at every bracket until a 990-deep value got
     through, which recursed downstream)."""
-    from geoeval.suites.lifeplanner.scoring.reading import _json_spans
+    from geoeval.core.reading.document import parse
 
-    assert _json_spans("[" * 5000 + "]" * 5000) == []
-    assert _json_spans('prose {"answer": true} more') == [(6, 22, {"answer": True})]
+    assert [s for s in parse("[" * 5000 + "]" * 5000).segments if s.kind == "json"] == []
+    (found,) = [s for s in parse('prose {"answer": true} more').segments if s.kind == "json"]
+    assert (found.value, found.prefix, found.suffix) == ({"answer": True}, "prose", "more")

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from geoeval.core.analysis.answer_families import READING_FAMILIES
 from geoeval.core.analysis.meta_eval import ordering_report, tier_means
 from geoeval.suites.lifeplanner import meta_eval as ME
 
@@ -51,12 +52,13 @@ def test_the_reference_scores_one_and_worthless_answers_score_low(answers):
 
 def test_defects_lower_every_metric_they_claim(answers):
     """`affects` is exact, not aspirational: every metric a defect names drops below the reference
-    on every case where the metric applies."""
+    on every case where the metric applies (a hedge is bounded by its worst candidate instead,
+    `Tier.worst`, which is such a defect)."""
     by_sample = {}
     for a in answers:
         by_sample.setdefault(a.sample_id, {})[a.tier.name] = a
     for a in answers:
-        if a.tier.level != 1:
+        if a.tier.level != 1 or a.tier.worst:
             continue
         ref = by_sample[a.sample_id]["reference"]
         for m in a.tier.affects:
@@ -87,13 +89,14 @@ def test_the_suite_declares_targets_and_builds_answers_from_its_samples(tmp_path
 
 
 def test_the_answer_families_order_at_their_targets(answers):
-    """Surface forms score as the reference, gaming, partial and trajectory answers below it, on
-    95% of the pairs of every family and metric (the robust protocol, the default)."""
+    """Surface forms score as the reference, gaming, partial and trajectory answers below it, and
+    the core's reading families keep their order, on 95% of the pairs of every family and metric
+    (the robust protocol, the default)."""
     report = ordering_report(answers, ME.TARGETS)
     families = {a.tier.family for a in answers}
-    assert set(ME.FAMILIES) <= families
+    assert {*ME.FAMILIES, *READING_FAMILIES} <= families
     for metric, row in report.items():
-        for family in ME.FAMILIES:
+        for family in (*ME.FAMILIES, *READING_FAMILIES):
             got = row["by_family"].get(family)
             if got is not None:
                 assert got["accuracy"] >= 0.95, (metric, family, got, row["examples"][:2])

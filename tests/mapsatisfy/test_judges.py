@@ -332,3 +332,26 @@ def test_a_model_judge_that_fails_is_left_out_and_named_and_alone_makes_the_case
         judge_dialogue(instance, _trajectory("ok"), ["m/dead"], votes=3, model_factory=lambda name, config: DeadJudge())
     )
     assert alone.all_failed()  # no judge decided anything: the sample is a counted error, never a 0
+
+
+def test_common_terms_come_in_the_rubric_order_whatever_the_hash_seed():
+    """The terms a rubric shares with the evidence keep the rubric's order: the oracle's answer
+    lists them, and a set's order (which moves with PYTHONHASHSEED) made two runs differ."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from geoeval.suites.mapsatisfy.judging.rules_judge import _common_substrings;"
+        "print(_common_substrings('喜欢奶茶也喜欢茶饮和咖啡甜点', '咖啡甜点 茶饮 奶茶'))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for seed in range(6)
+    }
+    assert outputs == {"['奶茶', '茶饮', '咖啡甜点']"}

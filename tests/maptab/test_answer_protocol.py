@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from geoeval.core.reading.normalise import numbers_in
 from geoeval.core.scoring import MetricInput, compute_metrics, score_both_protocols
 from geoeval.suites.maptab import metrics as m
 from geoeval.suites.maptab import scorers
-from geoeval.suites.maptab.reading import match
+from geoeval.suites.maptab.reading import stations
 from geoeval.suites.maptab.reading.qa import read_qa
 from geoeval.suites.maptab.reading.route import read_route
-from geoeval.suites.maptab.reading.text import name_key, numbers_in
+from geoeval.suites.maptab.reading.text import name_key
 
 # a small Metromap: Harbour Gate -> Elm Court -> (change) Kings Cross Road -> Millbrook; the other
 # route goes through Northfield. "East 55th" / "East 59th" / "East 79th" are the Cleveland-like
@@ -103,6 +104,35 @@ OTHER_SCORES = {"ema": 0.0, "pma": 0.25, "ds": 0.0}
         "Alternative (slower): Harbour Gate-Northfield-Quarry Lane-Millbrook",
         # a typo the map's station list resolves to one station only, and a trailing "Station"
         "Harbour Gate-Elm Cuort-Kings Cross Road(transfer)-Millbrook Station",
+        # structured forms (issue 39): JSON, a JSON list, a table, a list under a heading, commas
+        '{"route": ["Harbour Gate", "Elm Court", "Kings Cross Road (transfer)", "Millbrook"]}',
+        '{"path": ["Harbour Gate", "Elm Court", "Kings Cross Road", "Millbrook"], "transfer_stations": '
+        '["Kings Cross Road"]}',
+        '```json\n[{"station": "Harbour Gate"}, {"station": "Elm Court"}, {"station": "Kings Cross Road", '
+        '"transfer": true}, {"station": "Millbrook"}]\n```',
+        "| # | Station | Transfer |\n|---|---|---|\n| 1 | Harbour Gate | |\n| 2 | Elm Court | |\n"
+        "| 3 | Kings Cross Road | yes |\n| 4 | Millbrook | |",
+        "## Route\n- Harbour Gate\n- Elm Court\n- Kings Cross Road (transfer)\n- Millbrook",
+        "| Route |\n|---|\n| Harbour Gate - Elm Court - Kings Cross Road (transfer) - Millbrook |",
+        "Route: Harbour Gate, Elm Court, Kings Cross Road (transfer), Millbrook.",
+        # legs alone, the transfer where the line changes
+        "1. Harbour Gate → Elm Court (Red Line)\n2. Elm Court → Kings Cross Road (Red Line)\n"
+        "3. Kings Cross Road → Millbrook (Blue Line)",
+        # long reasoning, a self-correction, an echoed question with hyphens, other languages
+        "Let me think. Harbour Gate-Northfield-Quarry Lane-Millbrook has 4 stops but a slow leg; "
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook is faster.\n\nFinal answer: "
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "Harbour Gate-Northfield-Quarry Lane-Millbrook. Wait, actually Harbour Gate-Elm Court-Kings Cross "
+        "Road(transfer)-Millbrook.",
+        "You asked for the fastest route from Harbour-Gate to Mill-brook?\n\n"
+        "Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "La respuesta correcta es Harbour Gate-Elm Court-Kings Cross Road(transfer)-Millbrook",
+        "最终答案：Harbour Gate—Elm Court—Kings Cross Road（换乘）—Millbrook",
+        # the transfer said in words, apart from a route written without marks
+        "**Optimal route:** Harbour Gate → Elm Court → Kings Cross Road → Millbrook\n\n"
+        "**Transfer:** at Kings Cross Road (Red → Blue)",
+        "Route: Harbour Gate - Elm Court - Kings Cross Road - Millbrook (transfer at Kings Cross Road)",
+        "路线：Harbour Gate—Elm Court—Kings Cross Road—Millbrook，在Kings Cross Road换乘。",
     ],
 )
 def test_a_correct_route_however_written_scores_as_the_reference(text):
@@ -144,6 +174,12 @@ def test_a_negated_route_is_not_an_answer(text):
         f"<route_begin>{OTHER}<route_end> or <route_begin>{REF}<route_end>",
         f"{REF}\nActually, take {OTHER} instead.",
         f"{REF}. Wait, {OTHER} is better.",
+        # hedges of issue 39: either / numbered options / an alternative after the final answer
+        f"Either {REF} or {OTHER}.",
+        f"1. {REF}\n2. {OTHER}",
+        f"Final answer: {REF}\n\nAlternatively, {OTHER} would also work.",
+        f'{{"routes": ["{REF}", "{OTHER}"]}}',
+        f"Vielleicht {REF} oder {OTHER}.",
     ],
 )
 def test_several_candidates_or_a_correction_away_earn_no_more_than_the_worst(text):
@@ -153,6 +189,11 @@ def test_several_candidates_or_a_correction_away_earn_no_more_than_the_worst(tex
 def test_the_correction_is_the_answer():
     assert robust(f"{OTHER}\nActually, take {REF} instead.") == FULL
     assert robust(f"{OTHER}\nOn second thought: {REF}") == FULL
+
+
+def test_a_transfer_denied_in_words_marks_nothing():
+    text = "Harbour Gate → Elm Court → Kings Cross Road → Millbrook. No transfer at Elm Court is needed."
+    assert robust(text) == {"ema": 0.0, "pma": 1.0, "ds": 0.0}  # the reference's mark is missing
 
 
 def test_a_restated_route_is_one_answer():
@@ -172,12 +213,12 @@ def test_similar_named_real_stations_are_told_apart():
 
 
 def test_a_typo_is_read_only_when_one_station_is_that_close():
-    stations = match.Stations(STATIONS)
-    assert stations.resolve("Northfeild") == name_key("Northfield")  # a transposition: one edit
-    assert stations.resolve("East 5th") is None  # one edit from East 55th and from East 59th
-    assert stations.resolve("East 59th") == name_key("East 59th")  # a real name is always itself
-    assert stations.resolve("Elm") is None  # not a typo: a different (unknown) name
-    assert stations.resolve("Milbrok") is None  # two edits on a 9-letter name: too far
+    known = stations.Stations(STATIONS)
+    assert known.resolve("Northfeild") == name_key("Northfield")  # a transposition: one edit
+    assert known.resolve("East 5th") is None  # one edit from East 55th and from East 59th
+    assert known.resolve("East 59th") == name_key("East 59th")  # a real name is always itself
+    assert known.resolve("Elm") is None  # not a typo: a different (unknown) name
+    assert known.resolve("Milbrok") is None  # two edits on a 9-letter name: too far
 
 
 def test_travelmap_ignores_transfer_marks_and_metromap_requires_them():
@@ -273,9 +314,14 @@ def _acc(raw: str, reference: str, kind: str, protocol: str) -> float:
 def test_qa_one_answer_rule_and_surface_forms():
     assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "robust") == 1.0
     assert _acc("<answer_begin>**3**<answer_end>", "3", "integer", "paper") == 0.0
-    hedged = "<answer_begin>4<answer_end>\nOn reflection: <answer_begin>3<answer_end>"
-    assert _acc(hedged, "3", "integer", "paper") == 1.0  # the last span wins under paper
-    assert _acc(hedged, "3", "integer", "robust") == 0.0
+    corrected = "<answer_begin>4<answer_end>\nOn reflection: <answer_begin>3<answer_end>"
+    assert _acc(corrected, "3", "integer", "paper") == 1.0  # the last span wins under paper
+    assert _acc(corrected, "3", "integer", "robust") == 1.0  # the correction is the answer
+    corrected_away = "<answer_begin>3<answer_end>\nWait, actually: <answer_begin>4<answer_end>"
+    assert _acc(corrected_away, "3", "integer", "robust") == 0.0
+    hedged = "<answer_begin>4<answer_end>\nor maybe <answer_begin>3<answer_end>"
+    assert _acc(hedged, "3", "integer", "paper") == 1.0
+    assert _acc(hedged, "3", "integer", "robust") == 0.0  # two live values: the worst
     assert _acc("<answer_begin>3<answer_end> ... <answer_begin>three<answer_end>", "3", "integer", "robust") == 1.0
     assert _acc("<answer_begin>Yes.<answer_end>", "1", "binary", "robust") == 1.0
     assert _acc("<answer_begin>Zorvath Plaza<answer_end>", "1", "binary", "robust") == 0.0
@@ -421,7 +467,7 @@ def test_the_authors_cleveland_stations_are_told_apart():
         assert robust(route, [route], meta)["ema"] == 1.0
     keys = [name_key(n) for n in names]
     assert all(
-        match.edit_distance(x, y, 2) > max(match.max_typo_edits(x), match.max_typo_edits(y))
+        stations.edit_distance(x, y, 2) > max(stations.max_typo_edits(x), stations.max_typo_edits(y))
         for x, y in itertools.combinations(keys, 2)
     )
 

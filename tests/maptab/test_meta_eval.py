@@ -8,9 +8,10 @@ import itertools
 
 import pytest
 
+from geoeval.core.analysis.answer_families import READING_FAMILIES
 from geoeval.core.analysis.meta_eval import ordering_report
 from geoeval.core.registry import get_suite
-from geoeval.suites.maptab import meta_eval as me
+from geoeval.suites.maptab import wrong_answers
 from geoeval.suites.maptab.metrics import split_route
 from geoeval.suites.maptab.routing.transfers import TRANSFER_MARK, parse_route
 from tests.conftest import compose_spec
@@ -58,6 +59,7 @@ def test_every_metric_orders_every_known_pair(rp_run):
         "defect:missing_station",
         "defect:wrong_transfer",
         "defect:longer_route",
+        "defect:wrong_answer_alone",  # the reading families' worst candidate
         "empty",
         "refusal",
         "invented",
@@ -162,12 +164,12 @@ def test_authors_items_and_qa(tmp_path, peers):
 
 
 def test_wrong_value_is_wrong_for_each_kind():
-    assert me.wrong_value("1", "binary") == "0" and me.wrong_value("0", "binary") == "1"
-    assert me.wrong_value("7", "integer") == "8"
-    assert me.wrong_value("0.42", "number") == "1.42"
+    assert wrong_answers.wrong_value("1", "binary") == "0" and wrong_answers.wrong_value("0", "binary") == "1"
+    assert wrong_answers.wrong_value("7", "integer") == "8"
+    assert wrong_answers.wrong_value("0.42", "number") == "1.42"
 
 
-FAMILIES = {"tiers", "surface", "gaming", "partial", "trajectory"}
+FAMILIES = {"tiers", "surface", "gaming", "partial", "trajectory", *READING_FAMILIES}
 
 
 def test_answer_families_are_ordered_under_the_robust_protocol(rp_run):

@@ -12,6 +12,7 @@ from geoeval.core.analysis.aggregate import group_table
 from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables
 from geoeval.core.analysis.provenance import provenance
 from geoeval.core.analysis.reports import plot_bars, summary_markdown, write_per_sample_parquet
+from geoeval.core.cost.pricing import local_models
 from geoeval.core.registry import get_suite
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def write_job_reports(outcome: JobOutcome) -> list[Path]:
         report_dimensions=tuple(suite.report_dimensions),
     )
     note = provenance(outcome.spec, suite)["note"]
-    summary.write_text(text + (f"\n> {note}\n" if note else ""))
+    notes = "".join(f"\n{line}\n" for line in getattr(outcome, "notes", []))  # the suite's own (`summary_notes`)
+    summary.write_text(text + notes + (f"\n> {note}\n" if note else ""))
     parquet = write_per_sample_parquet(outcome.results, out / "per_sample_scores.parquet")
     artifacts = [summary, Path(parquet)]
     mean_metrics = [m for m in metrics if m not in outcome.spec.metrics.sum_metrics]
@@ -67,17 +69,28 @@ def usd(value: float) -> str:
     return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
 
 
-def cost_line(metrics: dict[str, float]) -> str:
+def cost_line(metrics: dict[str, float], local: tuple[list[str], bool] = ([], False)) -> str:
     """The run's spending in two lines (each within 120 columns): dollars (agent and judges) and
-    tokens sent; what replayed trajectories and Inspect's cache saved."""
-    return (
-        f"cost: {usd(metrics.get('cost_usd', 0.0))} (judges {usd(metrics.get('cost_usd/judge', 0.0))}); "
+    tokens sent; what replayed trajectories and Inspect's cache saved. `local`: the local models
+    called, and whether the agent's calls all went to them (`pricing.local_models`): a local
+    model's cost is compute on this machine, which the line says instead of a $0 that reads as free."""
+    models, agent_local = local
+    judges = f"judges {usd(metrics.get('cost_usd/judge', 0.0))}"
+    if agent_local:
+        dollars = f"local model (compute, not dollars; {judges})"
+    else:
+        dollars = f"{usd(metrics.get('cost_usd', 0.0))} ({judges}" + ("; local models: compute" if models else "") + ")"
+    text = (
+        f"cost: {dollars}; "
         f"tokens sent: {int(metrics.get('tokens_in', 0)):,} in, {int(metrics.get('tokens_out', 0)):,} out "
         f"over {int(metrics.get('model_calls', 0))} model call(s);\n"
         f"  replayed: {int(metrics.get('replayed_calls', 0))} "
         f"call(s) in {int(metrics.get('n_replayed', 0))} sample(s); cache hits: {int(metrics.get('cache_hits', 0))}; "
         f"saved: {usd(metrics.get('saved_usd', 0.0))}"
     )
+    if models:
+        text += f"\n  local (priced $0, run here): {', '.join(models)}"
+    return text
 
 
 def protocol_line(outcome: JobOutcome, disagreements: int) -> str:
@@ -115,7 +128,7 @@ def print_outcome(outcome: JobOutcome) -> None:
         f"samples: n_samples={int(counts.get('n_samples', 0))} n_scored={int(counts.get('n_scored', 0))} "
         f"n_errors={int(counts.get('n_errors', 0))} http_retries={int(outcome.metrics.get('http_retries', 0))}"
     )
-    print(cost_line(outcome.metrics))
+    print(cost_line(outcome.metrics, local_models(outcome.spec.pricing, outcome.results)))
     disagreements = int(outcome.metrics.get("n_protocol_disagreements", 0))
     if disagreements:
         print(protocol_line(outcome, disagreements))
@@ -132,6 +145,12 @@ def print_outcome(outcome: JobOutcome) -> None:
         )
     if outcome.mlflow_run_id:
         print(f"MLflow run: {outcome.mlflow_run_id}")
+        if outcome.mlflow_url:
+            from geoeval.core.tracking.store import tracking_uri_for
+            from geoeval.core.tracking.view import ui_command
+
+            local = ui_command(tracking_uri_for(outcome.spec.tracking)) is not None
+            print(f"  open: {outcome.mlflow_url}" + ("  (served by `mlflow ui`)" if local else ""))
     for p in outcome.log_paths_all:
         print(f"Inspect log: {p}")
     print(f"outputs: {outcome.out_dir}")

@@ -9,7 +9,9 @@ counts the pairs of one sample's answers whose order is known and the pairs the 
 correctly:
 
 - reference vs a defect that the defect's tier says it lowers (`Tier.affects`; None = every
-  metric): the reference must score strictly higher;
+  metric): the reference must score strictly higher; a defect that is a hedge with a known worst
+  candidate (`Tier.worst`: the wrong answer it offers beside the right one) must score no higher
+  than that candidate, and strictly below the reference only where the candidate does;
 - reference vs a worthless answer: strictly higher;
 - a defect vs a worthless answer: at least as high (a one-defect answer is never worse than none);
 - the reference vs another level-0 answer (the `surface` family: the right answer written another
@@ -74,6 +76,18 @@ def _pair_family(hi: ScoredAnswer, lo: ScoredAnswer) -> str:
     return hi.tier.family if hi.tier.family != "tiers" else lo.tier.family
 
 
+def _worst_candidate(answers: list[ScoredAnswer], answer: ScoredAnswer) -> ScoredAnswer | None:
+    """The answer of the same sample that is `answer`'s worst candidate (`Tier.worst`), if any."""
+    if answer.tier.worst is None:
+        return None
+    return next((a for a in answers if a.tier.name == answer.tier.worst), None)
+
+
+def _below(worse: ScoredAnswer, better: ScoredAnswer, metric: str) -> bool:
+    a, b = worse.scores.get(metric), better.scores.get(metric)
+    return a is not None and b is not None and not _nan(a) and not _nan(b) and a < b
+
+
 def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[ScoredAnswer, ScoredAnswer, str]]:
     """(better, worse, relation) for every pair of one sample's answers whose order on `metric` is known."""
     for hi in answers:
@@ -87,7 +101,15 @@ def _expected_pairs(answers: list[ScoredAnswer], metric: str) -> Iterable[tuple[
             if hi.tier.level == REFERENCE and hi.tier.name != "reference" and lo.tier.level == DEFECT:
                 continue  # a surface variant ties the reference, which the defects are measured against
             if hi.tier.level == REFERENCE and lo.tier.level == DEFECT:
-                if lo.tier.lowers(metric):
+                if not lo.tier.lowers(metric):
+                    continue
+                worst = _worst_candidate(answers, lo)
+                if worst is None:
+                    yield hi, lo, STRICT
+                    continue
+                # no more than its worst candidate; below the reference only where that one is
+                yield worst, lo, AT_LEAST
+                if _below(worst, hi, metric):
                     yield hi, lo, STRICT
             elif hi.tier.level == REFERENCE:
                 yield hi, lo, STRICT
@@ -197,7 +219,7 @@ def score_tiers(suite: Any, spec: RunSpec, env: Any, samples: list[Any]) -> list
     return [
         ScoredAnswer(
             sample_id=i,
-            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family),
+            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family, a.worst),
             answer=a.answer,
             scores=dict(result.scores),
         )

@@ -273,6 +273,17 @@ def _line_style(index: int, n_lines: int) -> dict[str, Any]:
     }
 
 
+def _dodge(index: int, n_groups: int, xs: Sequence[float], log2_x: bool) -> Any:
+    """Where group `index` draws its points: each x moved by a small step per group (a factor on
+    a log2 axis, a fraction of the smallest gap otherwise), centred on the true x."""
+    offset = index - (n_groups - 1) / 2
+    if log2_x:
+        return lambda value: value * 2 ** (0.07 * offset)
+    gaps = [b - a for a, b in zip(xs, xs[1:]) if b > a]
+    step = 0.04 * (min(gaps) if gaps else 1.0)
+    return lambda value: value + step * offset
+
+
 def plot_sweep(
     points: Sequence[dict[str, Any]],
     x: str,
@@ -285,9 +296,13 @@ def plot_sweep(
 ) -> Path:
     """Plot a sweep as a PNG at `path` (parent folders created) and return the path.
 
-    One panel per metric; in each, one line per `by` group (labelled by the group's value).
-    With `log2_x` the x axis is log2 with a tick at every x value, labelled by `fraction_label`
-    ("1", "1/2", ..., "1/32"); x values must then be positive.
+    One panel per metric; in each, one line per `by` group (labelled by the group's value),
+    each point with its 95% interval as an error bar where the point has one
+    (`<metric>/ci95_low`, `<metric>/ci95_high`). The groups' points are set a little apart along
+    x (their ticks stay at the values), so that lines with equal scores (two settings at 1.00)
+    and their intervals lie side by side instead of one hiding the other. With `log2_x` the x
+    axis is log2 with a tick at every x value, labelled by `fraction_label` ("1", "1/2", ...,
+    "1/32"); x values must then be positive.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -303,11 +318,30 @@ def plot_sweep(
     for k, metric in enumerate(metrics):
         axes = figure.add_subplot(1, len(metrics), k + 1)
         for g, (group, members) in enumerate(groups.items()):
-            ordered = sorted(members, key=lambda p: _x_value(p, x))
-            line = [(_x_value(p, x), float(p[metric])) for p in ordered if p.get(metric) is not None]
-            if line:
-                label = str(group).split("=", 1)[-1] if by else metric
-                axes.plot([a for a, _ in line], [b for _, b in line], label=label, **_line_style(g, len(groups)))
+            ordered = [p for p in sorted(members, key=lambda p: _x_value(p, x)) if p.get(metric) is not None]
+            if not ordered:
+                continue
+            shift = _dodge(g, len(groups), xs, log2_x)
+            xs_g = [shift(_x_value(p, x)) for p in ordered]
+            ys = [float(p[metric]) for p in ordered]
+            label = str(group).split("=", 1)[-1] if by else metric
+            style = _line_style(g, len(groups))
+            (drawn,) = axes.plot(xs_g, ys, label=label, **style)
+            bounds = [(p.get(f"{metric}/ci95_low"), p.get(f"{metric}/ci95_high")) for p in ordered]
+            if any(low is not None and high is not None for low, high in bounds):
+                below = [y - float(low) if low is not None else 0.0 for y, (low, _) in zip(ys, bounds)]
+                above = [float(high) - y if high is not None else 0.0 for y, (_, high) in zip(ys, bounds)]
+                axes.errorbar(
+                    xs_g,
+                    ys,
+                    yerr=[below, above],
+                    fmt="none",
+                    ecolor=drawn.get_color(),
+                    elinewidth=1.2,
+                    capsize=3,
+                    alpha=0.8,
+                    zorder=style["zorder"],
+                )
         if log2_x:
             axes.set_xscale("log", base=2)
             axes.xaxis.set_minor_locator(NullLocator())

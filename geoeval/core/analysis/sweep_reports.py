@@ -246,6 +246,8 @@ def write_sweep_reports(
                 _short(x_key): float(p["overrides"][x_key]),
                 **({by_name: ",".join(str(p["overrides"].get(k)) for k in by_keys)} if by_name else {}),
                 **{m: p["metrics"].get(m) for m in metrics},
+                # each point's 95% interval, drawn as its error bar
+                **{f"{m}/{end}": p["metrics"].get(f"{m}/{end}") for m in metrics for end in ("ci95_low", "ci95_high")},
             }
             for p in points
         ]

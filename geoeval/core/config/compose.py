@@ -128,8 +128,10 @@ def compose_config(overrides: Sequence[str], *, return_hydra_config: bool = Fals
             if position is None:
                 raise
             others = [o for i, o in enumerate(used) if i != position]
-            try:
-                base = compose(config_name="config", overrides=others)
+            try:  # the others retried the same way: two keys the YAML lacks (model.serve.log_path, ...)
+                base, _ = compose_config(others)
+            except GeoevalError:
+                raise
             except Exception:  # noqa: BLE001 - the other overrides fail on their own: report the first error
                 raise exc from None
             exists, allowed = schema_keys(key, base)

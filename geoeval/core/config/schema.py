@@ -41,14 +41,31 @@ class GenerateSettings(Strict):
     max_retries: int | None = Field(default=None, ge=0, description="retries of a failed request (429, 5xx, timeout)")
 
 
-#: `model.serve` keys that say how a local server runs, not what it answers.
+#: `model.serve` keys that say how a local server runs or what it logs, not what it answers: where
+#: it is (`base_url`), its logs (`log_path`, `prompt_log_path`), its timeouts, its threads and
+#: weight buffers (speed), whether a crash stops the run. Left out of both identities, so that
+#: turning a log on, or giving the server more threads, replays the calls stored without them.
 SERVE_EXECUTION_KEYS = frozenset(
-    {"base_url", "log_path", "startup_timeout_s", "interrupt_on_crash", "n_threads", "n_threads_batch"}
+    {
+        "base_url",
+        "log_path",
+        "prompt_log_path",
+        "startup_timeout_s",
+        "request_timeout_s",
+        "interrupt_on_crash",
+        "n_threads",
+        "n_threads_batch",
+        "extra_buffers",
+    }
 )
 
 #: GenerateSettings that change how a request is sent, not what the model answers: they are left
 #: out of the run identity (a rerun with more connections or a longer timeout resumes the run).
 EXECUTION_SETTINGS = frozenset({"max_connections", "timeout", "attempt_timeout", "max_retries"})
+
+#: `model.args` (provider arguments) that configure the HTTP client, not the model: its retries
+#: and its timeout (secret ones, such as `api_key`, are dropped from the identity anyway).
+MODEL_ARGS_EXECUTION_KEYS = frozenset({"max_retries", "timeout"})
 
 
 _CACHE_EXPIRY = re.compile(r"^\d+[mhDWMY]$")
@@ -130,11 +147,12 @@ class ScoringSpec(Strict):
 
 
 class BudgetSpec(Strict):
-    """`budget.*`: what a run, or a whole sweep, may spend (None: no limit). Before each batch
-    of samples the run checks what it has spent (every invocation of it, from the warehouse) plus
-    what the batch is expected to cost; past a limit no new sample starts, the samples in flight
-    finish and are stored, and the run ends BUDGET_EXCEEDED (exit status 3). Raising the budget
-    and rerunning resumes it. Dollars need a price for every model that is called (`pricing`)."""
+    """`budget.*`: what a run, or a whole sweep, may spend (None: no limit). Before each sample
+    starts the run checks what it has spent (every invocation of it, from the warehouse) plus what
+    the samples let in with it and the sample itself are expected to cost (`core.cost.budget`);
+    past a limit no new sample starts, the samples in flight finish and are stored, and the run
+    ends BUDGET_EXCEEDED (exit status 3). Raising the budget and rerunning resumes it. Dollars
+    need a price for every model that is called (`pricing`)."""
 
     usd: float | None = Field(default=None, gt=0, description="dollars per run")
     tokens: int | None = Field(default=None, gt=0, description="tokens (input + output) per run")
@@ -148,6 +166,9 @@ class ModelPrice(Strict):
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cached_input: float | None = Field(default=None, ge=0, description="None: priced as input")
+    local: bool = Field(
+        default=False, description="runs on this machine: its cost is compute, not dollars (the console says so)"
+    )
 
 
 class PricingSpec(Strict):
@@ -225,10 +246,17 @@ class SuiteConfig(Protocol):
 
 @runtime_checkable
 class IdentityDict(Protocol):
-    """A suite config that says which of its values are part of the run identity (MapTab leaves
-    out `resolution` where no image is shown); one without it is wholly part of the identity."""
+    """A suite or env config that says which of its values are part of the run identity (MapTab
+    leaves out `resolution` where no image is shown; an env whose files the suite fingerprints
+    leaves out the folder they are in); one without it is wholly part of the identity. A suite
+    config may also name, as `scoring_keys`, its keys that change only how answers are scored
+    (a judge's votes, a metric's threshold): they are in the run identity, not the generation one."""
 
     def identity_dict(self) -> dict[str, Any]: ...
+
+
+def _identity_part(config: Any) -> dict[str, Any]:
+    return config.identity_dict() if isinstance(config, IdentityDict) else config.model_dump(mode="json")
 
 
 class RunSpec(Strict):
@@ -300,10 +328,13 @@ class RunSpec(Strict):
 
         In: the code (geoeval's version and the suite's `scoring_version`, bumped when its
         references or metrics change), seed, epochs, env, suite, model, judges, metrics, and the
-        content of external inputs. Out: where and how the run executes (runner, `limit`, the
-        model's base URL, connection, timeout and retry settings, tracking, paths), secrets (a rotated key
-        is the same experiment), and what a suite declares irrelevant (MapTab's `resolution` when
-        no image is shown), through the suite config's optional `identity_dict()`."""
+        content of external inputs. Out: where and how the run executes and what it logs (runner,
+        `limit`, the model's base URL, connection, timeout and retry settings, its cache, a served
+        model's logs, threads and timeouts, tracking, paths, budgets, prices, preflight), secrets (a
+        rotated key is the same experiment), and what a suite or env declares irrelevant (MapTab's
+        `resolution` when no image is shown, the folder of fingerprinted files), through the
+        config's optional `identity_dict()`. `tests/core/test_identity_keys.py` lists every key of
+        the generation identity and why it is there."""
         import geoeval
         from geoeval.core.config.secrets import strip_secrets
 
@@ -316,6 +347,7 @@ class RunSpec(Strict):
         if self.model.serve:
             model["serve"] = {k: v for k, v in self.model.serve.items() if k not in SERVE_EXECUTION_KEYS}
         model["config"] = {k: v for k, v in model["config"].items() if k not in EXECUTION_SETTINGS}
+        model["args"] = {k: v for k, v in model["args"].items() if k not in MODEL_ARGS_EXECUTION_KEYS}
         model.pop("cache", None)  # a cached reply is the reply: how it was obtained is not the run's identity
         extra = {"env_fingerprint": self.env_fingerprint} if self.env_fingerprint else {}
         provider, _, agent = self.model.name.partition("/")
@@ -329,12 +361,8 @@ class RunSpec(Strict):
                 "scoring_version": scoring_version,
                 "seed": self.seed,
                 "epochs": self.epochs,
-                "env": self.env.model_dump(mode="json"),
-                "suite": (
-                    self.suite.identity_dict()
-                    if isinstance(self.suite, IdentityDict)
-                    else self.suite.model_dump(mode="json")
-                ),
+                "env": _identity_part(self.env),
+                "suite": _identity_part(self.suite),
                 "model": model,
                 "judge": self.judge.model_dump(mode="json", exclude={"cache"}),
                 "metrics": self.metrics.model_dump(mode="json"),
@@ -358,6 +386,8 @@ class RunSpec(Strict):
         identity = self.identity()
         for key in ("geoeval_version", "scoring_version", "judge", "metrics", "scoring", "epochs"):
             identity.pop(key, None)
+        for key in getattr(self.suite, "scoring_keys", ()):  # the suite's own judging and metric settings
+            identity["suite"].pop(key, None)
         identity["generation_version"] = self._generation_version
         return identity
 

@@ -118,3 +118,21 @@ def run_costs(results: list[Any]) -> dict[str, float]:
             totals["tokens_out"] += output_tokens
             totals["model_calls"] += int(entry.get("calls", 0))
     return totals
+
+
+def local_models(pricing: PricingSpec, results: list[Any]) -> tuple[list[str], bool]:
+    """The models the results sent calls to that the price table marks `local` (they run on this
+    machine: compute, not dollars), and whether every model of the trajectories they sent calls
+    to (role `agent`) is one of them (the agent's dollar figure then says nothing)."""
+    local: set[str] = set()
+    agent_models: set[str] = set()
+    for r in results:
+        for model, entry in r.usage.items():
+            if not (any(paid_tokens(entry)) or int(entry.get("calls", 0))):
+                continue  # replayed or cached: nothing was sent to it
+            price = price_for(pricing, model)
+            if price is not None and price.local:
+                local.add(model)
+            if entry.get("role", "agent") == "agent":
+                agent_models.add(model)
+    return sorted(local), bool(agent_models) and agent_models <= local

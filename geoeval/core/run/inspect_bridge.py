@@ -363,27 +363,47 @@ def _suite_values(spec: RunSpec) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k != "name" and isinstance(v, (str, int, float, bool))}
 
 
-def log_tags(spec: RunSpec) -> list[str]:
+def sweep_point() -> str | None:
+    """The name of the sweep point this process runs (its swept values), where it runs the job;
+    the driver sends it to a Ray shard, which does not know it (`run_shard`'s `point`)."""
+    from geoeval.core.sweep.points import current_sweep_job
+
+    job = current_sweep_job()
+    return job.label if job is not None else None
+
+
+def _swept_first(spec: RunSpec, point: str | None) -> dict[str, Any]:
+    """The suite's values, those the sweep point names first (in its order), then the others."""
+    values = _suite_values(spec)
+    swept = [part.split("=", 1)[0].rsplit(".", 1)[-1] for part in (point or "").split() if "=" in part]
+    return {**{k: values[k] for k in swept if k in values}, **values}
+
+
+def log_tags(spec: RunSpec, point: str | None = None) -> list[str]:
     """Tags of an Inspect log that tell a sweep's logs apart in `inspect view`: the sweep point's
-    name (its swept values) where this process runs the job, and the suite's settings
-    (`setting=map`, `resolution=0.25`, ...) everywhere (a Ray worker does not know the point)."""
-    from geoeval.core.sweep.points import current_sweep_job
+    name (its swept values), the swept values one a tag, and the model: no more, since the
+    viewer shows the first few and Inspect stores a log's tags as a set (their order is lost);
+    every setting is in the log's task args and metadata (`log_task_args`, `log_metadata`).
+    Outside a sweep: the model and the suite's settings (`setting=map`, `resolution=0.25`, ...)."""
+    values = _swept_first(spec, point)
+    if not point:
+        return [f"model={spec.model.name}", *(f"{k}={v}" for k, v in values.items())]
+    swept = [part for part in point.split() if "=" in part]
+    return [f"sweep:{point}", *[f"{k}={v}" for k, v in values.items()][: len(swept)], f"model={spec.model.name}"]
 
-    job = current_sweep_job()
-    point = [f"sweep:{job.label}"] if job is not None else []
-    return [*point, f"model={spec.model.name}", *(f"{k}={v}" for k, v in _suite_values(spec).items())]
 
-
-def log_metadata(spec: RunSpec) -> dict[str, Any]:
+def log_metadata(spec: RunSpec, point: str | None = None) -> dict[str, Any]:
     """The same values as the log's metadata: the model, the suite's settings, the sweep point."""
-    from geoeval.core.sweep.points import current_sweep_job
-
-    job = current_sweep_job()
     return {
         "geoeval_model": spec.model.name,
         "geoeval_suite": {"name": spec.suite.name, **_suite_values(spec)},
-        **({"geoeval_sweep_point": job.label} if job is not None else {}),
+        **({"geoeval_sweep_point": point} if point else {}),
     }
+
+
+def log_task_args(spec: RunSpec, point: str | None = None) -> dict[str, Any]:
+    """The task args `inspect view` lists beside each log: the suite's values, swept ones first."""
+    return {**_swept_first(spec, point), "model": spec.model.name}
 
 
 def run_shard(
@@ -396,20 +416,26 @@ def run_shard(
     log_dir: str | Path,
     on_sample: Callable[[EvalSample], None] | None = None,
     replay: dict[tuple[str, int], list[dict[str, Any]]] | None = None,
+    point: str | None = None,
 ) -> list[str]:
     """Evaluate `samples` with Inspect and stream each result into `sink`; returns the log paths.
     `replay`: the stored model calls of these samples (`run/replay.py`), answered without a
-    request where the model is shown the same input.
+    request where the model is shown the same input. `point`: the sweep point's name, for the
+    log's tags and task args (default: this process's, `sweep_point`).
 
     Every sample reaches the sink exactly once per epoch, scored or as an error: Inspect retries
     an errored sample `retry_on_error` times in the run; and when the eval fails as a whole (an
     error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
     carrying the eval's message, so nothing vanishes and a rerun retries them."""
     from geoeval.core import registry
+    from geoeval.core.private_api import label_task
     from geoeval.core.run.replay import record_and_replay, replaying
 
     suite = registry.get_suite(spec.suite.name)
     task = suite.build_task(spec, env, samples)
+    point = point if point is not None else sweep_point()
+    # what tells the logs apart in `inspect view`: the task args, and the point beside the task's name
+    label_task(task, log_task_args(spec, point), f"{task.name} {point}" if point else None)
     model = record_and_replay(build_model(spec), "agent")
     # the suite's simulated roles (a user, a tool simulator) make the trajectory with the agent
     for role, role_model in (task.model_roles or {}).items():
@@ -452,8 +478,8 @@ def run_shard(
                 fail_on_error=False,
                 retry_on_error=spec.retry_on_error or None,
                 score_display=False,
-                tags=[f"geoeval:{run_hash}", f"shard:{shard}", *log_tags(spec)],
-                metadata={"geoeval_run_hash": run_hash, "shard": shard, **log_metadata(spec)},
+                tags=log_tags(spec, point),  # the run hash and shard: in the metadata
+                metadata={"geoeval_run_hash": run_hash, "shard": shard, **log_metadata(spec, point)},
             )
         except Exception as exc:  # Inspect raised instead of logging the failure
             reason = f"eval failed: {type(exc).__name__}: {exc}"

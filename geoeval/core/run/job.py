@@ -22,12 +22,12 @@ from geoeval.core.analysis.aggregate import aggregate
 from geoeval.core.analysis.stats import interval_metrics
 from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_known, scrub_zip
 from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact
-from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit
+from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit, stored_spending
 from geoeval.core.cost.pricing import price_result, run_costs
 from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
-from geoeval.core.run.invocation import begin_invocation, log_files, mlflow_run_key
+from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key, stored_beyond
 from geoeval.core.run.journal import Journal, journal_dir, journaling, settle
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.replay import NEVER_GENERATED, load_stored, stored_keys, stored_warnings
@@ -90,8 +90,8 @@ def sweep_spent() -> dict[str, float]:
 
 
 def batch_size(spec: RunSpec) -> int:
-    """Samples started together under a budget: what the runner runs at once (`runner.max_samples`
-    per worker), so that a stop leaves no worker idle before it and overshoots by one batch at most."""
+    """Samples that may start together under a budget: what the runner runs at once
+    (`runner.max_samples` per worker), fewer when the budget has room for fewer (`BudgetGuard.admit`)."""
     from geoeval.core.run.models import samples_in_flight
 
     workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
@@ -107,17 +107,26 @@ def _run_within_budget(
     on_sample: Any,
     stored: dict[tuple[str, int], list[dict[str, Any]]],
     guard: BudgetGuard,
-    writer: GroupCommitWriter,
 ) -> tuple[list[str], str | None]:
-    """Run `todo` batch by batch while the budget allows the next batch; returns the log paths
-    and, when the budget stopped the run, why."""
+    """Run `todo` a start at a time: before each, the guard says how many of the next samples fit
+    in the budget with what they are expected to cost (at most what the runner runs at once), and
+    those start together; returns the log paths and, when the budget stopped the run, why."""
     log_paths: list[str] = []
     size = batch_size(spec)
-    for start in range(0, len(todo), size):
-        batch = todo[start : start + size]
-        if not guard.allows(len(batch)):
+    left = list(todo)
+    while left:
+        candidates = [
+            (
+                sum(1 for e in range(1, spec.epochs + 1) if (str(s.id), e) not in stored),
+                sum(1 for e in range(1, spec.epochs + 1) if (str(s.id), e) in stored),
+            )
+            for s in left[:size]
+        ]
+        n = guard.admit(candidates)
+        if n == 0:
             print(f"[geoeval] budget: no new sample starts: {guard.reason}", file=sys.stderr)
             return log_paths, guard.reason
+        batch, left = left[:n], left[n:]
         log_paths += run_samples(spec, env, batch, sink, log_dir, on_sample, replay_for(stored, batch))
     return log_paths, None
 
@@ -194,14 +203,21 @@ def run_job(
         delivery.shorten_mlflow_retries()
         # what this tracking store missed while it was down (an earlier job's end) goes first
         delivery.send_pending(spec.work_dir, tracking_store.tracking_uri_for(spec.tracking))
-        run_key = mlflow_run_key(run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name)
+        # a subset of what the warehouse holds for this run (limit=4 after a full run) is an
+        # MLflow run of its own: the whole run's record keeps agreeing with the warehouse
+        beyond = stored_beyond(warehouse, run_hash, wanted)
+        subset = wanted if beyond else None
+        run_key = mlflow_run_key(
+            run_hash, spec.results_db, parent_run_id=parent_run_id, run_name=run_name, subset=subset
+        )
         background_ends.wait_for(run_key)  # this run's earlier end, if a job of the sweep sends it still
+        subset_tags = {tracking.TAG_SUBSET: f"{len(wanted)} of {len(wanted) + beyond} stored"} if subset else {}
         with stage("mlflow"):
             mlflow_run = tracking.JobRun.start(
                 spec.tracking,
                 spec.experiment_name,
                 run_hash=run_hash,
-                run_name=run_name,
+                run_name=f"{run_name} (subset: {subset_tags[tracking.TAG_SUBSET]})" if subset else run_name,
                 params=tracking_values.flatten(config),
                 parent_run_id=parent_run_id,
                 run_key=run_key,
@@ -210,8 +226,11 @@ def run_job(
                     "geoeval.suite": suite.name,
                     "geoeval.model": spec.model.name,
                     **provenance.mlflow_tags(spec, suite),
+                    **subset_tags,
                 },
             )
+        mlflow_run.subset = subset is not None
+        mlflow_run.show_in_runs_table(suite.headline_metrics)  # the experiment opens on them
     # traces of samples that finish in this process are written while the job runs (the cost
     # overlaps the evaluation); a Ray job's are read from its logs at the end
     trace_stream: traces.TraceStream | None = None
@@ -245,6 +264,7 @@ def run_job(
         outcome.seconds = time.time() - started
         if mlflow_run is not None:
             outcome.mlflow_run_id = mlflow_run.run_id
+            outcome.mlflow_url = mlflow_run.ui_url()
             with stage("reports"):
                 artifacts = write_job_reports(outcome) + [Path(p) for p in outcome.log_paths_all]
             end = job_end.job_end(spec, suite, outcome, mlflow_run.run_id, artifacts, keys=sorted(wanted))
@@ -285,12 +305,21 @@ def _evaluate(
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
+            killed = mark_killed(wh)  # what a process killed with SIGKILL left `running`, said
+            if killed:
+                print(
+                    f"[geoeval] {len(killed)} run(s) of this warehouse were left running by a process of this host that "
+                    f"is gone (killed): marked interrupted ({', '.join(killed)})",
+                    file=sys.stderr,
+                )
             wh.register_run(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
             )
             # errored samples are not finished: a rerun retries them (unless told not to)
             done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
-            wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None)
+            # the warehouse's run keeps the MLflow run of the whole run, not of a subset's
+            whole_run = mlflow_run is not None and not mlflow_run.subset
+            wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if whole_run else None)
             invocation = begin_invocation(wh, run_hash, n_reused=len(done))
             todo = [s for s in samples if any((str(s.id), e) not in done for e in range(1, spec.epochs + 1))]
             if done:
@@ -318,8 +347,11 @@ def _evaluate(
                 refused.update(
                     {key: NEVER_GENERATED.format(generation_hash) for key in todo_keys - set(stored) - set(refused)}
                 )
-            spent_before = wh.spent(run_hash)
-            guard = BudgetGuard(spec.budget, spent_before, sweep_spent()) if has_limit(spec.budget) else None
+            guard = (
+                BudgetGuard(spec.budget, stored_spending(wh.sample_costs(run_hash)), sweep_spent())
+                if has_limit(spec.budget)
+                else None
+            )
             bar = tqdm(
                 total=len(wanted),
                 initial=len(done),
@@ -330,9 +362,12 @@ def _evaluate(
                 dynamic_ncols=True,
             )
             n_errors = n_retries = 0
+            # what this invocation stored: the console's "evaluated now" and its `invocations` row
+            written: set[tuple[str, int]] = set()
 
             def on_written(batch: list[SampleResult]) -> None:
                 nonlocal n_errors, n_retries
+                written.update((r.sample_id, r.epoch) for r in batch)
                 n_errors += sum(1 for r in batch if r.status == "error")
                 n_retries += sum(int(r.details.get("http_retries", 0)) for r in batch)
                 if n_errors or n_retries:
@@ -383,7 +418,7 @@ def _evaluate(
                     log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample, stored)
                 else:
                     log_paths, budget_stop = _run_within_budget(
-                        spec, env, todo, sink, log_dir, on_sample, stored, guard, writer
+                        spec, env, todo, sink, log_dir, on_sample, stored, guard
                     )
             with stage("warehouse"):
                 rest = writer.close(keep_rest=True)
@@ -396,7 +431,7 @@ def _evaluate(
                 bar.close()
                 try:
                     wh.set_run_status(run_hash, "interrupted")
-                    end_invocation(wh, invocation, status="interrupted", n_evaluated=bar.n - len(done))
+                    end_invocation(wh, invocation, status="interrupted", n_evaluated=len(written))
                 except Exception:  # noqa: BLE001 - a full disk may refuse this too; the error raised says why
                     pass
             raise
@@ -441,7 +476,7 @@ def _evaluate(
                 wh,
                 invocation,
                 status=status,
-                n_evaluated=len(results) - len(done),
+                n_evaluated=len(written),
                 mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None,
             )
             log_paths_all = wh.run_logs(run_hash)
@@ -477,7 +512,7 @@ def _evaluate(
         metrics=metrics,
         log_paths=log_paths,
         resumed=len(done),
-        ran=len(todo),
+        ran=len(written),  # stored by this invocation, as its `invocations` row says
         out_dir=out_dir,
         counts=counts,
         failed=failed,
@@ -486,4 +521,8 @@ def _evaluate(
     outcome.log_paths_all = log_files(log_paths_all)
     with stage("reports_suite"):
         outcome.artifacts = suite.after_run(spec, env, results, out_dir)
+        try:  # notes explain the numbers; a failing one must not fail a run whose results are stored
+            outcome.notes = suite.summary_notes(spec, env, results)
+        except Exception as exc:  # noqa: BLE001 -- shown as a warning line
+            print(f"[geoeval] warning: the suite's summary notes failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     return outcome

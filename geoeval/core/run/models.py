@@ -133,6 +133,11 @@ def clean_model_replies(model: Any) -> Any:
 #: Inspect providers that talk through the OpenAI SDK client, whose own retries `build_model` turns off
 OPENAI_SDK_PROVIDERS = frozenset({"openai", "openai-api", "ollama"})
 
+#: Where a rescore's evaluated model points (`.invalid` never resolves), and the key it is given:
+#: it is never called, but a provider wants both to be built
+NO_CALL_BASE_URL = "http://replay-only.invalid/v1"
+NO_CALL_API_KEY = "placeholder"
+
 
 def cache_policy(setting: bool | str) -> Any:
     """Inspect's `CachePolicy` for a `model.cache` / `judge.cache` setting (None: off)."""
@@ -208,7 +213,7 @@ def build_model(spec: RunSpec) -> Model:
 
     A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
     writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
-    from geoeval.core.run.preflight import bounded_generate_settings
+    from geoeval.core.run.preflight import OFFLINE_PROVIDERS, bounded_generate_settings
 
     # retries are bounded whatever the config says: a failing endpoint ends in counted errors
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
@@ -218,6 +223,12 @@ def build_model(spec: RunSpec) -> Model:
         settings["cache"] = cache_policy(spec.model.cache)
     args = dict(spec.model.args)
     api_key = args.pop("api_key", None)
+    base_url = spec.model.base_url
+    if spec.generation == "replay_only" and spec.model.provider not in OFFLINE_PROVIDERS:
+        # a rescore answers every call from the stored trajectory and refuses any other before it
+        # is sent (`run/replay.py`): the provider points nowhere, needing no server, key or endpoint
+        # (vLLM given no base URL would start one)
+        base_url, api_key = NO_CALL_BASE_URL, api_key or NO_CALL_API_KEY
     if spec.model.name.split("/", 1)[0] in OPENAI_SDK_PROVIDERS:
         # the OpenAI SDK retries each request twice on its own, under Inspect's retries: with it off,
         # a model call makes at most `max_retries` + 1 requests, as configured (a user's value wins)
@@ -225,7 +236,7 @@ def build_model(spec: RunSpec) -> Model:
     model = get_model(
         spec.model.name,
         config=GenerateConfig(**settings),
-        base_url=spec.model.base_url,
+        base_url=base_url,
         api_key=api_key,
         memoize=False,
         **args,

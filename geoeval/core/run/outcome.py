@@ -22,10 +22,12 @@ class JobOutcome:
     metrics: dict[str, float]
     log_paths: list[str]  # Inspect logs written by this invocation
     resumed: int  # samples found already scored
-    ran: int  # samples evaluated now
+    ran: int  # samples (x epochs) this invocation evaluated and stored
     out_dir: Path
     artifacts: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the suite's lines under the summary (`summary_notes`)
     mlflow_run_id: str | None = None
+    mlflow_url: str | None = None  # the run's page in the MLflow UI
     log_paths_all: list[str] = field(default_factory=list)  # this run's logs, earlier (resumed) invocations too
     seconds: float = 0.0
     counts: dict[str, float] = field(default_factory=dict)  # n_samples, n_scored, n_errors

@@ -92,6 +92,10 @@ SUITE_MODEL_FIELDS: dict[str, str] = {
     "phrasing_model": "query rephraser",  # LifePlanner's templated-query rewriter
 }
 
+#: The suite model fields whose calls make the trajectory with the evaluated model's: a rescore
+#: replays them (`run/replay.py`), so it does not probe them either.
+REPLAYED_SUITE_MODEL_FIELDS = frozenset({"user_model", "tool_simulator"})
+
 Check = tuple[str, str, "str | None", "str | None"]  # (role, model_name, base_url, api_key)
 
 
@@ -392,13 +396,18 @@ def endpoint_checks(spec: RunSpec) -> list[Check]:
     """The checks of a validated run spec: the evaluated model (`model.name`, `model.base_url`,
     `model.args.api_key`), each `judge.models` entry other than `rules`, and the suite's
     model fields (`SUITE_MODEL_FIELDS`) that are set. Judges and simulators are plain model
-    strings, so their base URL and key come from the environment."""
+    strings, so their base URL and key come from the environment. A rescore
+    (`generation=replay_only`) calls neither the evaluated model nor the simulated roles (their
+    calls are replayed): only the judges and the models that build samples are checked."""
     model = spec.model
-    checks: list[Check] = [(ROLE_EVALUATED, model.name, model.base_url, (model.args or {}).get("api_key"))]
+    replay_only = spec.generation == "replay_only"
+    checks: list[Check] = []
+    if not replay_only:
+        checks.append((ROLE_EVALUATED, model.name, model.base_url, (model.args or {}).get("api_key")))
     checks += [(ROLE_JUDGE, name, None, None) for name in spec.judge.models if name != "rules"]
     for field, role in SUITE_MODEL_FIELDS.items():
         name = getattr(spec.suite, field, None)
-        if name:
+        if name and not (replay_only and field in REPLAYED_SUITE_MODEL_FIELDS):
             checks.append((role, str(name), None, None))
     return checks
 

@@ -173,7 +173,16 @@ def _remote_shard_fn():
         try:
             try:
                 with stage("inspect_eval"):
-                    paths = run_shard(spec, env, samples, shard=shard, sink=outbox.put, log_dir=log_dir, replay=replay)
+                    paths = run_shard(
+                        spec,
+                        env,
+                        samples,
+                        shard=shard,
+                        sink=outbox.put,
+                        log_dir=log_dir,
+                        replay=replay,
+                        point=job.get("sweep_point"),
+                    )
             except BaseException:
                 outbox.close(quiet=True)  # what finished still reaches the driver; the retry runs the rest
                 raise
@@ -193,12 +202,14 @@ def _job_context(spec: RunSpec, env: Any, log_dir: Path) -> dict[str, Any]:
     """What every shard of this job gets besides its samples: a file only the driver's filesystem
     has (a shard that cannot see it sends its logs back as bytes), and for a cluster the driver's
     code digest and the environment's files in the object store, fetched only by a node that
-    lacks them (`cluster.localize_env`)."""
+    lacks them (`cluster.localize_env`); and the sweep point's name, which a worker does not
+    know, for its logs' tags and task args."""
     import ray
 
     from geoeval.core.run import cluster
+    from geoeval.core.run.inspect_bridge import sweep_point
 
-    context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir)}
+    context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir), "sweep_point": sweep_point()}
     if cluster_address(spec) is not None:  # a local Ray imports the driver's own files
         context["code"] = cluster.code_digest()
         packed = cluster.pack_env(env)

@@ -3,7 +3,9 @@
 `model.serve` names its server factory Hydra-style, `_target_: package.module.function`; the
 factory takes the rest of the mapping and is a context manager yielding the server's base URL.
 The core finds it by that path (it never imports `geoeval.agents`), starts it before any sample
-runs, points `model.base_url` at it, and stops it when the run ends, however it ends.
+runs, points `model.base_url` at it, and stops it when the run ends, however it ends. A rescore
+(`generation=replay_only`) answers every call of the evaluated model from its stored trajectory,
+so it starts no server.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ if TYPE_CHECKING:
 @contextmanager
 def served_model(spec: RunSpec) -> Iterator[RunSpec]:
     """Yield `spec`, or a copy whose `model.base_url` is the URL of the server `model.serve`
-    started (a configured `base_url` is passed to the factory, which may then start nothing)."""
+    started (a configured `base_url` is passed to the factory, which may then start nothing).
+    A rescore (`generation=replay_only`) never calls the evaluated model: nothing is started."""
     serve = spec.model.serve
-    if not serve:
+    if not serve or spec.generation == "replay_only":
         yield spec
         return
     from geoeval.core.registry import load_target

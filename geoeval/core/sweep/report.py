@@ -73,7 +73,24 @@ def where_line(report: SweepReport | None, sweep_dir: Path, tracking_spec: Any, 
     if run_id and tracking_spec is not None:
         from geoeval.core.tracking.store import tracking_uri_for
 
+        uri = tracking_uri_for(tracking_spec)
         parts.append(f"MLflow parent run {run_id}, its description the table above:")
-        parts.append(f"  mlflow ui --backend-store-uri {tracking_uri_for(tracking_spec)}")
+        parts.append(f"  mlflow ui --backend-store-uri {uri}")
+        parts += [f"  {line}" for line in _ui_links(tracking_spec, uri, run_id)]
     parts.append(f"points: {sweep_dir / 'sweep_points.jsonl'}")
     return "[geoeval] sweep outputs:\n" + "\n".join(f"  {part}" for part in parts)
+
+
+def _ui_links(tracking_spec: Any, uri: str, run_id: str) -> list[str]:
+    """The parent run's page and the runs table (headline metrics shown) in the MLflow UI."""
+    from geoeval.core.tracking.store import client_for
+    from geoeval.core.tracking.view import ui_url
+
+    try:
+        experiment_id = client_for(tracking_spec).get_run(run_id).info.experiment_id
+    except Exception:  # noqa: BLE001 -- a server down at the end: the run id above still finds it
+        return []
+    return [
+        f"parent run: {ui_url(uri, experiment_id, run_id)}",
+        f"runs table: {ui_url(uri, experiment_id)}",
+    ]

@@ -14,9 +14,12 @@ Owner and reuse. A run records its owner (`geoeval.host`, `geoeval.pid`, `geoeva
 When a job starts, an earlier run of the same identity (tag `geoeval.run_hash`, same parent; for a
 sweep parent, `geoeval.sweep_hash`) that is RUNNING with a dead owner (a killed job) is marked
 KILLED, and a KILLED or FAILED one is reused: set RUNNING again under the new owner, so a resumed
-job keeps one MLflow run. A FINISHED run is never reused: it is the complete record of an
-invocation, and a later invocation of the same identity (say a full run after `limit=5`, which
-shares the hash and resumes the scored prefix from the warehouse) gets a run of its own.
+job keeps one MLflow run. A FINISHED run is reused only with `reuse_finished`: geoeval's jobs pass
+it with their `run_key` (the run hash and the warehouse), so a full run after `limit=5`, which
+resumes the scored prefix from the warehouse, goes on in that run and ends with every sample; a
+rerun that asks for fewer samples than the warehouse holds (`limit=4` after the full run) has a
+key of its own and is a run of its own, tagged `geoeval.subset` (`run.invocation.stored_beyond`),
+so the whole run's record never shrinks below what the warehouse says.
 A RUNNING run whose owner is alive (or on another host, where liveness cannot be checked) is left
 alone: a concurrent job of the same identity gets its own run.
 
@@ -34,7 +37,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +80,7 @@ TAG_SWEEP_HASH = "geoeval.sweep_hash"
 TAG_ATTEMPT = "geoeval.attempt"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_PARAM_CHANGED = "geoeval.param_changed."
+TAG_SUBSET = "geoeval.subset"  # "4 of 48 stored": a run of fewer samples than the warehouse holds for its hash
 
 _log = logging.getLogger(__name__)
 
@@ -213,6 +217,8 @@ class JobRun:
     _progress_failed: bool = field(default=False, repr=False)
     _finished: bool = field(default=False, repr=False)
     _heartbeat: Any = field(default=None, repr=False)
+    #: a run of a subset of the samples its run hash has in the warehouse (`run.invocation.stored_beyond`)
+    subset: bool = False
 
     @classmethod
     def start(
@@ -319,6 +325,25 @@ class JobRun:
                     file=sys.stderr,
                 )
         return job_run
+
+    def show_in_runs_table(self, metrics: Iterable[str]) -> None:
+        """The experiment opens on its runs table, `metrics` among its columns (`tracking.view`);
+        a view that cannot be set is a warning: the run is recorded either way."""
+        from geoeval.core.tracking.view import show_metrics
+
+        try:
+            show_metrics(self.client, self.experiment_id, list(metrics))
+        except Exception as exc:  # noqa: BLE001 -- how the UI opens, not what it records
+            print(
+                f"[geoeval] warning: MLflow's runs-table view not set: {clean_text(str(exc), max_chars=200)}",
+                file=sys.stderr,
+            )
+
+    def ui_url(self) -> str:
+        """This run's page in the MLflow UI."""
+        from geoeval.core.tracking.view import ui_url
+
+        return ui_url(self.tracking_uri, self.experiment_id, self.run_id)
 
     def progress(self, done: int, errors: int, total: int, *, force: bool = False) -> None:
         """Logs `progress/samples_done`, `progress/errors` and `progress/samples_total` at step
@@ -461,11 +486,13 @@ def start_parent_run(
     *,
     sweep_hash: str | None = None,
     tags: Mapping[str, Any] | None = None,
+    headline_metrics: Sequence[str] = (),
 ) -> str:
     """Opens a sweep's parent run and leaves it RUNNING (end it with `end_parent_run`). With a
     `sweep_hash` (the sweep's identity, chosen by the caller), a parent of the same identity that
     was killed, failed or left RUNNING by a dead process is reused, so a rerun sweep keeps one
-    parent (and its jobs, which reuse their own runs under it)."""
+    parent (and its jobs, which reuse their own runs under it). `headline_metrics`: the runs
+    table's columns (`JobRun.show_in_runs_table`)."""
     run = JobRun._open(
         tracking,
         experiment_name,
@@ -476,6 +503,8 @@ def start_parent_run(
         tags=tags,
         parent_run_id=None,
     )
+    if headline_metrics:
+        run.show_in_runs_table(headline_metrics)
     return run.run_id
 
 

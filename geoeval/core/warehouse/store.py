@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -456,22 +455,14 @@ class Warehouse:
             ).fetchall()
         return parse_trajectories(rows, wanted)
 
-    def spent(self, run_hash: str) -> dict[str, float]:
-        """What the stored samples of `run_hash` cost (every invocation of it): `usd` (NaN when a
-        sample's price is unknown), `tokens` (input + output of the calls that were made, not
-        replayed or cached), `samples` (how many are stored)."""
+    def sample_costs(self, run_hash: str) -> list[tuple[float | None, dict[str, Any]]]:
+        """What each stored sample of `run_hash` cost (every invocation of it): `(cost_usd, usage)`,
+        `cost_usd` None where a price is unknown (what a budget counts, `core.cost.budget`)."""
         with self._session() as con:
             rows = con.execute(
                 "SELECT cost_usd, CAST(usage AS VARCHAR) FROM samples WHERE run_hash = ?", [run_hash]
             ).fetchall()
-        from geoeval.core.cost.pricing import live_tokens
-
-        usd = 0.0
-        tokens = 0
-        for cost, usage in rows:
-            usd = math.nan if cost is None else usd + cost
-            tokens += live_tokens(json.loads(usage) if usage else {})
-        return {"usd": usd, "tokens": float(tokens), "samples": float(len(rows))}
+        return [(cost, json.loads(usage) if usage else {}) for cost, usage in rows]
 
     def _insert_scores(self, con: duckdb.DuckDBPyConnection) -> None:
         """The second half of `write_results`' transaction (a seam the tests break on purpose)."""

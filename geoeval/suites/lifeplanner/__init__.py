@@ -25,4 +25,6 @@ See `README.md` in this folder for the departures from the paper and what is sti
 #: The version of this suite's references, metrics and environments. It is part of the run
 #: identity and of the environment cache keys: bump it whenever any of them changes, so that no
 #: stored score or cached environment is reused across the change.
-SCORING_VERSION = "5"
+# 6 (issue 39): answers are read on the core's reading layer (records in JSON, tables, sections,
+# field lines; the core's roles and one-answer rule); a reply without submit_answer is read (robust)
+SCORING_VERSION = "6"

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 from typing import Any
 
+from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE
 from geoeval.core.records import Tier
 from geoeval.suites.lifeplanner.metrics import applicable
@@ -289,6 +291,7 @@ def family_answers(
     if fam == "route":
         affects = frozenset({"rd_distance", "rd_time", "pr", "rp"})
         out.append((_tier("partial", "totals_off", DEFECT, affects), base, totals_off(case)))
+    out += [(tier, base, text) for tier, text in reading_family_answers(answer_pair(case, wrong), rng_of(case))]
     process = {"rp"} | ({"ig"} if case["evidence"] else set()) | ({"te"} if case["tau_star"] else set())
     out.append((_tier("trajectory", "no_tools_right_answer", DEFECT, frozenset(process)), prompt, case["answer"]))
     out.append((_tier("trajectory", "right_tools_wrong_answer", DEFECT, void), base, invented))
@@ -297,3 +300,87 @@ def family_answers(
 
 def _applies(task: str, level: str, metric: str) -> bool:
     return metric in applicable(task, level)
+
+
+# --------------------------------------------------------------------------------------------
+# the core's reading families (core/analysis/answer_families.py)
+# --------------------------------------------------------------------------------------------
+
+_FIELD_NAMES = {
+    "answer": "Answer",
+    "reason": "Reason",
+    "attribute_key": "Attribute key",
+    "note_id": "Note ID",
+    "implicit_logic": "Implicit logic",
+    "name": "Name",
+    "place_id": "Place ID",
+}
+
+
+def rng_of(case: dict[str, Any]) -> random.Random:
+    return random.Random(f"{case['id']}/reading")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flat(record: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A record's fields, its `ref` spread into attribute key and note id."""
+    out = [(k, v) for k, v in record.items() if k != "ref"]
+    out += list((record.get("ref") or {}).items())
+    return out
+
+
+def record_forms(answer: dict[str, Any], task: str) -> dict[str, str]:
+    """A Place answer as a table of fields, as `## field` sections and as `Field: value` lines, and
+    a Nearby answer as a table of its places (each row every field of one place); the forms that
+    would lose a field of the answer are not made (a route's stops carry nested records)."""
+    if task == "place":
+        fields = [(k, v) for k, v in _flat(answer) if k in _FIELD_NAMES and not isinstance(v, (dict, list))]
+        if len(fields) != len(_flat(answer)):
+            return {}
+        rows = "\n".join(f"| {_FIELD_NAMES[k]} | {_cell(v)} |" for k, v in fields)
+        return {
+            "table": f"| Field | Value |\n|---|---|\n{rows}",
+            "sections": "\n\n".join(f"## {_FIELD_NAMES[k]}\n{_cell(v)}" for k, v in fields),
+            "field_lines": "\n".join(f"**{_FIELD_NAMES[k]}:** {_cell(v)}" for k, v in fields),
+        }
+    if task == "nearby":
+        items = [_flat(item) for item in answer.get("answer") or []]
+        keys = list(dict.fromkeys(k for item in items for k, _ in item))
+        if set(answer) != {"answer"} or not items or any(k not in _FIELD_NAMES for k in keys):
+            return {}
+        header = "| " + " | ".join(_FIELD_NAMES[k] for k in keys) + " |"
+        rows = ["| " + " | ".join(_cell(dict(item).get(k, "")) for k in keys) + " |" for item in items]
+        return {"table": "\n".join([header, "|" + "---|" * len(keys), *rows])}
+    return {}
+
+
+def _written(answer: Any, rng: random.Random) -> str:
+    text = json.dumps(answer, ensure_ascii=False)
+    return f"```json\n{json.dumps(answer, ensure_ascii=False, indent=2)}\n```" if rng.random() < 0.5 else text
+
+
+def answer_pair(case: dict[str, Any], wrong: Any | None) -> AnswerPair:
+    """The reference and a wrong answer of a case (the wrong-place answer; a route's totals 10 %
+    off when it has none), as the reading families compose them."""
+    fam = _family(case["task"])
+    rng = rng_of(case)
+    style = rng.random()
+    if wrong is None and fam == "route":
+        wrong, affects = totals_off(case), frozenset({"rd_distance", "rd_time", "pr", "rp"})
+    else:
+        affects = frozenset({"a", "pr"}) if fam == "place" else frozenset({"piou", "pr"})
+        if fam == "route":
+            affects = frozenset({"piou", "oc", "rd_distance", "rd_time", "pr"})
+    return AnswerPair(
+        right=_written(case["answer"], random.Random(style)),
+        wrong=None if wrong is None else _written(wrong, random.Random(style)),
+        affects=affects,
+        question=str(case.get("question") or ""),
+        forms=record_forms(case["answer"], case["task"]),
+        wrong_forms={} if wrong is None else record_forms(wrong, case["task"]),
+    )

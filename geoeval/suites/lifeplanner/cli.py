@@ -12,10 +12,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from geoeval.cli.help import HelpWithExamples, examples
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="geoeval env build lifeplanner", description="Build a LifePlanner city database (one DuckDB file)."
+        prog="geoeval env build lifeplanner",
+        description="Build a LifePlanner city database (one DuckDB file).",
+        epilog=examples("env build lifeplanner"),
+        formatter_class=HelpWithExamples,
     )
     p.add_argument(
         "--source",

@@ -41,6 +41,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
+from geoeval.core.analysis.answer_families import reading_family_targets
 from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
 from geoeval.core.records import ScoredAnswer, Tier
 from geoeval.suites.lifeplanner.answer_families import family_answers
@@ -57,10 +58,11 @@ METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", 
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC; the answer
 # families of real models' writing (answer_families.py) must order 95% of their pairs.
 FAMILIES = ("surface", "gaming", "partial", "trajectory")
+_METRIC_TARGETS = {m: 1.0 for m in METRICS} | {"sc": 0.9, "rp": 0.9, "pr": 0.9}
 TARGETS: dict[str, float] = (
-    {m: 1.0 for m in METRICS}
-    | {"sc": 0.9, "rp": 0.9, "pr": 0.9}
+    _METRIC_TARGETS
     | {f"{family}:{m}": 0.95 for family in FAMILIES for m in METRICS}
+    | reading_family_targets(_METRIC_TARGETS, METRICS)
 )
 
 _ROUTE_TOTALS = frozenset({"piou", "oc", "rd_distance", "rd_time", "pr"})

@@ -56,8 +56,23 @@ SUBMIT_DESCRIPTION = (
 SUBMIT_PARAMETER = "Your final answer as a JSON object or array following the required format"
 
 
-def system_prompt(task: str) -> str:
-    """Figure 9 for a task family (the question follows in the user message)."""
+#: rule 5 and the closing lines under `answer_channel=text` (no submit tool: the last reply is the answer)
+TEXT_RULE = (
+    "5. After completing your analysis, give your final answer as a structured JSON object in your last "
+    "message, and nothing else after it."
+)
+
+
+def system_prompt(task: str, answer_channel: str = "tool") -> str:
+    """Figure 9 for a task family (the question follows in the user message); with
+    `answer_channel="text"`, the same rules asking for the JSON in the last reply instead of a
+    `submit_answer` call (the tools then offer none)."""
+    if answer_channel == "text":
+        rules = FIGURE9_RULES.rsplit("\n5. ", 1)[0] + "\n" + TEXT_RULE
+        return (
+            f"{rules}\n\n---\n\nYour final answer is a single JSON object containing ALL of the following "
+            f"fields:\n\n{SCHEMAS[task]}\n\nUse the EXACT field names shown above."
+        )
     return (
         f"{FIGURE9_RULES}\n\n---\n\nYou MUST call submit_answer(result=<your_answer>) where <your_answer> is a "
         f"single JSON object containing ALL of the following fields:\n\n{SCHEMAS[task]}\n\n"

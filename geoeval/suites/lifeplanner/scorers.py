@@ -138,14 +138,17 @@ async def evaluate_sample(
         tokens=dict(tokens or {}),
         protocol=protocol,
     )
+    submitted, read_reply = traj.submission(protocol, case.get("answer_channel", "tool"))
     if protocol == "paper":
-        return await _judge_answer(case, traj, base, load_answer(traj.submitted), ensemble)
+        return await _judge_answer(case, traj, base, load_answer(submitted), ensemble)
     city = city_handle.open_city(db_path)
-    reading = read_submission(city, case["task"], traj.submitted, protocol, question=case["question"])
-    base.reading = list(reading.rules)
+    reading = read_submission(city, case["task"], submitted, protocol, question=case["question"])
+    base.reading = (["no submit_answer call: the last reply read as the answer"] if read_reply else []) + list(
+        reading.rules
+    )
     if reading.void or not reading.candidates:
         # the one-answer rule: the worst candidate is no answer, scored as an answer off the schema
-        base.submitted = reading.candidates[0] if reading.candidates else load_answer(traj.submitted)
+        base.submitted = reading.candidates[0] if reading.candidates else load_answer(submitted)
         base.schema_error = f"one-answer rule: {reading.void}" if reading.void else "no answer was submitted"
         base.notes.append(base.schema_error)
         _note_refused(base, traj)

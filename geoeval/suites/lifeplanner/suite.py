@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -83,11 +83,19 @@ class LifePlannerOsmEnvConfig(Strict):
 class LifePlannerSuiteConfig(Strict):
     """`suite=lifeplanner`."""
 
+    #: keys that change only how answers are scored (PR@alpha's threshold), not what the agent
+    #: does: a rescore with another alpha replays the stored trajectories (`RunSpec.generation_identity`)
+    scoring_keys: ClassVar[frozenset[str]] = frozenset({"alpha"})
+
     name: Literal["lifeplanner"] = "lifeplanner"
     n_cases: int = Field(default=667, ge=1, le=100_000, description="split over task x level as Table 4")
     tasks: list[Task_] = Field(default_factory=lambda: list(TASKS), min_length=1)
     levels: list[Level] = Field(default_factory=lambda: list(LEVELS), min_length=1)
     tool_budget: int = Field(default=30, ge=1, le=500, description="tool calls per case (appendix B.3)")
+    answer_channel: Literal["tool", "text"] = Field(
+        default="tool",
+        description="tool: submit_answer (the paper, Table 7); text: the JSON in the last reply, no submit tool",
+    )
     alpha: float = Field(default=0.9, ge=0.0, lt=1.0, description="PR@alpha: SC must exceed alpha")
     transport: Literal["inproc", "mcp"] = Field(
         default="inproc",
@@ -118,6 +126,14 @@ class LifePlannerSuiteConfig(Strict):
 
     def combinations(self) -> list[tuple[str, str]]:
         return [c for c in COMBINATIONS if c[0] in self.tasks and c[1] in self.levels]
+
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key, `answer_channel` only off its
+        default (the paper's submit_answer, as every run before it had)."""
+        data = self.model_dump(mode="json")
+        if data["answer_channel"] == "tool":
+            data.pop("answer_channel")
+        return data
 
 
 @dataclass(frozen=True)
@@ -269,8 +285,8 @@ class LifePlannerSuite(Suite):
             from geoeval.suites.lifeplanner.phrasing import rephrase_questions
 
             phrased = rephrase_questions([c.question for c in cases], spec.suite.phrasing_model, cache=Path(env.root))
-            return [case_sample(c, question=q) for c, q in zip(cases, phrased)]
-        return [case_sample(c) for c in cases]
+            return [case_sample(c, q, spec.suite.answer_channel) for c, q in zip(cases, phrased)]
+        return [case_sample(c, None, spec.suite.answer_channel) for c in cases]
 
     # ------------------------------------------------------------ task
     def build_task(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> Task:
@@ -364,8 +380,9 @@ def trajectory_messages(sample: Sample, item: AnswerToScore) -> list[Any]:
     return messages
 
 
-def case_sample(case: Any, question: str | None = None) -> Sample:
-    """The Inspect sample of one case (`question`: an LLM rewrite of the templated query)."""
+def case_sample(case: Any, question: str | None = None, answer_channel: str = "tool") -> Sample:
+    """The Inspect sample of one case (`question`: an LLM rewrite of the templated query); under
+    `answer_channel="text"` its prompt asks for the answer in the last reply and its metadata says so."""
     from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 
     dims = Dimensions(
@@ -379,11 +396,16 @@ def case_sample(case: Any, question: str | None = None) -> Sample:
     return Sample(
         id=case.id,
         input=[
-            ChatMessageSystem(content=system_prompt(case.task)),
+            ChatMessageSystem(content=system_prompt(case.task, answer_channel)),
             ChatMessageUser(content=user_prompt(question or case.question)),
         ],
         target=json.dumps(case.answer, ensure_ascii=False, sort_keys=True),
-        metadata={"suite": "lifeplanner", "case": case.to_dict(), "dims": dims.model_dump(mode="json")},
+        metadata={
+            "suite": "lifeplanner",
+            # the scorer reads the last reply as the answer under the text channel
+            "case": {**case.to_dict(), **({"answer_channel": answer_channel} if answer_channel != "tool" else {})},
+            "dims": dims.model_dump(mode="json"),
+        },
     )
 
 

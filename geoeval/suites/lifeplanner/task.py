@@ -49,10 +49,13 @@ def budget_message(budget: int) -> str:
 
 
 @solver
-def lifeplanner_agent(db_path: str, tool_budget: int = 30, transport: str = "inproc") -> Solver:
+def lifeplanner_agent(
+    db_path: str, tool_budget: int = 30, transport: str = "inproc", answer_channel: str = "tool"
+) -> Solver:
     """Figure 9's agent loop over the standard toolset with a tool-call budget. `transport="mcp"`
     reaches the tools through the suite's MCP server over stdio, one server process per sample
-    (the connection is held for the whole loop; without it Inspect would start one per call)."""
+    (the connection is held for the whole loop; without it Inspect would start one per call).
+    `answer_channel="text"` offers no `submit_answer`: the last reply is the answer."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from inspect_ai.tool import mcp_connection
@@ -69,7 +72,7 @@ def lifeplanner_agent(db_path: str, tool_budget: int = 30, transport: str = "inp
             raise ValueError(f"transport must be inproc or mcp, got {transport!r}")
         # mcp_connection is a no-op for in-process tools
         async with mcp_connection(sources):
-            return await _agent_loop(state, sources, tool_budget)
+            return await _agent_loop(state, sources, tool_budget, submit=answer_channel == "tool")
 
     return solve
 
@@ -84,8 +87,8 @@ async def _resolve_tools(sources: list[Any]) -> list[Any]:
     return tools
 
 
-async def _agent_loop(state: TaskState, sources: list[Any], tool_budget: int) -> TaskState:
-    tools = [*await _resolve_tools(sources), submit_answer_tool()]
+async def _agent_loop(state: TaskState, sources: list[Any], tool_budget: int, submit: bool = True) -> TaskState:
+    tools = [*await _resolve_tools(sources), *([submit_answer_tool()] if submit else [])]
     state.tools = tools
     model = get_model()
     calls = 0
@@ -97,7 +100,7 @@ async def _agent_loop(state: TaskState, sources: list[Any], tool_budget: int) ->
         state.messages.append(message)
         tool_calls = list(message.tool_calls or [])
         if not tool_calls:
-            break  # the model answered in text: no submission (scored as such)
+            break  # the model answered in text: read as its answer where the protocol reads text
         allowed, refused = [], []
         for call in tool_calls:
             if call.function == SUBMIT_TOOL or calls < tool_budget:
@@ -201,7 +204,7 @@ def make_task(
         name="lifeplanner",
         dataset=MemoryDataset(samples, name="lifeplanner"),
         solver=[
-            lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport),
+            lifeplanner_agent(env.db_path, suite_cfg.tool_budget, suite_cfg.transport, suite_cfg.answer_channel),
             lifeplanner_judging(env.db_path, judge, suite_cfg.alpha, protocol),
         ],
         scorer=geoeval_scorer(list(metric_names), extract_answer, protocol=protocol),

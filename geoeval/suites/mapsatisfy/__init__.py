@@ -11,4 +11,8 @@ The instance schema and loaders (`schema`), instance generation (`generate/`), t
 #: stored score or cached environment is reused across the change.
 # 3: the rules judge reads the answer; paper judge defaults; generator fixes
 # 4: answer protocols (issue 22): robust reading (default) and paper (the v3 judge); one answer in the reference
-SCORING_VERSION = "4"
+# 5 (issue 39): answers are read on the core's reading layer (record mentions as candidates, the
+# core's roles and one-answer rule)
+# 6: the generated store answers search_poi by the city's name too; clarify_baseline searches the
+#    place, then around the user (issue 40)
+SCORING_VERSION = "6"

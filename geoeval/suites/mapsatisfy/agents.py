@@ -8,8 +8,11 @@
   the authors' demo, where some recordings are missing, what the responses allow).
 - `geoeval/clarify_baseline`: sees only the messages and tools. When the query leaves out a time,
   a travel mode or a preference, it asks one clarification question per missing slot (one turn
-  each), then searches a place with the query and answers from what came back: the efficiency
-  penalty of asking instead of fetching evidence (section 4.3).
+  each), then searches the place the query names in the context's city (`search_poi`) and, when
+  that finds nothing, the query's places around the user (`search_around_poi`, the tool's default
+  5 km), and answers with what came back, quoted: the efficiency penalty of asking instead of
+  fetching evidence (section 4.3), with only the evidence one search gives (no route, no price,
+  no booking), so it meets few factors.
 """
 
 from __future__ import annotations
@@ -155,13 +158,51 @@ def missing_slots(query: str) -> list[str]:
     return [slot for slot in CLARIFY_QUESTIONS if not any(w in lowered for w in SLOT_WORDS[slot])]
 
 
-def _context_city(messages: list[ChatMessage]) -> str:
+def _context_value(messages: list[ChatMessage], key: str) -> str:
+    """A string of the context JSON in the system prompt ("" when it has none)."""
     for m in messages:
         if getattr(m, "role", "") == "system":
-            found = re.search(r'"city"\s*:\s*"([^"]*)"', message_text(m))
+            found = re.search(rf'"{key}"\s*:\s*"([^"]*)"', message_text(m))
             if found:
-                return found.group(1).split("/")[-1]
+                return found.group(1)
     return ""
+
+
+def _context_city(messages: list[ChatMessage]) -> str:
+    return _context_value(messages, "city").split("/")[-1]
+
+
+def _context_location(messages: list[ChatMessage]) -> tuple[float, float] | None:
+    """The user's (lon, lat) from the context's `user_current_loc` ("lon,lat")."""
+    try:
+        lon, lat = (float(v) for v in _context_value(messages, "user_current_loc").split(","))
+    except ValueError:
+        return None
+    return lon, lat
+
+
+#: The searches the baseline tries in turn until one is served: the place the query names in the
+#: user's city, then the query's places around the user (the tool's default radius).
+SEARCH_RADIUS_M = 5000
+
+
+def _next_search(messages: list[ChatMessage], tools: list[ToolInfo], query: str) -> PolicyReply | None:
+    offered = {t.name for t in tools}
+    called = [c.function for m in messages for c in (getattr(m, "tool_calls", None) or [])]
+    served = [m for m in messages if getattr(m, "role", "") == "tool" and _served(message_text(m))]
+    if served:
+        return None  # evidence in hand: answer
+    if "search_poi" in offered and "search_poi" not in called:
+        # cur_adcode takes a city's name as well as its code (the catalogue); no city_limit: the
+        # tool's default, as the recorded calls have it
+        return PolicyReply(tool="search_poi", arguments={"query": query, "cur_adcode": _context_city(messages)})
+    location = _context_location(messages)
+    if "search_around_poi" in offered and "search_around_poi" not in called and location is not None:
+        return PolicyReply(
+            tool="search_around_poi",
+            arguments={"query": query, "x": location[0], "y": location[1], "range": SEARCH_RADIUS_M},
+        )
+    return None
 
 
 def _clarify_baseline(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
@@ -171,11 +212,8 @@ def _clarify_baseline(messages: list[ChatMessage], tools: list[ToolInfo], ctx: d
     missing = missing_slots(query)
     if len(asked) < len(missing):
         return PolicyReply(content=CLARIFY_QUESTIONS[missing[len(asked)]])
-    if _tool_calls_made(messages) == 0 and any(t.name == "search_poi" for t in tools):
-        return PolicyReply(
-            tool="search_poi", arguments={"query": query, "cur_adcode": _context_city(messages), "city_limit": True}
-        )
-    return PolicyReply(content=answer_from_tools(messages))
+    search = _next_search(messages, tools, query)
+    return search if search is not None else PolicyReply(content=answer_from_tools(messages))
 
 
 register_policy("oracle", "mapsatisfy", _oracle)

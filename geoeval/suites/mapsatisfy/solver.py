@@ -24,6 +24,8 @@ from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, ge
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from geoeval.agents.providers import message_text
+from geoeval.suites.mapsatisfy.grounding import CALL_DETAILS, VERDICT_DETAILS
+from geoeval.suites.mapsatisfy.submit import SUBMIT_REPLY, submit_reply_tool, submitted
 from geoeval.suites.mapsatisfy.user.simulator import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
 
 
@@ -62,11 +64,13 @@ def mapsatisfy_dialogue(
     protocol: str = "robust",
     metric_names: list[str] | None = None,
     cache: bool | str = False,
+    answer_channel: str = "text",
 ) -> Solver:
     """`env`: the suite's environment handle (`suite.MapSatisfyEnv`), which opens the sandbox;
     `protocol`: the run's answer protocol (`scoring.protocol`), whose verdicts are the record's
     `verdicts`; the judges judge under both (`judge_into_record`). `cache`: Inspect's cache for
-    model judges (`judge.cache`)."""
+    model judges (`judge.cache`). `answer_channel="tool"`: each reply comes through
+    `submit_reply(reply, recommended)` (`submit.py`), and the recommended names are recorded."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         from geoeval.core.scoring import DETAILS_KEY, PROTOCOL_DISAGREEMENT_KEY, SAMPLE_ERROR_KEY
@@ -79,6 +83,9 @@ def mapsatisfy_dialogue(
         tools = inspect_tools(
             sandbox, state.metadata.get("tools"), trace_id=instance.task_id, on_response=responses.append
         )
+        if answer_channel == "tool":
+            tools.append(submit_reply_tool())
+        recommended: list[str] | None = None
         model = get_model()
         user = make_user(instance, _user_role_model())
         dialogue: list[tuple[str, str]] = [("user", instance.query)]
@@ -96,7 +103,14 @@ def mapsatisfy_dialogue(
             message = output.message
             state.messages.append(message)
             state.output = output
-            if message.tool_calls:
+            delivered = next((d for c in message.tool_calls or [] if (d := submitted(c)) is not None), None)
+            if delivered is not None:  # the typed channel: the reply, and what it recommends
+                state.messages.extend(
+                    ChatMessageTool(content="Delivered to the user.", tool_call_id=c.id, function=c.function)
+                    for c in message.tool_calls or []
+                )
+                answer, recommended = delivered
+            elif message.tool_calls:
                 n_calls += len(message.tool_calls)
                 result = await execute_tools(state.messages, tools)
                 state.messages.extend(result.messages)
@@ -104,7 +118,8 @@ def mapsatisfy_dialogue(
                     break
                 continue
             turns += 1
-            answer = message_text(message)
+            if delivered is None:
+                answer = message_text(message)
             dialogue.append(("assistant", answer))
             reply = await user.reply(dialogue)
             dialogue.append(("user", reply))
@@ -151,12 +166,19 @@ def mapsatisfy_dialogue(
             "tokens": tokens,
             "finished": finished,
             "profile_in_prompt": state.metadata.get("setting") == "profile" and instance.user_profile is not None,
+            **({"recommended": recommended} if recommended is not None else {}),
         }
         budget = {} if evidence_chars is None else {"evidence_chars": evidence_chars}
         settings = {"judges": judges or ["rules"], "votes": votes, "temperature": temperature, "cache": cache, **budget}
         verdicts = await judge_into_record(instance, record, settings, protocol)
         state.metadata["mapsatisfy"] = record
-        state.metadata[DETAILS_KEY] = {"judges": verdicts.raw}  # every judge reply, kept with the sample
+        state.metadata[DETAILS_KEY] = {
+            "judges": verdicts.raw,  # every judge reply, kept with the sample
+            # what the summary's notes read (grounding.py): the verdicts of each rubric line, and
+            # how many calls the sandbox served
+            VERDICT_DETAILS: {"explicit_met": verdicts.explicit_met, "implicit_satisfied": verdicts.implicit_satisfied},
+            CALL_DETAILS: {"made": len(calls), "served": sum(1 for c in calls if c["match_type"] != "no_record")},
+        }
         disagreement = protocol_disagreement_of(instance, record, protocol, metric_names)
         if disagreement:
             state.metadata[PROTOCOL_DISAGREEMENT_KEY] = disagreement
@@ -222,12 +244,14 @@ def record_from_messages(instance: Any, answer: str, messages: list[dict[str, An
 
     parsed = [TypeAdapter(ChatMessage).validate_python(m) for m in messages]
     replies = [message_text(m) for m in parsed if m.role == "user"][1:]
+    delivered = [d for m in parsed if m.role == "assistant" for c in m.tool_calls or [] if (d := submitted(c))]
     turns = [m for m in parsed if m.role == "assistant" and not getattr(m, "tool_calls", None)]
-    final = answer or (message_text(turns[-1]) if turns else "")
+    final = answer or (delivered[-1][0] if delivered else message_text(turns[-1]) if turns else "")
     return {
         "answer": final,
-        "tool_calls": served_calls(parsed),
+        "tool_calls": [c for c in served_calls(parsed) if c.get("name") != SUBMIT_REPLY],
         "given": given + replies,
-        "turns": max(1, len(turns)),
+        "turns": max(1, len(turns) + len(delivered)),
         "tokens": 0,
+        **({"recommended": delivered[-1][1]} if delivered else {}),
     }

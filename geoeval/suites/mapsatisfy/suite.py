@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -30,6 +30,7 @@ from geoeval.core.registry import Suite, register_suite
 from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
+from geoeval.suites.mapsatisfy.submit import TOOL_LINE
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -51,6 +52,11 @@ class MapSatisfyDemoEnvConfig(Strict):
     mock_data: str = Field(default="mock_data", description="recorded tool calls (<tool>.csv), relative to root")
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `root`, where the files are (what
+        they hold is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"root"})
+
 
 class MapSatisfyGeneratedEnvConfig(Strict):
     """`env=mapsatisfy_generated`: instances generated over a city (generate/generator.py), with the replay
@@ -71,13 +77,26 @@ class MapSatisfyGeneratedEnvConfig(Strict):
     )
     embedder: Literal["e5", "hashing"] = Field(default="e5", description="the vector stage's embedder")
 
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `out_dir`, where the generated
+        files are written (what they hold is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"out_dir"})
+
 
 class MapSatisfySuiteConfig(Strict):
     """`suite=mapsatisfy`."""
 
+    #: keys that change only how a dialogue is judged, not the dialogue: a rescore with other
+    #: judge settings replays the stored dialogues (`RunSpec.generation_identity`)
+    scoring_keys: ClassVar[frozenset[str]] = frozenset({"judge_votes", "judge_temperature", "judge_evidence_chars"})
+
     name: Literal["mapsatisfy"] = "mapsatisfy"
     setting: Literal["normal", "profile"] = Field(
         default="normal", description="normal: the main sandbox; profile: the profile is in the prompt (B.4)"
+    )
+    answer_channel: Literal["text", "tool"] = Field(
+        default="text",
+        description="text: the reply in text (the paper); tool: submit_reply(reply, recommended) (submit.py)",
     )
     map_tools: list[str] | None = Field(
         default=None, description="sandbox tools offered to the agent; null: the whole catalogue"
@@ -115,6 +134,14 @@ class MapSatisfySuiteConfig(Strict):
         description="record mode: simulated responses are added to the "
         "store and written to <run output>/mapsatisfy_recorded (authors' CSV layout)",
     )
+
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key, `answer_channel` only off its
+        default (the paper's text reply, as every run before it had)."""
+        data = self.model_dump(mode="json")
+        if data["answer_channel"] == "text":
+            data.pop("answer_channel")
+        return data
 
 
 @dataclass(frozen=True)
@@ -264,7 +291,9 @@ def _synthesized_call(instance: Any, tool: str, required: list[str]) -> dict[str
     return values
 
 
-def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any, thinking: str) -> Sample:
+def build_sample(
+    instance: Any, setting: str, tool_names: list[str], store: Any, thinking: str, answer_channel: str = "text"
+) -> Sample:
     from geoeval.suites.mapsatisfy.schema import instance_to_record
 
     meta = instance.metadata
@@ -285,7 +314,9 @@ def build_sample(instance: Any, setting: str, tool_names: list[str], store: Any,
     return Sample(
         id=instance.task_id,
         input=[
-            ChatMessageSystem(content=agent_prompt(instance, setting, tool_names)),
+            ChatMessageSystem(
+                content=agent_prompt(instance, setting, tool_names) + (TOOL_LINE if answer_channel == "tool" else "")
+            ),
             ChatMessageUser(content=instance.query),
         ],
         target="",
@@ -329,6 +360,11 @@ class MapSatisfySuite(Suite):
     headline_metrics = ("ar", "ses", "ecr")
     uses_judges = True  # ECR, IISR and IFS come from the judge ensemble (provenance labels say which)
     log2_sweep_axes: tuple[str, ...] = ()
+    # what the model sees changed: the generated store answers search_poi by the city's name too
+    generation_version = "2"
+    # an offline agent's algorithm is part of its run and generation identity: a changed one is
+    # evaluated anew, never replayed from the old one's stored trajectories
+    agent_versions = {"clarify_baseline": "clarify-2"}
     # meta-evaluation (meta_eval.py): ordering-accuracy targets, 0.9 for the rules judge's metrics
     meta_eval_targets = dict(META_EVAL_TARGETS)
     config_schema = MapSatisfySuiteConfig
@@ -454,6 +490,18 @@ class MapSatisfySuite(Suite):
             paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
         return paths
 
+    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+        """The served tool calls, and the rubric lines no recording grounds with the run's scores
+        on the rest (`grounding.summary_notes`)."""
+        from geoeval.suites.mapsatisfy.grounding import summary_notes
+        from geoeval.suites.mapsatisfy.schema import load_instances
+
+        if env is None:
+            return []
+        return summary_notes(
+            load_instances(env.bench_path), env.sandbox(), results, spec.scoring.protocol, spec.suite.setting
+        )
+
     def build_samples(self, spec: RunSpec, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
@@ -467,7 +515,10 @@ class MapSatisfySuite(Suite):
             )
         store = env.sandbox().store
         thinking = thinking_of(spec)
-        return [build_sample(i, spec.suite.setting, names, store, thinking) for i in load_instances(env.bench_path)]
+        channel = spec.suite.answer_channel
+        return [
+            build_sample(i, spec.suite.setting, names, store, thinking, channel) for i in load_instances(env.bench_path)
+        ]
 
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig
@@ -494,6 +545,7 @@ class MapSatisfySuite(Suite):
                 env,
                 max_turns=spec.suite.max_turns,
                 max_tool_calls=spec.suite.max_tool_calls,
+                answer_channel=spec.suite.answer_channel,
                 protocol=spec.scoring.protocol,
                 metric_names=list(spec.metrics.metrics),
                 **judge_settings(spec),

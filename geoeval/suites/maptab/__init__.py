@@ -5,4 +5,6 @@
 #: stored score or cached environment is reused across the change.
 #: 4 (issue 22): the robust answer protocol (`reading/`, the default `scoring.protocol`) and its
 #: one-answer rule change how answers are read; RP samples carry their map's station names.
-SCORING_VERSION = "4"
+#: 5 (issue 39): answers are read on the core's reading layer (`core/reading/`: candidates in lines,
+#: lists, tables and JSON, their roles, the one-answer rule once for every suite).
+SCORING_VERSION = "5"

@@ -51,6 +51,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.text import clean_text, clean_value, is_clean, nesting_depth
 from geoeval.suites.maptab import metrics
 from geoeval.suites.maptab.authors.format import scenario_of_item
@@ -272,6 +273,8 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Score MapTab route-planning results in the authors' format (test-set items plus a "
         "'response' route string) exactly as the authors' evaluator does.",
+        epilog=examples("score maptab"),
+        formatter_class=HelpWithExamples,
     )
     parser.add_argument("results", nargs="+", type=Path, help="results file(s): JSON lists of test-set items")
     parser.add_argument(

@@ -82,6 +82,11 @@ class MapTabAuthorsEnvConfig(Strict):
         description="a map or item failing the B.5/B.6 checks is left out (reported), or stops the run",
     )
 
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `root`, where the files lie (what
+        they hold is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"root"})
+
 
 class MapTabRealEnvConfig(Strict):
     """`env=maptab_real`: Metromaps with real station names and topology (`env/real.py`)."""
@@ -100,6 +105,11 @@ class MapTabRealEnvConfig(Strict):
     )
     n_maps: int = Field(default=1, ge=1, le=500, description="maps sharing the topology, attributes drawn per map")
     seed: int | None = None
+
+    def identity_dict(self) -> dict[str, Any]:
+        """This config's part of the run identity: every key but `gtfs_path`, where the feed lies
+        (what it holds is the environment's fingerprint, which the identity carries)."""
+        return self.model_dump(mode="json", exclude={"gtfs_path"})
 
 
 class MapTabSuiteConfig(Strict):
@@ -130,13 +140,20 @@ class MapTabSuiteConfig(Strict):
     solver: Literal["generate", "react"] = "generate"
     tools: list[str] = Field(default_factory=list)
     message_limit: int = Field(default=12, ge=2)
+    answer_channel: Literal["text", "tool"] = Field(
+        default="text",
+        description="text: the answer as text, as the paper asks; tool: submit_route / submit_answer (submit.py)",
+    )
 
     def identity_dict(self) -> dict[str, Any]:
         """This config's part of the run identity: every key, except `resolution` when no
-        selected category or QA type shows an image (the result cannot depend on it)."""
+        selected category or QA type shows an image (the result cannot depend on it), and
+        `answer_channel` at its default (the paper's text answer, as every run before it had)."""
         data = self.model_dump(mode="json")
         if not self.shows_image():
             data.pop("resolution")
+        if data["answer_channel"] == "text":
+            data.pop("answer_channel")
         return data
 
     def shows_image(self) -> bool:

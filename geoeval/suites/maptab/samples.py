@@ -13,6 +13,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, C
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions
 from geoeval.suites.maptab.config import SETTING_OF, MapTabSuiteConfig, capabilities_of
+from geoeval.suites.maptab.submit import QA_TOOL_LINE, RP_TOOL_LINE
 
 
 def rp_sample(
@@ -32,12 +33,14 @@ def rp_sample(
     style "unknown". `stations`: the names of the map's stations, by which the robust answer
     protocol tells a station from a similar-named one (`reading/match.py`)."""
     from geoeval.suites.maptab.routing.cost import objective_for
-    from geoeval.suites.maptab.rp.prompts import system_prompt, user_prompt
+    from geoeval.suites.maptab.rp.prompts import TEXT_ROUTE_LINE, system_prompt, user_prompt
 
     objective = objective or objective_for(q.scenario)
     setting = SETTING_OF[q.category]
     system = system_prompt(q.category, q.scenario, q.weights, objective)
     user = user_prompt(q, tables, suite_cfg.table_format)
+    if suite_cfg.answer_channel == "tool":  # the prompt asks for what the channel takes
+        user = user.replace(TEXT_ROUTE_LINE, RP_TOOL_LINE)
     content: list[Any] = [ContentText(text=user)]
     if setting.startswith("map"):
         if image_uri is None:
@@ -105,6 +108,8 @@ def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: 
 
     system = qa.system_prompt(q.scenario, q.qa_type)
     user = qa.user_prompt(q, tables, suite_cfg.table_format)
+    if suite_cfg.answer_channel == "tool":
+        user = user.replace(qa.text_answer_line(), QA_TOOL_LINE)
     content: list[Any] = [ContentText(text=user)]
     if q.setting.startswith("map"):
         if image_uri is None:

@@ -15,6 +15,7 @@ from geoeval.core.scoring import MetricInput, score_both_protocols
 from geoeval.suites.maptab import metrics as m
 from geoeval.suites.maptab.reading import match
 from geoeval.suites.maptab.reading.route import answer_text, read_route
+from geoeval.suites.maptab.submit import SUBMIT_ROUTE, SUBMIT_VALUE, route_answer, value_answer
 
 NO_ROUTE = "no route in the answer (expected 'A-B(transfer)-C')"
 
@@ -67,7 +68,7 @@ def reading(raw: str, metadata: dict[str, Any], protocol: str) -> dict[str, Any]
 
         return {"protocol": "robust", **read_qa(raw, str(metadata.get("answer_kind"))).as_dict()}
     stations = match.stations_of(metadata, list(metadata.get("routes") or []))
-    return {"protocol": "robust", **read_route(raw, known=stations.known).as_dict()}
+    return {"protocol": "robust", **read_route(raw, stations).as_dict()}
 
 
 def _scenario(inp: MetricInput) -> str:
@@ -143,7 +144,8 @@ def table_tokens_metric(inp: MetricInput) -> float:
 def final_answer(answer: str, messages: list[dict[str, Any]] | None) -> str:
     """The completion a run would score: `answer` when given; else, from a trajectory of Inspect
     chat messages (validated as `inspect_ai.model.ChatMessage`), the `answer` argument of the last
-    `submit` call of the react agent, or the last assistant message's text."""
+    `submit` call of the react agent, the last typed submission (`submit_route`, `submit_answer`:
+    its answer as the tool returns it), or the last assistant message's text."""
     if answer or not messages:
         return answer or ""
     from inspect_ai.model import ChatMessage, ChatMessageAssistant
@@ -160,6 +162,10 @@ def final_answer(answer: str, messages: list[dict[str, Any]] | None) -> str:
             for call in reversed(msg.tool_calls or []):
                 if call.function == "submit":
                     return str(call.arguments.get("answer", ""))
+                if call.function == SUBMIT_ROUTE:  # the typed channel (submit.py)
+                    return route_answer(list(call.arguments.get("route") or []), call.arguments.get("transfer_at"))
+                if call.function == SUBMIT_VALUE:
+                    return value_answer(call.arguments.get("value", ""))
             if msg.text:
                 return msg.text
     return ""

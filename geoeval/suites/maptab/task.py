@@ -20,10 +20,16 @@ def make_task(
     from geoeval.suites.maptab.scorers import extract_answer, extract_qa_answer
 
     tools = [get_tool(name).factory(env) for name in suite_cfg.tools]
-    if suite_cfg.solver == "react" or tools:
+    if suite_cfg.answer_channel == "tool":  # the typed submit channel (submit.py)
+        from geoeval.core.reading.submit import submit_solver
+        from geoeval.suites.maptab.submit import submit_route_tool, submit_value_tool
+
+        submit = submit_value_tool() if suite_cfg.task_family == "qa" else submit_route_tool()
+        solver: Any = submit_solver(submit, tools)
+    elif suite_cfg.solver == "react" or tools:
         from inspect_ai.agent import react
 
-        solver: Any = react(tools=tools, attempts=1)
+        solver = react(tools=tools, attempts=1)
     else:
         solver = generate()
     return Task(

@@ -2,8 +2,9 @@
 
 It brings everything a suite needs (plugins/README.md builds it step by step): config schemas and
 the configs themselves (`conf/`), an environment handle, samples whose references come from the
-map itself, an Inspect task that offers tools to an agent (`suite.solver=react`), an answer reader
-(`extract_answer`, which also gives `geoeval score station_lines --answers ...`), a metric
+map itself, an Inspect task that offers tools to an agent (`suite.solver=react`), an answer reader on
+geoeval's reading layer (`read_line_sets`, behind `extract_answer`, which also gives
+`geoeval score station_lines --answers ...`), a metric
 (`line_set_acc`), meta-evaluation tiers, and an offline agent (`geoeval/table_baseline`) that reads
 the table or calls the `lines_of_station` tool. Its scoring version is a hash of its scoring code.
 """
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,7 +27,11 @@ from inspect_ai.solver import basic_agent, generate
 from pydantic import Field
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
+from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers
 from geoeval.core.config.schema import Strict
+from geoeval.core.reading.candidates import Found, assign_roles
+from geoeval.core.reading.document import parse
+from geoeval.core.reading.rule import decide
 from geoeval.core.records import Dimensions
 from geoeval.core.registry import MetaEvalAnswer, Suite, get_tool, register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer
@@ -80,9 +87,47 @@ def read_table(path: str) -> dict[str, set[str]]:
     return lines
 
 
+def read_line_sets(raw: str, known_lines: list[str]) -> list[frozenset[str]]:
+    """The robust reading, on geoeval's reading layer (`geoeval.core.reading`): each sentence (of
+    a line, a list item, a table row) or JSON value that names lines of the map is a candidate
+    answer (the set of lines it names), and so is a list naming one line an item; the core gives each its role from the words around it and applies the
+    one-answer rule ("Red, Blue. Wait, actually: Red, Green." is Red, Green; "Red or Green" two
+    answers). A set another live one contains adds nothing ("Red, Blue. Red serves the north.")."""
+    doc = parse(raw)
+    pattern = re.compile("|".join(rf"\b{re.escape(x)}\b" for x in known_lines) or "(?!)", re.IGNORECASE)
+    found = []
+    listed: set[int] = set()
+    for items in doc.groups("item").values():  # a list of lines, one an item, is one answer
+        named = [frozenset(m.group().lower() for m in pattern.finditer(it.text)) for it in items]
+        if len(items) > 1 and all(named):
+            found.append(Found(items[0].index, 0, 0, frozenset().union(*named), frozenset().union(*named)))
+            listed |= {it.index for it in items}
+    for seg in doc.segments:
+        if seg.index in listed:
+            continue
+        if seg.kind == "json":
+            named = frozenset(m.group().lower() for m in pattern.finditer(json.dumps(seg.value)))
+            found += [Found(seg.index, 0, 0, named, named)] if named else []
+            continue
+        # one candidate a sentence: the lines it names, from the first named to the last
+        for sentence in re.finditer(r"[^.!?;。！？；]+[.!?;。！？；]?", seg.text):
+            mentions = list(pattern.finditer(sentence.group()))
+            if mentions:
+                named = frozenset(m.group().lower() for m in mentions)
+                start, end = sentence.start() + mentions[0].start(), sentence.start() + mentions[-1].end()
+                found.append(Found(seg.index, start, end, named, named))
+    candidates, retractions = assign_roles(doc, found)
+    return decide(candidates, retractions, subsumes=lambda bigger, smaller: smaller < bigger).values
+
+
 @register_metric("line_set_acc", suites=[SUITE], description="1 when the answered line set is exact")
 def line_set_acc(inp: MetricInput) -> float:
-    return float(bool(inp.target) and parse_lines(inp.answer) == parse_lines(inp.target[0]))
+    """1 when the answer's line set is the reference's; under robust every live candidate (one
+    per line of the extracted answer) must be, the worst candidate counts."""
+    if not inp.target:
+        return 0.0
+    answers = inp.answer.splitlines() if inp.protocol == "robust" else [inp.answer]
+    return float(all(parse_lines(a) == parse_lines(inp.target[0]) for a in answers or [""]))
 
 
 class StationLinesSuite(Suite):
@@ -164,11 +209,13 @@ class StationLinesSuite(Suite):
         )
 
     def extract_answer(self, raw: str, protocol: str = "robust", metadata: dict[str, Any] | None = None):
-        """The answered line names: under `robust`, a leading "Answer:" is dropped; under `paper`
-        the completion is read as it is."""
-        text = raw.strip()
-        if protocol == "robust" and text.lower().startswith("answer:"):
-            text = text[len("answer:") :].strip()
+        """The answered line names: under `robust`, the live candidates of `read_line_sets` (one
+        a line: the metric takes the worst); under `paper` the completion as it is."""
+        if protocol == "robust":
+            sets = read_line_sets(raw, list((metadata or {}).get("all_lines") or []))
+            text = "\n".join(", ".join(sorted(s)) for s in sets)
+        else:
+            text = raw.strip()
         return text, "" if text else "empty answer"
 
     def meta_eval_tiers(self, spec: RunSpec, env: StationLinesTables, sample: Sample) -> list[MetaEvalAnswer]:
@@ -186,6 +233,17 @@ class StationLinesSuite(Suite):
         if len(names) > 1:
             answers.append(MetaEvalAnswer.defect("missing_line", ", ".join(names[:-1]), lowers=["line_set_acc"]))
             answers.append(MetaEvalAnswer("surface:reordered", 0, ", ".join(reversed(names)), family="surface"))
+        # geoeval's reading families (long reasoning, JSON and lists, other languages, corrections,
+        # hedges, echoes), composed from this sample's right and wrong answers
+        pair = AnswerPair(
+            right=reference,
+            wrong=f"{reference}, {others[0]}" if others else None,
+            affects=frozenset({"line_set_acc"}),
+            question=next((q for q in str(sample.input).splitlines() if "serve station" in q), ""),
+            forms={"json": json.dumps({"lines": names}), "bullets": "\n".join(f"- {n}" for n in names)},
+        )
+        rng = random.Random(f"{spec.seed}/{sample.id}")
+        answers += [MetaEvalAnswer.of_tier(tier, text) for tier, text in reading_family_answers(pair, rng)]
         return answers
 
 

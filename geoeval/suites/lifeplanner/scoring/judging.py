@@ -26,8 +26,8 @@ from typing import Any
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
 from geoeval.suites.lifeplanner.scoring.answers import ParsedAnswer
+from geoeval.suites.lifeplanner.scoring.places_named import place_mentions
 from geoeval.suites.lifeplanner.scoring.purity import reason_claims
-from geoeval.suites.lifeplanner.scoring.reading import place_mentions
 from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory
 from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import nearby as nearby_tools

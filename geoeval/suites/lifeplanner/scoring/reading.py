@@ -4,146 +4,62 @@
 The LifePlanner authors publish no evaluator code, so the paper protocol is geoeval's own reading of
 the Table 5 schema, kept byte-identical so that stored scores stay comparable.
 
-`robust` (the default) reads what the answer says, however it is typeset, and applies the
-one-answer rule. Each rule that fires is named in `Reading.rules` (the public scoring entry point
-returns them). See the suite README, "Answer protocol", for the list and the reasons.
+`robust` (the default) reads LifePlanner's answer type, a record of the Table 5 schema, wherever
+and however the submission writes it, on the core's reading layer (`geoeval.core.reading`):
 
-- Text: NFKC (full-width forms), markdown emphasis and code marks, bullets and fences removed;
-  prose before or after the JSON; a wrapper object (`{"result": {...}}`) unwrapped; keys matched
-  by case and spacing and a few synonyms (`distance` -> `total_distance_m`).
-- Numbers: units on totals (`"783 m"`, `"1.2 km"`, `"14 min 34 s"`) converted to metres and
-  seconds, numbers in words (English and Chinese), currency and rating units on Place values.
-- Enumerations: vehicle and mode synonyms (`car` -> `driving`, `fastest` -> `time`), verdict
-  synonyms (`Yes, it is open.` -> true).
-- Places: a place named by its id anywhere in the text, or by its name (case, spacing and
-  punctuation ignored), when the id field is missing or the value is prose.
+- where records are (the core's parse): JSON objects and arrays anywhere in the text (fenced,
+  inline, the whole text; a fragment of the explanation such as `{"leg": 1}` is not one when an
+  answer-shaped value is there); a markdown table of fields and values, or with the fields as
+  its header and a record a row (Nearby: a place a row); `## field` sections (a heading naming a
+  field, its text or its list below); `Field: value` lines; else the whole text, read as a value
+  (`to_schema.normalise_answer`: a verdict, a number, the place a Place value in prose offers);
+- what each record says, however typeset: `to_schema.py`;
+- which record is the answer: the core's roles and one-answer rule (`core.reading.rule`): a
+  record after a correction replaces those before it ("Wait, actually: {...}"), one after an
+  explicit final answer supersedes the reasoning's, a rejected or echoed one is not offered, and
+  several live records are scored at the worst. A correction in prose that the reader cannot turn
+  into a record ("Actually, go to X instead" after a route) is a candidate that is no answer, and
+  so is a record that is itself several answers or none (`to_schema.Void`).
 
-The one-answer rule: an answer gets no more credit than its worst candidate. Several different
-JSON answers are several candidates (each is scored, the minimum kept). A submission that also
-offers something that is no answer at all (a correction in prose the reader cannot turn into a
-plan, a recommendation the answer itself retracts, a verdict its own reason contradicts, a value
-naming several places, a hedged verdict) is "void": its worst candidate is no answer, which
-scores as an answer off the schema. Naming an alternative to reject it ("rather than B", "not B")
-does not make it a candidate.
+Each rule that fires is named in `Reading.rules` (the public scoring entry point returns them).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.text import nesting_depth
+from geoeval.core.reading import lexicon as cue
+from geoeval.core.reading.candidates import Found, Role, assign_roles
+from geoeval.core.reading.document import Document, Segment, parse
+from geoeval.core.reading.normalise import fold, nfkc
+from geoeval.core.reading.rule import RETRACTED, decide
 from geoeval.suites.lifeplanner.scoring.answers import load_answer
-from geoeval.suites.lifeplanner.scoring.numbers import quantity, words_to_digits
+from geoeval.suites.lifeplanner.scoring.places_named import mentions
+from geoeval.suites.lifeplanner.scoring.to_schema import (
+    Void,
+    clean_text,
+    looks_like_answer,
+    norm_key,
+    normalise_answer,
+)
 from geoeval.suites.lifeplanner.tools import city as city_handle
 
 PROTOCOLS = ("robust", "paper")
 
-VEHICLES = {
-    "driving": ("driving", "drive", "car", "auto", "automobile", "by car", "taxi", "motor", "驾车", "开车", "自驾"),
-    "walking": ("walking", "walk", "on foot", "foot", "pedestrian", "by foot", "步行", "走路"),
-    "cycling": ("cycling", "cycle", "bike", "bicycle", "biking", "by bike", "bicycling", "骑行", "自行车"),
+#: the Table 5 fields each task's record may have (keys as `to_schema.norm_key` writes them)
+TASK_FIELDS = {
+    "place": {"answer", "reason", "ref", "attribute_key", "note_id", "implicit_logic"},
+    "nearby": {"answer", "places", "name", "place_id", "reason", "ref", "attribute_key", "note_id", "implicit_logic"},
+    "routing": {"start", "end", "waypoints", "optimal_order", "vehicle", "mode", "total_distance_m", "total_time_s"},
+    "trip": {"start", "end", "waypoints", "optimal_order", "vehicle", "mode", "total_distance_m", "total_time_s"},
 }
-MODES = {
-    "time": ("time", "fastest", "quickest", "shortest time", "least time", "duration", "最快", "时间"),
-    "distance": ("distance", "shortest", "shortest distance", "least distance", "最短", "距离"),
-}
-_KEY_ALIASES = {
-    "placeid": "place_id",
-    "place_id": "place_id",
-    "id": "place_id",
-    "osm_id": "place_id",
-    "poi_id": "place_id",
-    "total_distance": "total_distance_m",
-    "total_distance_meters": "total_distance_m",
-    "total_distance_metres": "total_distance_m",
-    "distance": "total_distance_m",
-    "distance_m": "total_distance_m",
-    "total_time": "total_time_s",
-    "total_time_seconds": "total_time_s",
-    "total_duration": "total_time_s",
-    "duration": "total_time_s",
-    "duration_s": "total_time_s",
-    "time_s": "total_time_s",
-    "visitorder": "visit_order",
-    "optimalorder": "optimal_order",
-    "travel_mode": "vehicle",
-    "transport": "vehicle",
-    "transport_mode": "vehicle",
-    "stops": "waypoints",
-}
-#: a total whose key names its unit ("total_time_min": 14.5, "distance_km": 3.6)
-_UNIT_KEY = re.compile(
-    r"^(?:total_)?(?P<what>distance|time|duration)_(?P<unit>km|kms|kilometers|kilometres|m|meters|metres|"
-    r"min|mins|minutes|h|hr|hrs|hours|sec|secs|seconds)$"
-)
-_KEY_UNITS = {
-    "km": 1000.0,
-    "kms": 1000.0,
-    "kilometers": 1000.0,
-    "kilometres": 1000.0,
-    "m": 1.0,
-    "meters": 1.0,
-    "metres": 1.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "minutes": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "hrs": 3600.0,
-    "hours": 3600.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "seconds": 1.0,
-}
-_WRAPPERS = ("result", "final_answer", "answer_json", "plan", "route")
-_MARKDOWN = re.compile(r"\*\*|__|`+|^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
-#: prose that corrects or retracts the answer it follows
-CORRECTION_RE = re.compile(
-    r"\b(?:actually|correction|on second thought|scratch that|i meant|let me correct|wait[,!.]|"
-    r"ignore (?:the|my) (?:above|previous)|disregard|better yet|instead\b(?! of))|更正|改为|改去|不对|应该是",
-    re.IGNORECASE,
-)
-#: a reason that withdraws the recommendation it accompanies
-RETRACTION_RE = re.compile(
-    r"\b(?:not recommended|do not (?:go|visit|recommend)|don't (?:go|visit|recommend)|"
-    r"i (?:would|do) not recommend|i wouldn't recommend|avoid (?:it|this|going)|skip (?:it|this)|"
-    r"(?:permanently )?closed down|no longer (?:open|operating|in business)|out of business|shut down|"
-    r"permanently closed)\b|不推荐|不建议|别去|已经?不营业|停业|倒闭",
-    re.IGNORECASE,
-)
-#: cues just before a place name that reject it ("rather than B")
-_REJECT_BEFORE = re.compile(
-    r"(?:\bnot|\brather than|\binstead of|\bover|\bthan|\bavoid|\bskip|\bunlike|\bexcept|\bexcluding|"
-    r"\bbesides|\bnor|而不是|不是|不要|不如)\W*(?:the\W+)?$",
-    re.IGNORECASE,
-)
-# a verdict word opens the value; "No. 114 Meian Avenue" is an address, not a verdict
-_YES = re.compile(r"^(?:yes|true|correct|right|yep|indeed|affirmative|是|对|有|可以)\b(?!\.?\s*\d)", re.IGNORECASE)
-_NO = re.compile(r"^(?:no|false|incorrect|nope|negative|否|不|没有|不可以)\b(?!\.?\s*\d)", re.IGNORECASE)
-_VERDICT_HEDGE = re.compile(
-    r"\b(?:maybe|perhaps|not sure|unclear|either|possibly|or)\b|不确定|也许|可能", re.IGNORECASE
-)
-#: a reason's conclusion that says no / yes (checked against a verdict of the other polarity)
-_SAYS_NO = re.compile(
-    r"\b(?:is|are|was|will be) (?:closed|shut)\b|\b(?:isn't|is not|aren't|are not|won't be|will not be) open\b|"
-    r"\bno (?:post|note)s?\b|\b(?:does not|doesn't|do not|don't) mention\b|\bnot mentioned\b|"
-    r"\b(?:cannot|can't|can not) go\b|\bso,? no\b|\bthe answer is (?:no|false)\b",
-    re.IGNORECASE,
-)
-_SAYS_YES = re.compile(
-    r"\b(?:is|are) open\b(?! until| till| from)|\bsays so\b|\b(?:does|do) mention\b|\bso,? yes\b|"
-    r"\byou can (?:still )?go\b|\bthe answer is (?:yes|true)\b",
-    re.IGNORECASE,
-)
-_NUMERIC_VALUE = re.compile(
-    r"^(?:about|approx\.?|approximately|around|roughly|约|大约)?\s*[¥￥$€£]?\s*[-+]?\d[\d,]*(?:\.\d+)?\s*"
-    r"(?:cny|rmb|yuan|元|块|stars?|/\s*5|out of 5|星|分)?\s*(?:per person|a person|each|/person|pp|人均)?\.?$",
-    re.IGNORECASE,
-)
+_REF_FIELDS = ("attribute_key", "note_id")
+_FIELD_LINE = re.compile(r"^\s*([^:：]{1,40}?)\s*[:：]\s*(.*?)\s*$")
+_LIST_SPLIT = re.compile(r"\s*(?:,|;|→|->|、|，)\s*")
 
 
 @dataclass
@@ -157,336 +73,174 @@ class Reading:
     void: str | None = None
 
 
-def clean_text(s: str) -> str:
-    """NFKC (full-width forms), markdown marks removed, spacing collapsed."""
-    s = unicodedata.normalize("NFKC", s).replace("\u200b", "")
-    s = _MARKDOWN.sub("", s)
-    return " ".join(s.split())
+@dataclass(frozen=True)
+class _Record:
+    """A candidate record: its normalised value, or why it is no answer."""
+
+    value: Any = None
+    void: str | None = None
 
 
-def name_key(s: Any) -> str:
-    """A name as compared: NFKC, case-folded, punctuation and spacing ignored."""
-    s = unicodedata.normalize("NFKC", str(s)).casefold()
-    return " ".join(re.sub(r"[^\w]+", " ", s).split())
+# --------------------------------------------------------------------------------- finding records
 
 
-def loose_equal_text(a: Any, b: Any) -> bool:
-    return name_key(a) == name_key(b)
-
-
-# --------------------------------------------------------------------------------------------
-# Places named in text
-# --------------------------------------------------------------------------------------------
-
-_NAME_INDEX: dict[str, tuple[dict[str, list[str]], dict[str, str]]] = {}
-
-
-def _names(city: city_handle.City) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """({name key: place ids}, {place id: name}) of the city, once per opened city."""
-    key = f"{city.db_path}@{id(city)}"
-    got = _NAME_INDEX.get(key)
-    if got is None:
-        by_key: dict[str, list[str]] = {}
-        by_id: dict[str, str] = {}
-        for pid, name in city.cursor().execute("SELECT id, name FROM places ORDER BY id").fetchall():
-            by_key.setdefault(name_key(name), []).append(pid)
-            by_id[pid] = name
-        got = (by_key, by_id)
-        _NAME_INDEX.clear()
-        _NAME_INDEX[key] = got
-    return got
-
-
-def place_mentions(city: city_handle.City, text: str) -> tuple[list[str], list[str]]:
-    """(places asserted, places rejected) that `text` names, by id or by full name, in order.
-    A name inside a longer name counts once, as the longer name; a mention right after a
-    rejecting cue ("not", "rather than", "instead of") is rejected."""
-    norm = " " + name_key(text) + " "
-    raw_tokens = re.findall(r"[A-Za-z0-9]+", unicodedata.normalize("NFKC", text))
-    spans: list[tuple[int, int, str]] = []
-    for tok in raw_tokens:
-        if tok in city.place_index:
-            pos = norm.find(" " + tok.casefold() + " ")
-            spans.append((max(pos, 0), max(pos, 0) + len(tok) + 1, tok))
-    for key, pids in _names(city)[0].items():
-        if len(pids) != 1 or not key:
+def _record_of(fields: list[tuple[str, Any]], task: str) -> dict[str, Any] | None:
+    """A record from (field name as written, value) pairs naming fields of the task."""
+    allowed = TASK_FIELDS.get(task, set())
+    record: dict[str, Any] = {}
+    for name, value in fields:
+        key = norm_key(name)
+        if key not in allowed:
             continue
-        start = norm.find(" " + key + " ")
-        while start >= 0:
-            spans.append((start, start + len(key) + 1, pids[0]))
-            start = norm.find(" " + key + " ", start + 1)
-    spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
-    asserted: list[str] = []
-    rejected: list[str] = []
-    end = -1
-    for s, e, pid in spans:
-        if s < end and e <= end:
-            continue  # inside a longer mention
-        end = max(end, e)
-        before = norm[max(0, s - 24) : s + 1]
-        target = rejected if _REJECT_BEFORE.search(before.rstrip()) else asserted
-        if pid not in target:
-            target.append(pid)
-    return asserted, [p for p in rejected if p not in asserted]
-
-
-def _place_name(city: city_handle.City, pid: str) -> str:
-    return _names(city)[1][pid]
-
-
-# --------------------------------------------------------------------------------------------
-# Normalising one JSON answer
-# --------------------------------------------------------------------------------------------
-
-
-def _norm_key(k: Any) -> str:
-    key = "_".join(re.sub(r"[^\w]+", " ", unicodedata.normalize("NFKC", str(k)).casefold()).split())
-    return _KEY_ALIASES.get(key, _KEY_ALIASES.get(key.replace("_", ""), key))
-
-
-def _norm_json(x: Any) -> Any:
-    if isinstance(x, dict):
-        out: dict[str, Any] = {}
-        for k, v in x.items():
-            out.setdefault(_norm_key(k), _norm_json(v))
-        return out
-    if isinstance(x, list):
-        return [_norm_json(v) for v in x]
-    if isinstance(x, str):
-        return clean_text(x)
-    return x
-
-
-def _enum(value: Any, table: dict[str, tuple[str, ...]]) -> Any:
-    if not isinstance(value, str):
-        return value
-    v = name_key(value)
-    for canonical, words in table.items():
-        if v in {name_key(w) for w in words}:
-            return canonical
-    hits = {c for c, words in table.items() for w in words if re.search(rf"\b{re.escape(name_key(w))}\b", v)}
-    return hits.pop() if len(hits) == 1 else value
-
-
-class _Void(Exception):
-    """The answer offers a candidate that is no answer (the one-answer rule)."""
-
-
-def _item(city: city_handle.City, item: Any, where: str, rules: list[str]) -> Any:
-    """A place item ({name, place_id, reason, ...} or a bare name / id) with its place_id found."""
-    if isinstance(item, str):
-        item = {"name": item}
-    if not isinstance(item, dict):
-        return item
-    reason = item.get("reason")
-    if isinstance(reason, str) and RETRACTION_RE.search(reason):
-        raise _Void(f"{where}: its reason withdraws the recommendation")
-    pid = item.get("place_id")
-    if isinstance(pid, str) and pid.strip() in city.place_index:
-        return item
-    found: list[str] = []
-    for text in (pid, item.get("name")):
-        if isinstance(text, str) and text:
-            asserted, _ = place_mentions(city, text)
-            found = asserted
-            if found:
-                break
-    if len(found) == 1:
-        rules.append(f"{where}: place read from its name or text")
-        return {**item, "place_id": found[0]}
-    if len(found) > 1:
-        raise _Void(f"{where} names several places")
-    return item
-
-
-def _verdict(text: str) -> bool | None:
-    t = text.strip()
-    yes, no = bool(_YES.match(t)), bool(_NO.match(t))
-    if yes == no:
-        return None
-    if _VERDICT_HEDGE.search(t):
-        raise _Void("the verdict hedges")
-    return yes
-
-
-def _place_value(city: city_handle.City, value: Any, rules: list[str]) -> Any:
-    if isinstance(value, list):
-        if len(value) == 1:
-            return _place_value(city, value[0], rules)
-        raise _Void("the answer offers several values")
-    if isinstance(value, dict):
-        for key in ("place_id", "name", "value", "answer"):
-            if key in value:
-                return _place_value(city, value[key], rules)
-        return value
-    if not isinstance(value, str):
-        return value
-    text = value.strip().rstrip(".。!！")
-    verdict = _verdict(text)
-    if verdict is not None:
-        rules.append("verdict read from words")
-        return verdict
-    digits = words_to_digits(text)
-    if _NUMERIC_VALUE.match(digits):
-        x = quantity(digits)
-        if x is not None:
-            rules.append("number read with its unit or from words")
-            return int(x) if float(x).is_integer() else x
-    asserted, rejected = place_mentions(city, text)
-    if len(asserted) > 1:
-        raise _Void("the answer names several places")
-    if len(asserted) == 1:
-        name = _place_name(city, asserted[0])
-        if name != value:
-            rules.append("place read from the text" + (" (an alternative named to reject it)" if rejected else ""))
-        return name
-    return text if text != value else value
-
-
-def _check_verdict_reason(obj: dict[str, Any]) -> None:
-    value, reason = obj.get("answer"), obj.get("reason")
-    if not isinstance(value, bool) or not isinstance(reason, str):
-        return
-    if value and _SAYS_NO.search(reason) and not _SAYS_YES.search(reason):
-        raise _Void("the verdict is true but its reason says no")
-    if not value and _SAYS_YES.search(reason) and not _SAYS_NO.search(reason):
-        raise _Void("the verdict is false but its reason says yes")
-
-
-def _unwrap(obj: Any, task: str) -> Any:
-    route_keys = {"start", "end", "waypoints", "optimal_order"}
-    for _ in range(3):
-        if not isinstance(obj, dict) or len(obj) != 1:
-            return obj
-        ((key, inner),) = obj.items()
-        if key in _WRAPPERS or (task in ("routing", "trip") and isinstance(inner, dict) and route_keys & set(inner)):
-            obj = inner
+        if key in _REF_FIELDS:
+            record.setdefault("ref", {})[key] = value
+        elif key in ("waypoints", "optimal_order", "places") and isinstance(value, str):
+            record[key] = [v for v in _LIST_SPLIT.split(value) if v]
         else:
-            return obj
-    return obj
+            record.setdefault(key, value)
+    if task == "nearby" and isinstance(record.get("places"), list) and "answer" not in record:
+        record["answer"] = record.pop("places")
+    return record or None
 
 
-def normalise_answer(
-    city: city_handle.City, task: str, obj: Any, rules: list[str], request_places: frozenset[str] = frozenset()
-) -> Any:
-    """One candidate answer rewritten into the Table 5 schema the paper protocol reads
-    (`request_places`: the places the request names, which a Nearby answer in prose mentions
-    without offering them). Raises `_Void` when the candidate is itself several answers or none."""
-    obj = _unwrap(_norm_json(obj), task)
-    if task == "place":
-        if not isinstance(obj, dict):
-            return _place_value(city, obj, rules)
-        if "answer" in obj:
-            obj = {**obj, "answer": _place_value(city, obj["answer"], rules)}
-            reason = obj.get("reason")
-            recommends = isinstance(obj["answer"], str) and place_mentions(city, obj["answer"])[0]
-            if recommends and isinstance(reason, str) and RETRACTION_RE.search(reason):
-                raise _Void("its reason withdraws the recommendation")
-            _check_verdict_reason(obj)
-        return obj
-    if task == "nearby":
-        items = obj.get("answer", obj.get("places")) if isinstance(obj, dict) else obj
-        if isinstance(items, dict):
-            items = [items]
-        if isinstance(items, str):  # the places named in prose ("1. **A** (28 m) 2. **B** ...")
-            if RETRACTION_RE.search(items):
-                raise _Void("the answer withdraws a recommendation")
-            asserted, _ = place_mentions(city, items)
-            asserted = [p for p in asserted if p not in request_places]  # "28 m from <the anchor>"
-            if asserted:
-                rules.append("places read from the prose")
-                items = [{"name": _place_name(city, pid), "place_id": pid} for pid in asserted]
-        if isinstance(items, list):
-            items = [_item(city, it, f"answer[{k}]", rules) for k, it in enumerate(items)]
-            return {**obj, "answer": items} if isinstance(obj, dict) else {"answer": items}
-        return obj
-    if not isinstance(obj, dict):
-        return obj
-    out = dict(obj)
-    for key in ("start", "end"):
-        if key in out:
-            out[key] = _item(city, out[key], key, rules)
-    if isinstance(out.get("waypoints"), list):
-        out["waypoints"] = [_item(city, w, f"waypoints[{k}]", rules) for k, w in enumerate(out["waypoints"])]
-    if isinstance(out.get("optimal_order"), list):
-        out["optimal_order"] = [
-            _item(city, o, f"optimal_order[{k}]", rules) for k, o in enumerate(out["optimal_order"])
-        ]
-    for key, table in (("vehicle", VEHICLES), ("mode", MODES)):
-        if key in out:
-            value = _enum(out[key], table)
-            if value != out[key]:
-                rules.append(f"{key} synonym {out[key]!r} read as {value!r}")
-            out[key] = value
-    for key in list(out):
-        m = _UNIT_KEY.match(key)
-        target = m and ("total_distance_m" if m.group("what") == "distance" else "total_time_s")
-        if m and target and target not in out:
-            factor, value = _KEY_UNITS[m.group("unit")], out[key]
-            x = value * factor if isinstance(value, (int, float)) and not isinstance(value, bool) else value
-            rules.append(f"{target} read from '{key}'")
-            out[target] = int(x) if isinstance(x, float) and x.is_integer() else x
-    for key, dim in (("total_distance_m", "distance"), ("total_time_s", "time")):
-        v = out.get(key)
-        if isinstance(v, str):
-            x = quantity(v, dim)
-            if x is not None:
-                rules.append(f"{key} read from {v!r}")
-                out[key] = int(x) if float(x).is_integer() else x
-    return out
+def _from_table(rows: list[Segment], task: str) -> Iterator[tuple[Segment, Any]]:
+    allowed = TASK_FIELDS.get(task, set())
+    header = rows[0].header
+    named = [norm_key(h) in allowed for h in header]
+    body = [r for r in rows if r.cells != header]
+    if len(header) == 2 and sum(norm_key(r.cells[0]) in allowed for r in rows if r.cells) * 2 >= len(rows):
+        # a table of fields and values (its header may be a field too, or "Field | Value")
+        record = _record_of([(r.cells[0], r.cells[1]) for r in rows if len(r.cells) >= 2], task)
+        if record:
+            yield rows[0], record
+        return
+    if sum(named) >= 2 or (sum(named) == 1 and task == "nearby"):
+        records = [_record_of(list(zip(header, r.cells)), task) for r in body]
+        records = [r for r in records if r]
+        if task == "nearby" and records:
+            yield rows[0], {"answer": records}
+        else:
+            yield from ((rows[0], r) for r in records)
 
 
-# --------------------------------------------------------------------------------------------
-# Reading a submission
-# --------------------------------------------------------------------------------------------
+def _from_sections(doc: Document, task: str) -> Iterator[tuple[Segment, Any]]:
+    """`## field` headings with their text or list below; consecutive ones are one record, and a
+    field named again starts the next record (two answers written one after the other)."""
+    allowed = TASK_FIELDS.get(task, set())
+    records: list[tuple[Segment, list[tuple[str, Any]]]] = []
+    current: tuple[str, list[Segment]] | None = None
+
+    def close() -> None:
+        if current is not None:
+            name, body = current
+            items = [s.text for s in body if s.kind == "item"]
+            text = " ".join(s.text for s in body if s.kind in ("line", "code"))
+            records[-1][1].append((name, items if items and (len(items) > 1 or not text) else text))
+
+    for seg in doc.segments:
+        if seg.kind == "heading":
+            close()
+            current = None
+            key = norm_key(seg.text)
+            if key in allowed:
+                if not records or key in {norm_key(n) for n, _ in records[-1][1]}:
+                    records.append((seg, []))
+                current = (seg.text, [])
+        elif current is not None:
+            current[1].append(seg)
+    close()
+    for first, fields in records:
+        record = _record_of(fields, task)
+        if record:
+            yield first, record
 
 
-#: no answer of any task nests deeper (the paper protocol's schema check says the same)
-MAX_ANSWER_DEPTH = 100
+def _from_field_lines(doc: Document, task: str, taken: set[int]) -> Iterator[tuple[Segment, Any]]:
+    """Runs of `Field: value` lines (or items) naming fields of the task, each run one record (a
+    field named again starts the next)."""
+    allowed = TASK_FIELDS.get(task, set())
+    run: list[tuple[Segment, str, str]] = []
+
+    def flush() -> Iterator[tuple[Segment, Any]]:
+        if run:
+            record = _record_of([(name, value) for _s, name, value in run], task)
+            if record:
+                yield run[0][0], record
+        run.clear()
+
+    for seg in doc.segments:
+        found = _FIELD_LINE.match(seg.text) if seg.kind in ("line", "item") and seg.index not in taken else None
+        if found and norm_key(found.group(1)) in allowed:
+            if norm_key(found.group(1)) in {norm_key(name) for _s, name, _v in run}:
+                yield from flush()  # a field named again: the next record
+            run.append((seg, found.group(1), found.group(2)))
+        else:
+            yield from flush()
+    yield from flush()
 
 
-def _json_spans(text: str) -> list[tuple[int, int, Any]]:
-    """Every top-level JSON object or array in `text` (prose around them allowed)."""
-    decoder = json.JSONDecoder()
-    out: list[tuple[int, int, Any]] = []
-    i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = decoder.raw_decode(text, i)
-            except RecursionError:
-                # nested beyond the parser: every opener inside belongs to the same too-deep value
-                while i < len(text) and (text[i] in "{[" or text[i].isspace()):
-                    i += 1
-                continue
-            except json.JSONDecodeError:
-                i += 1
-                continue
-            if nesting_depth(value, MAX_ANSWER_DEPTH + 1) > MAX_ANSWER_DEPTH:  # deeper than any answer
-                i = end
-                continue
-            if isinstance(value, (dict, list)) and value:
-                out.append((i, end, value))
-                i = end
-                continue
-        i += 1
-    return out
+def _json_records(doc: Document, task: str, rules: list[str]) -> list[tuple[Segment, Any]]:
+    values = [seg for seg in doc.segments if seg.kind == "json"]
+    answers = [seg for seg in values if looks_like_answer(task, seg.value)]
+    if answers and len(answers) < len(values):
+        rules.append("JSON fragments that are not answers left out")
+        values = answers
+    return [(seg, seg.value) for seg in values]
 
 
-_ANSWER_KEYS = {
-    "place": {"answer"},
-    "nearby": {"answer", "places", "place_id", "name"},
-    "routing": {"start", "end", "waypoints", "optimal_order", "total_distance_m", "total_time_s"},
-    "trip": {"start", "end", "waypoints", "optimal_order", "total_distance_m", "total_time_s"},
-}
+def _unreadable_corrections(doc: Document, city: city_handle.City, taken: set[int]) -> Iterator[Segment]:
+    """Prose lines that correct the answer to a place ("Actually, go to X instead") but hold no
+    record: a candidate the reader cannot read, which replaces what came before it."""
+    for seg in doc.segments:
+        if seg.index in taken or seg.kind not in ("line", "item") or not seg.text:
+            continue
+        folded = fold(seg.text)
+        corrects = cue.CORRECTION.search(folded) or re.search(r"\binstead\b(?!\s+of)", folded)
+        if corrects and mentions(city, seg.text):
+            yield seg
 
 
-def _looks_like_answer(task: str, value: Any) -> bool:
-    """Whether a JSON value found in prose has the top-level fields of the task's answer."""
-    value = _unwrap(_norm_json(value), task)
-    if isinstance(value, list):
-        return task == "nearby" and any(isinstance(v, dict) and {"place_id", "name"} & set(v) for v in value)
-    return isinstance(value, dict) and bool(_ANSWER_KEYS.get(task, set()) & set(value))
+def _normalised(city: city_handle.City, task: str, value: Any, rules: list[str], request: frozenset[str]) -> _Record:
+    try:
+        return _Record(normalise_answer(city, task, value, rules, request))
+    except Void as exc:
+        return _Record(void=str(exc))
+
+
+def _key(record: _Record, seg: Segment) -> Any:
+    if record.void is not None:
+        return ("void", record.void, seg.index)
+    return json.dumps(record.value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _find(
+    doc: Document, city: city_handle.City, task: str, rules: list[str], request: frozenset[str]
+) -> list[Found[_Record]]:
+    raw_records = _json_records(doc, task, rules)
+    taken = {seg.index for seg, _ in raw_records}
+    structured: list[tuple[Segment, Any, str]] = [(seg, v, "") for seg, v in raw_records]
+    if not structured:
+        for rows in doc.groups("row").values():
+            structured += [(seg, v, "record read from a table") for seg, v in _from_table(rows, task)]
+    if not structured:
+        structured += [(seg, v, "record read from its sections") for seg, v in _from_sections(doc, task)]
+    if not structured:
+        structured += [(seg, v, "record read from field lines") for seg, v in _from_field_lines(doc, task, taken)]
+    found: list[Found[_Record]] = []
+    for seg, value, rule in structured:
+        if rule and rule not in rules:
+            rules.append(rule)
+        record = _normalised(city, task, value, rules, request)
+        found.append(Found(seg.index, 0, 0, record, _key(record, seg)))
+    if found:
+        taken |= {f.segment for f in found}
+        for seg in _unreadable_corrections(doc, city, taken):
+            void = _Record(void="a correction the reader cannot read as an answer")
+            found.append(Found(seg.index, 0, len(seg.text), void, _key(void, seg)))
+    return found
+
+
+# --------------------------------------------------------------------------------- the submission
 
 
 def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str, question: str = "") -> Reading:
@@ -497,40 +251,46 @@ def read_submission(city: city_handle.City, task: str, raw: Any, protocol: str, 
     if protocol != "robust":
         raise ValueError(f"protocol must be robust or paper, got {protocol!r}")
     reading = Reading()
-    values: list[Any] = [raw]
-    if isinstance(raw, str):
-        text = unicodedata.normalize("NFKC", raw).strip()
-        spans = _json_spans(text)
-        if spans:
-            values = [v for _, _, v in spans]
-            if text[: spans[0][0]].strip() or text[spans[-1][1] :].strip():
-                reading.rules.append("JSON read from the prose around it")
-            after = text[spans[0][1] :]
-            prose_after = "".join(text[e:s] for (_, e, _), (s, _, _) in zip(spans, [*spans[1:], (len(text), 0, None)]))
-            if CORRECTION_RE.search(prose_after) and len(spans) == 1:
-                reading.void = "the answer corrects itself after its JSON"
-            elif RETRACTION_RE.search(after if len(spans) == 1 else prose_after):
-                reading.void = "the answer withdraws its recommendation"
-        else:
-            values = [clean_text(text)]
-    if len(values) > 1:
-        # a JSON fragment of the explanation ({"leg": 1}) is not an answer the submission offers
-        answers = [v for v in values if _looks_like_answer(task, v)]
-        if answers and len(answers) < len(values):
-            reading.rules.append("JSON fragments that are not answers left out")
-            values = answers
-    request_places = frozenset(place_mentions(city, question)[0]) if question else frozenset()
+    request = frozenset(pid for _s, _e, pid in mentions(city, question)) if question else frozenset()
+    if not isinstance(raw, str):
+        record = _normalised(city, task, raw, reading.rules, request)
+        return _finish(reading, [record])
+    text = nfkc(raw).strip()
+    doc = parse(text)
+    found = _find(doc, city, task, reading.rules, request)
+    if not found:  # the whole text, read as a value
+        return _finish(reading, [_normalised(city, task, clean_text(text), reading.rules, request)])
+    if any(seg.kind != "json" and seg.text for seg in doc.segments) and any(
+        doc.segments[f.segment].kind == "json" for f in found
+    ):
+        reading.rules.append("JSON read from the prose around it")
+    candidates, retractions = assign_roles(doc, found, question)
+    decision = decide(candidates, retractions)
+    for rule in decision.rules():
+        if "live candidates" not in rule and rule != "no candidate answer":
+            reading.rules.append(f"one-answer rule: {rule}")
+    if not decision.live:
+        retracted = decision.aside(RETRACTED) or any(c.role is Role.CORRECTION for c in candidates)
+        reading.void = (
+            "the answer corrects itself and offers no answer in its place"
+            if retracted or decision.retractions
+            else "the answer rejects every answer it names"
+        )
+        reading.rules.append(f"one-answer rule: {reading.void}")
+        return reading
+    return _finish(reading, [c.value for c in decision.live])
+
+
+def _finish(reading: Reading, records: list[_Record]) -> Reading:
     seen: set[str] = set()
-    for value in values:
-        try:
-            cand = normalise_answer(city, task, value, reading.rules, request_places)
-        except _Void as exc:
-            reading.void = reading.void or str(exc)
+    for record in records:
+        if record.void is not None:
+            reading.void = reading.void or record.void
             continue
-        key = json.dumps(cand, sort_keys=True, ensure_ascii=False, default=str)
+        key = json.dumps(record.value, sort_keys=True, ensure_ascii=False, default=str)
         if key not in seen:
             seen.add(key)
-            reading.candidates.append(cand)
+            reading.candidates.append(record.value)
     if len(reading.candidates) > 1:
         reading.rules.append(f"one-answer rule: {len(reading.candidates)} different answers, the worst is scored")
     if reading.void:

@@ -123,6 +123,8 @@ class Trajectory:
     calls: list[ToolCallRecord] = field(default_factory=list)  # every call except submit_answer
     submitted: Any = None
     submit_calls: int = 0
+    #: the text of the last assistant message, when the sample ends with one (no tool call after it)
+    final_text: str | None = None
     refused: int = 0  # calls refused because the tool budget was spent
     observed: set[str] = field(default_factory=set)
     legs: dict[tuple[str, str, str, str], tuple[float, float]] = field(default_factory=dict)
@@ -140,6 +142,15 @@ class Trajectory:
     def leg(self, a: str, b: str, vehicle: str, mode: str) -> tuple[float, float] | None:
         """A leg the agent saw, in either direction (the road graph is undirected)."""
         return self.legs.get((a, b, vehicle, mode)) or self.legs.get((b, a, vehicle, mode))
+
+    def submission(self, protocol: str, answer_channel: str = "tool") -> tuple[Any, bool]:
+        """(the answer, whether it is the last reply): the `submit_answer` call's result; without
+        one, the last reply where it was asked for (the text channel) or where the protocol reads
+        what a model says however it is delivered (robust)."""
+        asked_or_read = protocol == "robust" or answer_channel == "text"
+        if self.submitted is None and self.final_text is not None and asked_or_read:
+            return self.final_text, True
+        return self.submitted, False
 
     def observed_text(self) -> str:
         """Everything the tools returned, as text (for the judges' evidence)."""
@@ -162,6 +173,8 @@ def trajectory_from_messages(messages: list[Any]) -> Trajectory:
     for msg in messages:
         role = getattr(msg, "role", "")
         if role == "assistant":
+            text = _message_text(getattr(msg, "content", "")).strip()
+            traj.final_text = text if text and not getattr(msg, "tool_calls", None) else None
             for call in getattr(msg, "tool_calls", None) or []:
                 pending[call.id] = (call.function, dict(call.arguments or {}))
                 order.append(call.id)

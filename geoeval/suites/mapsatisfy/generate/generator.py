@@ -193,13 +193,21 @@ def generate(
             continue
         record, recorded = _instance(cand, city, kept, dropped, len(instances), seed)
         for tool, args, response in recorded:
-            store.add(
-                tool,
-                args,
-                json.dumps(response, ensure_ascii=False),
-                trace_id=record["task_id"],
-                source=f"generated:{seed}",
-            )
+            # search_poi's cur_adcode takes the city's name as well as its code (the catalogue):
+            # the store answers each, as the service would (the context gives the agent the name,
+            # "浙江省/杭州市", whose city is 杭州市)
+            names = dict.fromkeys([city.name, city.name.split("/")[-1]])
+            forms = [args]
+            if args.get("cur_adcode") == city.adcode:
+                forms += [{**args, "cur_adcode": name} for name in names]
+            for form in forms:
+                store.add(
+                    tool,
+                    form,
+                    json.dumps(response, ensure_ascii=False),
+                    trace_id=record["task_id"],
+                    source=f"generated:{seed}",
+                )
         instances.append(parse_instance(record))
         funnel["accepted"] += 1
     return Generated(instances=instances, store=store, city=city, funnel=funnel)

@@ -132,14 +132,15 @@ _HOURS = re.compile(r"(\d{1,2}):(\d{2})\s*[-~至到]\s*(\d{1,2}):(\d{2})")
 
 
 def _common_substrings(a: str, b: str, min_len: int = 2) -> list[str]:
-    """Maximal common substrings of a and b of at least `min_len` characters."""
-    found: set[str] = set()
+    """Maximal common substrings of a and b of at least `min_len` characters, in the order `a`
+    holds them (a set's order would vary with the hash seed: the oracle's answers did)."""
+    found: dict[str, None] = {}
     for i in range(len(a)):
         k = 0
         while i + k < len(a) and a[i : i + k + 1] in b:  # the longest prefix of a[i:] that b contains
             k += 1
         if k >= min_len:
-            found.add(a[i : i + k])
+            found.setdefault(a[i : i + k])
     return [s for s in found if not any(s != t and s in t for t in found)]
 
 
@@ -336,7 +337,7 @@ def robust_facts(instance: Any, trajectory: Trajectory, ev: Evidence) -> tuple[A
     anywhere still counts for faithfulness."""
     from geoeval.suites.mapsatisfy.judging.reading import read_robust
 
-    reading = read_robust(trajectory.answer, ev, user_words(instance, trajectory))
+    reading = read_robust(trajectory.answer, ev, user_words(instance, trajectory), trajectory.recommended)
     positive = read_answer(reading.positive, ev)
     every_claim = read_answer(reading.text, ev)
     facts = AnswerFacts(

@@ -18,14 +18,18 @@ class Trajectory:
     tool_calls: list[dict[str, Any]]  # {name, arguments, content, match_type, error}
     given: list[str]  # texts the agent was given: query, context, profile, user replies
     profile_in_prompt: bool = False
+    #: the records the last reply recommends, as the typed channel named them (None: text)
+    recommended: list[str] | None = None
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Trajectory:
+        recommended = record.get("recommended")
         return cls(
             answer=record.get("answer", ""),
             tool_calls=list(record.get("tool_calls", [])),
             given=list(record.get("given", [])),
             profile_in_prompt=bool(record.get("profile_in_prompt")),
+            recommended=list(recommended) if recommended is not None else None,
         )
 
 

@@ -483,6 +483,11 @@ def system_prompt(scenario: Scenario, qa_type: str) -> str:
     )
 
 
+def text_answer_line() -> str:
+    """The user prompt's last line, which asks for the answer between the tags."""
+    return f"Answer between {ANSWER_BEGIN} and {ANSWER_END}."
+
+
 def user_prompt(q: QAQuery, tables: dict[str, str], table_format: TableFormat) -> str:
     blocks = "".join(
         f"\n{title} ({table_format}):\n```{table_format}\n{text.rstrip()}\n```\n" for title, text in tables.items()

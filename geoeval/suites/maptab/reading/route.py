@@ -1,161 +1,124 @@
-"""The robust reading of a route answer (`scoring.protocol=robust`; README "Answer protocol").
+"""The robust reading of a route answer (`scoring.protocol=robust`; README "Answer protocol"): the
+candidate routes of an answer, found in every form a model writes them, and the core's one-answer
+rule over them (`geoeval.core.reading`).
 
-`read_route(text)` finds the routes an answer states and applies the one-answer rule; the metrics
-(`reading/match.py`) then compare each kept route with the references, station by station.
+Where routes are found, in the answer's parsed segments (`core.reading.document`):
 
-Where the routes are: the `<route_begin>...<route_end>` spans when the answer has any (the
-authors' format marks its answer), else the text inside code fences when it has any, else every
-line. A line states a route when, after its typesetting is taken away, it splits into two or more
-station names:
+* lines, code lines and headings: each piece of a line (split at sentence ends, commas, " / ",
+  " | ", " or ", " and ") that `route_line.read_line` reads as a route; a line that lists
+  stations of the map separated by commas ("Route: A, B (transfer), C") is one route;
+* lists: the items of a list that each name one station, when its lead or section names a route
+  ("**Route:**", "## Path", "路线") or every item is a station of the map, are one route;
+* tables: a column of stations (header "Station", "Stop", "Name", "站") is one route, its
+  transfer column ("Transfer": yes / true / ✓) or each cell's mark giving the marks; a "Route"
+  column, and any other cell, is read as a line; a From / To table of legs that chain is one
+  route, read only when nothing else states one (its legs may skip the stations of one line);
+* JSON: a list of station names or of objects naming a station (with a `transfer` flag), a string
+  read as a line, an object keyed `route` / `path` / `stations` / `answer` ... read inside (with
+  `transfer_at` / `transfers` / `changes` listing its transfer stations), and `routes` /
+  `options` / `alternatives` as several candidates;
+* transfers said in words: one route written without marks takes them from "Transfer at B",
+  "change lines at B", "Transfer stations: B, C", "(transfer at B)", "在B换乘" (stations of the
+  route, not its ends);
+* legs alone: an answer that states only two-station legs that chain ("1. A → B (Red Line)",
+  "2. B → C (Blue Line)") rides the route they make, a transfer where one leg's line gives way to
+  another's.
 
-* separators: "-" with or without spaces, en and em dashes, arrows ("->", "→", "=>", "⟶", ">");
-* taken away: NFKC (full-width forms), markdown emphasis and code marks, bullets and numbering,
-  a lead-in label ending in a colon ("Route:", "The optimal route is:"), cue words at the ends
-  ("Actually, take ... instead"), a final full stop, and per station any comment after a colon or
-  comma and any parenthetical that is not a transfer mark ("B (Red Line)" is "B");
-* a route written as a list, one station an item, under a header naming it ("Route:", "The
-  optimal path is:") is read as one line;
-* a transfer mark is any parenthetical that says transfer, change or 换乘, in any case or
-  bracket ("B (Transfer)", "B（transfer）", "B [transfer]"); it is kept as "(transfer)";
-* a piece that reads as a sentence (a verb, a pronoun, more than six words, ; ! ?) makes the line
-  prose, not a route ("I'm sorry - I cannot tell"); a piece that is a quantity or a line's name
-  makes it a summary ("Total: 3 stations - 1 transfer", "Lines: Red Line -> Blue Line").
+When the answer marks itself (`<route_begin>` ... `<route_end>`, the authors' format), only the
+marked spans are candidates; the words around them still say what each is ("<route_begin>A<route_end>
+or <route_begin>B<route_end>" offers two).
 
-The one-answer rule, over the routes in reading order:
-
-* a route on a line that rejects it ("do not take", "wrong", "avoid", "not", "instead of",
-  "rather than", "incorrect", "not optimal", or a worse comparison: "slower", "longer", "more
-  expensive", "more transfers") is not offered: it is dropped (`rejected`);
-* a route on a line that corrects ("actually", "correction", "on second thought", "wait",
-  "I was wrong", "instead", "update", "更正", "改为") replaces every route before it (`retracted`):
-  the correction is the answer;
-* a route whose stations are a contiguous stretch of another kept route, or two of its stations
-  in its order (a leg of a leg-by-leg explanation, which may skip the stations of one line, or a
-  restatement) adds nothing (`legs`); a route stated twice is one route;
-* what remains are the answer's candidates. One candidate is the answer; several (a hedge,
-  alternatives, a list of every route) are scored by the worst of them (`reading/match.py`).
+A route's identity (`key`) is its stations by `reading.text.name_key` and their marks, and a route
+subsumes another whose stations are a contiguous stretch of it or two of its stations in its order
+(a leg of a leg-by-leg explanation, which may ride past the stations of one line). Everything else,
+which candidate is rejected, corrected, echoed, hedged or final, is the core's (`core/reading/`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from geoeval.suites.maptab.metrics import PROSE_WORDS, ROUTE_BEGIN, ROUTE_END, TRANSFER_MARK, tagged_texts
-from geoeval.suites.maptab.reading.text import name_key, plain
+from geoeval.core.reading.candidates import Found, assign_roles
+from geoeval.core.reading.document import Document, Segment, parse
+from geoeval.core.reading.normalise import plain
+from geoeval.core.reading.rule import Decision, decide
+from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END
+from geoeval.suites.maptab.reading.route_line import (
+    MAX_LINE_CHARS,
+    Stop,
+    read_line,
+    route_text,
+    station_item,
+    stop,
+)
+from geoeval.suites.maptab.reading.stations import Stations
+from geoeval.suites.maptab.reading.text import name_key
 
-_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
-# arrows first ("->" holds a dash), then dashes of every width with any spacing
-_SEPARATOR = re.compile(r"\s*(?:-+>|=+>|[→⟶⇒➔➜⟹➡➝⇨⇢►▶]\ufe0f?|—+>|–+>|(?<=\S)\s*>\s*(?=\S)|[-–—―‒﹣])\s*")
-# a transfer mark says only that: "(transfer)", "(Transfer here)", "(change to the Blue Line)",
-# "[换乘]"; "(2 transfers, 25 min)" after the last station is a comment on the route
-_TRANSFER = re.compile(
-    r"[\(\[\{]\s*(?:transfer|change|interchange|换乘|轉乘|换车)(?:\s+(?:here|station|point|to\b[^()\[\]{}\d]*))?"
-    r"\s*[\)\]\}]",
+Route = tuple[Stop, ...]
+
+# a line may offer several routes: "A-B-C / but maybe: A-D-C", "A-B-C or A-D-C", "A-B-C; not
+# A-D-C", "Take A-B-C. Actually, take A-D-C instead.", "A-B-C, not A-D-C", "可能是A-B，也可能是A-C"
+# (a comma ends a piece: a comment after a station is its own piece, and no route holds one)
+_PIECE_BREAK = re.compile(
+    r"(?<=[.!?])\s+|[。！？；]\s*|;\s*|\s+and\s+|\s+und\s+|\s+et\s+|\s+y\s+|\s+/\s+|\s+\|\s+|\s+or\s+|\s+oder\s+|\s+ou\s+|\s+o\s+|或者|或|"
+    r",\s+|,(?=[^\x00-\x7f])",
     re.IGNORECASE,
 )
-# a comment after a station: the line taken there, or a count ("B on the Red Line", "C (3 stops)")
-_COMMENT = re.compile(
-    r"\s+(?:(?:on|via|by|using|along|taking|with)\s+(?:the\s+)?\S.*\bline\b.*|\d+\s*(?:min|minutes?|stops?|stations?)\b.*)$",
-    re.IGNORECASE,
+_ROUTE_LABEL = re.compile(r"\b(?:route|path|answer|itinerary|stations?|stops?)\b|路线|路径|答案|站点", re.IGNORECASE)
+_STATION_HEADER = re.compile(
+    r"^(?:station(?:\s+name)?|stop|name|车站|站点|站名|站|駅|estaci[oó]n|gare|haltestelle)$", re.I
 )
-_PARENTHETICAL = re.compile(r"\s*[\(\[\{][^()\[\]{}]*[\)\]\}]")
-_BULLET = re.compile(r"^\s*(?:[-*•+]\s+|\d+\s*[.)]\s+|step\s+\d+\s*[:.)]\s*|>\s*)", re.IGNORECASE)
-_LABEL = re.compile(
-    r"^(?:so,?\s+)?(?:the\s+|my\s+|your\s+)?(?:(?:final|optimal|best|shortest|fastest|cheapest|recommended|correct)\s+)*"
-    r"(?:route|answer|path)(?:\s+is)?\s*[:：]?\s+",
-    re.IGNORECASE,
-)
-_REJECT = re.compile(
-    r"\b(?:do\s+not|don't|dont|never|avoid|wrong|incorrect|not|rather\s+than|instead\s+of|isn't|is\s+not|"
-    r"not\s+optimal|suboptimal|rejected?|discard(?:ed)?|slower|longer|worse|costlier|more\s+expensive|"
-    r"more\s+transfers|less\s+comfortable|less\s+reliable)\b|不要|不推荐|错误|更慢|更长|更贵",
-    re.IGNORECASE,
-)
-_CORRECT = re.compile(
-    r"\b(?:actually|correction|corrected|on\s+second\s+thought|wait|i\s+was\s+wrong|instead|update[d]?|"
-    r"revised|let\s+me\s+correct|scratch\s+that)\b|更正|改为|改去",
-    re.IGNORECASE,
-)
-# words at the start or end of a route line that say what to do with it, not where to go
-_LEAD = re.compile(
-    r"^(?:(?:actually|correction|wait|so|ok(?:ay)?|update|instead|hmm|well|then|or|and|but|maybe|perhaps|"
-    r"probably|alternatively|possibly|please|i\s+would|i'd|you\s+should|you\s+can|just|avoid|not|never|"
-    r"don't|do\s+not|wrong|incorrect)[\s,:;.!]+)*"
-    r"(?:(?:take|use|try|ride|go|follow|choose|pick)\s+)?(?:(?:the\s+)?route\s+)?",
-    re.IGNORECASE,
-)
-_TRAIL = re.compile(r"[\s,;]+(?:instead|then|either|too|as\s+well|is\s+better|works)\s*[.!]*\s*$", re.IGNORECASE)
-# the paper reader's prose words, and those of an apology or a hedge ("sorry", "I think")
-_PROSE_WORDS = PROSE_WORDS | frozenset(["i", "sorry", "think"])
-_WORD = re.compile(r"[^\W\d_][\w']*", re.UNICODE)
-# a piece that is a quantity ("3 stations", "12 min", "4.5") or a line's name ("Red Line", "2号线")
-# makes a line a summary ("Total: 3 stations - 1 transfer", "Lines: Red Line -> Blue Line"), not a route
-_NOT_A_STATION = re.compile(
-    r"^[\d.,]+(?:\s*(?:stations?|stops?|transfers?|changes?|min(?:ute)?s?|h(?:ours?)?|km|m|yuan|元|分钟|站)\b.*)?$|"
-    r"\bline$|线$",
-    re.IGNORECASE,
-)
-MAX_NAME_WORDS = 6
-#: a longer line is prose, never a route, and is not searched (a hostile answer may be a megabyte
-#: of one line, on which the patterns here would take quadratic time)
-MAX_LINE_CHARS = 2000
-# one line may offer several routes: "A-B-C / but maybe: A-D-C", "A-B-C or A-D-C", "A-B-C; not A-D-C",
-# "Take A-B-C. Actually, take A-D-C instead."
-_SEGMENT = re.compile(
-    r"\s+/\s+|\s+\|\s+|;\s*|\s+or\s+|\.\s+(?=(?:actually|but|or|wait|correction|instead|however|alternatively|"
-    r"maybe|perhaps|probably|not|do|don't|never|avoid|take|use|the|this|it|so|then|i|my)\b)",
-    re.IGNORECASE,
-)
+_TRANSFER_HEADER = re.compile(r"^(?:transfer|change|interchange|换乘|乗換)", re.IGNORECASE)
+_ROUTE_HEADER = re.compile(r"^(?:route|path|answer|option|路线)", re.IGNORECASE)
+_FROM_HEADER = re.compile(r"^(?:from|start|origin|起点|出发)$", re.IGNORECASE)
+_TO_HEADER = re.compile(r"^(?:to|end|destination|终点|到达)$", re.IGNORECASE)
+_YES = re.compile(r"^(?:yes|y|true|x|✓|✔|transfer|换乘|是)$", re.IGNORECASE)
+_JSON_ROUTE_KEYS = ("route", "path", "stations", "stops", "answer", "final_route", "optimal_route", "final_answer")
+_JSON_OPTION_KEYS = ("routes", "options", "alternatives", "candidates")
+_JSON_NAME_KEYS = ("station", "name", "stop", "station_name")
+_JSON_TRANSFER_KEYS = ("transfer_at", "transfers", "transfer_stations", "changes", "change_at", "interchanges")
 
 
-@dataclass(frozen=True)
-class Stop:
-    """One station of a route as the answer names it, and whether it carries a transfer mark."""
+def route_key(route: Route) -> tuple[tuple[str, bool], ...]:
+    return tuple((name_key(s.name), s.transfer) for s in route)
 
-    name: str
-    transfer: bool = False
 
-    def text(self) -> str:
-        return f"{self.name}{TRANSFER_MARK}" if self.transfer else self.name
+def _keys(route: Route) -> list[str]:
+    return [name_key(s.name) for s in route]
+
+
+def is_leg(short: Route, long: Route) -> bool:
+    """Whether `short` is a leg of the route `long`: a contiguous stretch of it, or, with two
+    stations, a ride between two of its stations in its order ("Elm Court → Millbrook (Blue
+    Line)" skips the stations in between)."""
+    s, lg = _keys(short), _keys(long)
+    n = len(s)
+    if n >= len(lg):
+        return False
+    if n == 2 and s[0] in lg and s[1] in lg[lg.index(s[0]) + 1 :]:
+        return True
+    return any(lg[i : i + n] == s for i in range(len(lg) - n + 1))
 
 
 @dataclass
 class RouteReading:
-    """What `read_route` found: the candidate routes and what the one-answer rule set aside."""
+    """What `read_route` found: the live candidate routes and the core's decision."""
 
     candidates: list[list[Stop]] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)
-    retracted: list[str] = field(default_factory=list)
-    legs: list[str] = field(default_factory=list)
-    source: str = "lines"  # where the routes were read: tags, fences or lines
+    decision: Decision[Route] = field(default_factory=Decision)
 
     def rules(self) -> list[str]:
-        fired = [f"read from {self.source}"]
-        if self.rejected:
-            fired.append("rejected route dropped")
-        if self.retracted:
-            fired.append("corrected: earlier route retracted")
-        if self.legs:
-            fired.append("legs / restatements of the route ignored")
-        if len(self.candidates) > 1:
-            fired.append("several candidates: scored by the worst")
-        return fired
+        return self.decision.rules()
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "candidates": [route_text(c) for c in self.candidates],
-            "rejected": self.rejected,
-            "retracted": self.retracted,
-            "legs": self.legs,
-            "rules": self.rules(),
-        }
-
-
-def route_text(stops: list[Stop]) -> str:
-    """A route in the paper's format, "A-B(transfer)-C"."""
-    return "-".join(s.text() for s in stops)
+        out = self.decision.as_dict(lambda r: route_text(list(r)))
+        # the set-aside routes by why, as the reading has always listed them
+        for why, name in (("rejected", "rejected"), ("retracted", "retracted"), ("subsumed", "legs")):
+            out[name] = [route_text(list(c.value)) for c in self.decision.aside(why)]
+        return out
 
 
 def answer_text(reading: RouteReading) -> str:
@@ -163,180 +126,291 @@ def answer_text(reading: RouteReading) -> str:
     return "\n".join(route_text(c) for c in reading.candidates)
 
 
-def parse_answer_text(answer: str) -> list[list[Stop]]:
-    """The inverse of `answer_text`."""
-    routes = []
-    for line in (answer or "").splitlines():
-        stops = [_stop(piece) for piece in line.split("-")]
-        if len(stops) >= 2 and all(s.name for s in stops):
-            routes.append(stops)
-    return routes
+# --------------------------------------------------------------------------------- finding routes
 
 
-def _stop(piece: str) -> Stop:
-    transfer = bool(_TRANSFER.search(piece))
-    name = _TRANSFER.sub(" ", piece)
-    name = _PARENTHETICAL.sub(" ", name)
-    name = re.split(r"[:,;]|\.\s+(?=[A-Z]?[a-z]+\s+[a-z])", name, maxsplit=1)[0]
-    name = _COMMENT.sub("", name)
-    return Stop(" ".join(name.split()).strip(" .。!\"'"), transfer)
+def _found(seg: Segment, start: int, end: int, route: list[Stop]) -> Found[Route]:
+    value = tuple(route)
+    return Found(seg.index, start, end, value, route_key(value))
 
 
-def _split(text: str) -> list[str]:
-    """`text` split at every separator outside brackets."""
-    pieces: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for ch in _SEPARATOR.sub("\x1f", text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        if ch == "\x1f" and depth == 0:
-            pieces.append("".join(current))
-            current = []
-        else:
-            current.append("-" if ch == "\x1f" else ch)
-    pieces.append("".join(current))
-    return pieces
+def _pieces(text: str, fragile: list[str]) -> Iterator[tuple[int, int, str]]:
+    """(start, end, text) of the pieces of a line that may each state a route; a break inside a
+    station's name ("St. James", "Rise or Fall") is no break."""
+    low = text.lower()
+    protected = [(m.start(), m.end()) for name in fragile for m in re.finditer(re.escape(name.lower()), low)]
+    start = 0
+    breaks = [b for b in _PIECE_BREAK.finditer(text) if not any(s <= b.start() < e for s, e in protected)]
+    for brk in [*breaks, None]:
+        end = brk.start() if brk else len(text)
+        if text[start:end].strip():
+            yield start, end, text[start:end]
+        if brk:
+            start = brk.end()
 
 
-def read_line(line: str, known: Callable[[str], bool] | None = None) -> list[Stop] | None:
-    """The route a line states, or None when it states none (module docstring). `known(name)`:
-    whether a name is a station of the map; a first or last piece that is one keeps the words a
-    lead-in or a comment would otherwise lose ("So Uk", "Well Street" are stations, not "So, ...")."""
-    text = plain(line).strip()
-    text = _BULLET.sub("", text).strip()
-    # a lead-in ending in a colon ("Route:", "but maybe:"): the route follows the last colon
-    # outside brackets that a separator follows
-    blanked = _PARENTHETICAL.sub(lambda found: " " * len(found.group()), text)
-    colons = [i for i, ch in enumerate(blanked) if ch in ":："]
-    after = [i for i in colons if _SEPARATOR.search(blanked[i + 1 :])]
-    if after:
-        text = text[after[-1] + 1 :]
-    pieces = _split(text.strip())
-    if len(pieces) < 2:
+def _span(piece: str, route: list[Stop]) -> tuple[int, int]:
+    """Where in a piece its route starts and ends (its first and last station named)."""
+    low = piece.lower()
+    first = low.find(route[0].name.lower())
+    last = low.rfind(route[-1].name.lower())
+    start = first if first >= 0 else 0
+    end = last + len(route[-1].name) if last >= start else len(piece)
+    return start, end
+
+
+#: with the map's stations known, a route names at least this many of them (a hyphenated phrase
+#: of prose, "weighted-cost path", names none)
+MIN_KNOWN_STOPS = 2
+
+
+def _names_the_map(route: list[Stop], stations: Stations | None) -> bool:
+    return stations is None or sum(stations.resolve(s.name) is not None for s in route) >= MIN_KNOWN_STOPS
+
+
+_COMMA_LIST = re.compile(r"^(?P<lead>[^:：]*[:：])?\s*(?P<items>[^,，、]+(?:\s*[,，、]\s*[^,，、]+)+?)\s*[.。]?$")
+
+
+def _comma_list(seg: Segment, stations: Stations) -> Found[Route] | None:
+    """A line that lists stations of the map separated by commas ("Route: A, B (transfer), C"):
+    a route, when every item is a station of the map."""
+    found = _COMMA_LIST.match(seg.text) if len(seg.text) <= MAX_LINE_CHARS else None
+    if found is None:
         return None
-    if not (known and known(_stop(pieces[0]).name)):
-        pieces[0] = _LEAD.sub("", _LABEL.sub("", pieces[0].strip()).strip())
-    if not (known and known(_stop(pieces[-1]).name)):
-        pieces[-1] = _TRAIL.sub("", pieces[-1])
-    if ":" in _PARENTHETICAL.sub(" ", pieces[0]):
-        return None  # "Time: 12 min - Price: 4 yuan" is a summary of labelled values
-    stops = [_stop(p) for p in pieces]
-    for stop in stops:
-        if known and known(stop.name):
-            continue  # a station's own name is never prose ("Take Five Plaza")
-        words = _WORD.findall(stop.name)
-        if (
-            not stop.name
-            or len(stop.name.split()) > MAX_NAME_WORDS
-            or any(ch in stop.name for ch in ";!?")
-            or any(w.lower() in _PROSE_WORDS for w in words)
-            or _NOT_A_STATION.search(stop.name)
-        ):
-            return None
-    return stops
-
-
-_LIST_HEADER = re.compile(r"\b(?:route|path|answer)\b[^:：]*[:：]\s*$", re.IGNORECASE)
-
-
-def _list_item(line: str) -> str | None:
-    """The station a list item names ("2. Elm Court (transfer)"), or None when it is not one."""
-    text = plain(line).strip()
-    if not _BULLET.match(text):
+    items = [i for i in re.split(r"\s*[,，、]\s*", found.group("items")) if i.strip()]
+    stops = [station_item(i, stations) for i in items]
+    if len(stops) < 2 or any(s is None or stations.resolve(s.name) is None for s in stops):
         return None
-    text = _BULLET.sub("", text).strip().rstrip(".")
-    stop = _stop(text) if text and not _SEPARATOR.search(_PARENTHETICAL.sub(" ", text)) else None
-    if stop is None or not stop.name or ":" in text:
+    start = found.start("items")
+    return _found(seg, start, len(seg.text), [s for s in stops if s])
+
+
+def _from_line(seg: Segment, stations: Stations | None, fragile: list[str]) -> Iterator[Found[Route]]:
+    if len(seg.text) > MAX_LINE_CHARS * 50:
+        return
+    listed = _comma_list(seg, stations) if stations else None
+    if listed is not None:
+        yield listed
+        return
+    for start, _end, piece in _pieces(seg.text, fragile):
+        route = read_line(piece, stations)
+        if route is not None:
+            s, e = _span(piece, route)
+            yield _found(seg, start + s, start + e, route)
+
+
+def _names_a_route(text: str) -> bool:
+    return bool(_ROUTE_LABEL.search(text))
+
+
+def _from_list(items: list[Segment], stations: Stations | None) -> Iterator[Found[Route]]:
+    """A list whose items each name one station, under a lead or section naming a route (or
+    whose items are all stations of the map), as one route."""
+    top = [it for it in items if it.depth == items[0].depth]
+    stops = [station_item(it.text, stations) for it in top]
+    if len(top) < 2 or any(s is None for s in stops):
+        return
+    every_known = stations is not None and all(stations.known(s.name) for s in stops if s)
+    if every_known or _names_a_route(top[0].lead) or _names_a_route(top[0].section):
+        yield Found(top[0].index, 0, 0, tuple(s for s in stops if s), route_key(tuple(s for s in stops if s)))
+
+
+def _column(header: tuple[str, ...], pattern: re.Pattern[str]) -> int | None:
+    return next((k for k, h in enumerate(header) if pattern.search(h.strip())), None)
+
+
+def _from_table(rows: list[Segment], stations: Stations | None) -> tuple[list[Found[Route]], list[Found[Route]]]:
+    """(routes a table states, a route its chained legs state): see the module docstring."""
+    header, body = rows[0].header, [r for r in rows[1:] if r.cells != r.header]
+    found: list[Found[Route]] = []
+    legs: list[Found[Route]] = []
+    station = _column(header, _STATION_HEADER)
+    if station is not None and len(body) >= 2:
+        transfer = _column(header, _TRANSFER_HEADER)
+        route = []
+        for r in body:
+            cell = r.cells[station] if station < len(r.cells) else ""
+            s = station_item(cell, stations)
+            if s is None:
+                route = []
+                break
+            marked = transfer is not None and transfer < len(r.cells) and bool(_YES.match(r.cells[transfer].strip()))
+            route.append(Stop(s.name, s.transfer or marked))
+        if route:
+            found.append(Found(body[0].index, 0, 0, tuple(route), route_key(tuple(route))))
+            return found, legs
+    # every other cell (a "Route" column, a one-cell table, a key-value table) is read as a line;
+    # a single-column table keeps its cell whole (its pipes are the cell's text)
+    for r in rows if not _column(header, _ROUTE_HEADER) else body:
+        for cell in r.cells:
+            route = read_line(cell, stations)
+            if route is not None:
+                found.append(_found(r, 0, 0, route))
+    start, end = _column(header, _FROM_HEADER), _column(header, _TO_HEADER)
+    if start is not None and end is not None and body:
+        chain: list[Stop] = []
+        for r in body:
+            if max(start, end) >= len(r.cells):
+                return found, []
+            a, b = stop(r.cells[start]), stop(r.cells[end])
+            if chain and name_key(chain[-1].name) != name_key(a.name):
+                return found, []
+            chain = [*chain, b] if chain else [a, b]
+        legs.append(Found(body[0].index, 0, 0, tuple(chain), route_key(tuple(chain))))
+    return found, legs
+
+
+def _json_routes(value: Any, stations: Stations | None, depth: int = 0) -> list[list[Stop]]:
+    """The routes a JSON value states (module docstring)."""
+    if depth > 4:
+        return []
+    if isinstance(value, str):
+        route = read_line(value, stations)
+        return [route] if route else []
+    if isinstance(value, list):
+        if len(value) >= 2 and all(isinstance(v, str) for v in value):
+            stops = [station_item(v, stations) for v in value]
+            if all(stops):
+                return [[s for s in stops if s]]
+            return [r for v in value for r in _json_routes(v, stations, depth + 1)]
+        if len(value) >= 2 and all(isinstance(v, dict) for v in value):
+            named = [_json_stop(v, stations) for v in value]
+            if all(named):
+                return [[s for s in named if s]]
+        return [r for v in value for r in _json_routes(v, stations, depth + 1)]
+    if isinstance(value, dict):
+        lowered = {str(k).strip().lower().replace(" ", "_"): v for k, v in value.items()}
+        for key in _JSON_OPTION_KEYS:
+            if isinstance(lowered.get(key), list):
+                return [r for v in lowered[key] for r in _json_routes(v, stations, depth + 1)]
+        for key in _JSON_ROUTE_KEYS:
+            if key in lowered:
+                routes = _json_routes(lowered[key], stations, depth + 1)
+                changes = next((lowered[k] for k in _JSON_TRANSFER_KEYS if isinstance(lowered.get(k), list)), None)
+                return [_marked_at(r, changes) for r in routes] if changes is not None else routes
+    return []
+
+
+def _marked_at(route: list[Stop], changes: list[Any]) -> list[Stop]:
+    """A route with a transfer mark at each station a separate list names ("transfer_at": [...])."""
+    keys = {name_key(str(c)) for c in changes}
+    return [Stop(s.name, s.transfer or name_key(s.name) in keys) for s in route]
+
+
+def _json_stop(item: dict[str, Any], stations: Stations | None) -> Stop | None:
+    lowered = {str(k).strip().lower(): v for k, v in item.items()}
+    name = next((lowered[k] for k in _JSON_NAME_KEYS if isinstance(lowered.get(k), str)), None)
+    if name is None:
         return None
-    words = _WORD.findall(stop.name)
-    if len(stop.name.split()) > MAX_NAME_WORDS or any(w.lower() in _PROSE_WORDS for w in words):
-        return None
-    if _NOT_A_STATION.search(stop.name):
-        return None
-    return text
+    s = station_item(name, stations)
+    flag = lowered.get("transfer", lowered.get("change", False))
+    marked = flag is True or (isinstance(flag, str) and bool(_YES.match(flag.strip())))
+    return Stop(s.name, s.transfer or marked) if s else None
 
 
-def _join_lists(lines: list[str]) -> list[str]:
-    """Lines with each route written as a list, one station an item, under a header that names it
-    ("Route:", "The optimal path is:"), joined into one route line."""
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        out.append(lines[i])
-        if _LIST_HEADER.search(plain(lines[i])):
-            items = []
-            j = i + 1
-            while j < len(lines) and (item := _list_item(lines[j])) is not None:
-                items.append(item)
-                j += 1
-            if len(items) >= 2:
-                out.append(" - ".join(items))
-                i = j
-                continue
-        i += 1
-    return out
-
-
-def _keys(stops: list[Stop]) -> list[str]:
-    return [name_key(s.name) for s in stops]
-
-
-def _is_leg(short: list[str], long: list[str]) -> bool:
-    """Whether `short` is a leg of the route `long`: a contiguous stretch of it, or, with two
-    stations, a ride between two of its stations in its order ("Elm Court → Millbrook (Blue
-    Line)" skips the stations in between)."""
-    n = len(short)
-    if n >= len(long):
-        return False
-    if n == 2 and short[0] in long and short[1] in long[long.index(short[0]) + 1 :]:
-        return True
-    return any(long[i : i + n] == short for i in range(len(long) - n + 1))
-
-
-def _cue_text(line: str, stops: list[Stop]) -> str:
-    """The line without its station names: the words around the route that say what it is."""
-    text = plain(line)
-    for stop in stops:
-        text = re.sub(rf"(?<!\w){re.escape(stop.name)}(?!\w)", " ", text, flags=re.IGNORECASE)
-    return text
-
-
-def read_route(text: str, known: Callable[[str], bool] | None = None) -> RouteReading:
-    """The robust reading of an answer (module docstring); `known`: see `read_line`."""
-    raw = text or ""
-    tagged = tagged_texts(raw, ROUTE_BEGIN, ROUTE_END)
-    reading = RouteReading()
-    if tagged:
-        lines, reading.source = [line for span in tagged for line in span.splitlines()], "tags"
-    elif fenced := _FENCE.findall(raw):
-        lines, reading.source = [line for block in fenced for line in block.splitlines()], "fences"
-    else:
-        lines = raw.splitlines()
-    kept: list[list[Stop]] = []
-    short_lines = _join_lists([whole for whole in lines if len(whole) <= MAX_LINE_CHARS])
-    for line in (segment for whole in short_lines for segment in _SEGMENT.split(whole)):
-        stops = read_line(line, known)
-        if stops is None:
+def find_routes(doc: Document, stations: Stations | None = None) -> list[Found[Route]]:
+    """Every candidate route of a parsed answer (module docstring), read knowing the map's
+    station names when `stations` is given."""
+    fragile = [n for n in stations.names if _PIECE_BREAK.search(n)] if stations else []
+    found: list[Found[Route]] = []
+    legs: list[Found[Route]] = []
+    free_items = {seg.index for items in doc.groups("item").values() for seg in items}
+    for items in doc.groups("item").values():
+        from_list = list(_from_list(items, stations))
+        found += from_list
+        if from_list:
+            free_items -= {it.index for it in items}
+    for rows in doc.groups("row").values():
+        routes, chained = _from_table(rows, stations)
+        found += routes
+        legs += chained
+    for seg in doc.segments:
+        if doc.has_markers and not seg.marked:
             continue
-        cues = _cue_text(line, stops)
-        if _REJECT.search(cues):
-            reading.rejected.append(route_text(stops))
-            continue
-        if _CORRECT.search(cues) and kept:
-            reading.retracted += [route_text(c) for c in kept]
-            kept = []
-        kept.append(stops)
-    # a restatement is one route; a stretch of a longer kept route is a leg of its explanation
-    unique: list[list[Stop]] = []
-    for stops in kept:
-        if stops not in unique:
-            unique.append(stops)
-    for stops in unique:
-        if any(_is_leg(_keys(stops), _keys(other)) for other in unique if other is not stops):
-            reading.legs.append(route_text(stops))
-        else:
-            reading.candidates.append(stops)
-    return reading
+        if seg.kind == "json":
+            for k, route in enumerate(_json_routes(seg.value, stations)):
+                found.append(Found(seg.index, k, k, tuple(route), route_key(tuple(route))))
+        elif seg.kind in ("line", "code", "heading") or (seg.kind == "item" and seg.index in free_items):
+            found += _from_line(seg, stations, fragile)
+    if doc.has_markers:
+        found = [f for f in found if doc.segments[f.segment].marked]
+    found = [f for f in found if _names_the_map(list(f.value), stations)]
+    if found and all(len(f.value) == 2 for f in found):  # only legs: the route they ride
+        found += _chained(doc, found)
+    return found or [f for f in legs if _names_the_map(list(f.value), stations)]
+
+
+_LINE_NAME = re.compile(r"\b((?:[A-Z][\w-]*\s+){0,2}(?:line|Line|LINE))\b|([\w]+号线)")
+
+
+def _line_of(text: str) -> str | None:
+    found = _LINE_NAME.search(text)
+    return found.group(0).lower() if found else None
+
+
+def _chained(doc: Document, legs: list[Found[Route]]) -> list[Found[Route]]:
+    """The route an answer that gives only legs rides ("1. A → B (Red Line)", "2. B → C (Blue
+    Line)"): consecutive legs, each starting where the one before ends, joined; a station where
+    one leg's line gives way to another's (or that a leg marks) is a transfer."""
+    ordered = sorted(legs, key=lambda f: (f.segment, f.start))
+    chain = [ordered[0]]
+    for leg in ordered[1:]:
+        if name_key(leg.value[0].name) != name_key(chain[-1].value[-1].name):
+            return []  # not one ride: legs of several routes, or a hedge
+        chain.append(leg)
+    if len(chain) < 2:
+        return []
+    lines = [_line_of(doc.segments[f.segment].text) for f in chain]
+    stops = [chain[0].value[0]]
+    for k, leg in enumerate(chain):
+        end = leg.value[-1]
+        if k + 1 < len(chain):
+            changes = lines[k] is not None and lines[k + 1] is not None and lines[k] != lines[k + 1]
+            end = Stop(end.name, end.transfer or chain[k + 1].value[0].transfer or changes)
+        stops.append(end)
+    return [Found(chain[0].segment, chain[0].start, chain[0].end, tuple(stops), route_key(tuple(stops)))]
+
+
+# "Transfer at Kings Cross Road", "change lines at B and C", "transfer station: B", "在B换乘"
+_TRANSFER_AT = re.compile(
+    r"\b(?:transfers?|changes?|interchanges?|switch(?:es)?)(?:\s+(?:lines?|trains?))?\s*[:：]?(?:\s+(?:at|in|to\s+\S+\s+at))\s+"
+    r"(?P<en>[^.;\n]+)|\btransfer\s+stations?\s*[:：]\s*(?P<list>[^.;\n]+)|在(?P<zh>[^，。；\n]{1,30}?)换乘|"
+    r"换乘站\s*[:：]\s*(?P<zhlist>[^。；\n]+)",
+    re.IGNORECASE,
+)
+
+
+_NO_TRANSFER = re.compile(
+    r"\b(?:no|without|not|never|don'?t|doesn'?t|needn'?t)\s+(?:\w+\s+)?$|不(?:用|需要)?$", re.IGNORECASE
+)
+
+
+def _transfers_stated(text: str, route: Route, stations: Stations) -> set[str]:
+    """The stations of `route` (not its ends) the answer says are transfers in words, apart from
+    the route ("A → B → C → D. Transfer at C.", "... (transfer at C)")."""
+    inner = {name_key(s.name) for s in route[1:-1]}
+    named: set[str] = set()
+    said_text = plain(text)[: MAX_LINE_CHARS * 10]
+    for found in _TRANSFER_AT.finditer(said_text):
+        if _NO_TRANSFER.search(said_text[max(0, found.start() - 16) : found.start()]):
+            continue  # "no transfer at B is needed"
+        said = next(g for g in found.groups() if g)
+        for name in stations.names:
+            if name_key(name) in inner and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", said, re.IGNORECASE):
+                named.add(name_key(name))
+    return named
+
+
+def read_route(text: str, stations: Stations | None = None, question: str = "") -> RouteReading:
+    """The robust reading of an answer (module docstring); `stations`: the map's (names are then
+    kept whole, `route_line.read_line`); `question`: what was asked (a route echoed from it is
+    not offered)."""
+    doc = parse(text or "", markers=[(ROUTE_BEGIN, ROUTE_END)])
+    candidates, retractions = assign_roles(doc, find_routes(doc, stations), question)
+    decision = decide(candidates, retractions, subsumes=lambda long, short: is_leg(short, long))
+    routes = [list(c.value) for c in decision.live]
+    if stations and len(routes) == 1 and not any(s.transfer for s in routes[0]):
+        # one route written without marks, its transfers said in words
+        marked = _transfers_stated(text or "", tuple(routes[0]), stations)
+        routes = [[Stop(s.name, name_key(s.name) in marked) for s in routes[0]]]
+    return RouteReading(routes, decision)

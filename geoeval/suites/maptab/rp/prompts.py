@@ -296,6 +296,8 @@ def system_prompt(
     )
 
 
+#: the user prompt's last line, which asks for the route as text (rp_user.txt)
+TEXT_ROUTE_LINE = "Answer with the route only, stations separated by `-`."
 # the user prompt's line of weights; `baselines.prompt_reading` reads it back
 WEIGHTS_LINE = "Weights (Time, Price, Comfort Level, Reliability):"
 
