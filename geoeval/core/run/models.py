@@ -13,10 +13,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from inspect_ai.model import GenerateConfig, Model, get_model
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from geoeval.core.private_api import install_offline_token_estimate
-from geoeval.core.text import clean_text, clean_value
+from geoeval.core.text import clean_fields, clean_text, clean_value
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -37,37 +37,26 @@ _CONTEXT_MESSAGE = re.compile(
 
 def clean_model_output(output: Any) -> Any:
     """A provider's `ModelOutput` (or `(ModelOutput, ModelCall)`) made safe for Inspect's own
-    logging, in place: lone surrogates and control characters in the text, the tool calls'
-    names and arguments and the raw call record become U+FFFD, and over-deep argument nesting is
-    cut. Without it one `"\\ud800"` in a reply fails Inspect's sample log and with it the whole eval."""
+    logging, in place: lone surrogates and control characters in every string field of the reply
+    (the text, the reasoning, the tool calls' names, ids and arguments, the reply's id and
+    metadata, whatever a provider adds) and in the raw call record become U+FFFD, and over-deep
+    argument nesting is cut. Without it one `"\\ud800"` anywhere in a reply fails Inspect's sample
+    log (`PydanticSerializationError`) and with it every sample of the eval."""
     from geoeval.core.text import nesting_depth
 
     result, call = output if isinstance(output, tuple) else (output, None)
     if getattr(result, "choices", None) == [] and not getattr(result, "error", None):
         raise ModelReplyError("the model endpoint answered with a chat completion that has no choices (`choices: []`)")
     for choice in getattr(result, "choices", None) or []:
-        message = choice.message
-        if isinstance(message.content, str):
-            message.content = clean_text(message.content)
-        else:
-            for part in message.content or []:
-                for attr in ("text", "reasoning", "refusal"):
-                    if isinstance(getattr(part, attr, None), str):
-                        setattr(part, attr, clean_text(getattr(part, attr)))
-        for tool_call in message.tool_calls or []:
-            tool_call.function = clean_text(tool_call.function)
-            if not is_clean_value(tool_call.arguments) or nesting_depth(tool_call.arguments, 64) > 64:
+        for tool_call in choice.message.tool_calls or []:
+            if nesting_depth(tool_call.arguments, 64) > 64:
                 tool_call.arguments = clean_value(tool_call.arguments, max_depth=64)
-            if tool_call.parse_error:
-                tool_call.parse_error = clean_text(tool_call.parse_error)
+    if isinstance(result, BaseModel):
+        clean_fields(result)
     if call is not None:
         call.request = clean_value(call.request)
         call.response = clean_value(call.response) if call.response is not None else None
     return output
-
-
-def is_clean_value(value: Any) -> bool:
-    return clean_value(value) == value
 
 
 #: What a provider raises when a reply parses as JSON but is not the chat completion it reads
