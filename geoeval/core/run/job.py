@@ -92,10 +92,9 @@ def sweep_spent() -> dict[str, float]:
 def batch_size(spec: RunSpec) -> int:
     """Samples that may start together under a budget: what the runner runs at once
     (`runner.max_samples` per worker), fewer when the budget has room for fewer (`BudgetGuard.admit`)."""
-    from geoeval.core.run.models import samples_in_flight
+    from geoeval.core.run.models import samples_in_flight, shard_count
 
-    workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
-    return max(1, samples_in_flight(spec) * workers)
+    return max(1, sum(samples_in_flight(spec, shard) for shard in range(shard_count(spec))))
 
 
 def _run_within_budget(
