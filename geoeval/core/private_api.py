@@ -179,3 +179,25 @@ def install_offline_token_estimate() -> None:
     # Inspect's calls go through this module's name, which it imports from `._tokens` without re-exporting it
     _model.count_text_tokens = count_text_tokens  # type: ignore[attr-defined]  # patched in place, see above
     _OFFLINE_TOKENS["installed"] = True
+
+
+def bound_omegaconf_yaml(bounded: Any) -> None:
+    """Make every YAML document OmegaConf loads (`OmegaConf.load`, which Hydra's config sources
+    call for each config file) go through `bounded(loader class)` (`config.yaml_bounds.bounded`):
+    OmegaConf builds its PyYAML loader in a private function, `omegaconf._utils.get_yaml_loader`,
+    looked up at each load, and takes no loader from its callers. Idempotent."""
+    try:
+        from omegaconf import _utils
+    except ImportError as exc:
+        raise _moved("omegaconf._utils.get_yaml_loader", exc) from None
+    original = getattr(_utils, "get_yaml_loader", None)
+    if original is None:
+        raise _moved("omegaconf._utils.get_yaml_loader", AttributeError("get_yaml_loader"))
+    if getattr(original, "_geoeval_bounded", False):
+        return
+
+    def get_yaml_loader() -> Any:
+        return bounded(original())
+
+    get_yaml_loader._geoeval_bounded = True  # type: ignore[attr-defined]
+    _utils.get_yaml_loader = get_yaml_loader

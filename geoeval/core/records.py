@@ -133,6 +133,45 @@ class Tier:
         return self.affects is None or metric in self.affects
 
 
+@dataclass(frozen=True)
+class MetaEvalAnswer:
+    """One answer of known quality to one sample, for the meta-evaluation (`Suite.meta_eval_tiers`):
+    `level` 0 for the reference (and the right answer written another way), 1 for the reference
+    with one defect (`lowers`: the metrics the defect must lower; None = every metric), 2 for a
+    worthless answer (empty, a refusal, invented entities). `family` groups answers in the report
+    (docs/meta-eval.md); `messages` is the trajectory (Inspect chat messages as dicts) for a
+    tool-using suite whose scorer reads it."""
+
+    tier: str
+    level: int
+    answer: str
+    lowers: tuple[str, ...] | None = None
+    family: str = "tiers"
+    messages: list[dict[str, Any]] | None = None
+    #: the tier of the answer's worst candidate, for a hedge (`Tier.worst`)
+    worst: str | None = None
+
+    @classmethod
+    def of_tier(cls, tier: Any, answer: str) -> MetaEvalAnswer:
+        """An answer of a `Tier` (the core's reading families: `core.analysis.answer_families`)."""
+        lowers = tuple(sorted(tier.affects)) if tier.affects is not None else None
+        return cls(tier.name, tier.level, answer, lowers, tier.family, worst=tier.worst)
+
+    @classmethod
+    def reference(cls, answer: str, messages: list[dict[str, Any]] | None = None) -> MetaEvalAnswer:
+        return cls("reference", 0, answer, messages=messages)
+
+    @classmethod
+    def defect(
+        cls, name: str, answer: str, lowers: tuple[str, ...] | list[str] | None = None, family: str = "tiers"
+    ) -> MetaEvalAnswer:
+        return cls(f"defect:{name}", 1, answer, tuple(lowers) if lowers is not None else None, family)
+
+    @classmethod
+    def worthless(cls, name: str, answer: str) -> MetaEvalAnswer:
+        return cls(name, 2, answer)
+
+
 @dataclass
 class ScoredAnswer:
     """One constructed answer to one sample and its scores from the suite's real scorers."""

@@ -10,6 +10,7 @@ Printable text, including emoji, CJK and right-to-left marks, passes through unc
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -78,3 +79,52 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
             return deepest
         stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def clean_fields(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
+    """`clean_text` applied to every string field of `value` and of what it holds, at any depth:
+    pydantic models (declared and extra fields), dataclasses, and the lists and dicts in them are cleaned in
+    place, so that objects others already hold (e.g. Inspect's model event holding a reply) see the
+    clean values; returns the cleaned value (a new one for a string or a tuple). Nesting deeper than
+    `max_depth` is replaced by `TOO_DEEP`. A field no one thought of (a tool call's id, a reply's
+    id, a provider's metadata) is cleaned as well as the text is."""
+    return _clean_fields(value, max_depth)
+
+
+def _clean_fields(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    fields = getattr(type(value), "model_fields", None)
+    if depth <= 0 and (fields is not None or dataclasses.is_dataclass(value) or isinstance(value, (dict, list, tuple))):
+        return TOO_DEEP
+    if fields is not None and hasattr(value, "__pydantic_fields_set__"):  # a pydantic model instance
+        extra = getattr(value, "__pydantic_extra__", None) or {}
+        for name in [*fields, *extra]:
+            old = getattr(value, name, None)
+            new = _clean_fields(old, depth - 1)
+            if new is not old:  # set as stored: no validator or frozen model stands in the way
+                (value.__dict__ if name in fields else extra)[name] = new
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # e.g. Inspect's ToolCall
+        for field in dataclasses.fields(value):
+            old = getattr(value, field.name, None)
+            new = _clean_fields(old, depth - 1)
+            if new is not old:
+                object.__setattr__(value, field.name, new)  # a frozen dataclass too
+        return value
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            new = _clean_fields(item, depth - 1)
+            if new is not item:
+                value[i] = new
+        return value
+    if isinstance(value, tuple):
+        cleaned = tuple(_clean_fields(item, depth - 1) for item in value)
+        return value if all(a is b for a, b in zip(cleaned, value)) else cleaned
+    if isinstance(value, dict):
+        items = [(_clean_fields(k, depth - 1), k, _clean_fields(v, depth - 1), v) for k, v in value.items()]
+        if any(k2 is not k or v2 is not v for k2, k, v2, v in items):
+            value.clear()
+            value.update((k2, v2) for k2, _, v2, _ in items)
+        return value
+    return value

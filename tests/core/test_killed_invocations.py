@@ -59,9 +59,10 @@ def test_a_reused_pid_is_told_from_the_process_that_recorded_it():
     here = socket.gethostname()
     started = process_started_at(os.getpid())
     assert started is not None
-    assert not process_is_gone(here, os.getpid(), alive_at=time.time())  # this process, now
+    now = time.time()  # a moment these processes are known to be alive at (no time is measured)
+    assert not process_is_gone(here, os.getpid(), alive_at=now)  # this process, now
     # recorded an hour before this process started: that pid was another process's then
     earlier = (datetime.fromtimestamp(started, timezone.utc) - timedelta(hours=1)).timestamp()
     assert process_is_gone(here, os.getpid(), alive_at=earlier)
-    assert process_is_gone(here, _dead_pid(), alive_at=time.time())
-    assert not process_is_gone("another-host", _dead_pid(), alive_at=time.time())
+    assert process_is_gone(here, _dead_pid(), alive_at=now)
+    assert not process_is_gone("another-host", _dead_pid(), alive_at=now)

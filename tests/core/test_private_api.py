@@ -20,6 +20,12 @@ def test_every_private_name_resolves_here():
     assert isinstance(private_api.mcp_tool_source_local(), type)
     assert hasattr(private_api.hydra_sources_registry(), "register")
     assert isinstance(private_api.ray_local_node_processes(), dict)  # {} unless this process started a Ray
+    from omegaconf import _utils
+
+    from geoeval.core.config.yaml_bounds import bounded
+
+    private_api.bound_omegaconf_yaml(bounded)
+    assert _utils.get_yaml_loader().__name__ == "BoundedOmegaConfLoader"  # OmegaConf's loader, bounded
     from inspect_ai import Task
     from inspect_ai._eval.loader import resolve_task_args  # what the log reads its task args with
     from inspect_ai.dataset import Sample

@@ -15,6 +15,7 @@ import pytest
 from geoeval.core.analysis.reports import write_per_sample_parquet
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
+from geoeval.core.warehouse.rows import INTEGRITY, seal_problem
 from geoeval.core.warehouse.schema import SCHEMA_VERSION, SCORE_COLUMNS
 from geoeval.core.warehouse.store import Warehouse
 
@@ -422,28 +423,53 @@ def test_a_cut_short_file_that_still_opens_is_found_before_any_work(tmp_path: Pa
         wh.check_readable()  # ... and is named damaged before a run evaluates anything
 
 
+def _call(digest: str, replayed: bool = False) -> dict:
+    return {"role": "agent", "model": "m", "digest": digest, "output": {"completion": digest}, "replayed": replayed}
+
+
+def _unsealed(calls: list[dict]) -> list[dict]:
+    return [{k: v for k, v in call.items() if k != INTEGRITY} for call in calls]
+
+
 def test_trajectories_store_the_calls_of_a_batch_that_were_made_and_the_last_of_a_sample_wins(wh) -> None:
-    made = [{"input": "q", "output": "a", "replayed": False}]
-    replayed = [{"input": "q", "output": "a", "replayed": True}]
+    made = [_call("q")]
+    replayed = [_call("q", replayed=True)]
     wh.write_results(
         [
             result("1", trajectory=made),
             result("2", trajectory=replayed),  # nothing new: its stored calls stay as they are
-            result("3", run_hash="run2", trajectory=[{"input": "first", "replayed": False}]),
-            result("3", run_hash="run3", trajectory=[*made, {"input": "second", "replayed": False}]),
+            result("3", run_hash="run2", trajectory=[_call("first")]),
+            result("3", run_hash="run3", trajectory=[*made, _call("second")]),
             result("4"),  # no calls recorded
         ],
         generation_hash="gen1",
     )
-    assert wh.trajectories("gen1", [("1", 1), ("2", 1), ("3", 1), ("4", 1)]) == {
+    stored = wh.trajectories("gen1", [("1", 1), ("2", 1), ("3", 1), ("4", 1)])
+    assert {key: _unsealed(calls) for key, calls in stored.items()} == {
         ("1", 1): made,
-        ("3", 1): [*made, {"input": "second", "replayed": False}],
+        ("3", 1): [*made, _call("second")],
     }
+    assert all(seal_problem(calls) is None for calls in stored.values())  # each call sealed where it stands
     assert wh.query("SELECT sample_id, run_hash, n_calls FROM trajectories ORDER BY sample_id")[1] == [
         ("1", "run1", 1),
         ("3", "run3", 2),
     ]
-    wh.write_results([result("1", trajectory=[{"input": "again", "replayed": False}])], generation_hash="gen1")
-    assert wh.trajectories("gen1", [("1", 1)]) == {("1", 1): [{"input": "again", "replayed": False}]}
+    wh.write_results([result("1", trajectory=[_call("again")])], generation_hash="gen1")
+    assert _unsealed(wh.trajectories("gen1", [("1", 1)])[("1", 1)]) == [_call("again")]
     wh.write_results([result("5", trajectory=made)])  # no generation hash: nothing to key them by
     assert count(wh, "trajectories") == 2
+
+
+def test_an_edited_cut_or_unreadable_trajectory_fails_its_check_naming_why(wh) -> None:
+    wh.write_results([result("1", trajectory=[_call("a"), _call("b")])], generation_hash="g")
+    [calls] = wh.trajectories("g", [("1", 1)]).values()
+    edited = [calls[0], {**calls[1], "output": {"completion": "forged"}}]
+    assert seal_problem(edited) == "call 2 of 2 fails its integrity check (edited, cut short or reordered since stored)"
+    assert seal_problem(calls[:1]) is not None and seal_problem(calls[::-1]) is not None  # cut short, reordered
+    assert seal_problem(_unsealed(calls)) is None  # stored by an older geoeval: no digest to check
+    wh.query("UPDATE trajectories SET calls = '{\"not\": \"a list\"}' WHERE sample_id = '1'")
+    assert wh.read_trajectories("g", [("1", 1)]) == (
+        {},
+        {("1", 1): "its stored JSON is not a list of model calls (each with its request digest and reply)"},
+    )
+    assert wh.trajectories("g", [("1", 1)]) == {}  # what cannot be read is left out, never a traceback

@@ -16,6 +16,8 @@ count of each mode over a run does not). The modes are what real servers and sma
 - `surrogate_submit`: a lone surrogate in the submitted answer (the submit tool's arguments);
 - `surrogate_tool_name`, `surrogate_arg_name`, `surrogate_reasoning`: a lone surrogate in the
   called function's name, in an argument's name, and in the reasoning beside the text;
+- `surrogate_call_id`: a lone surrogate in a tool call's name and id and in the reply's id (the
+  id is a field no text cleaner read: the reply has to be cleaned field by field);
 - `nul`: NUL and other control characters (`\\u0000`, `\\u001b`) in content and arguments;
 - `huge`: a 1 MB reply;
 - `tag_bomb`: 1 MB of unclosed answer tags and blanks (`<route_begin>`, `<answer_begin>`): a
@@ -28,6 +30,8 @@ count of each mode over a run does not). The modes are what real servers and sma
 - `timeout`: no reply until the client has given up (the handler sleeps `hang_s`, at most 10 s,
   and wakes at once when the server stops);
 - `garbage`: HTTP 200 with a body that is not JSON;
+- `partial_body`: HTTP 200 whose `Content-Length` promises a whole chat completion, then half of
+  it and the connection closed (a proxy or server that died mid-reply);
 - `no_choices`: HTTP 200 with a chat completion whose `choices` is empty;
 - `context_exceeded`: HTTP 400 saying the request is longer than the context, in llama.cpp's
   words (`Requested tokens (75000) exceed context window of 8192`);
@@ -66,6 +70,7 @@ MODES: tuple[str, ...] = (
     "surrogate_tool_name",
     "surrogate_arg_name",
     "surrogate_reasoning",
+    "surrogate_call_id",
     "nul",
     "huge",
     "tag_bomb",
@@ -75,6 +80,7 @@ MODES: tuple[str, ...] = (
     "http_500",
     "timeout",
     "garbage",
+    "partial_body",
     "no_choices",
     "context_exceeded",
     "valid",
@@ -300,6 +306,11 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
     if mode == "surrogate_arg_name":  # ... and inside an argument's name
         target = submit or map_tool or _MADE_UP_SUBMIT
         return _tool_reply(index, target["name"], json.dumps({f"answer{LONE_SURROGATE}": "A"}))
+    if mode == "surrogate_call_id":  # ... in the call's name and id (and the reply's id, see `completion`)
+        target = map_tool or submit or _MADE_UP_SUBMIT
+        reply = _tool_reply(index, target["name"][:3] + LONE_SURROGATE + target["name"][3:], json.dumps({}))
+        reply["tool_calls"][0]["id"] = f"call_{index}{LONE_SURROGATE}"
+        return reply
     if mode == "surrogate_reasoning":  # ... and in the reasoning a reasoning model sends beside its text
         return {"content": "A", "reasoning_content": f"think {LONE_SURROGATE} more", "tool_calls": None}
     if mode == "nul":
@@ -331,12 +342,13 @@ def reply_message(mode: str, body: dict[str, Any], index: int) -> dict[str, Any]
 
 
 def completion(message: dict[str, Any], model: str, index: int) -> bytes:
+    surrogate_id = any(LONE_SURROGATE in str(call.get("id")) for call in message.get("tool_calls") or [])
     tool_calls = message.get("tool_calls")
     full = {"role": "assistant", "content": message.get("content")}
     if tool_calls:
         full["tool_calls"] = tool_calls
     payload = {
-        "id": f"chatcmpl-{index}",
+        "id": f"chatcmpl-{index}" + (LONE_SURROGATE if surrogate_id else ""),
         "object": "chat.completion",
         "created": 0,
         "model": model,
@@ -355,13 +367,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+    def _send(
+        self, status: int, payload: bytes, content_type: str = "application/json", *, length=None, cut=None
+    ) -> None:
+        """Answer `payload`; with `cut`, only its first `cut` bytes under the whole one's length."""
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Content-Length", str(len(payload) if length is None else length))
             self.end_headers()
-            self.wfile.write(payload)
+            self.wfile.write(payload if cut is None else payload[:cut])
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout mode): nothing to answer
 
@@ -400,6 +416,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, completion({"content": "too late"}, body.get("model", "hostile"), index))
         elif mode == "garbage":
             self._send(200, b"<html>502 Bad Gateway</html>\x00\xff not json {")
+        elif mode == "partial_body":
+            whole = completion(reply_message("valid", body, index), body.get("model", "hostile"), index)
+            self.close_connection = True
+            self._send(200, whole, length=len(whole), cut=len(whole) // 2)
         elif mode == "context_exceeded":  # llama.cpp's server, for a prompt past n_ctx
             message = b'{"error": {"message": "Requested tokens (75000) exceed context window of 8192", '
             self._send(400, message + b'"type": "invalid_request_error", "code": 400}}')

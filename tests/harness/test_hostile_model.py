@@ -534,6 +534,7 @@ def test_lifeplanner_phrasing_is_clean_and_a_failing_model_is_one_clear_error(tm
 
 
 def test_the_hostile_server_answers_each_mode_and_stops_without_hanging():
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -573,11 +574,13 @@ def test_the_hostile_server_answers_each_mode_and_stops_without_hanging():
                 raw[mode] = (exc.code, exc.read())
             except TimeoutError:
                 raw[mode] = (0, b"")  # the client gave up: what `timeout` is for
+            except http.client.IncompleteRead as exc:  # `partial_body`: less than its length said
+                raw[mode] = (-1, exc.partial)
         with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as reply:
             assert json.loads(reply.read())["data"][0]["id"] == "hostile"
     finally:
         server.stop()  # the `timeout` handler is still asleep: stopping wakes it
-    assert raw["http_500"][0] == 500 and raw["timeout"] == (0, b"")
+    assert raw["http_500"][0] == 500 and raw["timeout"] == (0, b"") and raw["partial_body"][0] == -1
     assert b"\\ud800" in raw["surrogate_content"][1] and b"\\\\ud800" in raw["surrogate_submit"][1]
     assert b"\\u0000" in raw["nul"][1] and len(raw["huge"][1]) > 1_000_000
     with pytest.raises(ValueError):

@@ -17,7 +17,7 @@ from tests.harness.hostile_server import HostileServer
 pytestmark = pytest.mark.slow  # whole runs against a local server
 
 HOSTILE = "openai-api/local/hostile"
-SCHEDULE = ["surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning", "valid"]
+SCHEDULE = ["surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning", "surrogate_call_id", "valid"]
 CASES = {
     "maptab_react": ("suite.solver=react", "suite.categories=[edge_only]", "env.n_maps=1", "suite.n_per_category=3"),
     "mapsatisfy_llm_roles": (
@@ -56,7 +56,7 @@ def test_surrogates_in_names_and_reasoning_void_no_sample(tmp_path, case):
     finally:
         server.stop()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert {"surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning"} <= modes  # the server was hostile
+    assert {"surrogate_tool_name", "surrogate_arg_name", "surrogate_reasoning", "surrogate_call_id"} <= modes
     with duckdb.connect(str(tmp_path / "results" / "geoeval.duckdb"), read_only=True) as con:
         statuses = con.execute("SELECT status, count(*) FROM samples GROUP BY 1").fetchall()
     assert dict(statuses) == {"scored": dict(statuses).get("scored", 0)} and dict(statuses)["scored"] >= 3

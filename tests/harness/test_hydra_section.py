@@ -15,6 +15,10 @@ from geoeval.core.errors import GeoevalError
 from tests.conftest import REPO, geoeval_cmd
 
 
+def _file_handler(filename: str) -> dict:
+    return {"job_logging": {"handlers": {"h": {"class": "logging.FileHandler", "filename": filename, "mode": "w"}}}}
+
+
 def test_geoeval_and_hydra_targets_and_logging_classes_are_allowed():
     section = {
         "callbacks": {
@@ -23,7 +27,21 @@ def test_geoeval_and_hydra_targets_and_logging_classes_are_allowed():
         },
         "launcher": {"_target_": "hydra_plugins.geoeval_launcher.GeoevalLauncher"},
         "sweeper": {"_target_": "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"},
-        "job_logging": {"handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout"}}},
+        "job_logging": {
+            "handlers": {
+                "console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout"},
+                "file": {
+                    "class": "logging.FileHandler",
+                    "filename": "${hydra.runtime.output_dir}/${hydra.job.name}.log",
+                },
+                "more": {
+                    "class": "logging.handlers.RotatingFileHandler",
+                    "filename": "${hydra:runtime.output_dir}/a/b.log",
+                },
+            },
+            "formatters": {"simple": {"format": "%(message)s"}},
+        },
+        "output_subdir": ".hydra",
     }
     assert hydra_section_problems(section) == []
 
@@ -38,6 +56,24 @@ def test_geoeval_and_hydra_targets_and_logging_classes_are_allowed():
         ({"job_logging": {"handlers": {"h": {"class": "shutil.copyfile"}}}}, "hydra.job_logging.handlers.h.class"),
         ({"hydra_logging": {"formatters": {"f": {"()": "os.system"}}}}, "hydra.hydra_logging.formatters.f.()"),
         ({"callbacks": {"x": {"_target_": "hydrant.Evil"}}}, "hydra.callbacks.x._target_"),  # not hydra's package
+        # logging writes only inside the run's output folder (issue 43: `mode: w` truncated a file outside it)
+        (_file_handler("/home/me/notes.txt"), "hydra.job_logging.handlers.h.filename"),
+        (_file_handler("notes.log"), "hydra.job_logging.handlers.h.filename"),  # relative to the cwd
+        (_file_handler("${hydra.runtime.output_dir}/../../notes.txt"), "hydra.job_logging.handlers.h.filename"),
+        (_file_handler("${oc.env:HOME}/notes.txt"), "hydra.job_logging.handlers.h.filename"),
+        (_file_handler("${hydra.runtime.output_dir}/${oc.env:X}"), "hydra.job_logging.handlers.h.filename"),
+        ({"job_logging": {"handlers": {"h": {"()": "logging.basicConfig"}}}}, "hydra.job_logging.handlers.h.()"),
+        (
+            {"job_logging": {"handlers": {"h": {"class": "logging.handlers.SMTPHandler"}}}},
+            "hydra.job_logging.handlers.h.class",
+        ),
+        (
+            {"job_logging": {"handlers": {"h": {"class": "logging.StreamHandler", "stream": "ext://os.x"}}}},
+            "hydra.job_logging.handlers.h.stream",
+        ),
+        ({"output_subdir": "/home/me"}, "hydra.output_subdir"),
+        ({"output_subdir": "../.."}, "hydra.output_subdir"),
+        ({"job": {"name": "../../notes"}}, "hydra.job.name"),
     ],
 )
 def test_any_other_target_is_refused_naming_its_key(section, key):

@@ -244,7 +244,7 @@ def test_generator_weights_hand_computed():
 def _spec(tmp_path, **env):
     from types import SimpleNamespace
 
-    from geoeval.suites.mapsatisfy.suite import MapSatisfyGeneratedEnvConfig, MapSatisfySuiteConfig
+    from geoeval.suites.mapsatisfy.config import MapSatisfyGeneratedEnvConfig, MapSatisfySuiteConfig
 
     return SimpleNamespace(
         env=MapSatisfyGeneratedEnvConfig(out_dir=str(tmp_path), embedder="hashing", **env),

@@ -73,6 +73,7 @@ def precheck(args: list[str]) -> list[str]:
     from geoeval.core.config.hydra_section import check_hydra_section
     from geoeval.core.config.search_path import register
     from geoeval.core.config.validate import validate_config
+    from geoeval.core.config.yaml_bounds import YamlTooLarge
 
     register()
     forced: set[str] = set()
@@ -84,6 +85,8 @@ def precheck(args: list[str]) -> list[str]:
                 return _forcing(args, forced)  # other composition errors: Hydra reports them as it runs
             except MissingConfigException:
                 return _forcing(args, forced)  # Hydra lists the options of the group
+            except YamlTooLarge as exc:  # a YAML bomb: refused before it is expanded
+                raise GeoevalError(f"Invalid config: {exc}") from None
             except yaml.YAMLError as exc:  # an experiment or config file that is not YAML
                 raise GeoevalError(f"Invalid config: a file is not valid YAML: {' '.join(str(exc).split())}") from None
             forced.update(_key(o) for o in used if o.startswith("++"))

@@ -145,13 +145,16 @@ class GeoevalPluginsSearchPath(SearchPathPlugin):
 
 
 def register() -> None:
-    """Register the config source and the search-path plugin with Hydra (idempotent). Done in
+    """Register the config source and the search-path plugin with Hydra, and bound the YAML it
+    loads (`yaml_bounds`) (idempotent). Done in
     code rather than through the `hydra_plugins` namespace package, which editable installs
     hide from Hydra's plugin scan."""
     from hydra.core.plugins import Plugins
 
-    from geoeval.core.private_api import hydra_sources_registry
+    from geoeval.core.config.yaml_bounds import bounded
+    from geoeval.core.private_api import bound_omegaconf_yaml, hydra_sources_registry
 
+    bound_omegaconf_yaml(bounded)  # a YAML bomb fails in one line before OmegaConf expands it
     hydra_sources_registry().register(ExperimentsDirConfigSource)
     plugins = Plugins.instance()
     for plugin in (GeoevalExperimentsSearchPath, GeoevalPluginsSearchPath):

@@ -60,7 +60,7 @@ _current_shard: contextvars.ContextVar[int] = contextvars.ContextVar("geoeval_sh
 #: Inspect's message for a model call that failed after its retries (tenacity's RetryError repr)
 _RETRIES_EXHAUSTED = re.compile(r"^RetryError[\[(]<Future at 0x[0-9a-fA-F]+ state=finished raised (\w+)>[\])]$")
 #: what each provider error class means, said in the stored error
-_PROVIDER_ERRORS = {
+PROVIDER_ERRORS = {
     "InternalServerError": "the endpoint answered HTTP 5xx",
     "RateLimitError": "the endpoint answered HTTP 429 (rate limited)",
     "APITimeoutError": "no answer in time",
@@ -75,6 +75,8 @@ _PROVIDER_ERRORS = {
 #: the provider's own error at the end of Inspect's `ModelGenerateError(<the request> ... XError('Error code: N - ...'))`
 _GENERATE_ERROR = re.compile(r"([A-Z]\w*Error)\(\\?'Error code: (\d{3}) - (.*?)\\?'\)\S*$")
 _NOT_JSON = re.compile(r"^(UnicodeDecodeError|JSONDecodeError)\(")
+#: geoeval's own errors of a model call, whose message says it all (Inspect stores their repr)
+_OWN_ERROR = re.compile(r"""^(?:RetriesSpent|ReplayMissing|JobHalted|ModelReplyError)\((["'])(.*)\1\)$""")
 
 
 def readable_error(message: str) -> str:
@@ -85,7 +87,10 @@ def readable_error(message: str) -> str:
     found = _RETRIES_EXHAUSTED.match(text)
     if found:
         name = found.group(1)
-        return f"the model call failed after its retries: {name} ({_PROVIDER_ERRORS.get(name, 'see the Inspect log')})"
+        return f"the model call failed after its retries: {name} ({PROVIDER_ERRORS.get(name, 'see the Inspect log')})"
+    found = _OWN_ERROR.match(text)
+    if found:
+        return found.group(2).replace("\\'", "'").replace('\\"', '"')
     if _NOT_JSON.match(text):
         return f"the model endpoint's reply is not JSON: {text}"
     found = _GENERATE_ERROR.search(text) if text.startswith("ModelGenerateError(") else None
@@ -431,7 +436,7 @@ def run_shard(
     point = point if point is not None else sweep_point()
     # what tells the logs apart in `inspect view`: the task args, and the point beside the task's name
     label_task(task, log_task_args(spec, point), f"{task.name} {point}" if point else None)
-    model = record_and_replay(build_model(spec), "agent")
+    model = record_and_replay(build_model(spec, shard), "agent")
     # the suite's simulated roles (a user, a tool simulator) make the trajectory with the agent
     for role, role_model in (task.model_roles or {}).items():
         record_and_replay(role_model, role)
@@ -468,7 +473,7 @@ def run_shard(
                 display="none",
                 log_realtime=live_sample_buffer(spec),
                 epochs=spec.epochs,
-                max_samples=samples_in_flight(spec),
+                max_samples=samples_in_flight(spec, shard),
                 # geoeval applies `fail_on_error` itself, over the whole run and after retries
                 fail_on_error=False,
                 retry_on_error=spec.retry_on_error or None,

@@ -28,7 +28,9 @@ from geoeval.core.records import SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key, stored_beyond
+from geoeval.core.run.journal import Journal, journal_dir, journaling, settle
 from geoeval.core.run.outcome import JobOutcome
+from geoeval.core.run.replay import NEVER_GENERATED, load_stored, stored_keys, stored_warnings
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.sample_claims import claimed_samples
 from geoeval.core.run.writer import GroupCommitWriter
@@ -92,10 +94,9 @@ def sweep_spent() -> dict[str, float]:
 def batch_size(spec: RunSpec) -> int:
     """Samples that may start together under a budget: what the runner runs at once
     (`runner.max_samples` per worker), fewer when the budget has room for fewer (`BudgetGuard.admit`)."""
-    from geoeval.core.run.models import samples_in_flight
+    from geoeval.core.run.models import samples_in_flight, shard_count
 
-    workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
-    return max(1, samples_in_flight(spec) * workers)
+    return max(1, sum(samples_in_flight(spec, shard) for shard in range(shard_count(spec))))
 
 
 def _run_within_budget(
@@ -332,7 +333,9 @@ def _evaluate(
                 )
             generation_hash = spec.generation_hash()
             todo_keys = {(str(s.id), e) for s in todo for e in range(1, spec.epochs + 1)} - done
-            stored = wh.trajectories(generation_hash, todo_keys) if spec.generation != "fresh" else {}
+            journal_folder = journal_dir(spec.work_dir, generation_hash)
+            found = load_stored(wh, generation_hash, todo_keys, journal_folder) if spec.generation != "fresh" else None
+            stored = found.calls if found is not None else {}
             if stored:
                 print(
                     f"[geoeval] {len(stored)} of {len(todo_keys)} sample(s) to run have a stored trajectory "
@@ -340,7 +343,14 @@ def _evaluate(
                     + ("" if spec.generation == "replay_only" else "; generation=fresh generates them anew"),
                     file=sys.stderr,
                 )
-            never_generated = sorted(todo_keys - set(stored)) if spec.generation == "replay_only" else []
+            # samples whose stored calls fail their integrity check are errors, never replayed or paid again
+            refused = dict(found.refused) if found is not None else {}
+            for line in stored_warnings(found):
+                print(f"[geoeval] {line}", file=sys.stderr)
+            if spec.generation == "replay_only":
+                refused.update(
+                    {key: NEVER_GENERATED.format(generation_hash) for key in todo_keys - set(stored) - set(refused)}
+                )
             guard = (
                 BudgetGuard(spec.budget, stored_spending(wh.sample_costs(run_hash)), sweep_spent())
                 if has_limit(spec.budget)
@@ -380,12 +390,12 @@ def _evaluate(
                         guard.add(result)
                     writer.put(result)
 
-            if never_generated:  # a rescore never calls the model: what was never generated cannot be scored
-                runnable = todo_keys - set(never_generated)
+            if refused:  # errors now: a rescore never calls the model, and a refused trajectory is never replayed
+                runnable = todo_keys - set(refused)
                 todo = [s for s in todo if any((str(s.id), e) in runnable for e in range(1, spec.epochs + 1))]
                 for s in samples:
                     for e in range(1, spec.epochs + 1):
-                        if (str(s.id), e) in never_generated:
+                        if (str(s.id), e) in refused:
                             sink(
                                 undelivered_error(
                                     s,
@@ -393,11 +403,7 @@ def _evaluate(
                                     run_hash=run_hash,
                                     model=spec.model.name,
                                     metric_names=spec.metrics.metrics,
-                                    reason=(
-                                        "generation=replay_only: no stored trajectory for this sample under generation "
-                                        f"identity {generation_hash} (a rescore makes no model call): run without rescore "
-                                        "to generate it"
-                                    ),
+                                    reason=refused[(str(s.id), e)],
                                 )
                             )
 
@@ -408,8 +414,10 @@ def _evaluate(
             wh.add_run_logs(run_hash, [str(log_dir)])
         budget_stop: str | None = None
         background_ends.driver_waits()  # an earlier job's MLflow end goes while this one evaluates
+        # each answered call is journaled before Inspect sees it (a kill loses none); Ray's workers do not
+        own_journal = Journal(journal_folder) if spec.runner.name == "local" else None
         try:
-            with stage("evaluate"):
+            with stage("evaluate"), journaling(own_journal):
                 if guard is None:
                     log_paths = run_samples(spec, env, todo, sink, log_dir, on_sample, stored)
                 else:
@@ -467,6 +475,7 @@ def _evaluate(
             elif missing:
                 status = f"incomplete ({missing} missing)"
             wh.set_run_status(run_hash, status)
+            settle(journal_folder, partial(stored_keys, wh, generation_hash), own_journal)  # now in the warehouse
             end_invocation(
                 wh,
                 invocation,

@@ -62,7 +62,7 @@ def write_failure(path: Path, error: BaseException, key: str) -> GeoevalError | 
     message = first_line(error)
     if DISK_FULL.search(message):
         return GeoevalError(
-            f"the disk holding {path} is full ({message}); the samples stored before are kept and the run is "
+            f"the disk holding {path} is full ({message}); the finished samples are kept and the run is "
             f"marked interrupted: free some space and rerun the same command to resume, or point {key} at "
             "another disk"
         )

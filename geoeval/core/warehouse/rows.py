@@ -5,6 +5,7 @@ and stored rows rebuilt as `SampleResult`s (`rebuild_results`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -61,6 +62,49 @@ def batch_tables(results: Sequence[SampleResult], *, completed_at: datetime) -> 
     )
 
 
+#: the field of a stored model call that holds its integrity digest (`call_integrity`)
+INTEGRITY = "integrity"
+#: what the digest covers: the request (`digest`, of what the model was shown), who asked, and the reply
+_SEALED_FIELDS = ("role", "model", "digest", "output")
+
+
+def call_integrity(call: dict[str, Any], position: tuple[int, int] | None = None) -> str:
+    """The integrity digest of a stored model call: SHA-256 over its request digest, role, model
+    and reply, and its `position` in the trajectory (index, number of calls: a list cut short or
+    reordered fails too), as canonical JSON. Stored with the call (`seal_calls`) and checked
+    before it is replayed (`core/run/replay.py`): an answer edited in the warehouse is an error
+    naming the sample, never a silent score. A checksum, not a signature: whoever edits the file
+    and recomputes it can forge a call (docs/cost.md)."""
+    sealed: dict[str, Any] = {name: call.get(name) for name in _SEALED_FIELDS}
+    if position is not None:
+        sealed["position"] = list(position)
+    blob = json.dumps(sealed, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
+def seal_calls(calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`calls`, each with its integrity digest (`call_integrity`) at its position, as stored."""
+    return [{**call, INTEGRITY: call_integrity(call, (i, len(calls)))} for i, call in enumerate(calls)]
+
+
+def seal_problem(calls: Sequence[dict[str, Any]]) -> str | None:
+    """Why `calls` (a stored trajectory) fails its integrity check, or None when it passes or
+    carries no digest at all (stored by an older geoeval: `unsealed`)."""
+    if unsealed(calls):
+        return None
+    for i, call in enumerate(calls):
+        if call.get(INTEGRITY) != call_integrity(call, (i, len(calls))):
+            return (
+                f"call {i + 1} of {len(calls)} fails its integrity check (edited, cut short or reordered since stored)"
+            )
+    return None
+
+
+def unsealed(calls: Sequence[dict[str, Any]]) -> bool:
+    """Whether no call of `calls` carries an integrity digest (an older geoeval stored them)."""
+    return not any(INTEGRITY in call for call in calls)
+
+
 def trajectory_table(
     results: Sequence[SampleResult], *, generation_hash: str | None, created_at: datetime
 ) -> pa.Table | None:
@@ -83,10 +127,40 @@ def trajectory_table(
         "epoch": [r.epoch for r in rows.values()],
         "run_hash": [r.run_hash for r in rows.values()],
         "n_calls": [len(r.trajectory or []) for r in rows.values()],
-        "calls": [json.dumps(r.trajectory) for r in rows.values()],
+        "calls": [json.dumps(seal_calls(r.trajectory or [])) for r in rows.values()],
         "created_at": [created_at] * len(rows),
     }
     return pa.Table.from_pydict(columns, schema=TRAJECTORIES_ARROW)
+
+
+def parse_trajectories(
+    rows: Sequence[tuple[str, int, str]], wanted: set[tuple[str, int]]
+) -> tuple[dict[tuple[str, int], list[dict]], dict[tuple[str, int], str]]:
+    """`trajectories` rows (sample_id, epoch, calls JSON) of the `wanted` pairs parsed: the calls
+    by pair, and apart the pairs whose JSON cannot be read (cut short, edited by hand), with why."""
+    calls_by_key: dict[tuple[str, int], list[dict]] = {}
+    unreadable: dict[tuple[str, int], str] = {}
+    for sample_id, epoch, calls in rows:
+        key = (sample_id, int(epoch))
+        if key not in wanted:
+            continue
+        try:
+            parsed = json.loads(calls)
+        except (TypeError, ValueError) as error:
+            unreadable[key] = f"its stored JSON cannot be read ({str(error).splitlines()[0][:200]})"
+            continue
+        if parsed == []:
+            unreadable[key] = "its stored JSON holds no model call (cut short)"
+            continue
+        if not isinstance(parsed, list) or not all(_is_call(call) for call in parsed):
+            unreadable[key] = "its stored JSON is not a list of model calls (each with its request digest and reply)"
+            continue
+        calls_by_key[key] = parsed
+    return calls_by_key, unreadable
+
+
+def _is_call(call: Any) -> bool:
+    return isinstance(call, dict) and isinstance(call.get("digest"), str) and isinstance(call.get("output"), dict)
 
 
 def rebuild_results(run_hash: str, samples: Sequence[tuple], score_rows: Sequence[tuple]) -> list[SampleResult]:

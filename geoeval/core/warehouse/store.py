@@ -35,6 +35,7 @@ Every value reaches DuckDB as a bound parameter, never interpolated into SQL tex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -57,7 +58,7 @@ from geoeval.core.warehouse.lock import (
     probe_reads,
     write_failure,
 )
-from geoeval.core.warehouse.rows import batch_tables, rebuild_results, trajectory_table
+from geoeval.core.warehouse.rows import batch_tables, parse_trajectories, rebuild_results, trajectory_table
 from geoeval.core.warehouse.schema import (
     MIGRATIONS,
     REGISTERED,
@@ -423,7 +424,10 @@ class Warehouse:
                         )
                     con.commit()
                 except BaseException:
-                    con.rollback()
+                    # a commit that failed (a full disk) has ended the transaction: rolling it back
+                    # again raised "no transaction is active" over the error that says why
+                    with contextlib.suppress(duckdb.Error):
+                        con.rollback()
                     raise
             finally:
                 con.unregister("_geoeval_new_samples")
@@ -432,16 +436,24 @@ class Warehouse:
                     con.unregister("_geoeval_new_trajectories")
 
     def trajectories(self, generation_hash: str, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], list[dict]]:
-        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`."""
+        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`
+        (a row whose JSON cannot be read is left out: `read_trajectories` names it)."""
+        return self.read_trajectories(generation_hash, keys)[0]
+
+    def read_trajectories(
+        self, generation_hash: str, keys: Iterable[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], list[dict]], dict[tuple[str, int], str]]:
+        """The stored model calls of `generation_hash` for the (sample_id, epoch) pairs in `keys`,
+        and, apart, the pairs whose stored JSON cannot be read (cut short, edited), with why."""
         wanted = set(keys)
         if not wanted:
-            return {}
+            return {}, {}
         with self._session() as con:
             rows = con.execute(
                 "SELECT sample_id, epoch, CAST(calls AS VARCHAR) FROM trajectories WHERE generation_hash = ?",
                 [generation_hash],
             ).fetchall()
-        return {(sid, int(epoch)): json.loads(calls) for sid, epoch, calls in rows if (sid, int(epoch)) in wanted}
+        return parse_trajectories(rows, wanted)
 
     def sample_costs(self, run_hash: str) -> list[tuple[float | None, dict[str, Any]]]:
         """What each stored sample of `run_hash` cost (every invocation of it): `(cost_usd, usage)`,

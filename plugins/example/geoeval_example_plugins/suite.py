@@ -32,8 +32,8 @@ from geoeval.core.config.schema import Strict
 from geoeval.core.reading.candidates import Found, assign_roles
 from geoeval.core.reading.document import parse
 from geoeval.core.reading.rule import decide
-from geoeval.core.records import Dimensions
-from geoeval.core.registry import MetaEvalAnswer, Suite, get_tool, register_metric, register_suite
+from geoeval.core.records import Dimensions, MetaEvalAnswer
+from geoeval.core.registry import Suite, get_tool, register_metric, register_suite
 from geoeval.core.scoring import MetricInput, geoeval_scorer
 from geoeval.suites.maptab.api import edge_table, format_table, generate_metro_map
 
