@@ -245,20 +245,23 @@ def run_job(
             model=spec.model.name,
         )
     try:
-        outcome = _evaluate(
-            spec,
-            warehouse,
-            config,
-            suite,
-            env,
-            samples,
-            wanted,
-            run_hash,
-            out_dir,
-            progress,
-            mlflow_run,
-            trace_stream.put if trace_stream is not None else None,
-        )
+        try:
+            outcome = _evaluate(
+                spec,
+                warehouse,
+                config,
+                suite,
+                env,
+                samples,
+                wanted,
+                run_hash,
+                out_dir,
+                progress,
+                mlflow_run,
+                trace_stream.put if trace_stream is not None else None,
+            )
+        finally:  # a halt stops this job's model calls, never a later job's or shard's in this process
+            clear_halt()
         if trace_stream is not None:
             stream, trace_stream = trace_stream, None  # closed once, even if what follows raises
             stream.close()
