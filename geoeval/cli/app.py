@@ -27,7 +27,14 @@ from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
-from geoeval.core.sweep.points import SWEEP_POINTS, JobPoint, SweepJob, current_sweep_job, read_points
+from geoeval.core.sweep.points import (
+    SWEEP_POINTS,
+    JobPoint,
+    SweepJob,
+    current_sweep_job,
+    read_points,
+    sweep_run_name,
+)
 
 _register_experiments_path()
 _register_launcher()
@@ -74,9 +81,9 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
 
 def _say_where_results_go(spec: Any) -> None:
     """One line naming where the warehouse and the logs are (a job submitted from a laptop must
-    say where it wrote), and a warning inside a Ray job whose results would land in Ray's
-    temporary working directory."""
-    from geoeval.core.run.ray_session import RAY_JOB_CONFIG_ENV
+    say where it wrote), and inside a Ray job without `GEOEVAL_ROOT` a warning naming where its
+    results really land (`ray_session.job_without_root_warning`)."""
+    from geoeval.core.run.ray_session import job_without_root_warning
     from geoeval.core.tracking.store import tracking_uri_for
 
     tracking = tracking_uri_for(spec.tracking) if spec.tracking.enabled else "off"
@@ -85,14 +92,9 @@ def _say_where_results_go(spec: Any) -> None:
         f"MLflow: {redact_url_text(tracking)}",
         file=sys.stderr,
     )
-    if os.environ.get(RAY_JOB_CONFIG_ENV) and not os.environ.get("GEOEVAL_ROOT"):
-        print(
-            "[geoeval] warning: this runs inside a Ray job, whose working directory is a temporary copy: set "
-            "GEOEVAL_ROOT to a persistent folder (ray job submit --runtime-env-json "
-            '\'{"env_vars": {"GEOEVAL_ROOT": "/shared/geoeval"}}\') so that resume and `geoeval results` find '
-            "what it wrote (docs/cluster.md)",
-            file=sys.stderr,
-        )
+    ray_job_warning = job_without_root_warning(spec.results_db)
+    if ray_job_warning:
+        print(f"[geoeval] warning: {ray_job_warning}", file=sys.stderr)
 
 
 def redact_url_text(text: str) -> str:
@@ -285,8 +287,10 @@ class SweepCallback(Callback):
         hydra_overrides = list(config.hydra.overrides.hydra)
         from geoeval.core.run.runner import start_early
 
+        combos = []
         try:
             for combo in _sweep_combinations(config):
+                combos.append(list(combo))
                 cfg = loader.load_configuration(
                     config_name=config.hydra.job.config_name,
                     overrides=hydra_overrides + list(combo),
@@ -336,7 +340,7 @@ class SweepCallback(Callback):
             run_id = tracking.start_parent_run(
                 spec.tracking,
                 spec.experiment_name,
-                f"sweep:{spec.experiment_name}",
+                sweep_run_name(spec.experiment_name, combos),
                 params,
                 sweep_hash=sweep_hash,
                 headline_metrics=registry.get_suite(spec.suite.name).headline_metrics,

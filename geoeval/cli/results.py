@@ -21,8 +21,10 @@ level. Rows are sorted by their DIMS values, except that a grouping by run-level
 sorted best first.
 
 Several warehouses at once (a team's, one per person): repeat `--db`; their runs are listed
-together (a run stored in two of them is shown once, its samples from the first `--db` that has
-each). `--sql` reads one warehouse.
+together. A run stored in several of them is shown once, merged by sample: the union of their
+samples by (sample, epoch), one stored in more than one counted once (the first `--db`'s); a line
+on stderr says, per merged run, how many samples it has and how many were counted once (and
+whether their scores differed). `--sql` reads one warehouse.
 
     geoeval results --db alice/results/geoeval.duckdb --db bob/results/geoeval.duckdb --by model
     geoeval results export --output scores.parquet [--db ...]   # one row per score, for DuckDB, pandas, a notebook
@@ -359,6 +361,9 @@ class Warehouses:
     def __init__(self, warehouses: list[Warehouse]) -> None:
         self._warehouses = warehouses
         self.path = ", ".join(str(w.path) for w in warehouses)
+        #: run hash -> (warehouses holding it, distinct samples, samples stored twice or more,
+        #: of those how many with other scores or answer in a later warehouse)
+        self.merged: dict[str, tuple[int, int, int, int]] = {}
 
     def runs(self, suite: str | None = None) -> list[dict[str, Any]]:
         seen: dict[str, dict[str, Any]] = {}
@@ -372,11 +377,40 @@ class Warehouses:
         return list(self._warehouses)
 
     def results(self, run_hash: str) -> list[SampleResult]:
+        """The union of the run's samples by (sample, epoch); one stored in several warehouses is
+        counted once (the first `--db`'s), and `merged` records what was merged for `merge_notes`."""
         found: dict[tuple[str, int], SampleResult] = {}
+        holders = duplicates = differing = 0
         for warehouse in self._warehouses:
-            for result in warehouse.results(run_hash):
-                found.setdefault((result.sample_id, result.epoch), result)
+            stored = warehouse.results(run_hash)
+            holders += bool(stored)
+            for result in stored:
+                key = (result.sample_id, result.epoch)
+                first = found.setdefault(key, result)
+                if first is not result:
+                    duplicates += 1
+                    differing += (first.scores, first.answer, first.error) != (
+                        result.scores,
+                        result.answer,
+                        result.error,
+                    )
+        if holders > 1:
+            self.merged[run_hash] = (holders, len(found), duplicates, differing)
         return [found[key] for key in sorted(found)]
+
+    def merge_notes(self) -> list[str]:
+        """One line per run stored in more than one warehouse: what was merged, and what was
+        counted once."""
+        notes = []
+        for run_hash, (holders, distinct, duplicates, differing) in sorted(self.merged.items()):
+            note = (
+                f"run {run_hash[:12]} is stored in {holders} of the warehouses: merged by sample, {distinct} "
+                f"distinct sample(s); {duplicates} stored more than once counted once (the first --db's)"
+            )
+            if differing:
+                note += f", {differing} of them with other scores, answer or error in a later --db"
+            notes.append(note)
+        return notes
 
 
 def export(argv: list[str]) -> int:
@@ -447,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
                     metrics=_split_list(args.metric) or None,
                     by=_split_list(args.by) or None,
                 )
+                for note in source.merge_notes() if isinstance(source, Warehouses) else []:
+                    print(f"geoeval results: {note}", file=sys.stderr)
     except GeoevalError as error:
         print(f"geoeval results: error: {error}", file=sys.stderr)
         return 2

@@ -125,3 +125,25 @@ def test_inside_a_ray_job_the_driver_does_not_set_again_what_the_jobs_runtime_en
     monkeypatch.setenv(RAY_JOB_CONFIG_ENV, json.dumps(job))
     assert without_job_runtime_env(ours) == {"env_vars": {"GEOEVAL_CACHE_DIR": "/c"}}
     assert without_job_runtime_env({"env_vars": {"GEOEVAL_ROOT": "/shared"}}) is None
+
+
+def test_a_ray_job_without_a_root_is_told_where_its_results_really_go(tmp_path, monkeypatch):
+    """Without `GEOEVAL_ROOT` a Ray job writes under its driver's working directory: the folder
+    the Ray head was started from (no --working-dir), or Ray's temporary copy of --working-dir;
+    the warning names the one it is, with the resolved path."""
+    from geoeval.core.run.ray_session import RAY_JOB_CONFIG_ENV, job_without_root_warning
+
+    monkeypatch.delenv("GEOEVAL_ROOT", raising=False)
+    monkeypatch.delenv(RAY_JOB_CONFIG_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert job_without_root_warning("results/geoeval.duckdb") is None  # not a Ray job
+    monkeypatch.setenv(RAY_JOB_CONFIG_ENV, "{}")
+    said = job_without_root_warning("results/geoeval.duckdb")
+    assert said is not None and str(tmp_path.resolve() / "results" / "geoeval.duckdb") in said
+    assert "the directory the Ray head was started from" in said and "temporary" not in said
+    copy = tmp_path / "session_1" / "runtime_resources" / "working_dir_files" / "_ray_pkg_1"
+    copy.mkdir(parents=True)
+    monkeypatch.chdir(copy)
+    assert "Ray's temporary copy" in (job_without_root_warning("results/geoeval.duckdb") or "")
+    monkeypatch.setenv("GEOEVAL_ROOT", str(tmp_path / "shared"))
+    assert job_without_root_warning("results/geoeval.duckdb") is None

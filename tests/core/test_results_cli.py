@@ -237,12 +237,38 @@ def test_several_warehouses_are_read_together_and_sql_takes_one(db: Path, tmp_pa
         wh.register_run(STRONG, suite="maptab", model="strong", config={"suite": {"resolution": 1}})
         wh.write_results([r(STRONG, "s1", "strong", {"ema": 0.0, "ds": 0.0}, "easy")])
     code, out, err = run_cli(capsys, "--db", str(db), "--db", str(other), "--suite", "maptab", "--format", "json")
-    assert (code, err) == (0, "")
+    assert code == 0
+    # the run in both is merged by sample, and said so (s1 in both, with another score in bob's)
+    assert err.strip().splitlines() == [
+        f"geoeval results: run {STRONG[:12]} is stored in 2 of the warehouses: merged by sample, 2 distinct "
+        "sample(s); 1 stored more than once counted once (the first --db's), 1 of them with other scores, "
+        "answer or error in a later --db"
+    ]
     rows = {row["run"]: row for row in json.loads(out)}
     assert set(rows) == {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}
     assert rows["bbbbbbbbbbbb"]["ema"] == 0.75 and rows["cccccccccccc"]["model"] == "bob-model"
     code, _, err = run_cli(capsys, "--db", str(db), "--db", str(other), "--sql", "SELECT 1")
     assert code == 2 and "--sql reads one warehouse" in err
+
+
+def test_a_run_in_two_warehouses_is_the_union_of_their_samples_each_counted_once(tmp_path: Path, capsys) -> None:
+    """Alice and Bob each stored part of one run (the same config), one sample in both: the run is
+    shown once with every sample, the shared one counted once, in the table and by level."""
+    dbs = []
+    for name, samples in (("alice", ["s1", "s2"]), ("bob", ["s2", "s3", "s4"])):
+        path = tmp_path / name / "geoeval.duckdb"
+        with Warehouse(path) as wh:
+            wh.register_run("dddddddddddd4444", suite="maptab", model="m", config={"suite": {"resolution": 1}})
+            wh.write_results([r("dddddddddddd4444", s, "m", {"ema": float(s in ("s1", "s3"))}, s) for s in samples])
+        dbs += ["--db", str(path)]
+    code, out, err = run_cli(capsys, *dbs, "--format", "json")
+    assert code == 0
+    [row] = json.loads(out)
+    assert (row["n"], row["ema"]) == (4, 0.5)  # s1..s4 once each: two of four exact
+    assert "merged by sample, 4 distinct sample(s); 1 stored more than once counted once" in err
+    assert "other scores" not in err  # s2 is the same in both
+    code, out, _ = run_cli(capsys, *dbs, "--by", "level", "--format", "json")
+    assert code == 0 and {row["level"]: row["n"] for row in json.loads(out)} == {"s1": 1, "s2": 1, "s3": 1, "s4": 1}
 
 
 def test_export_writes_every_score_of_every_warehouse_as_parquet(db: Path, tmp_path: Path, capsys) -> None:

@@ -96,7 +96,10 @@ def test_an_end_kept_for_a_server_that_is_down_is_sent_later(store, tmp_path, mo
         results_db=str(tmp_path / "wh.duckdb"),
         log_paths=[],
         keys=[("s0", 1), ("s1", 1), ("s2", 1)],
+        progress=[3, 0, 3],
     )
+    # the live progress stopped at 1 of 3 when the server went down
+    tracking.log_metrics(run.client, run.run_id, tracking.progress_metrics(1, 0, 3), step=1)
     waits = recorded_waits(monkeypatch)
     kept = delivery.end_job_run(run, end, wait_s=0, work_dir=tmp_path / "work")
     # MLflow's own retries (minutes by default) are not waited out: a couple of retries, seconds in all
@@ -112,6 +115,7 @@ def test_an_end_kept_for_a_server_that_is_down_is_sent_later(store, tmp_path, mo
     assert done.info.status == "FINISHED"
     assert done.data.metrics["ema"] == 0.5 and math.isnan(done.data.metrics["ds"])
     assert done.data.metrics["traces_logged"] == 3.0
+    assert done.data.metrics["progress/samples_done"] == 3.0  # the end's point, not the live one
     assert done.data.tags["mlflow.note.content"] == "the summary"
     assert len(traces_of(store, run.run_id)) == 3
     assert delivery.send_pending(tmp_path / "work") == (0, 0)  # nothing left
@@ -162,3 +166,36 @@ def test_a_sweep_parent_end_is_kept_only_when_the_server_is_down(store, tmp_path
             tags={},
             work_dir=tmp_path,
         )
+
+
+def test_an_outage_is_one_warning_line_whoever_meets_it_and_the_next_outage_another(capsys):
+    """Traces, progress and the job's end that fail during one outage print one line between them
+    (`note_outage`), not one per trace; once the server has answered, a new outage is said again."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Health(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    port = free_port()
+    uri = f"http://alice:s3cret-lab-pw@127.0.0.1:{port}"
+    assert all(delivery.in_outage(uri) for _ in range(13))  # 13 traces failing in one outage
+    delivery.note_outage(uri)  # the job's end, waiting on it
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "does not answer" in lines[0] and "s3cret" not in lines[0], lines
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Health)  # the server is back
+    try:
+        import threading
+
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        assert not delivery.in_outage(uri)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert delivery.in_outage(uri) and delivery.in_outage(uri)  # down again: a new outage, one line
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -186,6 +186,8 @@ def test_killed_job_is_marked_killed_and_its_run_reused_by_the_next_start(store,
     assert metric_history(store, killed_id, "progress/samples_done") == [(2, 2.0)]  # earlier progress kept
     resumed.finish({"n_samples": 4}, [], "FINISHED")
     assert len(client.search_runs([resumed.experiment_id])) == 1
+    # the kill's reason went with the resume: a FINISHED run does not say it was killed
+    assert "geoeval.killed_reason" not in client.get_run(killed_id).data.tags
 
     # a FINISHED run is a complete record: a later job of the same hash gets its own run
     again = start(store, "h1")
@@ -488,3 +490,20 @@ def test_a_damaged_store_is_one_error_naming_it(tmp_path, damage):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.match(r"the MLflow store .*mlflow\.db is damaged \(.+\): move it aside", proc.stdout), proc.stdout
     assert "tracking=none" in proc.stdout
+
+
+def test_mlflow_user_is_the_researcher_the_warehouse_records(tmp_path, store, monkeypatch):
+    """MLflow's `mlflow.user` (its runs table's User) is `$GEOEVAL_USER`, on job runs, resumed
+    runs and sweep parents alike: the name the warehouse's `invocations` record."""
+    monkeypatch.setenv("GEOEVAL_USER", "alice-lab")
+    assert tracking_owners.researcher() == "alice-lab"
+    client = client_for(store)
+    run = start(store, "hu")
+    run.finish({}, [], "KILLED")
+    resumed = start(store, "hu")  # the killed run goes on
+    assert resumed.run_id == run.run_id
+    resumed.finish({}, [], "FINISHED")
+    parent_id = tracking.start_parent_run(spec_for(store), "exp", "sweep:exp", sweep_hash="swu")
+    for run_id in (run.run_id, parent_id):
+        got = client.get_run(run_id)
+        assert got.data.tags["mlflow.user"] == "alice-lab" and got.info.user_id == "alice-lab"

@@ -1,11 +1,14 @@
 """The servers of a lab's deployment, started by the tests on 127.0.0.1: PostgreSQL (a cluster of
 its own in a temporary folder), an `mlflow server` on it over HTTP, and a Ray head with its
-dashboard (the Jobs API). Each is a context manager that stops what it started."""
+dashboard (the Jobs API), and a reverse proxy that puts a tracking server behind basic auth.
+Each is a context manager that stops what it started."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import glob
+import http.client
 import os
 import shutil
 import signal
@@ -13,9 +16,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
@@ -176,6 +181,7 @@ def ray_head(folder: Path) -> Iterator[str]:
             "start",
             "--head",
             "--block",
+            "--node-ip-address=127.0.0.1",  # docs/team.md: a local test cluster on the loopback
             f"--port={port}",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={dashboard}",
@@ -201,3 +207,56 @@ def ray_head(folder: Path) -> Iterator[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+@contextlib.contextmanager
+def basic_auth_proxy(upstream_port: int, user: str, password: str) -> Iterator[int]:
+    """A reverse proxy on a free loopback port that demands HTTP basic auth (`user`, `password`)
+    and forwards every request to the tracking server on `upstream_port` (a 502 while that is
+    down, as a lab's proxy answers); yields its port."""
+    expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def _forward(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="mlflow"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            headers = {
+                k: v for k, v in self.headers.items() if k.lower() not in ("authorization", "host", "connection")
+            }
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                reply = conn.getresponse()
+                data = reply.read()
+                status, reply_headers = reply.status, reply.getheaders()
+                conn.close()
+            except OSError:
+                status, reply_headers, data = 502, [], b"bad gateway"
+            self.send_response(status)
+            for key, value in reply_headers:
+                if key.lower() not in ("content-length", "transfer-encoding", "connection"):
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

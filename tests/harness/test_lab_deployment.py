@@ -1,12 +1,15 @@
 """A lab's deployment, as the README's team setup runs it: an MLflow tracking server on PostgreSQL
 over HTTP, researchers who set only `MLFLOW_TRACKING_URI`, a run killed mid-way and resumed, the
 tracking server stopped for a while mid-run, a colleague rerunning a config on a shared
-warehouse; and a Ray cluster that runs geoeval through `ray job submit`.
+warehouse, whose MLflow user is theirs, and a third who reads her own warehouse with the shared
+one (a run in both merged by sample); and a Ray cluster that runs geoeval through `ray job submit`.
+Alice's tracking URI holds her credentials (`http://alice:<password>@...`: the server is behind a
+proxy that demands basic auth); they are in no output and no file.
 
 Checked: every run FINISHED on the server, one trace per stored sample (the killed invocation's,
 the reused ones' and those finished during the outage included), nothing in a local `mlruns/`, the
 warehouse stored samples while the tracking server was down, the colleague got an MLflow run of
-their own and the warehouse says who ran what; the Ray job's results are read with `geoeval
+their own and the warehouse says who ran what; the outage was one warning line; the Ray job's results are read with `geoeval
 results` from the submitting directory."""
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ import pytest
 
 from geoeval.core.warehouse.store import Warehouse
 from tests.conftest import geoeval_cmd
-from tests.harness.lab_servers import mlflow_server, postgres, postgres_bin, ray_head
+from tests.harness.lab_servers import basic_auth_proxy, mlflow_server, postgres, postgres_bin, ray_head
 
 pytestmark = pytest.mark.slow
 
 MAPTAB = ("suite=maptab", "model=table_baseline", "runner=local", "env.n_maps=1")
+PASSWORD = "s3cret-lab-pw"
 SLOW_MAPTAB = (*MAPTAB, "suite.n_per_category=3", "+model.args.delay_s=1.5", "runner.max_samples=1")  # 12 samples
 LIFEPLANNER = ("+experiment=lifeplanner_offline", "env.n_places=300", "env.n_notes=2000", "suite.n_cases=11", "limit=3")
 
@@ -98,18 +102,29 @@ print(json.dumps(out))
 
 
 @pytest.mark.skipif(postgres_bin() is None, reason="PostgreSQL is not installed (.ci/run installs it)")
-def test_a_lab_on_a_tracking_server_loses_no_run_no_trace_and_no_sample(tmp_path):
+def test_a_lab_on_a_tracking_server_loses_no_run_no_trace_and_no_sample(tmp_path, capfd):
     alice, bob = tmp_path / "alice", tmp_path / "bob"
     alice.mkdir()
     bob.mkdir()
-    with postgres() as backend, mlflow_server(backend, tmp_path) as server:
-        env = researcher_env(server.url, "alice")
+    with (
+        postgres() as backend,
+        mlflow_server(backend, tmp_path) as server,
+        basic_auth_proxy(server.port, "alice", PASSWORD) as proxy,
+    ):
+        # alice's server is behind basic auth, her credentials in the URI (MLflow sends them)
+        env = researcher_env(f"http://alice:{PASSWORD}@127.0.0.1:{proxy}", "alice")
+        refused = subprocess.run(
+            geoeval_cmd(*MAPTAB), cwd=alice, env=researcher_env(f"http://127.0.0.1:{proxy}", "alice"),
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert refused.returncode == 2 and "refused the credentials (HTTP 401)" in refused.stderr, refused.stderr
         # a single run, a sweep (two points whose samples are the same: the second reuses them)
         # and LifePlanner, with only MLFLOW_TRACKING_URI set
-        run(alice, env, *MAPTAB, "suite.n_per_category=2")
+        outputs = [run(alice, env, *MAPTAB, "suite.n_per_category=2")]
         sweep = run(alice, env, "-m", *MAPTAB, "suite.n_per_category=1", "suite.resolution=1,0.5")
         assert "MLflow parent run:" in sweep.stdout
-        run(alice, env, *LIFEPLANNER)
+        assert f"open http://***@127.0.0.1:{proxy}" in sweep.stdout and "mlflow ui" not in sweep.stdout
+        outputs += [sweep, run(alice, env, *LIFEPLANNER)]
 
         # a run killed mid-way (kill -9: nothing is ended), then resumed; the tracking server is
         # stopped while the resumed run goes on, and comes back before it ends
@@ -143,14 +158,27 @@ def test_a_lab_on_a_tracking_server_loses_no_run_no_trace_and_no_sample(tmp_path
         server.start()
         code = resumed.wait(600)
         drain.join(60)
-        assert code == 0, (buf + "".join(rest))[-4000:]
+        resumed_err = buf + "".join(rest)
+        assert code == 0, resumed_err[-4000:]
         assert during_outage >= at_outage + 2, "the warehouse stalled while the tracking server was down"
+        # the outage is one warning line (traces, progress and the end that met it say nothing more)
+        noise = ("does not answer", "not written", "not logged", "MLflow traces")
+        warnings = [line for line in resumed_err.splitlines() if "warning" in line and any(n in line for n in noise)]
+        assert len(warnings) == 1 and "does not answer" in warnings[0], "\n".join(warnings)
 
         # a colleague reruns a config on the shared warehouse: nothing is evaluated again, and
         # the rerun is an MLflow run of their own
         shared = f"results_db={db}"
         again = run(bob, researcher_env(server.url, "bob"), *MAPTAB, "suite.n_per_category=2", shared)
         assert "8 sample(s) already scored, 0 to run" in again.stderr
+        # carol ran the same config in a warehouse of her own: read with the shared one, the run
+        # is there once, merged by sample (its 8 samples in both, counted once), and said so
+        carol_db = tmp_path / "carol.duckdb"
+        run(bob, researcher_env(server.url, "carol"), *MAPTAB, "suite.n_per_category=2", f"results_db={carol_db}",
+            "tracking=none")  # fmt: skip
+        merged = run(bob, env, "results", "--db", str(db), "--db", str(carol_db), "--format", "json")
+        assert "merged by sample, 8 distinct sample(s); 8 stored more than once counted once" in merged.stderr
+        assert sum(1 for row in json.loads(merged.stdout) if row["n"] == 8) == 1, merged.stdout
 
         runs = server_view(server.url)
         counts = stored(db)
@@ -167,6 +195,15 @@ def test_a_lab_on_a_tracking_server_loses_no_run_no_trace_and_no_sample(tmp_path
         single = [j for j in jobs if j["traces"] == 8]
         assert len(single) == 2 and single[0]["id"] != single[1]["id"]  # alice's run and bob's
         assert not (alice / "mlruns").exists() and not (bob / "mlruns").exists()
+        # who ran it, in MLflow as in the warehouse: every run of alice's is hers, bob's is his
+        bobs = [r for r in runs if r["user"] == "bob"]
+        assert len(bobs) == 1 and bobs[0]["id"] in {r["id"] for r in single}, [(r["name"], r["user"]) for r in runs]
+        assert all(r["user"] == "alice" for r in runs if r not in bobs), [(r["name"], r["user"]) for r in runs]
+        # alice's password is in no output and no file she or geoeval wrote
+        said = "".join(o.stdout + o.stderr for o in outputs) + resumed_err + capfd.readouterr().out
+        assert PASSWORD not in said
+        holding = [p for p in alice.rglob("*") if p.is_file() and PASSWORD.encode() in p.read_bytes()]
+        assert holding == [], holding
 
     with Warehouse(db, read_only=True) as wh:
         who = wh.query(

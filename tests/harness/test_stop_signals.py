@@ -80,10 +80,10 @@ def test_sigterm_stops_a_sweep_and_its_parent_run_and_the_rerun_finishes_it(tmp_
     assert "*** SIGTERM received" not in text
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
         runs = dict(store.execute("SELECT name, status FROM runs").fetchall())
-    assert runs["sweep:lifeplanner_offline"] == "KILLED" and runs["seed=1"] == "FINISHED"
+    assert runs["sweep:lifeplanner_offline over seed"] == "KILLED" and runs["seed=1"] == "FINISHED"
 
     rerun = subprocess.run(geoeval_cmd(*args), cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     with sqlite3.connect(tmp_path / "mlruns" / "mlflow.db") as store:
         rows = store.execute("SELECT name, status FROM runs ORDER BY name").fetchall()
-    assert rows == [("seed=1", "FINISHED"), ("seed=2", "FINISHED"), ("sweep:lifeplanner_offline", "FINISHED")]
+    assert rows == [("seed=1", "FINISHED"), ("seed=2", "FINISHED"), ("sweep:lifeplanner_offline over seed", "FINISHED")]

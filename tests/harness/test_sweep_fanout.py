@@ -130,6 +130,9 @@ def test_run_names_are_the_swept_values():
     ]
     assert sweep_points.job_labels([["+experiment=x", "seed=1"]]) == ["+experiment=x seed=1"]
     assert sweep_points.job_labels([[]]) == ["base"]
+    # the parent run: the experiment and what it sweeps (not `sweep:default` for every sweep)
+    assert sweep_points.sweep_run_name("default", jobs) == "sweep:default over resolution, setting"
+    assert sweep_points.sweep_run_name("study", [["seed=1"]]) == "sweep:study"
 
 
 def _append_many(path: str, worker: int) -> None:

@@ -32,11 +32,13 @@ from geoeval.core.run.journal import Journal, journal_dir, journaling, settle
 from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.replay import NEVER_GENERATED, load_stored, stored_keys, stored_warnings
 from geoeval.core.run.runner import replay_for, run_samples
+from geoeval.core.run.sample_claims import claimed_samples
 from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
 from geoeval.core.timing import stage
 from geoeval.core.tracking import background_ends
+from geoeval.core.warehouse.claims import release as release_claims
 from geoeval.core.warehouse.invocations import end_invocation
 from geoeval.core.warehouse.store import Warehouse
 
@@ -302,8 +304,11 @@ def _evaluate(
     mlflow_run: Any,
     on_sample: Any = None,
 ) -> JobOutcome:
-    """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config."""
-    with wh:
+    """Resume from the warehouse, run what is left, and aggregate. `config` is the redacted config.
+    Samples another process is evaluating now (the same config on a shared warehouse) are waited
+    for, then read (`sample_claims`): each sample is evaluated once."""
+    include_errors = not spec.retry_errors_on_resume
+    with wh, claimed_samples(wh, run_hash, wanted, include_errors=include_errors) as claim_owner:
         # one open of the file for the job's start: its bookkeeping, what resuming reads, and the
         # writer's first commits (the writer keeps the file open, `GroupCommitWriter`)
         with wh.held():
@@ -318,7 +323,7 @@ def _evaluate(
                 run_hash, suite=suite.name, model=spec.model.name, config=config, experiment=spec.experiment_name
             )
             # errored samples are not finished: a rerun retries them (unless told not to)
-            done = wh.finished_keys(run_hash, include_errors=not spec.retry_errors_on_resume) & wanted
+            done = wh.finished_keys(run_hash, include_errors=include_errors) & wanted
             # the warehouse's run keeps the MLflow run of the whole run, not of a subset's
             whole_run = mlflow_run is not None and not mlflow_run.subset
             wh.set_run_status(run_hash, "running", mlflow_run_id=mlflow_run.run_id if whole_run else None)
@@ -482,6 +487,7 @@ def _evaluate(
                 mlflow_run_id=mlflow_run.run_id if mlflow_run is not None else None,
             )
             log_paths_all = wh.run_logs(run_hash)
+            release_claims(wh, claim_owner)  # stored: nobody need wait for them any more
     if mlflow_run is not None:  # the last progress point, whatever the rate limit skipped
         mlflow_run.progress(done=len(results), errors=int(counts["n_errors"]), total=len(wanted), force=True)
 

@@ -58,6 +58,8 @@ def job_end(
         results_db=str(Path(spec.results_db).resolve()),
         log_paths=outcome.log_paths_all,
         keys=keys,
+        # the live progress point an outage lost: a FINISHED run shows what it did
+        progress=[len(outcome.results), sum(1 for r in outcome.results if r.error), len(keys)],
     )
 
 
@@ -81,10 +83,13 @@ def send_end(
                 digest=end.run_hash,
             )
         except Exception as exc:  # noqa: BLE001 - the dataset is a view of the run, not its record
-            print(
-                f"[geoeval] warning: MLflow dataset not logged: {clean_text(str(exc), max_chars=200)}",
-                file=sys.stderr,
-            )
+            from geoeval.core.config.secrets import redact_urls
+
+            if not delivery.in_outage(end.tracking_uri):  # an outage is said once, by `note_outage`
+                print(
+                    f"[geoeval] warning: MLflow dataset not logged: {clean_text(redact_urls(str(exc)), max_chars=200)}",
+                    file=sys.stderr,
+                )
     with stage("mlflow_traces"):
         return delivery.end_job_run(
             mlflow_run,
@@ -113,8 +118,10 @@ def end_run_after(mlflow_run: Any, exc: BaseException) -> None:
     try:
         mlflow_run.finish(status=tracking_values.status_for_exception(exc))
     except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
+        from geoeval.core.config.secrets import redact_urls
+
         print(
-            f"[geoeval] warning: MLflow run not ended: {clean_text(str(tracking_exc), max_chars=200)}",
+            f"[geoeval] warning: MLflow run not ended: {clean_text(redact_urls(str(tracking_exc)), max_chars=200)}",
             file=sys.stderr,
         )
 

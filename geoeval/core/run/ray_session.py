@@ -334,3 +334,27 @@ def worker_secrets(spec: RunSpec | None = None) -> dict[str, str]:
     """The secret variables of `worker_env`: passed to each shard as a task argument, set in the
     worker's environment for that shard only, and never put in Ray's runtime env."""
     return {k: v for k, v in worker_env(spec).items() if is_secret_key(k)}
+
+
+def job_without_root_warning(results_db: str | Path) -> str | None:
+    """Inside a Ray job without `GEOEVAL_ROOT`: where its results really go, which is the
+    driver's working directory on the node that runs it: Ray's temporary copy of `--working-dir`
+    (deleted with the job's runtime resources), or, for a job submitted without one, the directory
+    the Ray head was started from. None outside a Ray job, or with a root set."""
+    import socket
+
+    if not os.environ.get(RAY_JOB_CONFIG_ENV) or os.environ.get("GEOEVAL_ROOT"):
+        return None
+    cwd = Path.cwd().resolve()
+    temporary = "runtime_resources" in cwd.parts or "working_dir_files" in str(cwd)
+    what = (
+        "Ray's temporary copy of the job's --working-dir, deleted with the job's runtime resources"
+        if temporary
+        else "the directory the Ray head was started from (the job was given no --working-dir)"
+    )
+    return (
+        f"this Ray job has no GEOEVAL_ROOT: its results go to {Path(results_db).resolve()} on {socket.gethostname()}, "
+        f"under {cwd}, {what}; set GEOEVAL_ROOT to a persistent folder (ray job submit --runtime-env-json "
+        '\'{"env_vars": {"GEOEVAL_ROOT": "/shared/geoeval"}}\') so that resume and `geoeval results` find what it '
+        "wrote (docs/cluster.md)"
+    )

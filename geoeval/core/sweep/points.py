@@ -54,14 +54,29 @@ def _pairs(overrides: Sequence[str]) -> dict[str, str]:
     return {o.split("=", 1)[0].lstrip("+~"): o.split("=", 1)[1] for o in overrides if "=" in o}
 
 
+def _swept_names(pairs: Sequence[dict[str, str]]) -> dict[str, str]:
+    """The keys whose values differ between the jobs, each named by the last part of its key,
+    the whole key where two swept keys end alike."""
+    keys = list(dict.fromkeys(k for p in pairs for k in p))
+    swept = [k for k in keys if len({p.get(k) for p in pairs}) > 1]
+    tails = [k.rsplit(".", 1)[-1] for k in swept]
+    return {k: t if tails.count(t) == 1 else k for k, t in zip(swept, tails)}
+
+
+def sweep_run_name(experiment_name: str, job_overrides: Sequence[Sequence[str]]) -> str:
+    """The sweep's parent run name: its experiment and what it sweeps
+    (`sweep:maptab_resolution_sweep over resolution, setting`), so that a store's sweeps are told
+    apart in MLflow's runs table even when they share the default experiment."""
+    names = list(_swept_names([_pairs(o) for o in job_overrides]).values())
+    return f"sweep:{experiment_name}" + (f" over {', '.join(names)}" if names else "")
+
+
 def job_labels(job_overrides: Sequence[Sequence[str]]) -> list[str]:
     """Each job's name: the values that differ between the jobs, by the last part of their key
     (`resolution=0.25 setting=map`), the whole key where two swept keys end alike."""
     pairs = [_pairs(o) for o in job_overrides]
-    keys = list(dict.fromkeys(k for p in pairs for k in p))
-    swept = [k for k in keys if len({p.get(k) for p in pairs}) > 1]
-    tails = [k.rsplit(".", 1)[-1] for k in swept]
-    names = {k: t if tails.count(t) == 1 else k for k, t in zip(swept, tails)}
+    names = _swept_names(pairs)
+    swept = list(names)
     if not swept:  # a sweep of one job: what it overrides
         return [" ".join(filter_overrides(o)) or "base" for o in job_overrides]
     return [" ".join(f"{names[k]}={p[k]}" for k in swept if k in p) for p in pairs]

@@ -71,11 +71,14 @@ def where_line(report: SweepReport | None, sweep_dir: Path, tracking_spec: Any, 
     if report is not None and report.plot is not None:
         parts.append(f"plot: {report.plot}")
     if run_id and tracking_spec is not None:
+        from geoeval.core.config.secrets import redact_url
         from geoeval.core.tracking.store import tracking_uri_for
+        from geoeval.core.tracking.view import ui_command
 
         uri = tracking_uri_for(tracking_spec)
         parts.append(f"MLflow parent run {run_id}, its description the table above:")
-        parts.append(f"  mlflow ui --backend-store-uri {uri}")
+        command = ui_command(uri)  # a tracking server serves its own UI: its URL, credentials redacted
+        parts.append(f"  {command}" if command else f"  open {redact_url(uri)} (the tracking server's UI)")
         parts += [f"  {line}" for line in _ui_links(tracking_spec, uri, run_id)]
     parts.append(f"points: {sweep_dir / 'sweep_points.jsonl'}")
     return "[geoeval] sweep outputs:\n" + "\n".join(f"  {part}" for part in parts)

@@ -60,15 +60,51 @@ def server_answers(uri: str, timeout_s: float = 5.0) -> bool:
     """Whether the tracking store at `uri` answers now: an http(s) server answers any request
     below HTTP 500 (its `/health`); any other store (a file, a database URI) counts as answering,
     so its errors are raised as errors, not waited out."""
+    from geoeval.core.tracking.store import server_request
+
     if not uri.startswith(("http://", "https://")):
         return True
     try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s):
-            return True
+        with urllib.request.urlopen(server_request(uri, "/health"), timeout=timeout_s):
+            answers = True
     except urllib.error.HTTPError as exc:
-        return exc.code < 500
-    except (urllib.error.URLError, OSError):
+        answers = exc.code < 500
+    except (urllib.error.URLError, OSError, ValueError):
+        answers = False
+    if answers:
+        _OUTAGES.discard(uri)  # the outage is over: the next one is said again
+    return answers
+
+
+#: tracking servers this process has said are down, until they answer again
+_OUTAGES: set[str] = set()
+
+
+def note_outage(uri: str) -> None:
+    """The one warning line of an outage of the tracking server at `uri`, printed by whatever
+    meets it first (a trace, the progress, the job's end): the others stay silent until the
+    server has answered again, so an outage is one line, not one per trace."""
+    from geoeval.core.config.secrets import redact_url
+
+    if uri in _OUTAGES:
+        return
+    _OUTAGES.add(uri)
+    print(
+        f"[geoeval] warning: the MLflow tracking server at {redact_url(uri)} does not answer; the scores are "
+        "stored; its traces, progress and the run's end are sent when it answers (the end waits up to "
+        "tracking.outage_wait_s, then is kept for the next run or `geoeval runs --sync`)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def in_outage(uri: str) -> bool:
+    """Whether a failure on `uri` is an outage (the server does not answer now; said once,
+    `note_outage`) rather than an error to warn about."""
+    if server_answers(uri):
         return False
+    note_outage(uri)
+    return True
 
 
 @dataclass
@@ -90,6 +126,7 @@ class JobEnd:
     results_db: str
     log_paths: list[str]
     keys: list[tuple[str, int]] | None = None  # the job's samples (None: every sample of the run)
+    progress: list[int] | None = None  # the last progress point: done, errors, total
     created_at: float = field(default_factory=time.time)
 
     def tracking(self) -> Any:
@@ -126,7 +163,9 @@ def _send(end: JobEnd, live_run: Any | None, results: list[Any] | None) -> dict[
             raise ConnectionError(f"{counts.failed} trace(s) not written: the tracking server stopped answering")
         trace_metrics = counts.as_metrics()
     run = live_run if live_run is not None else JobRun.attach(end.tracking(), end.run_id)
-    run.send_end({**end.metrics, **trace_metrics}, end.artifacts, status=end.status, tags=end.tags or None)
+    run.send_end(
+        {**end.metrics, **trace_metrics}, end.artifacts, status=end.status, tags=end.tags or None, progress=end.progress
+    )
     return trace_metrics
 
 
@@ -137,29 +176,23 @@ def deliver(
     raises `TrackingUnavailable` after that. An error from a server that answers is raised as it
     is (a bug or a refusal is not waited out). `results`: the job's stored samples (read from the
     warehouse when None)."""
-    from geoeval.core.config.secrets import redact_url
+    from geoeval.core.config.secrets import redact_url, redact_urls
 
     shorten_mlflow_retries()
     deadline = time.monotonic() + wait_s
-    pause, warned = 1.0, False
+    pause = 1.0
     while True:
         try:
             return _send(end, live_run, results)
         except Exception as exc:
             if server_answers(end.tracking_uri):
                 raise
-            reason = clean_text(f"{type(exc).__name__}: {exc}", max_chars=200)
+            reason = clean_text(redact_urls(f"{type(exc).__name__}: {exc}"), max_chars=200)
             if time.monotonic() + pause > deadline:
                 raise TrackingUnavailable(
                     f"the MLflow tracking server at {redact_url(end.tracking_uri)} stopped answering ({reason})"
                 ) from None
-            if not warned:
-                warned = True
-                print(
-                    f"[geoeval] warning: the MLflow tracking server at {redact_url(end.tracking_uri)} does not "
-                    f"answer; the scores are stored; trying again for up to {wait_s:g} s (tracking.outage_wait_s)",
-                    file=sys.stderr,
-                )
+            note_outage(end.tracking_uri)  # said once an outage (a trace may have said it already)
             time.sleep(pause)
             pause = min(2 * pause, 10.0)
 
@@ -170,7 +203,11 @@ def keep_for_later(end: JobEnd, work_dir: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{end.run_id}.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(end), indent=1, default=str))
+    from geoeval.core.config.secrets import redact_url
+
+    # the file never holds the URI's credentials: `send_pending` takes them from the URI it runs on
+    kept = {**asdict(end), "tracking_uri": redact_url(end.tracking_uri)}
+    tmp.write_text(json.dumps(kept, indent=1, default=str))
     os.replace(tmp, path)
     return path
 
@@ -238,9 +275,24 @@ def keep_sweep_end(
     return path
 
 
+def _credentialed(kept: str, tracking_uri: str | None) -> str | None:
+    """The URI a kept end goes to: `kept` (written with its credentials redacted), with them
+    back from the URI this process tracks to (`tracking_uri`, else `MLFLOW_TRACKING_URI`) when
+    that is the same server; None when credentials were kept out and none is at hand."""
+    from geoeval.core.config.secrets import REDACTED, redact_url
+
+    for candidate in (tracking_uri, os.environ.get("MLFLOW_TRACKING_URI")):
+        if candidate and redact_url(candidate) == redact_url(kept):
+            return candidate
+    netloc = kept.partition("://")[2].split("/", 1)[0]
+    return None if netloc.startswith(f"{REDACTED}@") else kept
+
+
 def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet: bool = False) -> tuple[int, int]:
     """Sends what a tracking server missed (`keep_for_later`'s files under `work_dir`), for
     `tracking_uri` only when given; a server still down keeps its files. Returns (sent, left)."""
+    from geoeval.core.config.secrets import redact_url, redact_urls
+
     folder = Path(work_dir) / PENDING_DIR
     if not folder.is_dir():
         return 0, 0
@@ -254,8 +306,18 @@ def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet
             print(f"[geoeval] warning: {path} cannot be read ({exc}); left in place", file=sys.stderr)
             left += 1
             continue
-        if tracking_uri is not None and end.tracking_uri != tracking_uri:
+        if tracking_uri is not None and redact_url(end.tracking_uri) != redact_url(tracking_uri):
             continue
+        uri = _credentialed(end.tracking_uri, tracking_uri)
+        if uri is None:
+            print(
+                f"[geoeval] warning: {path} is for the tracking server {end.tracking_uri}, whose credentials are "
+                "not kept: run `geoeval runs --sync` with MLFLOW_TRACKING_URI set to it (credentials included)",
+                file=sys.stderr,
+            )
+            left += 1
+            continue
+        end.tracking_uri = uri
         if not server_answers(end.tracking_uri):
             left += 1
             continue
@@ -264,7 +326,7 @@ def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet
         except Exception as exc:  # noqa: BLE001 - kept for the next try, said why
             print(
                 f"[geoeval] warning: MLflow run {end.run_id}: what the tracking server missed is not sent yet "
-                f"({clean_text(str(exc), max_chars=200)}); kept in {path}",
+                f"({clean_text(redact_urls(str(exc)), max_chars=200)}); kept in {path}",
                 file=sys.stderr,
             )
             left += 1

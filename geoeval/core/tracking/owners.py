@@ -14,6 +14,9 @@ from pathlib import Path
 TAG_HOST = "geoeval.host"
 TAG_PID = "geoeval.pid"
 TAG_PID_START = "geoeval.pid_start"
+#: MLflow's own "who ran it" (the runs table's User column): geoeval's researcher, the name the
+#: warehouse records too (MLflow's default, the login name, is `root` for a whole lab in containers)
+TAG_USER = "mlflow.user"
 
 
 def _process_start(pid: int) -> str:
@@ -31,8 +34,8 @@ def _process_start(pid: int) -> str:
 
 
 def researcher() -> str:
-    """Who is running geoeval: `$GEOEVAL_USER`, else the login name (what MLflow records as the
-    run's `mlflow.user`). A shared warehouse records it per invocation, and it is part of a job's
+    """Who is running geoeval: `$GEOEVAL_USER`, else the login name; MLflow records it as the
+    run's `mlflow.user` (`owner_tags`). A shared warehouse records it per invocation, and it is part of a job's
     MLflow identity, so that a colleague's rerun of the same config gets a run of their own."""
     name = os.environ.get("GEOEVAL_USER")
     if name:
@@ -44,8 +47,14 @@ def researcher() -> str:
 
 
 def owner_tags() -> dict[str, str]:
+    """Who owns a run: the researcher (as MLflow's user), the host, the pid and its start."""
     pid = os.getpid()
-    return {TAG_HOST: socket.gethostname(), TAG_PID: str(pid), TAG_PID_START: _process_start(pid)}
+    return {
+        TAG_USER: researcher(),
+        TAG_HOST: socket.gethostname(),
+        TAG_PID: str(pid),
+        TAG_PID_START: _process_start(pid),
+    }
 
 
 def owner_is_dead(tags: Mapping[str, str]) -> bool:

@@ -43,12 +43,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geoeval.core.text import clean_text
-
-# The store, the names and values, and the run owners have modules of their own.
 from geoeval.core.tracking.owners import (
     owner_is_dead,
     owner_tags,
 )
+
+# The store, the names and values, and the run owners have modules of their own.
+from geoeval.core.tracking.stale import TAG_KILLED_REASON
 from geoeval.core.tracking.store import (
     client_for,
     ensure_experiment,
@@ -166,6 +167,10 @@ def _context_tags(tags: dict[str, str]) -> dict[str, str]:
         return dict(resolve_tags(tags))
     except Exception:
         return dict(tags)
+
+
+def progress_metrics(done: int, errors: int, total: int) -> dict[str, float]:
+    return {"progress/samples_done": done, "progress/errors": errors, "progress/samples_total": total}
 
 
 def log_metrics(client: Any, run_id: str, metrics: Mapping[str, float], *, step: int = 0) -> None:
@@ -303,6 +308,8 @@ class JobRun:
                 attempt = previous.data.tags.get(TAG_ATTEMPT, "1")
                 attempt = int(attempt) + 1 if attempt.isdigit() else 2
                 _log_tags(client, run_id, {**run_tags, TAG_ATTEMPT: str(attempt)})
+                if TAG_KILLED_REASON in previous.data.tags:  # it goes on: no longer killed (a new kill says so again)
+                    client.delete_tag(run_id, TAG_KILLED_REASON)
                 existing = dict(previous.data.params)
             else:
                 run_tags[TAG_ATTEMPT] = "1"
@@ -377,17 +384,15 @@ class JobRun:
 
     def _log_progress(self, done: int, errors: int, total: int) -> None:
         try:
-            log_metrics(
-                self.client,
-                self.run_id,
-                {"progress/samples_done": done, "progress/errors": errors, "progress/samples_total": total},
-                step=done,
-            )
+            log_metrics(self.client, self.run_id, progress_metrics(done, errors, total), step=done)
         except Exception as exc:
-            if not self._progress_failed:
+            from geoeval.core.config.secrets import redact_urls
+            from geoeval.core.tracking.delivery import in_outage
+
+            if not self._progress_failed and not in_outage(self.tracking_uri):  # an outage: said once
                 self._progress_failed = True
                 print(
-                    f"[geoeval] warning: MLflow progress not logged: {clean_text(str(exc), max_chars=300)}",
+                    f"[geoeval] warning: MLflow progress not logged: {clean_text(redact_urls(str(exc)), max_chars=300)}",
                     file=sys.stderr,
                 )
 
@@ -437,10 +442,13 @@ class JobRun:
         *,
         status: str = "FINISHED",
         tags: Mapping[str, Any] | None = None,
+        progress: Sequence[int] | None = None,
     ) -> None:
-        """The end of the run on the server: tags, metrics, artifacts, then the status (set even
-        if logging fails; the failure is re-raised after). Safe to call again after a failure (a
-        tracking server that was down): each part is idempotent, a metric is logged again."""
+        """The end of the run on the server: tags, metrics, the last progress point (`progress`:
+        done, errors, total; its live point may have been lost to an outage), artifacts, then the
+        status (set even if logging fails; the failure is re-raised after). Safe to call again
+        after a failure (a tracking server that was down): each part is idempotent, a metric is
+        logged again."""
         if status not in RUN_STATUSES:
             raise ValueError(f"status must be one of {RUN_STATUSES}, not {status!r}")
         try:
@@ -448,6 +456,8 @@ class JobRun:
                 _log_tags(self.client, self.run_id, tags)
             if metrics:
                 log_metrics(self.client, self.run_id, metrics)
+            if progress is not None:
+                log_metrics(self.client, self.run_id, progress_metrics(*progress), step=int(progress[0]))
             log_artifacts(self.client, self.run_id, artifacts)
         finally:
             self.client.set_terminated(self.run_id, status=status)

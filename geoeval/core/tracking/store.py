@@ -44,12 +44,37 @@ def tracking_uri_for(tracking: Any) -> str:
     return getattr(tracking, "tracking_uri", None) or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
 
 
+def server_request(uri: str, path: str) -> Any:
+    """A `urllib` request for `path` on the tracking server at `uri`, sending the credentials
+    MLflow would: `MLFLOW_TRACKING_TOKEN` (bearer), else `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`,
+    else the `user:password@` of the URI itself (basic auth, as `requests` sends it for MLflow).
+    The URL requested never holds the credentials (`urllib` would read them as the host name)."""
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(uri)
+    netloc = parts.netloc.rpartition("@")[2]
+    bare = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    request = urllib.request.Request(bare.rstrip("/") + path)
+    token = os.environ.get("MLFLOW_TRACKING_TOKEN")
+    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
+    if not token and not (user and password) and parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    elif user and password is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    return request
+
+
 def check_tracking_server(tracking: Any, timeout_s: float = 5.0) -> None:
     """Before any work: an MLflow tracking server (an http(s) URI) that does not answer, or
-    refuses the credentials MLflow's variables give (`MLFLOW_TRACKING_TOKEN`,
-    `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`), is one `GeoevalError` naming the key, in seconds
-    (MLflow's own retries take minutes). Other stores are checked when opened."""
-    import base64
+    refuses the credentials MLflow's variables or the URI's `user:password@` give
+    (`MLFLOW_TRACKING_TOKEN`, `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`), is one `GeoevalError`
+    naming the key (the URI's credentials redacted), in seconds (MLflow's own retries take
+    minutes). Other stores are checked when opened."""
     import urllib.error
     import urllib.request
 
@@ -58,19 +83,11 @@ def check_tracking_server(tracking: Any, timeout_s: float = 5.0) -> None:
     uri = tracking_uri_for(tracking)
     if not uri.startswith(("http://", "https://")):
         return
-    from geoeval.core.config.secrets import redact_url
+    from geoeval.core.config.secrets import redact_url, redact_urls
 
     where = redact_url(uri)
     key = "tracking.tracking_uri" if getattr(tracking, "tracking_uri", None) else "MLFLOW_TRACKING_URI"
-    request = urllib.request.Request(
-        uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=Default"
-    )
-    token = os.environ.get("MLFLOW_TRACKING_TOKEN")
-    user, password = os.environ.get("MLFLOW_TRACKING_USERNAME"), os.environ.get("MLFLOW_TRACKING_PASSWORD")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    elif user and password:
-        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    request = server_request(uri, "/api/2.0/mlflow/experiments/get-by-name?experiment_name=Default")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s):
             return
@@ -78,13 +95,14 @@ def check_tracking_server(tracking: Any, timeout_s: float = 5.0) -> None:
         if exc.code in (401, 403):
             raise GeoevalError(
                 f"the MLflow tracking server at {where} ({key}) refused the credentials (HTTP {exc.code}): set "
-                "MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, or run with tracking=none"
+                "MLFLOW_TRACKING_TOKEN or MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD (or user:password@ "
+                "in the URI), or run with tracking=none"
             ) from None
         if exc.code < 500:
             return  # it answered as an MLflow server does (e.g. 404 for a store without "Default")
         reason = f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
-        reason = str(getattr(exc, "reason", exc))
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = redact_urls(str(getattr(exc, "reason", exc)))
     raise GeoevalError(
         f"the MLflow tracking server at {where} ({key}) does not answer ({reason}, waited {timeout_s:g} s): start "
         "it, fix the address, or run with tracking=none"
@@ -122,6 +140,9 @@ def _mlflow():
     os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
     # geoeval runs offline by default; MLflow 3 otherwise posts usage telemetry
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # MLflow prints "View run ... at: <the tracking URI>" on ending a run, credentials included;
+    # geoeval prints its own links, with them redacted (`view.ui_url`)
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     # alembic and the SQLite migrations chat on INFO at the first use of a store
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("mlflow").setLevel(logging.WARNING)

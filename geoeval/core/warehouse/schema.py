@@ -1,5 +1,5 @@
 """The warehouse's schema: the DuckDB tables (`runs`, `samples`, `scores`, `run_logs`,
-`invocations`, `trajectories`, `schema_version`), the migrations between schema versions, and the Arrow schemas rows travel in.
+`invocations`, `trajectories`, `claims`, `schema_version`), the migrations between schema versions, and the Arrow schemas rows travel in.
 
 One set of Arrow fields describes both the rows a batch writes (`SAMPLES_ARROW`, `SCORES_ARROW`)
 and the per-sample score export (`SCORE_ARROW_SCHEMA`): the export is the `scores` row plus the
@@ -131,6 +131,20 @@ SCHEMA_DDL = [
         n_evaluated INTEGER,
         n_reused INTEGER,
         mlflow_run_id VARCHAR
+    )""",
+    # who is evaluating which sample now (`warehouse/claims.py`): a second process on the same
+    # config waits for another's claimed samples instead of paying for them twice. A new table
+    # only, created on every read-write open: no schema version step (older geoeval ignores it)
+    """CREATE TABLE IF NOT EXISTS claims (
+        run_hash VARCHAR NOT NULL,
+        sample_id VARCHAR NOT NULL,
+        epoch INTEGER NOT NULL,
+        owner VARCHAR NOT NULL,
+        host VARCHAR NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        heartbeat_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (run_hash, sample_id, epoch)
     )""",
 ]
 

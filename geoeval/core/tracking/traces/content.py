@@ -19,7 +19,10 @@ MAX_LIST_ITEMS = 200  # of a tool argument or result list
 
 
 def _short(exc: BaseException) -> str:
-    return clean_text(f"{type(exc).__name__}: {exc}", max_chars=300)
+    """An error in one line; a URL's credentials (MLflow names the tracking URI it called) redacted."""
+    from geoeval.core.config.secrets import redact_urls
+
+    return clean_text(redact_urls(f"{type(exc).__name__}: {exc}"), max_chars=300)
 
 
 def _text(value: Any, max_chars: int = FIELD_CHARS) -> str:

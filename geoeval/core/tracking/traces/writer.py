@@ -180,7 +180,8 @@ class _Writer:
 
         self.client = tracking_store.client_for(tracking_spec)
         self.experiment_id = self.client.get_run(run_id).info.experiment_id
-        self.tracing = TracingClient(tracking_store.tracking_uri_for(tracking_spec))
+        self.uri = tracking_store.tracking_uri_for(tracking_spec)
+        self.tracing = TracingClient(self.uri)
         self.run_id, self.dataset_name, self.model = run_id, dataset_name, model
         self.batch: list[tuple[Any, list[Any]]] = []
         self.written: list[str] = []  # sample keys whose traces were written
@@ -208,10 +209,13 @@ class _Writer:
 
     def flush(self) -> None:
         if self.batch:
-            keys, failed = _write_batch(self.tracing, self.experiment_id, self.batch, self.warnings)
+            said: list[str] = []
+            keys, failed = _write_batch(self.tracing, self.experiment_id, self.batch, said)
             self.written.extend(keys)
             self.failed += failed
             self.batch = []
+            if not (failed and outage(self.uri)):  # an outage is one line, not one per trace
+                self.warnings.extend(said)
 
     def add_from_logs(self, chosen: Iterable[Any], warnings: list[str]) -> tuple[set[tuple[str, int]], int]:
         """Adds the `chosen` samples (`selection._Candidate`s, each with the log it is in) read
@@ -250,6 +254,14 @@ class _Writer:
         except Exception as exc:
             self.warnings.append(f"could not list the run's earlier traces: {_short(exc)}")
             return {}
+
+
+def outage(uri: str) -> bool:
+    """Whether failures on `uri` are the tracking server's outage, said once for the whole outage
+    (`delivery.note_outage`): the job's end writes the traces it missed."""
+    from geoeval.core.tracking.delivery import in_outage
+
+    return in_outage(uri)
 
 
 def log_samples(
@@ -311,6 +323,7 @@ class TraceStream:
         self._writer: _Writer | None = None
         self._existing: dict[str, list[str]] = {}
         self._run_id = run_id
+        self._uri = tracking_store.tracking_uri_for(tracking_spec)
         self._connect = partial(_Writer, tracking_spec, run_id, dataset_name=dataset_name, model=model)
         self._connect_failed = False
         if mode not in TRACE_MODES:
@@ -360,7 +373,8 @@ class TraceStream:
                         self._writer.add(sample)
                     self._writer.flush()
             except Exception as exc:  # keep draining: the job must not notice
-                self._warnings.append(f"traces not logged: {_short(exc)}")
+                if not outage(self._uri):
+                    self._warnings.append(f"traces not logged: {_short(exc)}")
                 self._connect_failed = self._writer is None
             if stop:
                 return
@@ -440,7 +454,8 @@ def _report(counts: TraceCounts, client: Any, run_id: str, *, log_counts: bool =
             if counts.logged:
                 client.set_tag(run_id, _RUN_TYPE_TAG, _RUN_TYPE_EVALUATE)
         except Exception as exc:
-            print(f"[geoeval] warning: MLflow traces: counts not logged: {_short(exc)}", file=sys.stderr)
+            if not outage(client.tracking_uri):  # the job's end logs them when the server is back
+                print(f"[geoeval] warning: MLflow traces: counts not logged: {_short(exc)}", file=sys.stderr)
     return counts
 
 
