@@ -22,17 +22,13 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field, model_validator
 
-from geoeval.core.config.schema import Strict
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import AnswerScore, AnswerToScore, Dimensions
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import AnswerScore, AnswerToScore, Dimensions, GeoevalError, Strict, Suite, register_suite
 from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult, ScoredAnswer
+    from geoeval.api import RunSpec, SampleResult, ScoredAnswer
 
 Task_ = Literal["place", "nearby", "routing", "trip"]
 Level = Literal["l0", "l1", "l2"]
@@ -341,7 +337,7 @@ class LifePlannerSuite(Suite):
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
         classes per sample come from the samples' stored details."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.lifeplanner.reports import failure_counts_from_results, write_reports
 
         if not results:

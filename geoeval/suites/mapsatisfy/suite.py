@@ -22,9 +22,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import Dimensions, GeoevalError, Suite, register_suite
 from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.suites.mapsatisfy.config import (
     MapSatisfyDemoEnvConfig,
@@ -36,8 +34,7 @@ from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 from geoeval.suites.mapsatisfy.submit import TOOL_LINE
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
+    from geoeval.api import AnswerScore, AnswerToScore, RunSpec, SampleResult, ScoredAnswer
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -271,7 +268,7 @@ class MapSatisfySuite(Suite):
     def build_env(self, spec: RunSpec) -> MapSatisfyEnv:
         if spec.env.name == "mapsatisfy_generated":
             return self._build_generated_env(spec)
-        from geoeval.core.data.fetch import resolve_root
+        from geoeval.api import resolve_root
 
         # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
         root = resolve_root(spec.env.root, "mapsatisfy-demo")
@@ -335,8 +332,7 @@ class MapSatisfySuite(Suite):
         every item's verdict."""
         import asyncio
 
-        from geoeval.core.records import AnswerScore
-        from geoeval.core.scoring import SAMPLE_ERROR_KEY, score_both_protocols
+        from geoeval.api import SAMPLE_ERROR_KEY, AnswerScore, score_both_protocols
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
         from geoeval.suites.mapsatisfy.schema import parse_instance
         from geoeval.suites.mapsatisfy.scorers import extract_answer
@@ -380,7 +376,7 @@ class MapSatisfySuite(Suite):
 
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.mapsatisfy.reports import write_reports
 
         paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports", plots=plots_wanted(spec))
@@ -421,9 +417,7 @@ class MapSatisfySuite(Suite):
     def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.models import build_role_model
-        from geoeval.core.run.preflight import RETRY_DEFAULTS
-        from geoeval.core.scoring import geoeval_scorer
+        from geoeval.api import RETRY_DEFAULTS, build_role_model, geoeval_scorer
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
         from geoeval.suites.mapsatisfy.replay.simulator import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer

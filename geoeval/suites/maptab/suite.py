@@ -32,9 +32,7 @@ from typing import TYPE_CHECKING, Any
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 
-from geoeval.core.cache.memo import CopyingMemo
-from geoeval.core.errors import GeoevalError
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import CopyingMemo, GeoevalError, Suite, register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
 # the schemas, the sample builders and the synthetic maps live in their own modules
@@ -51,8 +49,7 @@ from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficul
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
+    from geoeval.api import AnswerScore, AnswerToScore, RunSpec, SampleResult, ScoredAnswer
 
 
 def _env_seed(spec: RunSpec) -> int:
@@ -173,7 +170,7 @@ class MapTabSuite(Suite):
     def synthetic_queries(self, spec: RunSpec, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
-        from geoeval.core.cache.memo import file_key
+        from geoeval.api import file_key
         from geoeval.suites.maptab.generator.parallel import synthetic_rp_queries
 
         _need_generated_maps(env)
@@ -284,7 +281,7 @@ class MapTabSuite(Suite):
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp/analysis.py`, `rp/report.py`)."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.maptab.reports import protocol_section, write_qa_report
 
         plots = plots_wanted(spec)
