@@ -119,6 +119,10 @@ class SuiteSpec(Protocol):
     ) -> list[AnswerScore]: ...  # the public scoring entry point (`geoeval.core.scoring.score_answers`)
     def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
     def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]: ...
+    @property
+    def commands(self) -> Mapping[str, str]: ...  # its CLI commands: {name: "module:function"} (`Suite.commands`)
+    @property
+    def mcp_servers(self) -> Mapping[str, str]: ...  # its MCP servers: {toolset: "module:function"}
 
 
 #: The members every suite declares itself, and those `Suite` gives defaults for.
@@ -138,6 +142,8 @@ OPTIONAL_SUITE_MEMBERS = (
     "score_answers",
     "after_run",
     "summary_notes",
+    "commands",
+    "mcp_servers",
 )
 
 
@@ -173,6 +179,15 @@ class Suite(abc.ABC):
     #: modules whose source the default `scoring_version` hashes besides the suite's own (e.g.
     #: where its scorer or answer reader lives, when that is not the suite's or a metric's module)
     scoring_modules: tuple[str, ...] = ()
+    #: the suite's own commands, {name: "module:function"}: `function(argv) -> int | None` runs
+    #: `geoeval <suite> <name> [args]`; `env_build` also serves `geoeval env build <suite>`, `score`
+    #: `geoeval score <suite> FILE` (a file in the benchmark authors' format). Named by dotted
+    #: path, so a command's imports are paid only when it runs (`geoeval.cli.suite_commands`)
+    commands: Mapping[str, str] = MappingProxyType({})
+    #: the suite's MCP servers, {toolset: "module:function"} (the first is the default):
+    #: `python -m geoeval.mcp <suite> --db FILE --toolset NAME` calls
+    #: `function(db, *, toolset, transport, host, port, seed, token)`, which serves until stopped
+    mcp_servers: Mapping[str, str] = MappingProxyType({})
 
     @property
     def scoring_version(self) -> str:
@@ -285,6 +300,14 @@ def _check_suite(obj: Any) -> None:
     if not isinstance(obj.name, str) or not obj.name:
         raise GeoevalError(f"suite {_label(obj)} cannot be registered: `name` must be a non-empty string")
     schemas = obj.env_schema.values() if isinstance(obj.env_schema, Mapping) else [obj.env_schema]
+    for member in ("commands", "mcp_servers"):
+        targets = getattr(obj, member)
+        if not isinstance(targets, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and ":" in v for k, v in targets.items()
+        ):
+            raise GeoevalError(
+                f'suite {_label(obj)} cannot be registered: `{member}` must map names to "module:function" strings'
+            )
     for member, values in (("config_schema", [obj.config_schema]), ("env_schema", schemas)):
         if not all(isinstance(v, type) and issubclass(v, BaseModel) for v in values):
             raise GeoevalError(

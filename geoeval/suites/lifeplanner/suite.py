@@ -194,6 +194,10 @@ class LifePlannerSuite(Suite):
     # meta-evaluation (meta_eval.py): 1.0 for deterministic metrics, 0.9 for SC, RP and PR (the
     # judge ensemble's rules judge decides SC and RP; PR gates on SC)
     meta_eval_targets = dict(META_EVAL_TARGETS)
+    # `geoeval env build lifeplanner ...` (cli.py) and `python -m geoeval.mcp lifeplanner --toolset T`
+    commands = {"env_build": "geoeval.suites.lifeplanner.cli:env_build"}
+    # the toolsets of tools/toolsets.py (TOOLSETS), one server function for both
+    mcp_servers = dict.fromkeys(("standard", "data_engine"), "geoeval.suites.lifeplanner.tools.mcp_server:serve")
 
     def meta_eval_answers(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored by the run's scorers and judges."""

@@ -70,6 +70,8 @@ class MapTabSuite(Suite):
     # splits every report and MLflow metric by scenario (ema/scenario/metromap, ...), which the
     # paper's tables report apart
     report_dimensions: tuple[str, ...] = ("scenario",)
+    # `geoeval score maptab results.json`: a results file in the authors' format (cli.py)
+    commands = {"score": "geoeval.suites.maptab.cli:score"}
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
     env_schema = {

@@ -144,6 +144,8 @@ class StationLinesSuite(Suite):
     config_schema = StationLinesSuiteConfig
     env_schema = StationLinesEnvConfig
     headline_metrics = ("line_set_acc",)
+    # `geoeval station_lines lines --seed 0`: its own command, imported only when it runs
+    commands = {"lines": "geoeval_example_plugins.commands:lines"}
     # no `scoring_version`: it defaults to a hash of this module's and the metric's source, so an
     # edit of the reader or the metric scores stored answers again by itself
 

@@ -194,7 +194,7 @@ def server_command(
         sys.executable,
         "-m",
         "geoeval.mcp",
-        "lifeplanner",
+        f"{__name__}:serve",  # the server itself: a lookup by suite name would import the whole suite
         "--db",
         str(Path(db_path).resolve()),
         "--transport",
