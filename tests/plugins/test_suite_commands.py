@@ -10,27 +10,18 @@ import os
 import subprocess
 import sys
 import textwrap
-from types import SimpleNamespace
 
 import pytest
-from pydantic import BaseModel
 
-from geoeval.api import GeoevalError, Suite, register_suite
+from geoeval.api import GeoevalError, register_suite
 from geoeval.cli.main import main
 from geoeval.cli.suite_commands import suites_with
 from geoeval.core import registry
+from tests.core.test_registry import ProbeSuite
+from tests.core.test_registry import (
+    _forget_probe_suites as _forget_probe_suites,  # autouse: the registry is one per process
+)
 from tests.plugins.test_plugin_suite import EXAMPLE, _dist_info
-
-
-class _Schema(BaseModel):
-    name: str = "probe"
-
-
-@pytest.fixture(autouse=True)
-def _forget_probe_suites():
-    yield
-    for name in [n for n in registry._REG.suites if n.startswith("probe_")]:
-        del registry._REG.suites[name]
 
 
 def _probe_commands(tmp_path, monkeypatch) -> str:
@@ -48,23 +39,12 @@ def _probe_commands(tmp_path, monkeypatch) -> str:
 
 
 def _register(commands: dict[str, str], mcp_servers: dict[str, str] | None = None) -> None:
-    class ProbeSuite(Suite):
+    class ProbeCommands(ProbeSuite):
         name = "probe_commands"
-        config_schema = _Schema
-        env_schema = _Schema
 
-        def build_env(self, spec):
-            return SimpleNamespace()
-
-        def build_samples(self, spec, env):
-            return []
-
-        def build_task(self, spec, env, samples):
-            return None
-
-    ProbeSuite.commands = commands
-    ProbeSuite.mcp_servers = mcp_servers or {}
-    register_suite(ProbeSuite)
+    ProbeCommands.commands = commands
+    ProbeCommands.mcp_servers = mcp_servers or {}
+    register_suite(ProbeCommands)
 
 
 def test_a_suites_declared_commands_run_by_its_name_and_load_only_when_run(tmp_path, monkeypatch, capsys):
