@@ -197,6 +197,7 @@ OBSERVABILITY_AND_EXECUTION: list[tuple[str, str, Any]] = [
             ("runner.name", "ray"),
             ("runner.num_workers", 4),
             ("runner.num_cpus", 4),
+            ("runner.worker_niceness", 10),
             ("runner.address", "ray://head:10001"),
             ("runner.max_retries", 5),
             ("runner.connect_timeout_s", 5.0),

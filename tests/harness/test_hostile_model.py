@@ -51,7 +51,7 @@ MODEL = (
     "runner.max_samples=1",
     "retry_on_error=0",
 )
-RUN_TIMEOUT_S = 300  # a run past this is a hang (a normal run here takes under a minute)
+RUN_TIMEOUT_S = 300  # a run that sends the server no request for this long is a hang (a wait bound, not a check)
 
 # What an honest error says: the server failed to answer (HTTP 500 or no answer in time, after the
 # retries; a body that is not JSON). Anything else is a harness bug: a model that answered, however
@@ -211,6 +211,21 @@ class Hang(Exception):
     pass
 
 
+def _communicate_while_it_calls(child: subprocess.Popen, server: HostileServer) -> tuple[str, str]:
+    """`child.communicate()`, given up (TimeoutExpired) only once the run has sent the server no
+    request for RUN_TIMEOUT_S: on a saturated machine a whole run may take far longer than that,
+    and a hang is a run that stopped calling (retrying `communicate` loses no output)."""
+    seen, quiet_since = len(server.history), time.monotonic()
+    while True:
+        try:
+            return child.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            if len(server.history) != seen:
+                seen, quiet_since = len(server.history), time.monotonic()
+            elif time.monotonic() - quiet_since > RUN_TIMEOUT_S:
+                raise
+
+
 def run_geoeval(cwd: Path, server: HostileServer, case: Case) -> Invocation:
     n_before = len(server.history)
     logs_before = eval_logs(cwd)
@@ -233,7 +248,7 @@ def run_geoeval(cwd: Path, server: HostileServer, case: Case) -> Invocation:
     }
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as child:
         try:
-            stdout, stderr = child.communicate(timeout=RUN_TIMEOUT_S)
+            stdout, stderr = _communicate_while_it_calls(child, server)
         except subprocess.TimeoutExpired:
             child.send_signal(signal.SIGABRT)
             try:
@@ -242,7 +257,7 @@ def run_geoeval(cwd: Path, server: HostileServer, case: Case) -> Invocation:
                 child.kill()
                 stdout, stderr = child.communicate()
             raise Hang(
-                f"geoeval hung (> {RUN_TIMEOUT_S} s) against the hostile server; stderr tail:\n{stderr[-8000:]}"
+                f"geoeval hung (no request for > {RUN_TIMEOUT_S} s) against the hostile server; stderr tail:\n{stderr[-8000:]}"
             ) from None
     proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
     invocation = Invocation(

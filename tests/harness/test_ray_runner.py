@@ -85,6 +85,8 @@ def test_shutdown_stops_every_process_of_the_local_ray(tmp_path, ray_session):
     from geoeval.core.run.ray_session import ensure_ray, shutdown_ray
 
     ensure_ray(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
+    # the workers run at the driver's priority, not Ray's nice 15 (issue 45)
+    assert ray.get(ray.remote(lambda: os.nice(0)).remote(), timeout=120) == os.nice(0)
     processes = ray_local_node_processes()
     assert {"raylet", "gcs_server", "monitor"} <= set(processes)
     shutdown_ray()

@@ -190,6 +190,13 @@ class RunnerSpec(Strict):
     name: Literal["local", "ray"] = "local"
     num_workers: int = Field(default=2, ge=1)
     num_cpus: int | None = Field(default=None, ge=1, description="CPUs for a local Ray")
+    worker_niceness: int | None = Field(
+        default=None,
+        ge=0,
+        le=19,
+        description="the nice value of a local Ray's workers; null: the driver's own (Ray's default, 15, "
+        "starved runs on a shared machine). A cluster's workers keep the cluster's setting",
+    )
     address: str | None = Field(default=None, description="None: start a local Ray; 'auto' or 'ray://host:port'")
     max_retries: int = Field(default=2, ge=0)
     connect_timeout_s: float = Field(default=30.0, gt=0)

@@ -436,7 +436,7 @@ def run_shard(
     point = point if point is not None else sweep_point()
     # what tells the logs apart in `inspect view`: the task args, and the point beside the task's name
     label_task(task, log_task_args(spec, point), f"{task.name} {point}" if point else None)
-    model = record_and_replay(build_model(spec), "agent")
+    model = record_and_replay(build_model(spec, shard), "agent")
     # the suite's simulated roles (a user, a tool simulator) make the trajectory with the agent
     for role, role_model in (task.model_roles or {}).items():
         record_and_replay(role_model, role)
@@ -473,7 +473,7 @@ def run_shard(
                 display="none",
                 log_realtime=live_sample_buffer(spec),
                 epochs=spec.epochs,
-                max_samples=samples_in_flight(spec),
+                max_samples=samples_in_flight(spec, shard),
                 # geoeval applies `fail_on_error` itself, over the whole run and after retries
                 fail_on_error=False,
                 retry_on_error=spec.retry_on_error or None,

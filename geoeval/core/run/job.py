@@ -92,10 +92,9 @@ def sweep_spent() -> dict[str, float]:
 def batch_size(spec: RunSpec) -> int:
     """Samples that may start together under a budget: what the runner runs at once
     (`runner.max_samples` per worker), fewer when the budget has room for fewer (`BudgetGuard.admit`)."""
-    from geoeval.core.run.models import samples_in_flight
+    from geoeval.core.run.models import samples_in_flight, shard_count
 
-    workers = spec.runner.num_workers if spec.runner.name == "ray" else 1
-    return max(1, samples_in_flight(spec) * workers)
+    return max(1, sum(samples_in_flight(spec, shard) for shard in range(shard_count(spec))))
 
 
 def _run_within_budget(
@@ -244,20 +243,23 @@ def run_job(
             model=spec.model.name,
         )
     try:
-        outcome = _evaluate(
-            spec,
-            warehouse,
-            config,
-            suite,
-            env,
-            samples,
-            wanted,
-            run_hash,
-            out_dir,
-            progress,
-            mlflow_run,
-            trace_stream.put if trace_stream is not None else None,
-        )
+        try:
+            outcome = _evaluate(
+                spec,
+                warehouse,
+                config,
+                suite,
+                env,
+                samples,
+                wanted,
+                run_hash,
+                out_dir,
+                progress,
+                mlflow_run,
+                trace_stream.put if trace_stream is not None else None,
+            )
+        finally:  # a halt stops this job's model calls, never a later job's or shard's in this process
+            clear_halt()
         if trace_stream is not None:
             stream, trace_stream = trace_stream, None  # closed once, even if what follows raises
             stream.close()

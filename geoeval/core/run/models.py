@@ -157,30 +157,40 @@ OFFLINE_SAMPLES_IN_FLIGHT = 8
 INSPECT_DEFAULT_CONNECTIONS = 10
 
 
-def _workers(spec: RunSpec) -> int:
-    return spec.runner.num_workers if spec.runner.name == "ray" else 1
-
-
-def connections_per_worker(spec: RunSpec) -> int | None:
-    """The evaluated model's connection limit in each worker: `model.config.max_connections` is
-    the total a provider sees, so Ray's workers split it (None: the provider's own default)."""
+def shard_count(spec: RunSpec) -> int:
+    """The shards (Ray tasks) a job's samples are split into: `runner.num_workers`, but no more
+    than `model.config.max_connections` (each shard holds at least one connection, so more shards
+    than connections would exceed the total); 1 for the local runner."""
+    if spec.runner.name != "ray":
+        return 1
     total = spec.model.config.max_connections
-    return None if total is None else max(1, -(-total // _workers(spec)))
+    return spec.runner.num_workers if total is None else max(1, min(spec.runner.num_workers, total))
 
 
-def samples_in_flight(spec: RunSpec) -> int:
+def connections_per_worker(spec: RunSpec, shard: int = 0) -> int | None:
+    """The evaluated model's connection limit in shard `shard`: `model.config.max_connections` is
+    the total a provider sees, so the shards split it exactly (C = 5 over 2: 3 and 2; the sum is
+    never above C). None: the provider's own default."""
+    total = spec.model.config.max_connections
+    if total is None:
+        return None
+    workers = shard_count(spec)
+    return total // workers + (1 if shard % workers < total % workers else 0)
+
+
+def samples_in_flight(spec: RunSpec, shard: int = 0) -> int:
     """Samples each worker runs at once: `runner.max_samples` when set, else as many as the model
     takes requests at once (its connections per worker; Inspect's default of 10 per provider; 8
     for geoeval's offline agents). For an API model the work is waiting: fewer samples than
     connections leave connections idle."""
     if spec.runner.max_samples is not None:
         return spec.runner.max_samples
-    per_worker = connections_per_worker(spec)
+    per_worker = connections_per_worker(spec, shard)
     if per_worker is not None:
         return per_worker
     if spec.model.provider == "geoeval":
         return OFFLINE_SAMPLES_IN_FLIGHT
-    return max(1, -(-INSPECT_DEFAULT_CONNECTIONS // _workers(spec)))
+    return max(1, -(-INSPECT_DEFAULT_CONNECTIONS // shard_count(spec)))
 
 
 def concurrency_warning(spec: RunSpec) -> str | None:
@@ -191,7 +201,7 @@ def concurrency_warning(spec: RunSpec) -> str | None:
     return (
         f"runner.max_samples={spec.runner.max_samples} keeps {per_worker - spec.runner.max_samples} of the model's "
         f"{per_worker} connections per worker idle (model.config.max_connections={spec.model.config.max_connections}"
-        f" over {_workers(spec)} worker(s)); leave runner.max_samples unset to follow the model"
+        f" over {shard_count(spec)} worker(s)); leave runner.max_samples unset to follow the model"
     )
 
 
@@ -208,8 +218,9 @@ def build_role_model(name: str, config: GenerateConfig) -> Model:
     return clean_model_replies(get_model(name, config=config, **sdk_retry_args(name)))
 
 
-def build_model(spec: RunSpec) -> Model:
-    """The evaluated model from `model=`: any Inspect model string with its generate settings.
+def build_model(spec: RunSpec, shard: int = 0) -> Model:
+    """The evaluated model from `model=`: any Inspect model string with its generate settings
+    (its connections: shard `shard`'s part of `model.config.max_connections`).
 
     A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
     writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
@@ -217,8 +228,9 @@ def build_model(spec: RunSpec) -> Model:
 
     # retries are bounded whatever the config says: a failing endpoint ends in counted errors
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})
-    if connections_per_worker(spec) is not None:  # the configured total, split among Ray's workers
-        settings["max_connections"] = connections_per_worker(spec)
+    per_worker = connections_per_worker(spec, shard)
+    if per_worker is not None:  # the configured total, split among Ray's workers
+        settings["max_connections"] = per_worker
     if spec.model.cache is not False:
         settings["cache"] = cache_policy(spec.model.cache)
     args = dict(spec.model.args)

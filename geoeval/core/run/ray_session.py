@@ -72,10 +72,22 @@ def shutdown_ray() -> None:
     _CONNECTED.clear()
 
 
+#: the variable a local Ray's raylet reads its workers' nice value from (`ray_constants.RAY_WORKER_NICENESS`)
+RAY_WORKER_NICENESS_ENV = "RAY_worker_niceness"
+
+
+def worker_niceness(spec: RunSpec) -> int:
+    """The nice value of a local Ray's workers: `runner.worker_niceness`, else the driver's own.
+    Ray's default (15) let every other process on a shared machine go first: runs starved until
+    their requests timed out. (`os.nice(0)` reads the value without changing it.)"""
+    return spec.runner.worker_niceness if spec.runner.worker_niceness is not None else os.nice(0)
+
+
 def _init_local_ray(spec: RunSpec) -> None:
     import ray
 
     _ray_env_defaults()
+    os.environ[RAY_WORKER_NICENESS_ENV] = str(worker_niceness(spec))  # the raylet this starts reads it once
     ray.init(
         num_cpus=spec.runner.num_cpus or os.cpu_count() or 1,
         include_dashboard=False,

@@ -307,6 +307,7 @@ def run_ray(
     from ray.util.queue import Empty
 
     from geoeval.core.run.cluster import receive_logs
+    from geoeval.core.run.models import shard_count  # Inspect's model classes: a driver of local runs never needs them
 
     if not samples:
         return []
@@ -316,7 +317,7 @@ def run_ray(
     with stage("ray_queue"):
         queue = _results_queue()
     run_hash = spec.config_hash()
-    shards = shard_samples(samples, spec.runner.num_workers)
+    shards = shard_samples(samples, shard_count(spec))  # no more shards than connections
     received: set[tuple[str, int]] = set()
     attempts = {i: 0 for i in range(len(shards))}
     with stage("ray_submit"):
