@@ -15,12 +15,14 @@
   score them again and the evaluated model is never called (docs/cost.md);
 - `geoeval estimate [hydra overrides] [--pilot N]` prints, before any model call, the samples of
   each job and their expected tokens and cost (`geoeval.cli.estimate`);
+- `geoeval <suite> <command> [args]` runs a command the suite declares (`Suite.commands`,
+  `geoeval.cli.suite_commands`; a plugin suite's too);
 - `geoeval env build <suite> ...` builds a suite's environment file with the suite's
-  `cli.env_build(argv)` (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
+  `env_build` command (e.g. `geoeval env build lifeplanner --source osm --out helsinki.duckdb`);
 - `geoeval score <suite> --answers FILE.jsonl [overrides]` scores answers written outside geoeval
   through the suite's public scoring entry point (`geoeval.cli.score`); without `--answers`,
   `geoeval score <suite> ...` scores a results file in a benchmark authors' own format, with the
-  suite's `cli.score(argv)` (e.g. `geoeval score maptab results.json --output scored.json`).
+  suite's `score` command (e.g. `geoeval score maptab results.json --output scored.json`).
 """
 
 from __future__ import annotations
@@ -71,12 +73,19 @@ def main(argv: list[str] | None = None) -> int | None:
         from geoeval.cli.estimate import main as estimate_main
 
         return estimate_main(args[1:])
+    if args and args[0] == "env":
+        return _env(args[1:])
+    if args and args[0] != "rescore":
+        from geoeval.cli import suite_commands
+
+        if suite_commands.is_suite_word(args[0]):
+            ran = suite_commands.main(args)  # `geoeval <suite> <command> ...`: a suite's own command
+            if ran is not None:
+                return ran
     if args and args[0] == "rescore":
         # a rescore is a run whose evaluated model is never called (the last override wins)
         args = [*args[1:], "generation=replay_only"]
         argv = args
-    if args and args[0] == "env":
-        return _env(args[1:])
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
     from geoeval.core.config.precheck import precheck
@@ -111,6 +120,7 @@ def _help(args: list[str]) -> bool:
     itself, `rescore`, `score` and `env` without a suite, `init`); True when it did. The others
     print their parser's help (with examples) themselves."""
     from geoeval.cli import help as cli_help
+    from geoeval.cli.suite_commands import suites_with
 
     if not cli_help.wants_help(args):
         return False
@@ -122,30 +132,13 @@ def _help(args: list[str]) -> bool:
     elif command == "init":
         text = cli_help.init_help()
     elif command == "score" and (len(args) < 2 or args[1].startswith("-")) and "--answers" not in args:
-        text = cli_help.score_help(_suites_with("score"))
+        text = cli_help.score_help(suites_with("score"))
     elif command == "env" and (len(args) < 3 or args[2].startswith("-")):
-        text = cli_help.env_help(_suites_with("env_build"))
+        text = cli_help.env_help(suites_with("env_build"))
     else:
         return False
     print(text)
     return True
-
-
-def _suites_with(command: str) -> list[str]:
-    """The registered suites whose `cli.py` has `command` (`score`, `env_build`)."""
-    import importlib
-
-    from geoeval.core.registry import suite_names
-
-    found = []
-    for name in suite_names():
-        try:
-            module = importlib.import_module(f"geoeval.suites.{name}.cli")
-        except ModuleNotFoundError:
-            continue
-        if hasattr(module, command):
-            found.append(name)
-    return found
 
 
 def _init(argv: list[str]) -> int:
@@ -201,41 +194,16 @@ def _stop_signals() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _suite_command(module_name: str, command: str, args: list[str], usage: str) -> int:
-    """Run `geoeval.suites.<suite>.<module_name>.<command>(rest)` for `args = [suite, *rest]`."""
-    import importlib
-
-    from geoeval.core.registry import suite_names
-
-    if not args or args[0].startswith("-"):
-        print(f"usage: {usage} (suites: {', '.join(suite_names())})", file=sys.stderr)
-        return 2
-    target = f"geoeval.suites.{args[0]}.{module_name}"
-    try:
-        module = importlib.import_module(target)
-    except ModuleNotFoundError as exc:
-        if exc.name not in (target, f"geoeval.suites.{args[0]}"):
-            raise  # a dependency of an existing command is missing: show it as it is
-        print(
-            f"geoeval: error: suite '{args[0]}' has no `{command}` command (suites: {', '.join(suite_names())})",
-            file=sys.stderr,
-        )
-        return 2
-    run = getattr(module, command, None)
-    if run is None:
-        print(
-            f"geoeval: error: suite '{args[0]}' has no `{command}` command (suites: {', '.join(suite_names())})",
-            file=sys.stderr,
-        )
-        return 2
-    return int(run(args[1:]) or 0)
-
-
 def _env(args: list[str]) -> int:
     if not args or args[0] != "build":
         print("usage: geoeval env build <suite> [options]", file=sys.stderr)
         return 2
-    return _suite_command("cli", "env_build", args[1:], "geoeval env build <suite> [options]")
+    if len(args) < 2 or args[1].startswith("-"):
+        print("usage: geoeval env build <suite> [options]", file=sys.stderr)
+        return 2
+    from geoeval.cli import suite_commands
+
+    return suite_commands.run(args[1], "env_build", args[2:], "geoeval env build <suite> [options]")
 
 
 def _score(args: list[str]) -> int:
@@ -243,7 +211,12 @@ def _score(args: list[str]) -> int:
         from geoeval.cli.score import main as score_main
 
         return score_main(args)
-    return _suite_command("cli", "score", args, "geoeval score <suite> <results file> [options]")
+    if not args or args[0].startswith("-"):
+        print("usage: geoeval score <suite> <results file> [options]", file=sys.stderr)
+        return 2
+    from geoeval.cli import suite_commands
+
+    return suite_commands.run(args[0], "score", args[1:], "geoeval score <suite> <results file> [options]")
 
 
 if __name__ == "__main__":

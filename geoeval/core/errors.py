@@ -7,6 +7,8 @@ so the CLI prints a `GeoevalError` as one line and lets every other exception sh
 
 from __future__ import annotations
 
+import warnings
+
 
 class GeoevalError(Exception):
     """A mistake the user can fix (config, inputs, files). The message says what to change."""
@@ -19,3 +21,12 @@ class JobExit(SystemExit):
     def __init__(self, code: int, reason: str) -> None:
         super().__init__(code)
         self.reason = reason
+
+
+class GeoevalDeprecationWarning(DeprecationWarning):
+    """A name a plugin imports that moved (it works for one release; the message names the new
+    import). Shown by default, once per place: Python shows a plain `DeprecationWarning` only
+    when `__main__` triggers it, and a plugin's import is never `__main__`."""
+
+
+warnings.filterwarnings("default", category=GeoevalDeprecationWarning)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
 
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.core.config.schema import RunSpec, SuiteConfig
     from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
 
 PLUGIN_GROUP = "geoeval.plugins"
@@ -88,9 +88,9 @@ class SuiteSpec(Protocol):
     def config_schema(self) -> type[BaseModel]: ...  # validates the `suite` config group
     @property
     def env_schema(self) -> EnvSchema: ...  # validates the `env` config group
-    def build_env(self, spec: RunSpec) -> Any: ...  # a picklable environment handle
-    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]: ...
-    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task: ...
+    def build_env(self, spec: RunSpec[Any, Any]) -> Any: ...  # a picklable environment handle
+    def build_samples(self, spec: RunSpec[Any, Any], env: Any) -> list[Sample]: ...
+    def build_task(self, spec: RunSpec[Any, Any], env: Any, samples: list[Sample]) -> Task: ...
 
     # ---- optional (defaults in `Suite`)
     @property
@@ -111,14 +111,20 @@ class SuiteSpec(Protocol):
     def meta_eval_targets(self) -> Mapping[str, float]: ...  # per-metric ordering-accuracy targets (else 1.0)
     @property
     def has_meta_eval(self) -> bool: ...  # whether `meta_eval_answers` is defined
-    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]: ...
+    def meta_eval_answers(self, spec: RunSpec[Any, Any], env: Any, samples: list[Sample]) -> list[ScoredAnswer]: ...
     @property
     def has_score_answers(self) -> bool: ...  # whether `score_answers` is defined
     def score_answers(
-        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+        self, spec: RunSpec[Any, Any], env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]: ...  # the public scoring entry point (`geoeval.core.scoring.score_answers`)
-    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]: ...
-    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]: ...
+    def after_run(
+        self, spec: RunSpec[Any, Any], env: Any, results: list[SampleResult], out_dir: Path
+    ) -> list[Path]: ...
+    def summary_notes(self, spec: RunSpec[Any, Any], env: Any, results: list[SampleResult]) -> list[str]: ...
+    @property
+    def commands(self) -> Mapping[str, str]: ...  # its CLI commands: {name: "module:function"} (`Suite.commands`)
+    @property
+    def mcp_servers(self) -> Mapping[str, str]: ...  # its MCP servers: {toolset: "module:function"}
 
 
 #: The members every suite declares itself, and those `Suite` gives defaults for.
@@ -138,29 +144,39 @@ OPTIONAL_SUITE_MEMBERS = (
     "score_answers",
     "after_run",
     "summary_notes",
+    "commands",
+    "mcp_servers",
 )
 
 
-class Suite(abc.ABC):
+#: a suite's `suite` group schema, its `env` group schema(s), and its environment handle
+ConfigT = TypeVar("ConfigT", bound="SuiteConfig")
+EnvConfigT = TypeVar("EnvConfigT", bound=BaseModel)
+EnvT = TypeVar("EnvT")
+
+
+class Suite(abc.ABC, Generic[ConfigT, EnvConfigT, EnvT]):
     """The base class of a suite (`SuiteSpec`): the required members are abstract, the optional
     ones have their defaults here. A suite class sets `name`, `config_schema` and `env_schema`,
-    implements the three `build_*` methods, and overrides what else it has."""
+    implements the three `build_*` methods, and overrides what else it has. Generic over its
+    config, env config and handle (`Suite[MapTabSuiteConfig, MapTabEnvConfig, MapTabEnv]`): its
+    methods see `spec.suite`, `spec.env` and `env` as those; `Suite` alone is `Suite[Any, Any, Any]`."""
 
     name: str
-    config_schema: type[BaseModel]
+    config_schema: type[ConfigT]
     env_schema: EnvSchema
 
     @abc.abstractmethod
-    def build_env(self, spec: RunSpec) -> Any:
+    def build_env(self, spec: RunSpec[ConfigT, EnvConfigT]) -> EnvT:
         """The environment of `spec` (built or loaded from a cache): a picklable handle that
         workers, tools and scorers receive."""
 
     @abc.abstractmethod
-    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]:
+    def build_samples(self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT) -> list[Sample]:
         """The Inspect samples of `spec`, deterministic for a spec and environment."""
 
     @abc.abstractmethod
-    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
+    def build_task(self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT, samples: list[Sample]) -> Task:
         """The Inspect task that evaluates `samples`."""
 
     generation_version: str = "1"
@@ -173,6 +189,11 @@ class Suite(abc.ABC):
     #: modules whose source the default `scoring_version` hashes besides the suite's own (e.g.
     #: where its scorer or answer reader lives, when that is not the suite's or a metric's module)
     scoring_modules: tuple[str, ...] = ()
+    #: its own commands, {name: "module:function"}, `function(argv) -> int | None`, imported when
+    #: run: `geoeval <suite> <name>`; `env_build` and `score` also `geoeval env build|score <suite>`
+    commands: Mapping[str, str] = MappingProxyType({})
+    #: its MCP servers (`geoeval.mcp`), {toolset: "module:function"}, the first the default
+    mcp_servers: Mapping[str, str] = MappingProxyType({})
 
     @property
     def scoring_version(self) -> str:
@@ -193,13 +214,15 @@ class Suite(abc.ABC):
     def has_meta_eval(self) -> bool:
         return _overrides(self, "meta_eval_answers") or _overrides(self, "meta_eval_tiers")
 
-    def meta_eval_tiers(self, spec: RunSpec, env: Any, sample: Sample) -> list[MetaEvalAnswer]:
+    def meta_eval_tiers(self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT, sample: Sample) -> list[MetaEvalAnswer]:
         """The answers of known quality to one `sample` (`MetaEvalAnswer.reference`, `.defect`,
         `.worthless`), depending on that sample alone; the default `meta_eval_answers` scores them
         through `score_answers`. A suite without a meta-evaluation defines neither."""
         return []
 
-    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
+    def meta_eval_answers(
+        self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT, samples: list[Sample]
+    ) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored through the suite's real scorers
         (`geoeval.core.analysis.meta_eval`): by default `meta_eval_tiers` of each sample, scored
         by `score_answers`. Called on chunks of samples (progress is shown between them)."""
@@ -224,7 +247,7 @@ class Suite(abc.ABC):
         raise GeoevalError(f"suite '{self.name}' defines no `extract_answer`")
 
     def score_answers(
-        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+        self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]:
         """Score answers written outside a run exactly as the suite's Inspect scorer (and judges)
         score a run's samples, under `spec.scoring.protocol`; `samples` maps sample id to sample.
@@ -238,12 +261,16 @@ class Suite(abc.ABC):
 
         return score_final_answers(spec, samples, answers, self.extract_answer)
 
-    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
+    def after_run(
+        self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT | None, results: list[SampleResult], out_dir: Path
+    ) -> list[Path]:
         """The suite's own reports of a finished run, written under `out_dir` (logged by the
         harness); `env` is None when the run's environment is not at hand."""
         return []
 
-    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+    def summary_notes(
+        self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT | None, results: list[SampleResult]
+    ) -> list[str]:
         """Lines printed under the run's summary tables (console, `summary.md`): what explains
         its numbers that the tables cannot say (e.g. what the environment could not ground)."""
         return []
@@ -285,6 +312,12 @@ def _check_suite(obj: Any) -> None:
     if not isinstance(obj.name, str) or not obj.name:
         raise GeoevalError(f"suite {_label(obj)} cannot be registered: `name` must be a non-empty string")
     schemas = obj.env_schema.values() if isinstance(obj.env_schema, Mapping) else [obj.env_schema]
+    for member in ("commands", "mcp_servers"):
+        found = getattr(obj, member)
+        if not isinstance(found, Mapping) or not all(isinstance(v, str) and ":" in v for v in found.values()):
+            raise GeoevalError(
+                f'suite {_label(obj)} cannot be registered: `{member}` must map names to "module:function"'
+            )
     for member, values in (("config_schema", [obj.config_schema]), ("env_schema", schemas)):
         if not all(isinstance(v, type) and issubclass(v, BaseModel) for v in values):
             raise GeoevalError(

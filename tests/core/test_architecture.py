@@ -115,3 +115,59 @@ def test_maptab_question_generation_does_not_import_the_baselines():
         if name.startswith("geoeval.suites.maptab.baselines")
     ]
     assert offending == []
+
+
+SUITES = PACKAGE / "suites"
+
+
+def _core_imports(root: Path) -> list[str]:
+    """Every import of `geoeval.core` under `root`: module level, inside functions and
+    `TYPE_CHECKING` blocks (`ast.walk` sees them all), `from geoeval import core`, and
+    `importlib.import_module("geoeval.core...")`."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(root.parent)
+        found += [f"{where}:{line} imports {name}" for line, name in _imports(path) if _is_core(name)]
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+                and _is_core(node.args[0].value)
+            ):
+                found.append(f"{where}:{node.lineno} imports {node.args[0].value}")
+    return found
+
+
+def _is_core(name: str) -> bool:
+    return name == "geoeval.core" or name.startswith("geoeval.core.")
+
+
+def test_suites_and_plugins_reach_the_core_only_through_the_public_api():
+    """`geoeval.api` is the one face of the core for suites and plugins: a name they need is
+    public there (with its stability promise, docs/plugins.md), never imported from a core module."""
+    assert len(list(SUITES.rglob("*.py"))) >= 100 and len(list(PLUGINS.rglob("*.py"))) >= 4  # a move cannot empty it
+    assert [*_core_imports(SUITES), *_core_imports(PLUGINS)] == []
+
+
+def test_the_api_check_sees_every_kind_of_import(tmp_path):
+    root = tmp_path / "suites"
+    (root / "planted").mkdir(parents=True)
+    (root / "planted" / "m.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from geoeval.api import Suite\n"  # allowed
+        "from geoeval.core.registry import register_suite\n"
+        "import geoeval.core.text\n"
+        "from geoeval import core\n"
+        "if TYPE_CHECKING:\n"
+        "    from geoeval.core.config.schema import RunSpec\n"
+        "def f():\n"
+        "    from geoeval.core.scoring import MetricInput\n"
+        "    import importlib\n"
+        "    return importlib.import_module('geoeval.core.records')\n"
+    )
+    found = _core_imports(root)
+    assert {line.split(":")[1].split()[0] for line in found} == {"3", "4", "5", "7", "9", "11"}
+    assert not any("geoeval.api" in line for line in found)

@@ -15,7 +15,15 @@ def run_cli(*args):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("mapsatisfy", "--db", "x.duckdb"), "error: unknown suite 'mapsatisfy'; MCP servers exist for: lifeplanner"),
+        (
+            ("mapsatisfy", "--db", "x.duckdb"),
+            "error: no MCP server for suite 'mapsatisfy'; MCP servers exist for: lifeplanner",
+        ),
+        (("nosuch", "--db", "x.duckdb"), "error: unknown suite 'nosuch'; MCP servers exist for: lifeplanner"),
+        (
+            ("lifeplanner", "--db", "x.duckdb", "--toolset", "other"),
+            "error: argument --toolset: invalid choice: 'other' (choose from standard, data_engine)",
+        ),
         (
             ("lifeplanner", "--db", "/nonexistent/city.duckdb"),
             "error: database file not found: /nonexistent/city.duckdb",

@@ -206,7 +206,7 @@ def tier_means(answers: list[ScoredAnswer]) -> dict[str, dict[str, float]]:
     return {t: {m: sum(v) / len(v) for m, v in ms.items()} for t, ms in sums.items()}
 
 
-def score_tiers(suite: Any, spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+def score_tiers(suite: Any, spec: RunSpec[Any, Any], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """`Suite.meta_eval_answers`' default: every sample's `suite.meta_eval_tiers`, scored through
     the suite's public scoring entry point (`suite.score_answers`)."""
     from geoeval.core.records import AnswerToScore, Tier

@@ -12,10 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, cast, runtime_checkable
 
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from typing_extensions import TypeVar  # a default (PEP 696): `RunSpec` alone is what the core reads
 
 from geoeval.core.errors import GeoevalError
 
@@ -266,8 +267,16 @@ def _identity_part(config: Any) -> dict[str, Any]:
     return config.identity_dict() if isinstance(config, IdentityDict) else config.model_dump(mode="json")
 
 
-class RunSpec(Strict):
-    """The whole validated run: one job of a (multi)run."""
+#: the type of a run's `suite` and `env` groups: `RunSpec[MapTabSuiteConfig, MapTabEnvConfig]` is
+#: the spec a suite's own methods see (`Suite`'s parameters); `RunSpec` alone, the core's view;
+#: covariant: a suite's own spec is a spec wherever the core takes one
+SuiteConfigT = TypeVar("SuiteConfigT", bound=SuiteConfig, default=SuiteConfig, covariant=True)
+EnvConfigT = TypeVar("EnvConfigT", bound=BaseModel, default=BaseModel, covariant=True)
+
+
+class RunSpec(Strict, Generic[SuiteConfigT, EnvConfigT]):
+    """The whole validated run: one job of a (multi)run. Generic for the type checker only: no
+    field uses the parameters at run time (pydantic validates `suite` and `env` as `BaseModel`)."""
 
     seed: int = 0
     experiment_name: str = "default"
@@ -293,8 +302,8 @@ class RunSpec(Strict):
     # per-job tables and per-sample Parquet are always written)
     job_plots: Literal["auto", "always", "never"] = "auto"
     if TYPE_CHECKING:
-        env: BaseModel
-        suite: SuiteConfig  # what the core reads of it; pydantic sees the `BaseModel` below
+        env: EnvConfigT
+        suite: SuiteConfigT  # the suite's own schema; `SuiteConfig` (what the core reads) by default
     else:
         # validated by the suite's own schemas (`validate_config`); any pydantic model is kept as it is
         env: BaseModel

@@ -25,7 +25,7 @@ def calls_made(messages: list[ChatMessage]) -> list[Any]:
 
 
 def lifeplanner_oracle(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
-    from geoeval.core.private_api import sample_state
+    from geoeval.api import sample_state
 
     state = sample_state()
     case = (state.metadata or {}).get("case") if state is not None else None

@@ -28,9 +28,7 @@ import json
 import random
 from typing import Any
 
-from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers
-from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE
-from geoeval.core.records import Tier
+from geoeval.api import DEFECT, REFERENCE, AnswerPair, Tier, reading_family_answers
 from geoeval.suites.lifeplanner.metrics import applicable
 from geoeval.suites.lifeplanner.scoring.numbers import english_number
 from geoeval.suites.lifeplanner.tools import city as city_handle

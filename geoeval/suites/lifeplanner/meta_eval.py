@@ -41,9 +41,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolCall
 
-from geoeval.core.analysis.answer_families import reading_family_targets
-from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
-from geoeval.core.records import ScoredAnswer, Tier
+from geoeval.api import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier, reading_family_targets
 from geoeval.suites.lifeplanner.answer_families import family_answers
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
@@ -52,7 +50,7 @@ from geoeval.suites.lifeplanner.tools import city as city_handle
 from geoeval.suites.lifeplanner.tools import places as place_tools
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.api import RunSpec
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC; the answer

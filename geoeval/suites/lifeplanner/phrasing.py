@@ -18,8 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.text import clean_text
+from geoeval.api import GeoevalError, clean_text
 
 PHRASING_PROMPT = """Rewrite the user's request below so that it sounds like a real person asking a
 local-life assistant, in one short paragraph. Keep every place name, street name, day, time,
@@ -80,7 +79,7 @@ def rephrase_questions(questions: list[str], model: Any, cache: Path | None = No
     where a rewrite loses a protected token. Deterministic with a temperature-0 model; cached."""
     from inspect_ai.model import GenerateConfig, Model, get_model
 
-    from geoeval.core.run.preflight import RETRY_DEFAULTS
+    from geoeval.api import RETRY_DEFAULTS
 
     if not isinstance(model, Model):
         # bounded retries, as for every model geoeval builds: a dead endpoint fails, never hangs

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.analysis.reports import save_figure
+from geoeval.api import save_figure
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS
 
 if TYPE_CHECKING:
-    from geoeval.core.records import SampleResult
+    from geoeval.api import SampleResult
 
 # Table 3's rows, in its order (process, then outcome metrics, then tokens)
 LEVEL_TABLE_ROWS: tuple[tuple[str, str], ...] = (

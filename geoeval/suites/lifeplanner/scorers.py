@@ -30,8 +30,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from geoeval.core.registry import register_metric
-from geoeval.core.scoring import MetricInput, compute_metrics
+from geoeval.api import MetricInput, compute_metrics, register_metric
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed, JudgeVerdict
 from geoeval.suites.lifeplanner import metrics as M
 from geoeval.suites.lifeplanner.scoring.answers import AnswerSchemaError, ParsedAnswer, load_answer, parse_answer
@@ -460,7 +459,7 @@ def extract_answer(raw: str, protocol: str = "robust") -> tuple[str, str]:
     """The submitted answer, and the notes `evaluate_sample` recorded under `protocol` (a schema
     problem, the one-answer rule, calls refused past the budget, a failed judge) as the problem
     that explains the scores."""
-    from geoeval.core.private_api import sample_state
+    from geoeval.api import sample_state
 
     state = sample_state()
     metadata = (state.metadata or {}) if state is not None else {}
@@ -542,7 +541,7 @@ def score_sample(
     (`LifePlannerSuite.score_answers`) and the meta-evaluation."""
     import asyncio
 
-    from geoeval.core.scoring import score_both_protocols
+    from geoeval.api import score_both_protocols
 
     case = sample_metadata["case"]
     records = asyncio.run(evaluate_both(case, messages, db_path, ensemble, alpha=alpha, tokens=tokens))

@@ -22,17 +22,15 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field, model_validator
 
-from geoeval.core.config.schema import Strict
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import AnswerScore, AnswerToScore, Dimensions
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import AnswerScore, AnswerToScore, Dimensions, GeoevalError, Strict, Suite, register_suite
 from geoeval.suites.lifeplanner import SCORING_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import SampleResult, ScoredAnswer
+    from typing import TypeAlias
+
+    from geoeval.api import RunSpec, SampleResult, ScoredAnswer
 
 Task_ = Literal["place", "nearby", "routing", "trip"]
 Level = Literal["l0", "l1", "l2"]
@@ -154,7 +152,7 @@ def _key(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def _env_seed(spec: RunSpec) -> int:
+def _env_seed(spec: LifePlannerSpec) -> int:
     return spec.env.seed if spec.env.seed is not None else spec.seed
 
 
@@ -181,7 +179,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class LifePlannerSuite(Suite):
+if TYPE_CHECKING:
+    #: the spec this suite's methods see: its own config and env config schemas
+    LifePlannerSpec: TypeAlias = RunSpec[LifePlannerSuiteConfig, LifePlannerEnvConfig | LifePlannerOsmEnvConfig]
+
+
+class LifePlannerSuite(Suite[LifePlannerSuiteConfig, LifePlannerEnvConfig | LifePlannerOsmEnvConfig, LifePlannerEnv]):
     name = "lifeplanner"
     scoring_version = SCORING_VERSION  # see geoeval/suites/lifeplanner/__init__.py
     # "2" (issue 28): the cases changed (queries, references and τ* re-drawn where evidence did not
@@ -198,15 +201,21 @@ class LifePlannerSuite(Suite):
     # meta-evaluation (meta_eval.py): 1.0 for deterministic metrics, 0.9 for SC, RP and PR (the
     # judge ensemble's rules judge decides SC and RP; PR gates on SC)
     meta_eval_targets = dict(META_EVAL_TARGETS)
+    # `geoeval env build lifeplanner ...` (cli.py) and `python -m geoeval.mcp lifeplanner --toolset T`
+    commands = {"env_build": "geoeval.suites.lifeplanner.cli:env_build"}
+    # the toolsets of tools/toolsets.py (TOOLSETS), one server function for both
+    mcp_servers = dict.fromkeys(("standard", "data_engine"), "geoeval.suites.lifeplanner.tools.mcp_server:serve")
 
-    def meta_eval_answers(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> list[ScoredAnswer]:
+    def meta_eval_answers(
+        self, spec: LifePlannerSpec, env: LifePlannerEnv, samples: list[Sample]
+    ) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored by the run's scorers and judges."""
         from geoeval.suites.lifeplanner.meta_eval import meta_eval_answers
 
         return meta_eval_answers(spec, env, samples)
 
     # ------------------------------------------------------------ environment
-    def build_env(self, spec: RunSpec) -> LifePlannerEnv:
+    def build_env(self, spec: LifePlannerSpec) -> LifePlannerEnv:
         seed = _env_seed(spec)
         cfg = spec.env.model_dump(mode="json")
         if spec.env.name == "lifeplanner_osm":
@@ -244,7 +253,7 @@ class LifePlannerSuite(Suite):
         return LifePlannerEnv(db_path=str(db.resolve()), root=str(root.resolve()), seed=seed, key=key)
 
     # ------------------------------------------------------------ cases and samples
-    def cases(self, spec: RunSpec, env: LifePlannerEnv) -> list[Any]:
+    def cases(self, spec: LifePlannerSpec, env: LifePlannerEnv) -> list[Any]:
         """The run's cases: generated once per (environment, cases config, seed) and kept beside
         the city (generation is deterministic; the file only saves time)."""
         from geoeval.suites.lifeplanner.cases.case import ENGINE_VERSION, CaseGenerationError
@@ -279,7 +288,7 @@ class LifePlannerSuite(Suite):
         _write_atomic(path, cases_to_jsonl(cases))
         return cases
 
-    def build_samples(self, spec: RunSpec, env: LifePlannerEnv) -> list[Sample]:
+    def build_samples(self, spec: LifePlannerSpec, env: LifePlannerEnv) -> list[Sample]:
         cases = self.cases(spec, env)
         if spec.suite.phrasing_model:
             from geoeval.suites.lifeplanner.phrasing import rephrase_questions
@@ -289,14 +298,14 @@ class LifePlannerSuite(Suite):
         return [case_sample(c, None, spec.suite.answer_channel) for c in cases]
 
     # ------------------------------------------------------------ task
-    def build_task(self, spec: RunSpec, env: LifePlannerEnv, samples: list[Sample]) -> Task:
+    def build_task(self, spec: LifePlannerSpec, env: LifePlannerEnv, samples: list[Sample]) -> Task:
         from geoeval.suites.lifeplanner.task import make_task
 
         return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.judge, spec.scoring.protocol)
 
     # ------------------------------------------------------------ the public scoring entry point
     def score_answers(
-        self, spec: RunSpec, env: LifePlannerEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+        self, spec: LifePlannerSpec, env: LifePlannerEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]:
         """Score answers as a run does: the judging step (under both protocols, with the run's
         judge ensemble) and the registered metrics, under `spec.scoring.protocol`.
@@ -338,10 +347,10 @@ class LifePlannerSuite(Suite):
             )
         return out
 
-    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
+    def after_run(self, spec: LifePlannerSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Table 2/3, Figure 5 and Figure 6 (Markdown + PNG), logged by the harness. The failure
         classes per sample come from the samples' stored details."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.lifeplanner.reports import failure_counts_from_results, write_reports
 
         if not results:

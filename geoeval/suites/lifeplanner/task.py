@@ -150,7 +150,7 @@ def _submitted(state: TaskState) -> bool:
 def _evaluated_tokens(state: TaskState) -> dict[str, int]:
     """Input and output tokens of the evaluated model over the whole trajectory (read before the
     judges run; they are other models)."""
-    from geoeval.core.private_api import sample_model_usage
+    from geoeval.api import sample_model_usage
 
     usage = sample_model_usage() or {}
     own = usage.get(str(state.model))
@@ -165,7 +165,7 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9, protocol: 
     (the run's `protocol`) and `metadata["lifeplanner_by_protocol"]` for the metric functions,
     which score both. Judges are model calls, which the core scorer's synchronous metric
     functions cannot make."""
-    from geoeval.core.scoring import DETAILS_KEY, SAMPLE_ERROR_KEY
+    from geoeval.api import DETAILS_KEY, SAMPLE_ERROR_KEY
     from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.scorers import evaluate_both, record_metadata
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge
@@ -197,7 +197,7 @@ def make_task(
     judge: Any,
     protocol: str = "robust",
 ) -> Task:
-    from geoeval.core.scoring import geoeval_scorer
+    from geoeval.api import geoeval_scorer
     from geoeval.suites.lifeplanner.scorers import extract_answer
 
     return Task(
@@ -225,8 +225,7 @@ def lifeplanner(
 ) -> Task:
     """LifePlanner on a seeded synthetic city, without geoeval's CLI
     (`inspect eval geoeval/lifeplanner --model geoeval/oracle`)."""
-    from geoeval.core.config.validate import validate_config
-    from geoeval.core.registry import get_suite
+    from geoeval.api import get_suite, validate_config
 
     def split(v: str | list[str]) -> list[str]:
         return v.split(",") if isinstance(v, str) else list(v)

@@ -124,7 +124,7 @@ def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
-    from geoeval.core.private_api import sample_state
+    from geoeval.api import sample_state
     from geoeval.suites.mapsatisfy.generate.reference import reference_answer
     from geoeval.suites.mapsatisfy.schema import parse_instance
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from geoeval.core.config.schema import Strict
+from geoeval.api import Strict
 
 
 class MapSatisfyDemoEnvConfig(Strict):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from geoeval.core.records import SampleResult
+from geoeval.api import SampleResult
 
 #: the keys of a sample's `details` the solver writes for these notes
 VERDICT_DETAILS = "verdicts"  # {"explicit_met": [...], "implicit_satisfied": [...]} under the run's protocol

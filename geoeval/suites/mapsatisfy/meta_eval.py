@@ -34,16 +34,23 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers, reading_family_targets
-from geoeval.core.analysis.meta_eval import DEFECT, REFERENCE, WORTHLESS
-from geoeval.core.records import ScoredAnswer, Tier
+from geoeval.api import (
+    DEFECT,
+    REFERENCE,
+    WORTHLESS,
+    AnswerPair,
+    ScoredAnswer,
+    Tier,
+    reading_family_answers,
+    reading_family_targets,
+)
 from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
 from geoeval.suites.mapsatisfy.judging.answer_facts import evidence_of, norm, number_grounded
 from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.api import RunSpec
 
 TOKENS_PER_TURN = 1000
 _COMPOSITE = frozenset({"ar", "ses", "cei"})

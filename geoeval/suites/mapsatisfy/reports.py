@@ -14,10 +14,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.analysis.reports import save_figure
+from geoeval.api import save_figure
 
 if TYPE_CHECKING:
-    from geoeval.core.records import SampleResult
+    from geoeval.api import SampleResult
 
 TABLE_METRICS = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses")  # the columns of Tables 1 and 2
 GROUP_BY = {"domain": "Domain", "difficulty": "Difficulty", "implicit_factor_source": "Implicit-factor source"}
@@ -134,7 +134,7 @@ def protocol_markdown(results: list[SampleResult], examples: int = PROTOCOL_EXAM
     differently, per metric, with the first `examples` cases (their answer and both values): a
     reader sees when a model's score depends on how its answers are typeset (README, "Answer
     protocol")."""
-    from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
+    from geoeval.api import PROTOCOL_DISAGREEMENT_KEY
 
     differing = [r for r in results if (r.details or {}).get(PROTOCOL_DISAGREEMENT_KEY)]
     lines = [
@@ -235,7 +235,7 @@ def leaderboard_frame(db_path: str | Path, *, experiment: str | None = None) -> 
 
     import pandas as pd
 
-    from geoeval.core.warehouse.store import Warehouse
+    from geoeval.api import Warehouse
 
     with Warehouse(db_path, read_only=True) as wh:
         runs = [

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 # The six task domains of the paper (section 4.3, Figure 3) and the three sources an implicit
 # factor can be recovered from (appendix B.1, Table B1). Metadata fields accept other labels too,

@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from geoeval.core.registry import register_metric
-from geoeval.core.scoring import MetricInput
+from geoeval.api import MetricInput, register_metric
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES, case_scores
 
 DESCRIPTIONS = {

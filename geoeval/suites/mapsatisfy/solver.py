@@ -73,7 +73,7 @@ def mapsatisfy_dialogue(
     `submit_reply(reply, recommended)` (`submit.py`), and the recommended names are recorded."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from geoeval.core.scoring import DETAILS_KEY, PROTOCOL_DISAGREEMENT_KEY, SAMPLE_ERROR_KEY
+        from geoeval.api import DETAILS_KEY, PROTOCOL_DISAGREEMENT_KEY, SAMPLE_ERROR_KEY
         from geoeval.suites.mapsatisfy.replay.inspect_adapter import inspect_tools
         from geoeval.suites.mapsatisfy.schema import parse_instance
 
@@ -212,7 +212,7 @@ def protocol_disagreement_of(
     that the two protocols' verdicts of a judged record score differently."""
     import math
 
-    from geoeval.core.scoring import PROTOCOLS, protocol_disagreement
+    from geoeval.api import PROTOCOLS, protocol_disagreement
     from geoeval.suites.mapsatisfy.scorers import scores_from_record
 
     def floats(p: str) -> dict[str, float]:

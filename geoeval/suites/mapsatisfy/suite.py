@@ -22,9 +22,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import Dimensions, GeoevalError, Suite, register_suite
 from geoeval.suites.mapsatisfy import SCORING_VERSION
 from geoeval.suites.mapsatisfy.config import (
     MapSatisfyDemoEnvConfig,
@@ -36,8 +34,9 @@ from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 from geoeval.suites.mapsatisfy.submit import TOOL_LINE
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
+    from typing import TypeAlias
+
+    from geoeval.api import AnswerScore, AnswerToScore, RunSpec, SampleResult, ScoredAnswer
 
 PROMPTS = Path(__file__).parent / "prompts"
 
@@ -241,7 +240,7 @@ def save_simulated(sandbox: Any, out_dir: Path) -> list[Path]:
     return store.save_csv(out_dir)
 
 
-def thinking_of(spec: RunSpec) -> str:
+def thinking_of(spec: MapSatisfySpec) -> str:
     """on / off / default, from the model's generate config (reasoning_effort, reasoning_tokens)."""
     cfg = spec.model.config
     if cfg.reasoning_effort == "none":
@@ -251,7 +250,14 @@ def thinking_of(spec: RunSpec) -> str:
     return "default"
 
 
-class MapSatisfySuite(Suite):
+if TYPE_CHECKING:
+    #: the spec this suite's methods see: its own config and env config schemas
+    MapSatisfySpec: TypeAlias = RunSpec[MapSatisfySuiteConfig, MapSatisfyDemoEnvConfig | MapSatisfyGeneratedEnvConfig]
+
+
+class MapSatisfySuite(
+    Suite[MapSatisfySuiteConfig, MapSatisfyDemoEnvConfig | MapSatisfyGeneratedEnvConfig, MapSatisfyEnv]
+):
     name = "mapsatisfy"
     scoring_version = SCORING_VERSION  # see geoeval/suites/mapsatisfy/__init__.py
     # what the core's reports lead with, and which swept keys read on a log2 axis (sweep plot)
@@ -268,10 +274,10 @@ class MapSatisfySuite(Suite):
     config_schema = MapSatisfySuiteConfig
     env_schema = {"mapsatisfy_demo": MapSatisfyDemoEnvConfig, "mapsatisfy_generated": MapSatisfyGeneratedEnvConfig}
 
-    def build_env(self, spec: RunSpec) -> MapSatisfyEnv:
+    def build_env(self, spec: MapSatisfySpec) -> MapSatisfyEnv:
         if spec.env.name == "mapsatisfy_generated":
             return self._build_generated_env(spec)
-        from geoeval.core.data.fetch import resolve_root
+        from geoeval.api import resolve_root
 
         # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)
         root = resolve_root(spec.env.root, "mapsatisfy-demo")
@@ -291,7 +297,7 @@ class MapSatisfySuite(Suite):
             fingerprint=_fingerprint([bench, mock]),
         )
 
-    def _build_generated_env(self, spec: RunSpec) -> MapSatisfyEnv:
+    def _build_generated_env(self, spec: MapSatisfySpec) -> MapSatisfyEnv:
         from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
         from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
 
@@ -317,14 +323,14 @@ class MapSatisfySuite(Suite):
             fingerprint=_fingerprint([bench, mock]),
         )
 
-    def meta_eval_answers(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> list[ScoredAnswer]:
+    def meta_eval_answers(self, spec: MapSatisfySpec, env: MapSatisfyEnv, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored by the run's judges (meta_eval.py)."""
         from geoeval.suites.mapsatisfy.meta_eval import meta_eval_answers
 
         return meta_eval_answers(spec, env, samples)
 
     def score_answers(
-        self, spec: RunSpec, env: MapSatisfyEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+        self, spec: MapSatisfySpec, env: MapSatisfyEnv, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]:
         """Answers written outside a run, scored as the solver and scorer score a run's dialogue:
         the record built from the answer and its trajectory (`solver.record_from_messages`), judged
@@ -335,8 +341,7 @@ class MapSatisfySuite(Suite):
         every item's verdict."""
         import asyncio
 
-        from geoeval.core.records import AnswerScore
-        from geoeval.core.scoring import SAMPLE_ERROR_KEY, score_both_protocols
+        from geoeval.api import SAMPLE_ERROR_KEY, AnswerScore, score_both_protocols
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
         from geoeval.suites.mapsatisfy.schema import parse_instance
         from geoeval.suites.mapsatisfy.scorers import extract_answer
@@ -378,9 +383,9 @@ class MapSatisfySuite(Suite):
             )
         return out
 
-    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
+    def after_run(self, spec: MapSatisfySpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """The Table 1/2 layout and the Figure 5 groupings (Markdown + PNG), logged by the harness."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.mapsatisfy.reports import write_reports
 
         paths = write_reports(results, Path(out_dir) / "mapsatisfy_reports", plots=plots_wanted(spec))
@@ -388,7 +393,7 @@ class MapSatisfySuite(Suite):
             paths += save_simulated(env.sandbox(), Path(out_dir) / "mapsatisfy_recorded")
         return paths
 
-    def summary_notes(self, spec: RunSpec, env: Any, results: list[SampleResult]) -> list[str]:
+    def summary_notes(self, spec: MapSatisfySpec, env: Any, results: list[SampleResult]) -> list[str]:
         """The served tool calls, and the rubric lines no recording grounds with the run's scores
         on the rest (`grounding.summary_notes`)."""
         from geoeval.suites.mapsatisfy.grounding import summary_notes
@@ -400,7 +405,7 @@ class MapSatisfySuite(Suite):
             load_instances(env.bench_path), env.sandbox(), results, spec.scoring.protocol, spec.suite.setting
         )
 
-    def build_samples(self, spec: RunSpec, env: MapSatisfyEnv) -> list[Sample]:
+    def build_samples(self, spec: MapSatisfySpec, env: MapSatisfyEnv) -> list[Sample]:
         from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
 
@@ -418,12 +423,10 @@ class MapSatisfySuite(Suite):
             build_sample(i, spec.suite.setting, names, store, thinking, channel) for i in load_instances(env.bench_path)
         ]
 
-    def build_task(self, spec: RunSpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
+    def build_task(self, spec: MapSatisfySpec, env: MapSatisfyEnv, samples: list[Sample]) -> Task:
         from inspect_ai.model import GenerateConfig
 
-        from geoeval.core.run.models import build_role_model
-        from geoeval.core.run.preflight import RETRY_DEFAULTS
-        from geoeval.core.scoring import geoeval_scorer
+        from geoeval.api import RETRY_DEFAULTS, build_role_model, geoeval_scorer
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
         from geoeval.suites.mapsatisfy.replay.simulator import SIMULATOR_ROLE
         from geoeval.suites.mapsatisfy.scorers import extract_answer

@@ -136,8 +136,7 @@ def perceive(data: bytes, img: Any = None) -> Any:
     the image's sha256 and `perception.reader.perception_version()`), so every job, Ray worker and rerun
     that shows the same image reads it once. `img` (the decoded image) is only needed on a miss;
     without it the bytes are decoded then."""
-    from geoeval.core.cache.disk import DiskCache
-    from geoeval.core.timing import stage
+    from geoeval.api import DiskCache, stage
     from geoeval.suites.maptab.perception.reader import perception_version, read_map_image
 
     key = hashlib.sha256(data).hexdigest()
@@ -248,7 +247,7 @@ def perception_qa_answer(system: str, user: str, image_ref: Any) -> str | None:
 def maptab_oracle(messages: list[ChatMessage], tools: list[ToolInfo], args: dict[str, Any]) -> PolicyReply:
     """The oracle, with QA answers in the `<answer_begin>`/`<answer_end>` tags the QA scorer reads
     (a route is replayed as it is)."""
-    from geoeval.core.private_api import sample_state
+    from geoeval.api import sample_state
 
     state = sample_state()
     if state is None or not state.target.target:

@@ -20,8 +20,7 @@ import json
 import random
 from typing import Any
 
-from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers
-from geoeval.core.records import Tier
+from geoeval.api import AnswerPair, Tier, reading_family_answers
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route
 from geoeval.suites.maptab.routing import transfers as routing_transfers

@@ -51,8 +51,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from geoeval.api import clean_text, clean_value, is_clean, nesting_depth
 from geoeval.cli.help import HelpWithExamples, examples
-from geoeval.core.text import clean_text, clean_value, is_clean, nesting_depth
 from geoeval.suites.maptab import metrics
 from geoeval.suites.maptab.authors.format import scenario_of_item
 

@@ -10,8 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from geoeval.core.config.schema import Strict
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError, Strict
 from geoeval.suites.maptab.qa.questions import QA_TYPES
 from geoeval.suites.maptab.rp.queries import SETTINGS
 

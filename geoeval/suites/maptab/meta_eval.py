@@ -51,8 +51,7 @@ import random
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import ScoredAnswer, Tier
+from geoeval.api import GeoevalError, ScoredAnswer, Tier
 from geoeval.suites.maptab import answer_families as maptab_families
 from geoeval.suites.maptab.answer_families import Answer
 from geoeval.suites.maptab.graph import MetroMap
@@ -68,7 +67,7 @@ from geoeval.suites.maptab.wrong_answers import (
 )
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.api import RunSpec
 
 RP_METRICS = frozenset({"ema", "pma", "ds"})
 ANSWER_METRICS = RP_METRICS | {"acc"}
@@ -146,7 +145,7 @@ def score(spec: RunSpec, sample: Any, answer: Answer, names: list[str]) -> dict[
     """`answer` scored as `geoeval score maptab --answers` and the Inspect scorer score it
     (`scorers.score_answers`), under the run's protocol; a metric that raised is an error here,
     not a low score."""
-    from geoeval.core.records import AnswerToScore
+    from geoeval.api import AnswerToScore
     from geoeval.suites.maptab.scorers import score_answers
 
     item = (

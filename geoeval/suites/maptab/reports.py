@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.analysis.aggregate import group_table
-from geoeval.core.analysis.reports import markdown_table, save_figure
+from geoeval.api import group_table, markdown_table, save_figure
 from geoeval.suites.maptab.qa.questions import CAPABILITIES, CAPABILITY_ABBREVIATIONS, QA_TYPES
 
 if TYPE_CHECKING:
-    from geoeval.core.records import SampleResult
+    from geoeval.api import SampleResult
 
 QA_REPORT_MD = "maptab_qa_report.md"
 QA_REPORT_PNG = "maptab_qa_report.png"
@@ -72,7 +71,7 @@ def protocol_section(results: Sequence[SampleResult], max_examples: int = 3) -> 
     """Markdown parts saying how many samples the two answer protocols (`scoring.protocol`) score
     differently, with a few examples: a reader sees when a score depends on how the answer is
     typeset (README "Answer protocol"). The core keeps each sample's disagreement in its details."""
-    from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
+    from geoeval.api import PROTOCOL_DISAGREEMENT_KEY
 
     scored = [r for r in results if r.status == "scored"]
     differ = [r for r in scored if r.details.get(PROTOCOL_DISAGREEMENT_KEY)]

@@ -10,8 +10,7 @@ from typing import Any
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
 
-from geoeval.core.errors import GeoevalError
-from geoeval.core.records import Dimensions
+from geoeval.api import Dimensions, GeoevalError
 from geoeval.suites.maptab.config import SETTING_OF, MapTabSuiteConfig, capabilities_of
 from geoeval.suites.maptab.submit import QA_TOOL_LINE, RP_TOOL_LINE
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.core.registry import register_metric
-from geoeval.core.scoring import MetricInput, score_both_protocols
+from geoeval.api import MetricInput, register_metric, score_both_protocols
 from geoeval.suites.maptab import metrics as m
 from geoeval.suites.maptab.reading import match
 from geoeval.suites.maptab.reading.route import answer_text, read_route
@@ -154,7 +153,7 @@ def final_answer(answer: str, messages: list[dict[str, Any]] | None) -> str:
     try:
         parsed = [TypeAdapter(ChatMessage).validate_python(msg) for msg in messages]
     except ValidationError as exc:
-        from geoeval.core.errors import GeoevalError
+        from geoeval.api import GeoevalError
 
         raise GeoevalError(f"messages: not Inspect chat messages ({exc.errors()[0]['msg']})") from None
     for msg in reversed(parsed):
@@ -174,8 +173,7 @@ def final_answer(answer: str, messages: list[dict[str, Any]] | None) -> str:
 def score_answers(spec: Any, samples: Any, answers: list[Any], metric_names: list[str] | None = None) -> list[Any]:
     """`MapTabSuite.score_answers`: each answer scored by `score_text` under the run's protocol,
     with its reading (`reading`); `metric_names` (default: the run's `metrics.metrics`)."""
-    from geoeval.core.errors import GeoevalError
-    from geoeval.core.records import AnswerScore
+    from geoeval.api import AnswerScore, GeoevalError
 
     names = list(spec.metrics.metrics) if metric_names is None else list(metric_names)
     protocol = spec.scoring.protocol

@@ -32,9 +32,7 @@ from typing import TYPE_CHECKING, Any
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 
-from geoeval.core.cache.memo import CopyingMemo
-from geoeval.core.errors import GeoevalError
-from geoeval.core.registry import Suite, register_suite
+from geoeval.api import CopyingMemo, GeoevalError, Suite, register_suite
 from geoeval.suites.maptab import SCORING_VERSION
 
 # the schemas, the sample builders and the synthetic maps live in their own modules
@@ -51,15 +49,21 @@ from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficul
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
-    from geoeval.core.records import AnswerScore, AnswerToScore, SampleResult, ScoredAnswer
+    from typing import TypeAlias
+
+    from geoeval.api import AnswerScore, AnswerToScore, RunSpec, SampleResult, ScoredAnswer
 
 
-def _env_seed(spec: RunSpec) -> int:
+def _env_seed(spec: MapTabSpec) -> int:
     return spec.env.seed if spec.env.seed is not None else spec.seed
 
 
-class MapTabSuite(Suite):
+if TYPE_CHECKING:
+    #: the spec this suite's methods see: its own config and env config schemas
+    MapTabSpec: TypeAlias = RunSpec[MapTabSuiteConfig, MapTabEnvConfig | MapTabAuthorsEnvConfig | MapTabRealEnvConfig]
+
+
+class MapTabSuite(Suite[MapTabSuiteConfig, MapTabEnvConfig | MapTabAuthorsEnvConfig | MapTabRealEnvConfig, Any]):
     name = "maptab"
     scoring_version = SCORING_VERSION  # see geoeval/suites/maptab/__init__.py
     #: Offline agents whose answers depend on an algorithm of their own, with its version: part of
@@ -73,6 +77,8 @@ class MapTabSuite(Suite):
     # splits every report and MLflow metric by scenario (ema/scenario/metromap, ...), which the
     # paper's tables report apart
     report_dimensions: tuple[str, ...] = ("scenario",)
+    # `geoeval score maptab results.json`: a results file in the authors' format (cli.py)
+    commands = {"score": "geoeval.suites.maptab.cli:score"}
     config_schema = MapTabSuiteConfig
     # one schema per environment, chosen by `env.name`
     env_schema = {
@@ -82,7 +88,7 @@ class MapTabSuite(Suite):
     }
 
     # ------------------------------------------------------------ environment
-    def build_env(self, spec: RunSpec) -> Any:
+    def build_env(self, spec: MapTabSpec) -> Any:
         check_metrics(spec)
         if spec.env.name == "maptab_authors":
             if spec.suite.task_family == "qa":
@@ -128,7 +134,7 @@ class MapTabSuite(Suite):
         )
 
     # ------------------------------------------------------------ samples
-    def build_samples(self, spec: RunSpec, env: Any) -> list[Sample]:
+    def build_samples(self, spec: MapTabSpec, env: Any) -> list[Sample]:
         if env.source == "authors":
             from geoeval.suites.maptab.authors.env import authors_samples
 
@@ -161,7 +167,7 @@ class MapTabSuite(Suite):
                 samples.append(rp_sample(q, tables, image_uri, suite_cfg, stations=list(m.stations)))
         return samples
 
-    def _maps(self, spec: RunSpec, env: Any) -> list[Any]:
+    def _maps(self, spec: MapTabSpec, env: Any) -> list[Any]:
         """The environment's maps of `suite.scenario`, in `suite.language`."""
         from geoeval.suites.maptab.env.environment import load_maps
         from geoeval.suites.maptab.generator.language import localize_map
@@ -170,10 +176,10 @@ class MapTabSuite(Suite):
         wanted = spec.suite.scenarios()
         return [localize_map(m, spec.suite.language) for m in load_maps(env.db_path) if m.scenario in wanted]
 
-    def synthetic_queries(self, spec: RunSpec, env: Any) -> list[tuple[Any, list[Any]]]:
+    def synthetic_queries(self, spec: MapTabSpec, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
-        from geoeval.core.cache.memo import file_key
+        from geoeval.api import file_key
         from geoeval.suites.maptab.generator.parallel import synthetic_rp_queries
 
         _need_generated_maps(env)
@@ -203,7 +209,7 @@ class MapTabSuite(Suite):
             ),
         )
 
-    def synthetic_qa_queries(self, spec: RunSpec, env: Any) -> list[tuple[Any, list[Any]]]:
+    def synthetic_qa_queries(self, spec: MapTabSpec, env: Any) -> list[tuple[Any, list[Any]]]:
         """(map, its QA queries) of a synthetic environment: `suite.n_per_category` questions of each
         type of `suite.qa_types` per map, styles cycled over maps and types (B.3)."""
         from geoeval.suites.maptab.qa.questions import build_qa_queries
@@ -227,7 +233,7 @@ class MapTabSuite(Suite):
             for i, m in enumerate(self._maps(spec, env))
         ]
 
-    def write_authors_layout(self, spec: RunSpec, env: Any, root: Path) -> list[Path]:
+    def write_authors_layout(self, spec: MapTabSpec, env: Any, root: Path) -> list[Path]:
         """Write a synthetic environment's maps (full-size images, tables) and the queries of
         `spec.suite` in the authors' release layout under `root`; `env=maptab_authors` with that
         root loads them back as the same samples."""
@@ -253,7 +259,7 @@ class MapTabSuite(Suite):
         },
     }
 
-    def meta_eval_answers(self, spec: RunSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
+    def meta_eval_answers(self, spec: MapTabSpec, env: Any, samples: list[Sample]) -> list[ScoredAnswer]:
         """Answers of known quality per sample (reference, one-defect, worthless), scored through
         the suite's real scorer path (`meta_eval.py`)."""
         from geoeval.suites.maptab.meta_eval import meta_eval_answers
@@ -262,7 +268,7 @@ class MapTabSuite(Suite):
 
     # ------------------------------------------------------------ public scoring entry point
     def score_answers(
-        self, spec: RunSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
+        self, spec: MapTabSpec, env: Any, samples: Mapping[str, Sample], answers: list[AnswerToScore]
     ) -> list[AnswerScore]:
         """Answers written outside a run, scored exactly as the Inspect scorer scores a completion,
         under `spec.scoring.protocol` (the other protocol's differing values kept). The answer is
@@ -273,18 +279,18 @@ class MapTabSuite(Suite):
         return score_answers(spec, samples, answers)
 
     # ------------------------------------------------------------ task
-    def build_task(self, spec: RunSpec, env: Any, samples: list[Sample]) -> Task:
+    def build_task(self, spec: MapTabSpec, env: Any, samples: list[Sample]) -> Task:
         from geoeval.suites.maptab.task import make_task
 
         check_metrics(spec)
         return make_task(spec.suite, env, samples, spec.metrics.metrics, spec.scoring.protocol)
 
-    def after_run(self, spec: RunSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
+    def after_run(self, spec: MapTabSpec, env: Any, results: list[SampleResult], out_dir: Path) -> list[Path]:
         """Paper-style reports of the run, written to `out_dir` (the harness logs them to MLflow):
         for QA results, Acc per QA type x scenario (Table 8) and per capability (Table 3); for RP
         results, EMA/PMA/DS per category and difficulty (Table 2 layout), the G.2 difficulty matrix
         and the FR/PR/NR and T/P/C/R analyses of Table 4 (`rp/analysis.py`, `rp/report.py`)."""
-        from geoeval.core.analysis.job_reports import plots_wanted
+        from geoeval.api import plots_wanted
         from geoeval.suites.maptab.reports import protocol_section, write_qa_report
 
         plots = plots_wanted(spec)
@@ -302,7 +308,7 @@ class MapTabSuite(Suite):
             )
         return files
 
-    def rp_queries(self, spec: RunSpec, env: Any) -> dict[str, tuple[Any, Any]]:
+    def rp_queries(self, spec: MapTabSpec, env: Any) -> dict[str, tuple[Any, Any]]:
         """{sample id: (map, RPQuery)} of the run's RP samples (rebuilt: they are deterministic)."""
         if env.source == "authors":
             import json
@@ -336,7 +342,7 @@ def _need_generated_maps(env: Any) -> None:
         raise GeoevalError("synthetic_queries needs a maptab_synthetic or maptab_real environment")
 
 
-def check_metrics(spec: RunSpec) -> None:
+def check_metrics(spec: MapTabSpec) -> None:
     """RP is scored by EMA/PMA/DS and QA by Acc (plus the token counts, which fit both); a metric
     set of the other family would score every sample 0, so it stops the run here."""
     names = set(spec.metrics.metrics)

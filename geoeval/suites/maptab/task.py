@@ -9,19 +9,19 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.solver import generate
 
-from geoeval.core.scoring import geoeval_scorer
+from geoeval.api import geoeval_scorer
 
 
 def make_task(
     suite_cfg: Any, env: Any, samples: list[Sample], metric_names: list[str], protocol: str = "robust"
 ) -> Task:
     """The MapTab task; `protocol` is the run's `scoring.protocol` (README "Answer protocol")."""
-    from geoeval.core.registry import get_tool
+    from geoeval.api import get_tool
     from geoeval.suites.maptab.scorers import extract_answer, extract_qa_answer
 
     tools = [get_tool(name).factory(env) for name in suite_cfg.tools]
     if suite_cfg.answer_channel == "tool":  # the typed submit channel (submit.py)
-        from geoeval.core.reading.submit import submit_solver
+        from geoeval.api import submit_solver
         from geoeval.suites.maptab.submit import submit_route_tool, submit_value_tool
 
         submit = submit_value_tool() if suite_cfg.task_family == "qa" else submit_route_tool()
@@ -62,8 +62,7 @@ def maptab(
     geoeval suite=maptab` does, so the defaults live in one place (the YAML)."""
     from hydra import compose, initialize_config_module
 
-    from geoeval.core.config.validate import validate_config
-    from geoeval.core.registry import get_suite
+    from geoeval.api import get_suite, validate_config
 
     given = {
         "suite.resolution": resolution,

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, similarity, split_route

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from geoeval.core.registry import register_metric
-from geoeval.core.scoring import MetricInput
+from geoeval.api import MetricInput, register_metric
 
 
 @register_metric("route_length_ratio", suites=["maptab"], description="answered / reference station count")

@@ -27,21 +27,30 @@ from inspect_ai.solver import basic_agent, generate
 from pydantic import Field
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
-from geoeval.core.analysis.answer_families import AnswerPair, reading_family_answers
-from geoeval.core.config.schema import Strict
-from geoeval.core.reading.candidates import Found, assign_roles
-from geoeval.core.reading.document import parse
-from geoeval.core.reading.rule import decide
-from geoeval.core.records import Dimensions, MetaEvalAnswer
-from geoeval.core.registry import Suite, get_tool, register_metric, register_suite
-from geoeval.core.scoring import MetricInput, geoeval_scorer
+from geoeval.api import (
+    AnswerPair,
+    Dimensions,
+    Found,
+    MetaEvalAnswer,
+    MetricInput,
+    Strict,
+    Suite,
+    assign_roles,
+    decide,
+    geoeval_scorer,
+    get_tool,
+    parse,
+    reading_family_answers,
+    register_metric,
+    register_suite,
+)
 from geoeval.suites.maptab.api import edge_table, format_table, generate_metro_map
 
 if TYPE_CHECKING:
     from inspect_ai.model import ChatMessage
     from inspect_ai.tool import ToolInfo
 
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.api import RunSpec
 
 SUITE = "station_lines"
 TOOL = "lines_of_station"
@@ -135,6 +144,8 @@ class StationLinesSuite(Suite):
     config_schema = StationLinesSuiteConfig
     env_schema = StationLinesEnvConfig
     headline_metrics = ("line_set_acc",)
+    # `geoeval station_lines lines --seed 0`: its own command, imported only when it runs
+    commands = {"lines": "geoeval_example_plugins.commands:lines"}
     # no `scoring_version`: it defaults to a hash of this module's and the metric's source, so an
     # edit of the reader or the metric scores stored answers again by itself
 

@@ -7,8 +7,7 @@ import json
 
 from inspect_ai.tool import Tool, ToolError, tool
 
-from geoeval.core.private_api import sample_state
-from geoeval.core.registry import register_tool
+from geoeval.api import register_tool, sample_state
 from geoeval.suites.maptab.api import station_neighbors
 
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.text import MAX_DEPTH, nesting_depth
+from geoeval.api import MAX_DEPTH, nesting_depth
 
 # Table 6: which fields an instance of each family and level carries ("start/end" expanded).
 TABLE6_FIELDS: dict[tuple[str, str], frozenset[str]] = {

@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 
-from geoeval.core.reading.number_words import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
+from geoeval.api import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
 
 _EN_UNITS = {**EN_ONES, **EN_TENS}
 _ZH_DIGITS = ZH_DIGITS

@@ -12,9 +12,7 @@ import re
 import unicodedata
 from typing import Any
 
-from geoeval.core.reading.candidates import Found, assign_roles
-from geoeval.core.reading.document import parse
-from geoeval.core.reading.rule import decide
+from geoeval.api import Found, assign_roles, decide, parse
 from geoeval.suites.lifeplanner.tools import city as city_handle
 
 _NAME_INDEX: dict[str, tuple[dict[str, list[str]], dict[str, str]]] = {}

@@ -32,11 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.reading import lexicon as cue
-from geoeval.core.reading.candidates import Found, Role, assign_roles
-from geoeval.core.reading.document import Document, Segment, parse
-from geoeval.core.reading.normalise import fold, nfkc
-from geoeval.core.reading.rule import RETRACTED, decide
+from geoeval.api import RETRACTED, Document, Found, Role, Segment, assign_roles, decide, fold, nfkc, parse
+from geoeval.api import lexicon as cue
 from geoeval.suites.lifeplanner.scoring.answers import load_answer
 from geoeval.suites.lifeplanner.scoring.places_named import mentions
 from geoeval.suites.lifeplanner.scoring.to_schema import (

@@ -22,9 +22,8 @@ import re
 import unicodedata
 from typing import Any
 
-from geoeval.core.reading import lexicon as cue
-from geoeval.core.reading.lexicon import WITHDRAWAL
-from geoeval.core.reading.normalise import fold
+from geoeval.api import fold
+from geoeval.api import lexicon as cue
 from geoeval.suites.lifeplanner.scoring.numbers import quantity, words_to_digits
 from geoeval.suites.lifeplanner.scoring.places_named import name_key, place_mentions, place_name
 from geoeval.suites.lifeplanner.tools import city as city_handle
@@ -169,7 +168,7 @@ def _item(city: city_handle.City, item: Any, where: str, rules: list[str]) -> An
     if not isinstance(item, dict):
         return item
     reason = item.get("reason")
-    if isinstance(reason, str) and WITHDRAWAL.search(reason):
+    if isinstance(reason, str) and cue.WITHDRAWAL.search(reason):
         raise Void(f"{where}: its reason withdraws the recommendation")
     pid = item.get("place_id")
     if isinstance(pid, str) and pid.strip() in city.place_index:
@@ -270,7 +269,7 @@ def normalise_answer(
             obj = {**obj, "answer": _place_value(city, obj["answer"], rules)}
             reason = obj.get("reason")
             recommends = isinstance(obj["answer"], str) and place_mentions(city, obj["answer"])[0]
-            if recommends and isinstance(reason, str) and WITHDRAWAL.search(reason):
+            if recommends and isinstance(reason, str) and cue.WITHDRAWAL.search(reason):
                 raise Void("its reason withdraws the recommendation")
             _check_verdict_reason(obj)
         return obj
@@ -279,7 +278,7 @@ def normalise_answer(
         if isinstance(items, dict):
             items = [items]
         if isinstance(items, str):  # the places named in prose ("1. **A** (28 m) 2. **B** ...")
-            if WITHDRAWAL.search(items):
+            if cue.WITHDRAWAL.search(items):
                 raise Void("the answer withdraws a recommendation")
             asserted, _ = place_mentions(city, items)
             asserted = [p for p in asserted if p not in request_places]  # "28 m from <the anchor>"

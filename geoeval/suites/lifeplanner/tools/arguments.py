@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from geoeval.core.text import clean_text, clean_value, nesting_depth
+from geoeval.api import clean_text, clean_value, nesting_depth
 
 FAILURE_CLASSES = ("ok", "parameter_error", "truncated", "empty")
 MODES = ("time", "distance")

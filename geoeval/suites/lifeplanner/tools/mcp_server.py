@@ -49,7 +49,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the backport anyio (under mcp) installs there
     from exceptiongroup import BaseExceptionGroup
 
-from geoeval.core.text import clean_text, clean_value
+from geoeval.api import clean_text, clean_value
 from geoeval.mcp.security import TOKEN_ENV
 from geoeval.suites.lifeplanner.tools.arguments import ToolResult
 from geoeval.suites.lifeplanner.tools.toolsets import TOOLSETS, record_call, toolset_tools
@@ -194,7 +194,7 @@ def server_command(
         sys.executable,
         "-m",
         "geoeval.mcp",
-        "lifeplanner",
+        f"{__name__}:serve",  # the server itself: a lookup by suite name would import the whole suite
         "--db",
         str(Path(db_path).resolve()),
         "--transport",
@@ -377,7 +377,7 @@ def _tool_source_class() -> type:
     # A subclass of Inspect's local MCP tool source (private class) rather than a plain ToolSource:
     # `mcp_connection(tools)` (used by `react()`, and by any solver that wants one connection per
     # sample instead of one per call) recognises it by this type and holds its server open.
-    from geoeval.core.private_api import mcp_tool_source_local
+    from geoeval.api import mcp_tool_source_local
 
     class LifePlannerMCPTools(mcp_tool_source_local()):  # type: ignore[misc]
         """Inspect's MCP tool source with each tool wrapped by `_recording_tool`."""

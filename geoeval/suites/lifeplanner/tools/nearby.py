@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from geoeval.core.text import clean_value, nesting_depth
+from geoeval.api import clean_value, nesting_depth
 from geoeval.suites.lifeplanner.city.schema import VEHICLES
 from geoeval.suites.lifeplanner.tools.arguments import (
     DATA_ENGINE_LIMITS,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.text import clean_text
+from geoeval.api import clean_text
 from geoeval.suites.lifeplanner.tools.arguments import (
     MAX_LOGGED_TEXT,
     TOOL_LOG_KEY,

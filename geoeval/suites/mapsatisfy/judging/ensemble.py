@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.scoring import PROTOCOLS
+from geoeval.api import PROTOCOLS
 from geoeval.suites.mapsatisfy.judging.model_judge import EVIDENCE_CHARS, model_verdicts
 from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
 
 if TYPE_CHECKING:
-    from geoeval.core.config.schema import RunSpec
+    from geoeval.api import RunSpec
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -92,8 +92,7 @@ async def judge_protocols(
     every protocol (the same answer and evidence either way)."""
     from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.models import build_role_model
-    from geoeval.core.run.preflight import RETRY_DEFAULTS
+    from geoeval.api import RETRY_DEFAULTS, build_role_model
 
     # a model judge built here: cleaned replies, the SDK's own retries off (a test's factory: as it is)
     factory = model_factory or (lambda name, config: build_role_model(name, config))
@@ -117,7 +116,7 @@ def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
     """A judge that gave no verdict at all (its calls failed after their retries): every item
     None, so the other judges decide; when it was the only judge the case is an error
     (`Verdicts.all_failed`). The failure is kept in `raw` under `<name>:error`."""
-    from geoeval.core.text import clean_text
+    from geoeval.api import clean_text
 
     gt = instance.ground_truth
     return Verdicts(

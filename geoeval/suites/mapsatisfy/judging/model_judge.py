@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from geoeval.core.text import clean_text
+from geoeval.api import clean_text
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from geoeval.suites.mapsatisfy.metrics import FactCheck
 

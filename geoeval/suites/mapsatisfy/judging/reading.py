@@ -35,12 +35,22 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from geoeval.core.reading import lexicon as cue
-from geoeval.core.reading.candidates import Candidate, Found, Role, assign_roles
-from geoeval.core.reading.document import Document, parse
-from geoeval.core.reading.lexicon import ECHO_LEADS_ZH
-from geoeval.core.reading.normalise import fold
-from geoeval.core.reading.rule import ECHOED, REJECTED, REJECTED_ELSEWHERE, RETRACTED, SUPERSEDED, decide
+from geoeval.api import (
+    ECHOED,
+    REJECTED,
+    REJECTED_ELSEWHERE,
+    RETRACTED,
+    SUPERSEDED,
+    Candidate,
+    Document,
+    Found,
+    Role,
+    assign_roles,
+    decide,
+    fold,
+    parse,
+)
+from geoeval.api import lexicon as cue
 from geoeval.suites.mapsatisfy.judging.answer_facts import _FULL_TO_ASCII, Evidence, Record, norm
 from geoeval.suites.mapsatisfy.judging.typesetting import normalise
 
@@ -92,7 +102,7 @@ RULE_WORDS = (
 ECHO_MIN = 4  # characters copied from the user's words that count as an echo
 ECHO_SHARE = 0.6  # a clause this much copied from the user's words restates them
 # the core's restatement openers, and the English ones as the normalised text writes them
-RESTATEMENT = (*ECHO_LEADS_ZH, "youasked", "yousaid", "youwant")
+RESTATEMENT = (*cue.ECHO_LEADS_ZH, "youasked", "yousaid", "youwant")
 
 
 @dataclass

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from geoeval.core.reading.number_words import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
+from geoeval.api import EN_ONES, EN_TENS, ZH_DIGITS, ZH_SCALES
 
 _FENCE = re.compile(r"```[a-zA-Z]*")
 _BULLET = re.compile(r"(?m)^\s*(?:[-*+•·]|\d+[.)、]|#{1,6})\s+")

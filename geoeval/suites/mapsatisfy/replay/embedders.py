@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 
 @runtime_checkable

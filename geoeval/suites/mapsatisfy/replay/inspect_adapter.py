@@ -9,7 +9,7 @@ from typing import Any
 from inspect_ai.tool import ToolDef, ToolParam, ToolParams
 from inspect_ai.util import JSONSchema
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.mapsatisfy.replay.catalogue import ParamSpec
 from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox, ToolResponse
 

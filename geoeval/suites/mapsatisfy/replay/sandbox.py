@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from geoeval.core.text import clean_text
+from geoeval.api import clean_text
 from geoeval.suites.mapsatisfy.replay.arguments import argument_key, canonical_text, normalize_arguments
 from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS, ToolSpec
 from geoeval.suites.mapsatisfy.replay.embedders import Embedder, default_embedder, unit_rows

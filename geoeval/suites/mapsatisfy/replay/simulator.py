@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from geoeval.core.text import clean_text
+from geoeval.api import clean_text
 from geoeval.suites.mapsatisfy.replay.arguments import canonical_text, normalize_arguments
 from geoeval.suites.mapsatisfy.replay.catalogue import ToolSpec
 from geoeval.suites.mapsatisfy.replay.store import ToolRecord
@@ -43,8 +43,7 @@ def simulator_model(tool_simulator: Any) -> Any:
         return tool_simulator
     from inspect_ai.model import GenerateConfig
 
-    from geoeval.core.run.models import build_role_model
-    from geoeval.core.run.preflight import RETRY_DEFAULTS
+    from geoeval.api import RETRY_DEFAULTS, build_role_model
 
     return build_role_model(tool_simulator, GenerateConfig(**RETRY_DEFAULTS))
 

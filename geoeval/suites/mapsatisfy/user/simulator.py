@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.text import clean_text
+from geoeval.api import clean_text
 
 FINISH = "[Finish Conversation]"
 PROMPTS = Path(__file__).resolve().parents[1] / "prompts"

@@ -49,8 +49,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.cache.memo import file_digest
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError, file_digest
 from geoeval.suites.maptab.authors.format import (
     TOTAL_KEYS,
     authors_table_path,
@@ -298,7 +297,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     """Load, check and store the authors' files (see the module docstring); returns the handle."""
-    from geoeval.core.data.fetch import resolve_root
+    from geoeval.api import resolve_root
     from geoeval.suites.maptab.generator.checks import run_quality_checks
 
     # a set root must exist; an unset one reads the verified download cache (`geoeval data fetch`)

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import (
     edge_table,
     format_table,

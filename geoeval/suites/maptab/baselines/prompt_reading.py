@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import parse_table
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.baselines.prompt_reading import (
     question_from_prompt,
     tables_from_prompt,

@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from geoeval.core.cache.memo import CopyingMemo, file_key
+from geoeval.api import CopyingMemo, file_key
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
 SCHEMA = """

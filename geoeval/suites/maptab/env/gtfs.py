@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 REQUIRED_FILES = {
     "stops.txt": ("stop_id", "stop_name"),

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
 
 QUALITY_FILE = "quality.json"

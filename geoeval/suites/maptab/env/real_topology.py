@@ -50,7 +50,7 @@ from importlib import resources
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.gtfs import RealLine
 from geoeval.suites.maptab.generator.checks import (
     SEGMENT_CLEARANCE,

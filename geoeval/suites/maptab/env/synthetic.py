@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 
 def generate_env_maps(env_cfg: Any, seed: int, scenario: str) -> list[Any]:

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Scenario, Station
 
 TableFormat = Literal["csv", "json"]

@@ -30,7 +30,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap
 
 LANGUAGES = ("en", "zh")

@@ -11,7 +11,7 @@ import random
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 GRID_MARGIN = 140  # px between the border and the outermost grid line (spec: >= 120)
 MIN_GRID_PITCH = 160  # px between neighbouring grid lines (spec: adjacent >= 140, any pair >= 120)

@@ -51,7 +51,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.generator.layout import (
     _draw_lines,
     _Grid,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import random
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 
 NAME_SIMILARITY_LIMIT = 0.5  # the scorer's match threshold; generated names stay strictly below
 MAX_NAME_ROOT_LENGTH = 9

@@ -32,7 +32,7 @@ import random
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.generator.checks import (
     SEGMENT_CLEARANCE,
     collinear_overlap,

@@ -102,7 +102,7 @@ def perception_version() -> str:
     if not _VERSION_CACHE:
         from pathlib import Path
 
-        from geoeval.core.cache.disk import code_version
+        from geoeval.api import code_version
 
         sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
         _VERSION_CACHE.append(

@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import mix_values, round_half_up
 from geoeval.suites.maptab.generator.difficulty import to_graph
 from geoeval.suites.maptab.graph import MetroMap, Scenario

@@ -69,7 +69,7 @@ from typing import Any
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import (
     TableFormat,
     edge_table,

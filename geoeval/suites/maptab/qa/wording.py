@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.qa.answers import (
     EDGE_ATTRIBUTES,

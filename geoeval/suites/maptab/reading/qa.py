@@ -25,10 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.reading.candidates import Found, assign_roles
-from geoeval.core.reading.document import Segment, parse
-from geoeval.core.reading.normalise import number_spans
-from geoeval.core.reading.rule import Decision, decide
+from geoeval.api import Decision, Found, Segment, assign_roles, decide, number_spans, parse
 from geoeval.suites.maptab.qa.questions import ANSWER_BEGIN, ANSWER_END
 
 _NO = re.compile(

@@ -41,10 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from geoeval.core.reading.candidates import Found, assign_roles
-from geoeval.core.reading.document import Document, Segment, parse
-from geoeval.core.reading.normalise import plain
-from geoeval.core.reading.rule import Decision, decide
+from geoeval.api import Decision, Document, Found, Segment, assign_roles, decide, parse, plain
 from geoeval.suites.maptab.metrics import ROUTE_BEGIN, ROUTE_END
 from geoeval.suites.maptab.reading.route_line import (
     MAX_LINE_CHARS,

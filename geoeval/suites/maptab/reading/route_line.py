@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from geoeval.core.reading.normalise import plain
+from geoeval.api import plain
 from geoeval.suites.maptab.metrics import PROSE_WORDS, TRANSFER_MARK
 from geoeval.suites.maptab.reading.stations import Stations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from geoeval.core.reading.normalise import plain
+from geoeval.api import plain
 
 _DROPPED = re.compile(r"[.'\u2018\u2019\u00b4`]")
 _SPACES = re.compile(r"\s+")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from geoeval.core.cache.memo import LruMemo
+from geoeval.api import LruMemo
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.render.labels import _Obstacles, _place_labels, _place_legend
 from geoeval.suites.maptab.render.network import (
@@ -70,7 +70,7 @@ def _load_font(font_path: str | None, size: int, language: str = "en") -> ImageF
 
         found = cjk_font()
         if found is None:
-            from geoeval.core.errors import GeoevalError
+            from geoeval.api import GeoevalError
 
             raise GeoevalError(
                 "suite.language=zh needs a font with Chinese glyphs: `pip install noto-cjk-sans-otc`, "
@@ -187,7 +187,7 @@ def render_map(
         raise ValueError(f"language must be one of {SUPPORTED_LANGUAGES}, got {language!r}")
     if not (0 < scale <= 1):
         raise ValueError(f"scale must be in (0, 1], got {scale!r}")
-    from geoeval.core.timing import stage
+    from geoeval.api import stage
 
     with stage("render"):  # the time budget's render stage (bench/profile_main.py)
         return _draw(m, scale, language, font_path)
@@ -282,7 +282,7 @@ def render_version() -> str:
     """The version of rendered maps in the disk cache: a hash of the drawing code's source and
     the Pillow release (fonts, resampling, PNG encoder), so an edit of either never serves an
     old drawing; no version number to forget to bump."""
-    from geoeval.core.cache.disk import code_version
+    from geoeval.api import code_version
 
     suite = Path(__file__).resolve().parents[1]
     return code_version("code", [suite / name for name in _DRAWING_MODULES], ("pillow",))
@@ -293,7 +293,7 @@ def map_png(m: MetroMap, *, scale: float = 1.0, language: str = "en") -> bytes:
     per machine: the disk cache (`geoeval.core.cache.disk`, namespace `maptab-render`) keeps the
     bytes by the map, the scale, the language and its font, so a rerun in a fresh directory
     (a new work dir) reads them back instead of drawing and encoding each map again."""
-    from geoeval.core.cache.disk import DiskCache, content_key
+    from geoeval.api import DiskCache, content_key
 
     key = content_key(repr(m), repr(float(scale)), language, repr(_font_identity(language, None)))
     png, _hit = DiskCache(RENDER_NAMESPACE, render_version()).get_or_compute(

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import MetroMap
 
 # (time scale, price scale, comfort scale): J uses T/ts, P/ps, (1 - C/cs), (1 - R)

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.routing.cost import (
     SCALES,

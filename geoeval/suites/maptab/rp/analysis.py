@@ -57,7 +57,7 @@ from geoeval.suites.maptab.routing import reference as routing
 from geoeval.suites.maptab.routing import transfers as routing_transfers
 
 if TYPE_CHECKING:
-    from geoeval.core.records import SampleResult
+    from geoeval.api import SampleResult
 
 TOTAL_KEYS = {"T": "Total_Time", "P": "Total_Price", "C": "Average_Comfort Level", "R": "Average_Reliability"}
 TOLERANCE = {"T": 0.005, "P": 0.005, "C": 1e-4, "R": 1e-4}

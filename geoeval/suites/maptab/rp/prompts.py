@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import TableFormat, mix_merge_note
 from geoeval.suites.maptab.graph import Scenario
 from geoeval.suites.maptab.routing import cost as routing_cost

@@ -66,7 +66,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from geoeval.core.errors import GeoevalError
+from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import (
     TableFormat,
     edge_table,

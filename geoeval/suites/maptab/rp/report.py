@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.analysis.reports import markdown_table, save_figure
+from geoeval.api import markdown_table, save_figure
 from geoeval.suites.maptab.rp.analysis import (
     LEVELS,
     REPEAT_CLASSES,
