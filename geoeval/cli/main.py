@@ -171,6 +171,34 @@ def _stopped(name: str) -> int:
     return 128 + int(getattr(signal, name, signal.SIGINT))
 
 
+#: seconds a stop may take (storing what finished, marking the runs: ~5 s) before the process
+#: prints every thread's stack and exits anyway: a scheduler's SIGTERM must end the process
+STOP_GRACE_S = 90.0
+
+
+def _arm_stop_watchdog(signum: int) -> None:
+    """After a stop signal, a daemon timer that ends the process with `128 + signum` if the stop
+    has not finished within `STOP_GRACE_S` (a thread the unwinding waits on that never ends),
+    printing one line and every thread's stack first: where it hung, for a bug report."""
+    import faulthandler
+    import os
+    import threading
+
+    def give_up() -> None:
+        print(
+            f"geoeval: the stop did not finish within {STOP_GRACE_S:g} s; exiting (every thread's stack follows)",
+            file=sys.stderr,
+            flush=True,
+        )
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    timer = threading.Timer(STOP_GRACE_S, give_up)
+    timer.daemon = True
+    timer.start()
+
+
 @contextlib.contextmanager
 def _stop_signals() -> Iterator[None]:
     """SIGTERM (a scheduler's or `kill`'s stop) stops a run as Ctrl-C does: the exception unwinds
@@ -181,6 +209,7 @@ def _stop_signals() -> Iterator[None]:
 
     def stop(signum: int, frame: Any) -> None:
         request_stop(signal.Signals(signum).name)
+        _arm_stop_watchdog(signum)
         raise KeyboardInterrupt
 
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from geoeval.cli.help import HelpWithExamples, examples
-from geoeval.core.analysis.meta_eval import run_meta_eval, tier_means
+from geoeval.core.analysis.meta_eval import reference_on_same_samples, run_meta_eval, tier_means
 from geoeval.core.analysis.reports import markdown_table
 from geoeval.core.errors import GeoevalError
 
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
                     "n_samples": n_samples,
                     "tiers": tiers,
                     "tier_means": tier_means(answers),
+                    "reference_on_same_samples": reference_on_same_samples(answers),
                     "metrics": report,
                 },
                 indent=2,

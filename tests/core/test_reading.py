@@ -145,6 +145,13 @@ def test_a_final_answer_supersedes_the_reasoning_before_it():
     assert live("Final answer: ALPHA\n\nAlternatively, BETA would also work.") == ["ALPHA", "BETA"]
 
 
+def test_a_conclusion_commits_to_the_candidate_it_leads_to():
+    doc = parse("I recommend ALPHA, next to BETA. So GAMMA.")
+    found = [Found(0, m.start(), m.end(), m.group(), m.group()) for m in CAPS.finditer(doc.segments[0].text)]
+    candidates, _ = assign_roles(doc, found)
+    assert [(c.value, c.strength) for c in candidates] == [("ALPHA", 1), ("BETA", 0), ("GAMMA", 1)]
+
+
 def test_an_echo_of_the_question_is_not_offered():
     assert live('You asked: "is BETA open?"\n\nALPHA') == ["ALPHA"]
     assert live("Is BETA the fastest? ALPHA is.") == ["ALPHA"]

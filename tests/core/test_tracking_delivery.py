@@ -199,3 +199,43 @@ def test_an_outage_is_one_warning_line_whoever_meets_it_and_the_next_outage_anot
         httpd.server_close()
     assert delivery.in_outage(uri) and delivery.in_outage(uri)  # down again: a new outage, one line
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_failure_the_outage_caused_is_not_warned_about_once_the_server_is_back(capsys):
+    """MLflow retries a request for a while before it fails, so a trace written during an outage
+    may fail after the server is back (a proxy in front of it answered 502 meanwhile): that
+    failure belongs to the outage (one line, said already), while a refusal is warned about."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Health(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    port = free_port()
+    uri = f"http://127.0.0.1:{port}"
+    gateway = RuntimeError(
+        f"API request to {uri}/api/3.0/mlflow/traces failed with exception HTTPConnectionPool(host='127.0.0.1', "
+        f"port={port}): Max retries exceeded with url: /api/3.0/mlflow/traces (Caused by ResponseError('too many "
+        "502 error responses'))"
+    )
+    refused = RuntimeError("RESOURCE_DOES_NOT_EXIST: Run 'abc' not found")
+    assert delivery.in_outage(uri)  # the progress meets the outage first: its one line
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Health)
+    try:
+        import threading
+
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        assert not delivery.in_outage(uri)  # the server is back
+        assert delivery.outage_explains(uri, [gateway, gateway])  # traces that failed meanwhile
+        assert not delivery.outage_explains(uri, [gateway, refused])  # a refusal is an error
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "does not answer" in lines[0], lines
+    assert delivery.is_unavailable(ConnectionRefusedError()) and not delivery.is_unavailable(refused)

@@ -62,12 +62,10 @@ def test_meta_eval_meets_its_targets(suite, tmp_path, capsys, request):
         for family in set(READING_FAMILIES) & set(result["by_family"]):
             row = result["by_family"][family]
             assert row["met"] and row["accuracy"] >= 0.95, (metric, family, row)
-    # every metric was put to the test, and the reference leads every tier on it
+    # every metric was put to the test, and the reference leads every tier on it, compared on the
+    # samples the tier was built for (a form or defect that fits some samples only)
     for metric, result in report["metrics"].items():
         assert result["pairs"] > 0, metric
-        ref = report["tier_means"]["reference"].get(metric)
-        others = [
-            means[metric] for tier, means in report["tier_means"].items() if tier != "reference" and metric in means
-        ]
-        if ref is not None and others:
-            assert ref >= max(others), (metric, report["tier_means"])
+    for tier, means in report["reference_on_same_samples"].items():
+        for metric, pair in means.items():
+            assert pair["reference"] >= pair["tier"] - 1e-9, (tier, metric, pair)

@@ -127,6 +127,29 @@ def test_a_keyword_list_earns_nothing_a_name_only_answer_is_partly_right():
     assert _ar(_scores("")) <= _ar(name_only) < _ar(_scores(PLAIN))
 
 
+def test_a_place_named_in_the_recommendations_address_is_not_a_second_recommendation():
+    # the tool output also lists the district as a place of its own; the address names it
+    district = {"name": "江北区", "address": "宁波市江北区", "distance": "900"}
+    calls = [dict(CALLS[0], content=json.dumps({"pois": [*POIS["pois"], district]}, ensure_ascii=False)), CALLS[1]]
+    instance = parse_instance(record())
+    answer = f"推荐「{STATION}」，地址：江北区万象城B2层停车场，驾车全程3.5公里，约18分钟。"
+    v = rules_verdicts(instance, Trajectory(answer, calls, ["去万象城附近的充电站"]))
+    assert v.raw["rules"]["candidates"] == [STATION]
+    assert ecr(v.explicit_met) == 1.0
+
+
+def test_a_passage_about_a_place_set_aside_asserts_nothing():
+    # the facts are said only of the place weighed and dropped; the answer names the other one
+    weighed = (
+        "I'll compare the options.\n\n"
+        f"- First I considered 「{OTHER}」。在停车场内，驾车全程3.5公里，约18分钟。 It does not fit as well.\n"
+        f"- Then I checked 「{STATION}」.\n\n"
+        f"Therefore my answer is: 推荐「{STATION}」。"
+    )
+    assert _scores(weighed)[1] < _scores(PLAIN)[1]
+    assert _scores(weighed)[1] == _scores(f"推荐「{STATION}」。")[1]  # as much as the name alone
+
+
 def test_an_invented_fact_anywhere_costs_faithfulness_negated_or_not():
     assert _scores(PLAIN + "不推荐「翠微阁服务区」，已经不营业。")[2] == 0.0
 

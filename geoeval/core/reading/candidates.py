@@ -23,6 +23,7 @@ closed down.", "它已经不营业了。") is a `Retraction` of that candidate a
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -251,12 +252,17 @@ def assign_roles(
         first_of_line.setdefault(doc.segments[f.segment].line, f)
     question_grams = _grams(fold(question)) if question else set()
     out: list[Candidate[T]] = []
-    for f in items:
+    for k, f in enumerate(items):
         ctx = _context(doc, f, with_candidates, first_of_line[doc.segments[f.segment].line] is f)
         seg = doc.segments[f.segment]
         text = seg.text[f.start : f.end] if f.end > f.start else seg.text
         sentence = f"{ctx.before} {ctx.after}"
         role, why = _role(ctx, question_grams)
+        # a conclusion commits to the candidate it leads to, not to every one after it in its
+        # sentence: in "I recommend X, at Y" (为您推荐「X」，地址：Y区…) the cue is X's alone
+        prev = items[k - 1] if k else None
+        if prev is not None and prev.segment == f.segment and ctx.sentence_start <= prev.start < f.start:
+            ctx = dataclasses.replace(ctx, before=fold(seg.text[prev.end : f.start]), lead="")
         strength, how = _strength(ctx, sentence)
         if role is Role.CORRECTION:
             strength = max(strength, 1)

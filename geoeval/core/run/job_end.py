@@ -85,7 +85,7 @@ def send_end(
         except Exception as exc:  # noqa: BLE001 - the dataset is a view of the run, not its record
             from geoeval.core.config.secrets import redact_urls
 
-            if not delivery.in_outage(end.tracking_uri):  # an outage is said once, by `note_outage`
+            if not delivery.outage_explains(end.tracking_uri, [exc]):  # an outage is said once
                 print(
                     f"[geoeval] warning: MLflow dataset not logged: {clean_text(redact_urls(str(exc)), max_chars=200)}",
                     file=sys.stderr,

@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -71,13 +73,44 @@ def server_answers(uri: str, timeout_s: float = 5.0) -> bool:
         answers = exc.code < 500
     except (urllib.error.URLError, OSError, ValueError):
         answers = False
-    if answers:
+    if answers and uri in _OUTAGES:
         _OUTAGES.discard(uri)  # the outage is over: the next one is said again
+        _ENDED.add(uri)
     return answers
 
 
 #: tracking servers this process has said are down, until they answer again
 _OUTAGES: set[str] = set()
+#: tracking servers whose outage was said and is over (a failure it caused may still be reported)
+_ENDED: set[str] = set()
+# what a failed request says when the server did not answer it: no connection, or a gateway's
+# 502/503/504 (a proxy in front of a stopped server), after MLflow's own retries
+_UNAVAILABLE = re.compile(
+    r"Max retries exceeded|Connection (?:refused|reset|aborted)|RemoteDisconnected|Name or service not known|"
+    r"timed? ?out|too many 50[234] error|\b(?:HTTP|status(?: code)?|code)\W*50[234]\b|Bad Gateway|"
+    r"Service Unavailable|Gateway Time-?out",
+    re.IGNORECASE,
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether a failed request failed because the server did not answer it (no connection, a
+    timeout, a gateway's 502/503/504), not because it refused it."""
+    return isinstance(exc, (ConnectionError, TimeoutError)) or bool(_UNAVAILABLE.search(str(exc)))
+
+
+def outage_explains(uri: str, errors: Iterable[BaseException] = ()) -> bool:
+    """Whether failures on `uri` are the tracking server's outage, to be said once for the whole
+    outage (`note_outage`), not warned about one by one: the server does not answer now, or
+    every failure says it did not answer then. MLflow retries a request for a while before it
+    fails, so the server may be back by the time the failure is known; an outage already said
+    and over then stays said."""
+    errors = list(errors)
+    if errors and all(is_unavailable(e) for e in errors):
+        if uri not in _ENDED:
+            note_outage(uri)
+        return True
+    return in_outage(uri)
 
 
 def note_outage(uri: str) -> None:

@@ -387,9 +387,9 @@ class JobRun:
             log_metrics(self.client, self.run_id, progress_metrics(done, errors, total), step=done)
         except Exception as exc:
             from geoeval.core.config.secrets import redact_urls
-            from geoeval.core.tracking.delivery import in_outage
+            from geoeval.core.tracking.delivery import outage_explains
 
-            if not self._progress_failed and not in_outage(self.tracking_uri):  # an outage: said once
+            if not self._progress_failed and not outage_explains(self.tracking_uri, [exc]):  # said once
                 self._progress_failed = True
                 print(
                     f"[geoeval] warning: MLflow progress not logged: {clean_text(redact_urls(str(exc)), max_chars=300)}",

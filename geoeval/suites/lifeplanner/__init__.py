@@ -27,4 +27,5 @@ See `README.md` in this folder for the departures from the paper and what is sti
 #: stored score or cached environment is reused across the change.
 # 6 (issue 39): answers are read on the core's reading layer (records in JSON, tables, sections,
 # field lines; the core's roles and one-answer rule); a reply without submit_answer is read (robust)
-SCORING_VERSION = "6"
+# 7: a conclusion cue commits to the candidate it leads to, not every later one in its sentence
+SCORING_VERSION = "7"

@@ -15,4 +15,6 @@ The instance schema and loaders (`schema`), instance generation (`generate/`), t
 # core's roles and one-answer rule)
 # 6: the generated store answers search_poi by the city's name too; clarify_baseline searches the
 #    place, then around the user (issue 40)
-SCORING_VERSION = "6"
+# 7: a conclusion cue commits to the record it leads to ("为您推荐「X」，地址：Y区…": Y is not a
+#    second recommendation); a passage whose records are all set aside asserts nothing
+SCORING_VERSION = "7"

@@ -7,4 +7,6 @@
 #: one-answer rule change how answers are read; RP samples carry their map's station names.
 #: 5 (issue 39): answers are read on the core's reading layer (`core/reading/`: candidates in lines,
 #: lists, tables and JSON, their roles, the one-answer rule once for every suite).
-SCORING_VERSION = "5"
+#: 6: a conclusion cue commits to the candidate it leads to, not every later one in its sentence
+#: (core/reading/candidates.py).
+SCORING_VERSION = "6"

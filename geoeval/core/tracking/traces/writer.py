@@ -141,11 +141,16 @@ def _start_in_one_transaction(tracing_client: Any, experiment_id: str, infos: li
 
 
 def _write_batch(
-    tracing_client: Any, experiment_id: str, batch: list[tuple[Any, list[Any]]], warn: list[str]
+    tracing_client: Any,
+    experiment_id: str,
+    batch: list[tuple[Any, list[Any]]],
+    warn: list[str],
+    errors: list[BaseException],
 ) -> tuple[list[str], int]:
     """Writes one batch: the traces (with their assessments) in one transaction where the store
     allows it (`_start_in_one_transaction`), the others each in one, then all their spans in
-    one. Returns (sample keys written, number failed)."""
+    one. Returns (sample keys written, number failed); each failure's warning goes to `warn`,
+    its exception to `errors`."""
     started: list[tuple[Any, list[Any]]] = []
     failed = 0
     try:
@@ -161,12 +166,14 @@ def _write_batch(
             started.append((info, spans))
         except Exception as exc:
             failed += 1
+            errors.append(exc)
             warn.append(f"trace of {info.client_request_id} not written: {_short(exc)}")
     spans = [s for _, ss in started for s in ss]
     if spans:
         try:
             tracing_client.log_spans(experiment_id, spans)
         except Exception as exc:  # the traces exist but show no spans: count them as failed
+            errors.append(exc)
             warn.append(f"spans of {len(started)} trace(s) not written: {_short(exc)}")
             return [], failed + len(started)
     return [info.client_request_id for info, _ in started], failed
@@ -210,11 +217,12 @@ class _Writer:
     def flush(self) -> None:
         if self.batch:
             said: list[str] = []
-            keys, failed = _write_batch(self.tracing, self.experiment_id, self.batch, said)
+            errors: list[BaseException] = []
+            keys, failed = _write_batch(self.tracing, self.experiment_id, self.batch, said, errors)
             self.written.extend(keys)
             self.failed += failed
             self.batch = []
-            if not (failed and outage(self.uri)):  # an outage is one line, not one per trace
+            if not (failed and outage(self.uri, errors)):  # an outage is one line, not one per trace
                 self.warnings.extend(said)
 
     def add_from_logs(self, chosen: Iterable[Any], warnings: list[str]) -> tuple[set[tuple[str, int]], int]:
@@ -256,12 +264,12 @@ class _Writer:
             return {}
 
 
-def outage(uri: str) -> bool:
+def outage(uri: str, errors: list[BaseException]) -> bool:
     """Whether failures on `uri` are the tracking server's outage, said once for the whole outage
-    (`delivery.note_outage`): the job's end writes the traces it missed."""
-    from geoeval.core.tracking.delivery import in_outage
+    (`delivery.outage_explains`): the job's end writes the traces it missed."""
+    from geoeval.core.tracking.delivery import outage_explains
 
-    return in_outage(uri)
+    return outage_explains(uri, errors)
 
 
 def log_samples(
@@ -373,7 +381,7 @@ class TraceStream:
                         self._writer.add(sample)
                     self._writer.flush()
             except Exception as exc:  # keep draining: the job must not notice
-                if not outage(self._uri):
+                if not outage(self._uri, [exc]):
                     self._warnings.append(f"traces not logged: {_short(exc)}")
                 self._connect_failed = self._writer is None
             if stop:
@@ -454,7 +462,7 @@ def _report(counts: TraceCounts, client: Any, run_id: str, *, log_counts: bool =
             if counts.logged:
                 client.set_tag(run_id, _RUN_TYPE_TAG, _RUN_TYPE_EVALUATE)
         except Exception as exc:
-            if not outage(client.tracking_uri):  # the job's end logs them when the server is back
+            if not outage(client.tracking_uri, [exc]):  # the job's end logs them when the server is back
                 print(f"[geoeval] warning: MLflow traces: counts not logged: {_short(exc)}", file=sys.stderr)
     return counts
 

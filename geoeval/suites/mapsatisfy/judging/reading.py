@@ -20,7 +20,8 @@ is named but not a candidate. Two or more live candidates are a hedge: a record-
 is then credited only when every candidate passes it (the worst candidate).
 
 What the answer asserts (`Reading.positive`): its text without the sentences before a correction,
-the clauses that speak of a rejected record, a sentence rejecting the record named last, and
+the clauses that speak of a rejected record, a sentence rejecting the record named last, a list
+item or paragraph whose records are all set aside and none the answer, and
 keyword lists (a sentence of three or more of the rules' words and little else: 驾车 孩子 停车 营业
 人均); `Reading.residual` is that without the user's words it echoes (a quoted request, a clause
 led by 您说 / "you asked", or a clause mostly (60 %) copied from the user's words, record names
@@ -277,9 +278,18 @@ def _strip_echo(text: str, given: Sequence[str], protected: Sequence[str]) -> st
 
 
 def _positive(
-    doc: Document, candidates: list[Candidate[Record]], set_aside: set[int], cut: tuple[int, int], ev: Evidence
+    doc: Document,
+    candidates: list[Candidate[Record]],
+    set_aside: set[int],
+    dropped: set[int],
+    cut: tuple[int, int],
+    ev: Evidence,
 ) -> tuple[str, list[str]]:
-    """The text the answer asserts (module docstring), normalised, and the rules that fired."""
+    """The text the answer asserts (module docstring), normalised, and the rules that fired.
+    A list item or paragraph whose every record is set aside (rejected, superseded by the final
+    answer, retracted) and none of them the answer speaks of what the answer does not recommend
+    ("- First I considered X …, but it does not fit the request as well."): none of it is
+    asserted, its later sentences included (they describe X, not the recommendation)."""
     fired: list[str] = []
     by_segment: dict[int, list[Candidate[Record]]] = {}
     for c in candidates:
@@ -287,6 +297,9 @@ def _positive(
     parts: list[str] = []
     for seg in doc.segments:
         if seg.kind == "json" or not seg.text:
+            continue
+        if by_segment.get(seg.index) and all(id(c) in dropped for c in by_segment[seg.index]):
+            fired.append("set_aside_passage")
             continue
         for m in _SENTENCE.finditer(seg.text):
             if (seg.index, m.end()) <= cut:
@@ -368,7 +381,14 @@ def read_robust(answer: str, ev: Evidence, given: Sequence[str], recommended: Se
     retraction_points = [c.sentence for c in decision.live if c.role is Role.CORRECTION]
     retraction_points += [(r.segment, r.start) for r in decision.retractions if not r.last]
     cut = max(retraction_points, default=(-1, -1))
-    positive, positive_fired = _positive(doc, candidates, aside_ids, cut, ev)
+    live_keys = {c.key for c in decision.live}
+    dropped = {
+        id(c)
+        for c, why in decision.set_aside
+        if why in (REJECTED, REJECTED_ELSEWHERE, RETRACTED, SUPERSEDED) and c.key not in live_keys
+    }
+    dropped |= {id(c) for c in candidates if c.key in rejected_keys}
+    positive, positive_fired = _positive(doc, candidates, aside_ids, dropped, cut, ev)
     positive = unquoted(positive)
     fired += positive_fired
     live = _unique(c.value for c in decision.live)
