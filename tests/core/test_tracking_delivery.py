@@ -5,8 +5,12 @@ mode and cap, none twice; a server that does not answer keeps the end in a file,
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import pytest
@@ -168,10 +172,9 @@ def test_a_sweep_parent_end_is_kept_only_when_the_server_is_down(store, tmp_path
         )
 
 
-def test_an_outage_is_one_warning_line_whoever_meets_it_and_the_next_outage_another(capsys):
-    """Traces, progress and the job's end that fail during one outage print one line between them
-    (`note_outage`), not one per trace; once the server has answered, a new outage is said again."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+@contextlib.contextmanager
+def health_server(port: int) -> Iterator[None]:
+    """A tracking server that is back: its `/health` answers 200."""
 
     class Health(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -182,21 +185,26 @@ def test_an_outage_is_one_warning_line_whoever_meets_it_and_the_next_outage_anot
             self.send_header("Content-Length", "0")
             self.end_headers()
 
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), Health)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_an_outage_is_one_warning_line_whoever_meets_it_and_the_next_outage_another(capsys):
+    """Traces, progress and the job's end that fail during one outage print one line between them
+    (`note_outage`), not one per trace; once the server has answered, a new outage is said again."""
     port = free_port()
     uri = f"http://alice:s3cret-lab-pw@127.0.0.1:{port}"
     assert all(delivery.in_outage(uri) for _ in range(13))  # 13 traces failing in one outage
     delivery.note_outage(uri)  # the job's end, waiting on it
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "does not answer" in lines[0] and "s3cret" not in lines[0], lines
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), Health)  # the server is back
-    try:
-        import threading
-
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    with health_server(port):  # the server is back
         assert not delivery.in_outage(uri)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert delivery.in_outage(uri) and delivery.in_outage(uri)  # down again: a new outage, one line
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
@@ -205,17 +213,6 @@ def test_a_failure_the_outage_caused_is_not_warned_about_once_the_server_is_back
     """MLflow retries a request for a while before it fails, so a trace written during an outage
     may fail after the server is back (a proxy in front of it answered 502 meanwhile): that
     failure belongs to the outage (one line, said already), while a refusal is warned about."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Health(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
     gateway = RuntimeError(
@@ -225,17 +222,10 @@ def test_a_failure_the_outage_caused_is_not_warned_about_once_the_server_is_back
     )
     refused = RuntimeError("RESOURCE_DOES_NOT_EXIST: Run 'abc' not found")
     assert delivery.in_outage(uri)  # the progress meets the outage first: its one line
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), Health)
-    try:
-        import threading
-
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    with health_server(port):
         assert not delivery.in_outage(uri)  # the server is back
         assert delivery.outage_explains(uri, [gateway, gateway])  # traces that failed meanwhile
         assert not delivery.outage_explains(uri, [gateway, refused])  # a refusal is an error
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and "does not answer" in lines[0], lines
     assert delivery.is_unavailable(ConnectionRefusedError()) and not delivery.is_unavailable(refused)
