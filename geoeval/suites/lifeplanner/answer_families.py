@@ -352,8 +352,8 @@ def record_forms(answer: dict[str, Any], task: str) -> dict[str, str]:
         if set(answer) != {"answer"} or not items or any(k not in _FIELD_NAMES for k in keys):
             return {}
         header = "| " + " | ".join(_FIELD_NAMES[k] for k in keys) + " |"
-        rows = ["| " + " | ".join(_cell(dict(item).get(k, "")) for k in keys) + " |" for item in items]
-        return {"table": "\n".join([header, "|" + "---|" * len(keys), *rows])}
+        lines = ["| " + " | ".join(_cell(dict(item).get(k, "")) for k in keys) + " |" for item in items]
+        return {"table": "\n".join([header, "|" + "---|" * len(keys), *lines])}
     return {}
 
 

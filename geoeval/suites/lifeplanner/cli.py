@@ -11,8 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from geoeval.cli.help import HelpWithExamples, examples
+
+if TYPE_CHECKING:
+    from geoeval.suites.lifeplanner.city.osm.build import OsmCityInfo
+    from geoeval.suites.lifeplanner.city.schema import CityInfo
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,6 +66,7 @@ def env_build(argv: list[str] | None = None) -> int:
         print("error: --places must be in [50, 100000] and --notes in [100, 2000000]", file=sys.stderr)
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)
+    info: CityInfo | OsmCityInfo
     try:
         if args.source == "synthetic":
             from geoeval.suites.lifeplanner.city.environment import build_synthetic_city

@@ -51,6 +51,7 @@ from geoeval.suites.lifeplanner.tools import places as place_tools
 
 if TYPE_CHECKING:
     from geoeval.api import RunSpec
+    from geoeval.suites.lifeplanner.suite import LifePlannerSuiteConfig
 
 METRICS = ["a", "piou", "rd_distance", "rd_time", "oc", "sc", "pr", "ig", "te", "rp"]
 # SC and RP come from the judge ensemble (the rules judge offline), and PR gates on SC; the answer
@@ -358,7 +359,7 @@ def answers_for_case(
     return out
 
 
-def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+def meta_eval_answers(spec: RunSpec[LifePlannerSuiteConfig], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`) under the
     run's answer protocol (`spec.scoring.protocol`)."""
     from geoeval.judges.ensemble import JudgeEnsemble

@@ -95,8 +95,8 @@ def level_table(results: Sequence[SampleResult]) -> str:
     tokens = {
         lvl: (
             None
-            if means["input_tokens"][lvl] is None
-            else means["input_tokens"][lvl] + (means["output_tokens"][lvl] or 0.0)
+            if (input_tokens := means["input_tokens"][lvl]) is None
+            else input_tokens + (means["output_tokens"][lvl] or 0.0)
         )
         for lvl in LEVELS
     }

@@ -28,7 +28,7 @@ import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from geoeval.api import MetricInput, compute_metrics, register_metric
 from geoeval.judges.ensemble import JudgeEnsemble, JudgeRequest, JudgesFailed, JudgeVerdict
@@ -369,7 +369,8 @@ def _outcome(metric: str, compute):
 
 
 def _piou(s: _Sample) -> float:
-    return M.place_set_iou(_predicted_places(s.city, s.parsed), s.case["reference_places"])
+    # an `_outcome` metric: called on a parsed answer only
+    return M.place_set_iou(_predicted_places(s.city, cast(ParsedAnswer, s.parsed)), s.case["reference_places"])
 
 
 def _judges(scores: dict[str, float] | None) -> list[float] | None:

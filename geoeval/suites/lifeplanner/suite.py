@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -78,6 +78,14 @@ class LifePlannerOsmEnvConfig(Strict):
     seed: int | None = Field(default=None, description="null: the run's top-level seed")
 
 
+def _all_tasks() -> list[Task_]:
+    return cast("list[Task_]", list(TASKS))  # TASKS names exactly the Task_ values
+
+
+def _all_levels() -> list[Level]:
+    return cast("list[Level]", list(LEVELS))  # LEVELS names exactly the Level values
+
+
 class LifePlannerSuiteConfig(Strict):
     """`suite=lifeplanner`."""
 
@@ -87,8 +95,8 @@ class LifePlannerSuiteConfig(Strict):
 
     name: Literal["lifeplanner"] = "lifeplanner"
     n_cases: int = Field(default=667, ge=1, le=100_000, description="split over task x level as Table 4")
-    tasks: list[Task_] = Field(default_factory=lambda: list(TASKS), min_length=1)
-    levels: list[Level] = Field(default_factory=lambda: list(LEVELS), min_length=1)
+    tasks: list[Task_] = Field(default_factory=_all_tasks, min_length=1)
+    levels: list[Level] = Field(default_factory=_all_levels, min_length=1)
     tool_budget: int = Field(default=30, ge=1, le=500, description="tool calls per case (appendix B.3)")
     answer_channel: Literal["tool", "text"] = Field(
         default="tool",

@@ -127,8 +127,8 @@ def summary_notes(
 ) -> list[str]:
     """The lines under a MapSatisfy run's summary tables (module docstring)."""
     notes = []
-    counted = [(r.details or {}).get(CALL_DETAILS) for r in results if r.status != "error"]
-    counted = [c for c in counted if c]
+    recorded = [(r.details or {}).get(CALL_DETAILS) for r in results if r.status != "error"]
+    counted = [c for c in recorded if c]
     if counted:
         made, served = sum(c["made"] for c in counted), sum(c["served"] for c in counted)
         without = sum(1 for c in counted if not c["served"])

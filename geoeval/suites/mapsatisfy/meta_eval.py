@@ -51,6 +51,7 @@ from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
 
 if TYPE_CHECKING:
     from geoeval.api import RunSpec
+    from geoeval.suites.mapsatisfy.config import MapSatisfySuiteConfig
 
 TOKENS_PER_TURN = 1000
 _COMPOSITE = frozenset({"ar", "ses", "cei"})
@@ -483,7 +484,7 @@ def sample_answers(
     answers = []
     for key, record in built:
         raw = scores_from_record(instance, record)
-        scores = {m: math.nan if raw[m] is None else float(raw[m]) for m in METRIC_NAMES}
+        scores = {m: math.nan if (score := raw[m]) is None else float(score) for m in METRIC_NAMES}
         tier = TIERS[key] if isinstance(key, str) else key
         answers.append(
             ScoredAnswer(instance.task_id, tier, record["answer"], _not_applicable(scores, record, reference))
@@ -491,7 +492,7 @@ def sample_answers(
     return answers
 
 
-def meta_eval_answers(spec: RunSpec, env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+def meta_eval_answers(spec: RunSpec[MapSatisfySuiteConfig], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """The tiers and answer families of every sample, scored with the run's judges
     (`judging.ensemble.judge_settings`) under the run's answer protocol (`scoring.protocol`)."""
     from geoeval.suites.mapsatisfy.judging.ensemble import judge_dialogue, judge_settings

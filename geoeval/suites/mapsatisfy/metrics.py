@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 Verdict = bool | int | float | None
 
@@ -69,7 +69,8 @@ def iisr(weights: Sequence[float], satisfied: Sequence[Verdict]) -> float | None
     total = sum(ws)
     if total == 0:
         return None
-    return sum(w * c for w, c in zip(ws, cs)) / total  # type: ignore[operator]
+    known = cast("list[float]", cs)  # no None among them (returned above)
+    return sum(w * c for w, c in zip(ws, known)) / total
 
 
 def ar(ecr_value: float | None, iisr_value: float | None) -> float | None:

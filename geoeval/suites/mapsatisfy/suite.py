@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -301,7 +301,7 @@ class MapSatisfySuite(
         from geoeval.suites.mapsatisfy.generate.generator import generate, write_generated
         from geoeval.suites.mapsatisfy.generate.poi_city import city_from_lifeplanner, synthetic_city
 
-        e = spec.env
+        e = cast(MapSatisfyGeneratedEnvConfig, spec.env)  # `build_env` calls this for env=mapsatisfy_generated
         if e.city == "lifeplanner":
             if not e.lifeplanner_db or not Path(e.lifeplanner_db).is_file():
                 raise GeoevalError(

@@ -25,10 +25,13 @@ import hashlib
 import io
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolInfo
+
+if TYPE_CHECKING:
+    from inspect_ai.model import ContentImage, ContentText
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, register_policy
 
@@ -45,9 +48,9 @@ def _texts_and_image(messages: list[ChatMessage]) -> tuple[str, str, Any]:
             if isinstance(part, str):
                 text = part
             elif getattr(part, "type", "") == "text":
-                text = part.text
+                text = cast("ContentText", part).text
             elif getattr(part, "type", "") == "image":
-                image = part.image
+                image = cast("ContentImage", part).image
                 continue
             else:
                 continue

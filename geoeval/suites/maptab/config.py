@@ -6,7 +6,7 @@ against these schemas (tests/core/test_config_defaults.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field, field_validator
 
@@ -111,15 +111,23 @@ class MapTabRealEnvConfig(Strict):
         return self.model_dump(mode="json", exclude={"gtfs_path"})
 
 
+def _default_categories() -> list[Category]:
+    return ["map_only", "edge_only", "map_edge", "T"]
+
+
+def _default_qa_types() -> list[QAType]:
+    return cast("list[QAType]", list(QA_TYPES))  # QA_TYPES lists exactly the QAType names
+
+
 class MapTabSuiteConfig(Strict):
     """`suite=maptab`."""
 
     name: Literal["maptab"] = "maptab"
     task_family: Literal["rp", "qa"] = Field(default="rp", description="rp: route planning; qa: diagnostic QA")
     scenario: Literal["metromap", "travelmap", "both"] = "metromap"
-    categories: list[Category] = Field(default_factory=lambda: ["map_only", "edge_only", "map_edge", "T"], min_length=1)
+    categories: list[Category] = Field(default_factory=_default_categories, min_length=1)
     qa_types: list[QAType] = Field(
-        default_factory=lambda: list(QA_TYPES), min_length=1, description="QA types asked when task_family=qa"
+        default_factory=_default_qa_types, min_length=1, description="QA types asked when task_family=qa"
     )
     setting: Literal[
         "all", "map", "edge_tab", "vertex_tab", "map_edge_tab", "map_edge_tab_vertex_tab", "map_mix_tab"
@@ -177,7 +185,7 @@ class MapTabSuiteConfig(Strict):
     def selected_qa_types(self) -> list[str]:
         from geoeval.suites.maptab.qa.questions import setting_of
 
-        types = [t for t in self.qa_types if self.setting == "all" or setting_of(t) == self.setting]
+        types: list[str] = [t for t in self.qa_types if self.setting == "all" or setting_of(t) == self.setting]
         if not types:
             raise GeoevalError(
                 f"Invalid config: suite.setting={self.setting!r} keeps none of suite.qa_types={self.qa_types} "
@@ -186,7 +194,7 @@ class MapTabSuiteConfig(Strict):
         return types
 
     def selected_categories(self) -> list[str]:
-        cats = [c for c in self.categories if self.setting == "all" or SETTING_OF[c] == self.setting]
+        cats: list[str] = [c for c in self.categories if self.setting == "all" or SETTING_OF[c] == self.setting]
         if not cats:
             raise GeoevalError(
                 f"Invalid config: suite.setting={self.setting!r} keeps none of suite.categories={self.categories} "

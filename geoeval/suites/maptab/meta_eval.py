@@ -68,6 +68,7 @@ from geoeval.suites.maptab.wrong_answers import (
 
 if TYPE_CHECKING:
     from geoeval.api import RunSpec
+    from geoeval.suites.maptab.config import MapTabSuiteConfig
 
 RP_METRICS = frozenset({"ema", "pma", "ds"})
 ANSWER_METRICS = RP_METRICS | {"acc"}
@@ -93,7 +94,7 @@ REFUSAL_TEXT = (
 # Entry point
 
 
-def meta_eval_answers(spec: RunSpec, env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
+def meta_eval_answers(spec: RunSpec[MapTabSuiteConfig], env: Any, samples: Sequence[Any]) -> list[ScoredAnswer]:
     """The constructed answers of every sample, scored (module docstring) under the run's
     `scoring.protocol` through the public entry point's path (`scorers.score_answers`)."""
     from geoeval.suites.maptab.env.environment import load_maps
@@ -130,7 +131,7 @@ def meta_eval_answers(spec: RunSpec, env: Any, samples: Sequence[Any]) -> list[S
     return out
 
 
-def _localized(m: MetroMap, spec: RunSpec) -> MetroMap:
+def _localized(m: MetroMap, spec: RunSpec[MapTabSuiteConfig]) -> MetroMap:
     """The map in the run's label language (the references name its stations)."""
     from geoeval.suites.maptab.generator.language import localize_map
 

@@ -47,7 +47,7 @@ def qa_tables(results: Sequence[SampleResult]) -> tuple[list[dict[str, Any]], li
         row.update({t: _percent(by_type[(s, t)]["acc"]) if (s, t) in by_type else None for t in QA_TYPES})
         row["n"] = sum(by_type[(s, t)]["n"] for t in QA_TYPES if (s, t) in by_type)
         type_rows.append(row)
-        cap = {"scenario": SCENARIO_NAMES[s]}
+        cap: dict[str, Any] = {"scenario": SCENARIO_NAMES[s]}
         cap.update(
             {
                 CAPABILITY_ABBREVIATIONS[c]: _percent(by_cap[(s, c)]["acc"]) if (s, c) in by_cap else None

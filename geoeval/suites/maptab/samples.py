@@ -5,7 +5,7 @@ shows one, with the dimensions every score is split by and the metadata the scor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, ContentText
@@ -14,6 +14,9 @@ from geoeval.api import Dimensions, GeoevalError
 from geoeval.suites.maptab.config import SETTING_OF, MapTabSuiteConfig, capabilities_of
 from geoeval.suites.maptab.submit import QA_TOOL_LINE, RP_TOOL_LINE
 
+if TYPE_CHECKING:
+    from geoeval.suites.maptab.routing.cost import Objective
+
 
 def rp_sample(
     q: Any,
@@ -21,7 +24,7 @@ def rp_sample(
     image_uri: str | None,
     suite_cfg: MapTabSuiteConfig,
     *,
-    objective: str | None = None,
+    objective: Objective | None = None,
     stations: Sequence[str] = (),
 ) -> Sample:
     """The Inspect sample of one RP query (`rp.queries.RPQuery`): system prompt (stating `objective`,
@@ -64,7 +67,7 @@ def rp_sample(
     )
     return Sample(
         id=q.id,
-        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
+        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],
         target=list(q.routes),
         metadata={
             "suite": "maptab",
@@ -133,7 +136,7 @@ def qa_sample(q: Any, tables: dict[str, str], image_uri: str | None, suite_cfg: 
     )
     return Sample(
         id=q.id,
-        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],  # type: ignore[arg-type]
+        input=[ChatMessageSystem(content=system), ChatMessageUser(content=content)],
         target=[q.answer],
         metadata={
             "suite": "maptab",

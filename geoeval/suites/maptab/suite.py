@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 
 
 def _env_seed(spec: MapTabSpec) -> int:
-    return spec.env.seed if spec.env.seed is not None else spec.seed
+    # called for the synthetic and real environments only (the authors' has no seed)
+    env = cast("MapTabEnvConfig | MapTabRealEnvConfig", spec.env)
+    return env.seed if env.seed is not None else spec.seed
 
 
 if TYPE_CHECKING:

@@ -208,12 +208,12 @@ def plan_nearby(s: Session, q: str) -> dict[str, Any]:
             if s.left() < 1:
                 break
             if not (day and hhmm) or open_at(detail(s, p.place_id).get("opentime_week"), day, hhmm):
-                keys = (
+                filter_keys = (
                     ["opentime_week"] * bool(day)
                     + ["rating"] * ("min_rating" in filters)
                     + ["cost"] * ("max_cost" in filters)
                 )
-                return {"answer": [_item(p, "Meets the filters and is open then.", keys)]}
+                return {"answer": [_item(p, "Meets the filters and is open then.", filter_keys)]}
         return {"answer": [_item(cands[0], "Closest match.", [])] if cands else []}
     if _wants_a_set(q, type_word, sub):
         return {"answer": [_item(p, f"Within {radius:g} m of {anchor.name}.", ["place_type"]) for p in cands]}

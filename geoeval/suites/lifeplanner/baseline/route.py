@@ -121,7 +121,7 @@ def _stops_by_need(
 ) -> list[tuple[Found, str, list[str], list[str]]]:
     """Stops the question asks for by kind or need rather than by name: one per clause that asks
     for the nearest X, or for something within a distance of the route or of a named place."""
-    out = []
+    out: list[tuple[Found, str, list[str], list[str]]] = []
     for clause in _clauses(q):
         low = clause.lower()
         if s.left() < 6 or re.search(r"each stop|every stop|per stop|minutes", low):
@@ -221,6 +221,7 @@ def plan_route(s: Session, q: str, system: str) -> dict[str, Any]:
         if first_then and order.index(first_then[0]) > order.index(first_then[1]):
             return False
         if hours:
+            assert hhmm is not None and dwell is not None  # hours is read only with a day, a time and a dwell
             departure = int(hhmm[:2]) * 60 + int(hhmm[3:])
             secs = [legs[(u, v)][1] for u, v in itertools.pairwise(order)]
             return open_on_arrival(

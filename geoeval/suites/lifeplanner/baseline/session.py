@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspect_ai.model import ChatMessage
 
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
+
+if TYPE_CHECKING:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
 BUDGET = 30  # the scaffold's default; the plan keeps one turn for submit_answer
 
@@ -36,21 +39,22 @@ class Session:
     """Replays the calls already made; the first new call interrupts the plan."""
 
     def __init__(self, messages: list[ChatMessage], budget: int = BUDGET) -> None:
-        results: dict[str, Any] = {}
+        results: dict[str | None, Any] = {}  # by tool call id (None: a result without one)
         for m in messages:
             if getattr(m, "role", "") == "tool":
+                tool_msg = cast("ChatMessageTool", m)
                 payload = None
                 if getattr(m, "error", None) is None:
                     try:
                         payload = json.loads(m.text)
                     except (json.JSONDecodeError, TypeError):
                         payload = None
-                results[m.tool_call_id] = payload
+                results[tool_msg.tool_call_id] = payload
         self.past = [
             _Past(c.function, dict(c.arguments or {}), results.get(c.id))
             for m in messages
             if getattr(m, "role", "") == "assistant"
-            for c in (m.tool_calls or [])
+            for c in (cast("ChatMessageAssistant", m).tool_calls or [])
             if c.function != SUBMIT_TOOL
         ]
         self.i = 0

@@ -3,7 +3,7 @@ add up to the reference totals, and that the reference answer passes its own A, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from geoeval.suites.lifeplanner.cases.case import Case, replay
 from geoeval.suites.lifeplanner.scoring.answers import parse_answer
@@ -44,14 +44,15 @@ def check_case(city: city_handle.City, case: Case) -> list[str]:
     except ValueError as exc:
         return problems + [f"the reference answer does not follow the schema: {exc}"]
     if case.task in ("routing", "trip"):
-        legs = [
-            traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(case.reference_order, case.reference_order[1:])
-        ]
+        # a route answer states both (`parse_answer` requires them)
+        vehicle, mode = cast(str, parsed.vehicle), cast(str, parsed.mode)
+        legs = [traj.leg(a, b, vehicle, mode) for a, b in zip(case.reference_order, case.reference_order[1:])]
         if any(leg is None for leg in legs):
             problems.append("τ* does not compute every leg of the reference order")
         else:
-            d = sum(leg[0] for leg in legs)  # type: ignore[index]
-            t = sum(leg[1] for leg in legs)  # type: ignore[index]
+            computed = cast("list[tuple[float, float]]", legs)  # no None among them
+            d = sum(leg[0] for leg in computed)
+            t = sum(leg[1] for leg in computed)
             if (d, t) != (case.answer["total_distance_m"], case.answer["total_time_s"]):
                 problems.append(
                     f"the legs of τ* add up to ({d}, {t}), not the reference totals "

@@ -3,6 +3,7 @@ unique best admissible order, and the route answer (Table 5's start, end, waypoi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from geoeval.suites.lifeplanner.cases.case import Reject
@@ -68,7 +69,7 @@ class RouteSteps(ReferencePathSteps):
         self,
         start: Place,
         end: Place,
-        stops: list[tuple[Place, str, dict[str, str] | None, bool]],
+        stops: Sequence[tuple[Place, str, dict[str, str] | None, bool]],
         order: list[str],
         vehicle: str,
         mode: str,

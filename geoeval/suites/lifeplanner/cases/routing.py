@@ -4,7 +4,7 @@ nearest to the route, L2 with a stop that fits an implied preference on the way)
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from geoeval.suites.lifeplanner.cases.case import Reject
 from geoeval.suites.lifeplanner.cases.choosing import AREA_FLOOR_M, RADIUS_BAND_M
@@ -213,7 +213,11 @@ class RoutingCases(RouteSteps):
         sub = self.pick(sorted({p.sub for _, _, p in near}))
         d0, _, ans = next(x for x in near if x[2].sub == sub)
         same = [p for p in self.idx.by_sub[ans.sub] if p.id not in (a.id, b.id)]
-        dsame = nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same])
+        # the route of `ds` above: there is one
+        dsame = cast(
+            "list[float]",
+            nearby_tools.route_buffer_distances(self.city, a.id, b.id, vehicle, mode, [p.id for p in same]),
+        )
         radius = self.clean_radius(d0, dsame, step=10)
         inside = sorted(((round(d, 6), p.id, p) for d, p in zip(dsame, same) if d <= radius))
         cands = [p for _, _, p in inside]

@@ -130,7 +130,7 @@ class SecondReading:
         ds = self.idx.distances(center, self.idx.places)
         return [p for p, d in zip(self.idx.places, ds) if d <= radius and p.id != center.id and p.id not in exclude]
 
-    def _open_then(self, p: Place, weekday: int, minute: int) -> bool:
+    def _open_then(self, p: Place, weekday: int, minute: float) -> bool:
         """Whether `p` is open at that time. Hours that cannot be read (OpenStreetMap's free text)
         do not show it open: the generators never draw such a place either, so a reader of the
         hours as published could not tell it admissible."""
@@ -278,7 +278,9 @@ class SecondReading:
                 near = [p for p in pool if ds[p.id] <= area]
                 admitted, borderline = self._select(near, sub, pref, None, None)
                 stop = next((s for s in stops if s in admitted), None)
-                evidence = [(self.idx.by_id[stop], pref, None)] if stop and pref else []
+                evidence: list[tuple[Place, Preference | None, Visit | None]] = (
+                    [(self.idx.by_id[stop], pref, None)] if stop and pref else []
+                )
                 out += self._verdicts([stop] if stop else [], admitted, borderline, evidence)
                 want += admitted
         if sorted(set(want)) != stops:

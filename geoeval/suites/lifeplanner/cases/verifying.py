@@ -101,7 +101,7 @@ class VerifyingSteps(ChoosingSteps):
 
     def fitting_in_area(
         self,
-        center: str,
+        center: str | dict[str, Any],
         radius: float,
         pref: Preference,
         dislike: Preference | None = None,

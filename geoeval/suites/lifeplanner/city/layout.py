@@ -125,10 +125,10 @@ def _build_roads(rng: np.random.Generator, side_m: float, spacing_m: float) -> d
 
     keep = np.flatnonzero(~removed)
     ways = []
-    for gid, e in enumerate(keep, start=1):
-        a, b = src[e], dst[e]
-        hw = "footway" if footway[e] else cls[e]
-        name = _FOOTWAY_NAMES[footway_pick[e]] if footway[e] else road[e]
+    for gid, kept in enumerate(keep, start=1):
+        a, b = src[kept], dst[kept]
+        hw = "footway" if footway[kept] else cls[kept]
+        name = _FOOTWAY_NAMES[footway_pick[kept]] if footway[kept] else road[kept]
         length = float(math.hypot(x[a] - x[b], y[a] - y[b]))
         sp = ROAD_SPEEDS[hw]
         ways.append((gid, name, hw, a, b, [a, b], round(length, 1), sp["walking"], sp["cycling"], sp["driving"]))

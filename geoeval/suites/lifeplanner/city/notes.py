@@ -47,6 +47,7 @@ _MENTION_P = np.array([0.45, 0.10, 0.10, 0.15, 0.10, 0.10])
 
 def _fact_sentence(fact: tuple[str, str, str], rng: np.random.Generator) -> str:
     source, key, value = fact
+    t: tuple[str, ...]
     if source == "long":
         t = _LONG_SENTENCES[key]
     elif source == "short":
@@ -92,7 +93,7 @@ def _build_notes(
     n_notes: int,
     comments_per_note: float,
     districts: list[tuple[str, float, float]],
-) -> dict[str, list]:
+) -> dict[str, dict[str, list]]:
     n_places = len(places)
     # which place a note is about: popularity-weighted, at most `cap` notes per place (the paper
     # collects up to 20 per place); 5% of notes are general posts about no place.

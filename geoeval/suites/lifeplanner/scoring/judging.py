@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from geoeval.suites.lifeplanner.city.opening_hours import DAYS, parse_opening_hours
 from geoeval.suites.lifeplanner.metrics import Requirement, attribute_accuracy, satisfies
@@ -223,7 +223,9 @@ def attribute_accuracy_of(
             ok = rec is not None and attribute_accuracy([rec], reqs) == 1.0
         elif scope == "places":
             recs = [visible_record(city, p, anchor) for p in parsed.places]
-            ok = all(r is not None for r in recs) and attribute_accuracy(recs, reqs) == 1.0
+            ok = (
+                all(r is not None for r in recs) and attribute_accuracy(cast("list[dict[str, Any]]", recs), reqs) == 1.0
+            )
         elif scope == "slot":
             recs = [visible_record(city, p, anchor) for p in stop_places(parsed)]
             ok = any(r is not None and all(satisfies(r, q) for q in reqs) for r in recs)
@@ -384,9 +386,9 @@ def purity_checks(city: city_handle.City, parsed: ParsedAnswer, traj: Trajectory
         if pid in recs:
             checks.append((f"name of {pid}", _norm(name) == _norm(recs[pid]["name"])))
     if parsed.task == "place":
-        pid = answer_place(city, parsed)
-        if pid is not None:
-            checks.append((f"answered place {pid} was seen", f"place:{pid}" in traj.observed))
+        answered = answer_place(city, parsed)
+        if answered is not None:
+            checks.append((f"answered place {answered} was seen", f"place:{answered}" in traj.observed))
     if parsed.note_ids:
         rows = (
             city.cursor()
@@ -402,8 +404,9 @@ def purity_checks(city: city_handle.City, parsed: ParsedAnswer, traj: Trajectory
     if parsed.task in ("routing", "trip") and parsed.order and parsed.vehicle and parsed.mode:
         legs = [traj.leg(a, b, parsed.vehicle, parsed.mode) for a, b in zip(parsed.order, parsed.order[1:])]
         if all(leg is not None for leg in legs):
-            d = sum(leg[0] for leg in legs)  # type: ignore[index]
-            t = sum(leg[1] for leg in legs)  # type: ignore[index]
+            computed = cast("list[tuple[float, float]]", legs)  # no None among them
+            d = sum(leg[0] for leg in computed)
+            t = sum(leg[1] for leg in computed)
             checks.append(
                 ("total_distance_m is the sum of the legs seen", abs(float(parsed.total_distance_m) - d) <= 1)
             )

@@ -168,7 +168,8 @@ def trajectory_from_messages(messages: list[Any]) -> Trajectory:
     fail the tool's JSON schema: error type `parsing`) or that raised a tool error counts as a
     parameter error; a call whose result cannot be read as JSON counts by what it was."""
     traj = Trajectory()
-    pending: dict[str, tuple[str, dict[str, Any]]] = {}
+    # keyed by call id; a tool message without one (None) finds no call
+    pending: dict[str | None, tuple[str, dict[str, Any]]] = {}
     order: list[str] = []
     for msg in messages:
         role = getattr(msg, "role", "")

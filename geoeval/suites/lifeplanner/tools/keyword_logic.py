@@ -80,8 +80,9 @@ class _Parser:
         if not self.tokens:
             raise KeywordSyntaxError("empty keyword")
         node = self.parse_or()
-        if self.peek() is not None:
-            raise KeywordSyntaxError(f"unexpected '{self.peek()[1]}'")
+        extra = self.peek()
+        if extra is not None:
+            raise KeywordSyntaxError(f"unexpected '{extra[1]}'")
         return node
 
     def parse_or(self) -> Any:
@@ -128,8 +129,8 @@ class _Parser:
         if t[0] != "word":
             raise KeywordSyntaxError(f"unexpected '{t[1]}'")
         words = []
-        while self.peek() is not None and self.peek()[0] == "word":  # adjacent words form one phrase
-            words.append(self.peek()[1])
+        while (nxt := self.peek()) is not None and nxt[0] == "word":  # adjacent words form one phrase
+            words.append(nxt[1])
             self.i += 1
         phrase = " ".join(" ".join(words).lower().split())
         if not phrase:

@@ -42,7 +42,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal, cast
 
 if sys.version_info >= (3, 11):
     from builtins import BaseExceptionGroup
@@ -251,7 +251,8 @@ def http_server(
         deadline = time.monotonic() + startup_timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"MCP server exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+                stderr = cast(IO[str], proc.stderr)  # a pipe (stderr=PIPE)
+                raise RuntimeError(f"MCP server exited with {proc.returncode}: {stderr.read()[-2000:]}")
             with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
                 break
             if time.monotonic() > deadline:

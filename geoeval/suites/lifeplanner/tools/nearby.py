@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -125,7 +125,8 @@ def nearby_search(
     """Places within `radius_meters` of a place (straight line) or of a route (its buffer), nearest
     first. The centre place, or the route's endpoints, are not listed."""
     kind, c = _center(city, center)
-    radius = _number("radius_meters", 100 if radius_meters is None else radius_meters, 1, MAX_RADIUS_M)
+    # never None: the value passed is not
+    radius = cast(float, _number("radius_meters", 100 if radius_meters is None else radius_meters, 1, MAX_RADIUS_M))
     filters = _place_filters(place_types, min_rating, max_rating, min_cost, max_cost, geo_tag, social_mem, toolset)
     if kind == "place":
         exclude = {c}

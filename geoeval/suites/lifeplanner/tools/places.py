@@ -4,7 +4,7 @@ nearby_search."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -144,7 +144,7 @@ def place_detail(city: City, place_id: Any) -> ToolResult:
         .execute(f"SELECT {_select(PLACE_DETAIL)} FROM places WHERE id = ?", [city.place_ids[idx]])
         .fetchone()
     )
-    return ToolResult(_record(PLACE_DETAIL, row), "ok")
+    return ToolResult(_record(PLACE_DETAIL, cast(tuple, row)), "ok")  # a row: `_place` found the id
 
 
 @_tool

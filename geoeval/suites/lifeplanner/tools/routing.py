@@ -289,7 +289,7 @@ def multi_stop_routing(
         for b in idx:
             if b == a:
                 continue
-            key = (a, b, vehicle, mode, frozenset())
+            key: tuple[int, int, str, str, frozenset[int]] = (a, b, vehicle, mode, frozenset())
             with city._lock:
                 r = city._routes.get(key)
             if r is None:

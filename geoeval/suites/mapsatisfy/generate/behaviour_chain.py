@@ -262,7 +262,8 @@ def _weight(c: Candidate, f: Factor) -> float:
 def _filter(c: Candidate, identified: list[Factor]) -> tuple[list[Factor], list[Factor]]:
     """Keep the factors that pre-response evidence supports (profile, h-, g), weighted; the rest
     (supported only by h+) are returned separately."""
-    kept, dropped = [], []
+    kept: list[Factor] = []
+    dropped: list[Factor] = []
     for f in identified:
         if f.source in IMPLICIT_FACTOR_SOURCES:
             f.weight = _weight(c, f)

@@ -100,10 +100,10 @@ def _respond(tool: str, args: dict[str, Any], c: Candidate, city: City) -> dict[
             ],
         }
     if tool == "search_poi":
-        hits = [p for p in city.pois if str(args["query"]) in p.name][:3]
+        found = [p for p in city.pois if str(args["query"]) in p.name][:3]
         return {
             "status": "ok",
-            "count": len(hits),
+            "count": len(found),
             "pois": [
                 {
                     "poi_id": p.poi_id,
@@ -112,7 +112,7 @@ def _respond(tool: str, args: dict[str, Any], c: Candidate, city: City) -> dict[
                     "district": p.district,
                     "open_hours": p.hours_text,
                 }
-                for p in hits
+                for p in found
             ],
         }
     if tool in ("get_navigation", "get_taxi_route_plan"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TypeGuard, cast
 
 EPSILONS = (0.05, 0.02)
 # |difference| is compared with a tolerance: 0.15 - 0.10 is 0.04999999999999999 in floats, and
@@ -22,7 +23,7 @@ EPSILONS = (0.05, 0.02)
 _FLOAT_SLACK = 1e-9
 
 
-def _defined(x: float | None) -> bool:
+def _defined(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
@@ -59,7 +60,12 @@ def ensemble_scores(per_judge: Mapping[str, Sequence[float | None]]) -> list[flo
     out: list[float | None] = []
     for i in range(n):
         values = [c[i] for c in columns]
-        out.append(None if not all(_defined(v) for v in values) else sum(float(v) for v in values) / len(values))
+        # all defined in the else branch
+        out.append(
+            None
+            if not all(_defined(v) for v in values)
+            else sum(float(v) for v in cast("list[float]", values)) / len(values)
+        )
     return out
 
 

@@ -21,6 +21,7 @@ from geoeval.suites.mapsatisfy.metrics import FactCheck, row_faithful
 
 if TYPE_CHECKING:
     from geoeval.api import RunSpec
+    from geoeval.suites.mapsatisfy.config import MapSatisfySuiteConfig
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -40,7 +41,7 @@ def combine(verdicts: Sequence[Verdicts]) -> Verdicts:
     implicit = [_mean([v.implicit_satisfied[i] for v in verdicts]) for i in range(len(first.implicit_satisfied))]
     rows: list[list[FactCheck] | None] = []
     for i in range(len(first.fact_rows)):
-        per_judge = [None if v.fact_rows[i] is None else row_faithful(v.fact_rows[i]) for v in verdicts]
+        per_judge = [None if (row := v.fact_rows[i]) is None else row_faithful(row) for v in verdicts]
         score = _mean([None if p is None else float(p) for p in per_judge])
         rows.append(None if score is None else [FactCheck(True, score >= 0.5)])
     raw: dict[str, Any] = {}
@@ -127,7 +128,7 @@ def failed_verdicts(instance: Any, name: str, exc: BaseException) -> Verdicts:
     )
 
 
-def judge_settings(spec: RunSpec) -> dict[str, Any]:
+def judge_settings(spec: RunSpec[MapSatisfySuiteConfig]) -> dict[str, Any]:
     """The judges' settings of a run, as `judge_dialogue` takes them: the judge group's
     models, the suite's votes, temperature (the group's when the suite's is null) and evidence budget."""
     temperature = spec.suite.judge_temperature

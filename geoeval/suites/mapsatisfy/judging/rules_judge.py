@@ -370,8 +370,9 @@ def rules_verdicts(instance: Any, trajectory: Trajectory, protocol: str = "robus
     else:
         facts = read_answer(trajectory.answer, ev)
     query_texts = [instance.query, *instance.context.history]
-    explicit = [explicit_met(f, facts, ev, query_texts) for f in gt.explicit_intent]
-    implicit, unreadable = [], []
+    explicit: list[float | None] = [explicit_met(f, facts, ev, query_texts) for f in gt.explicit_intent]
+    implicit: list[float | None] = []
+    unreadable = []
     routing = any(t in ROUTING_TOOLS for t in instance.expected_tools)
     for i, factor in enumerate(gt.implicit_intent):
         c, readable = implicit_met(factor, facts, ev, instance.query, routing)
@@ -379,7 +380,7 @@ def rules_verdicts(instance: Any, trajectory: Trajectory, protocol: str = "robus
         if not readable:
             unreadable.append(i)
     faithful = facts.substantive and not facts.invented
-    rows = [[FactCheck(True, faithful)] for _ in instance.factual_answer_rubric]
+    rows: list[list[FactCheck] | None] = [[FactCheck(True, faithful)] for _ in instance.factual_answer_rubric]
     raw = {
         "rules": {
             "substantive": facts.substantive,

@@ -21,7 +21,7 @@ NUMBER_DECIMALS = 6  # 1e-6 degree is about 0.1 m: finer digits are formatting, 
 _DECIMAL = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$")  # no exponents: ids like "12e4" stay text
 _SPACES = re.compile(r"\s+")
 _SEPARATOR_SPACES = re.compile(r"\s*([,;])\s*")
-_EMPTY = (None, "", [], {})
+_EMPTY: tuple[Any, ...] = (None, "", [], {})
 
 
 def _normalize_number(x: float) -> float:

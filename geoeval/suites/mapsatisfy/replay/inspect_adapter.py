@@ -4,7 +4,7 @@ whose calls the sandbox answers."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from inspect_ai.tool import ToolDef, ToolParam, ToolParams
 from inspect_ai.util import JSONSchema
@@ -12,6 +12,9 @@ from inspect_ai.util import JSONSchema
 from geoeval.api import GeoevalError
 from geoeval.suites.mapsatisfy.replay.catalogue import ParamSpec
 from geoeval.suites.mapsatisfy.replay.sandbox import ReplaySandbox, ToolResponse
+
+if TYPE_CHECKING:
+    from inspect_ai.util import JSONType
 
 
 def inspect_tools(
@@ -36,7 +39,7 @@ def inspect_tools(
                 p.name: ToolParam(
                     type=_schema_types(p),
                     description=p.description,
-                    items=JSONSchema(type=p.items) if p.items else None,
+                    items=JSONSchema(type=cast("JSONType", p.items)) if p.items else None,  # a JSON-schema type
                 )
                 for p in spec.params
             },

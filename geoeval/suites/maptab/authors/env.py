@@ -273,7 +273,7 @@ def item_problems(item: dict[str, Any], m: MetroMap) -> list[str]:
 # The environment
 
 
-def _fingerprint(root: Path, items: list[dict[str, Any]], maps: dict[str, tuple[str, str, str]]) -> str:
+def _fingerprint(root: Path, items: list[dict[str, Any]], maps: dict[str, tuple[Scenario, str, str]]) -> str:
     h = hashlib.sha256()
     for rel in sorted({it["file"] for it in items}):
         h.update(rel.encode() + b"\0" + (root / rel).read_bytes())
@@ -284,8 +284,8 @@ def _fingerprint(root: Path, items: list[dict[str, Any]], maps: dict[str, tuple[
     for figure in sorted({it["figure"] for it in items} | {it["mix_table"] for it in items if it["mix_table"]}):
         # by content, not modification time: a re-extracted dataset is the same input, an edited image is not
         p = Path(figure)
-        name = p.relative_to(root) if p.is_relative_to(root) else p
-        h.update(f"{name}\0{file_digest(p) if p.is_file() else 'missing'}".encode())
+        shown = p.relative_to(root) if p.is_relative_to(root) else p
+        h.update(f"{shown}\0{file_digest(p) if p.is_file() else 'missing'}".encode())
     return h.hexdigest()
 
 
@@ -306,7 +306,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
     if not items:
         raise GeoevalError(f"env.root: the chosen test-set files under {root} hold no items")
 
-    maps_named: dict[str, tuple[str, str, str]] = {}  # map -> (scenario, country, Map_Difficulty)
+    maps_named: dict[str, tuple[Scenario, str, str]] = {}  # map -> (scenario, country, Map_Difficulty)
     for it in items:
         first = maps_named.setdefault(it["map"], (it["scenario"], it["country"], it["map_difficulty"]))
         if first[:2] != (it["scenario"], it["country"]):
@@ -329,7 +329,7 @@ def build_authors_env(env_cfg: Any, work_dir: Path) -> MapTabEnv:
         # Samples are ordered by map, then category, then file order (the synthetic env's order).
         order = {c: i for i, c in enumerate(env_cfg.categories or CATEGORIES)}
         items.sort(key=lambda it: (it["map"], order[it["category"]], it["index"]))
-        quality = {
+        quality: dict[str, Any] = {
             "maps": {
                 m.name: table_problems(root, *maps_named[m.name][:2], m.name) + run_quality_checks(m) for m in maps
             },
@@ -483,7 +483,7 @@ def authors_query(item: dict[str, Any], m: MetroMap, query_id: str) -> RPQuery:
         setting=SETTINGS[item["category"]],
         source=item["source"],
         target=item["target"],
-        weights=tuple(item["weights"]) if item["weights"] else None,  # type: ignore[arg-type]
+        weights=tuple(item["weights"]) if item["weights"] else None,
         style=_style(item, set(m.stations)),
         question=item["question"],
         routes=list(item["routes"]),

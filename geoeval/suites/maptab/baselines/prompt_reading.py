@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.tables import parse_table
@@ -82,10 +82,10 @@ def parse_prompt(text: str) -> ParsedPrompt:
         else:
             raise GeoevalError("no RP question found in the prompt")
 
-    weights = None
+    weights: tuple[float, float, float, float] | None = None
     wm = _WEIGHTS.search(text)
-    if wm:
-        weights = tuple(float(x) for x in wm.groups())
+    if wm:  # the pattern has four groups
+        weights = cast("tuple[float, float, float, float]", tuple(float(x) for x in wm.groups()))
     criteria = CRITERIA[category] if category else ()
     if weights is not None and not criteria:
         criteria = tuple(n for n, w in zip(CRITERIA_NAMES, weights) if w)
@@ -94,7 +94,7 @@ def parse_prompt(text: str) -> ParsedPrompt:
         target=target,
         weights=weights,
         criteria=criteria,
-        tables=tables,  # type: ignore[arg-type]
+        tables=tables,
         category=category,
         question=question,
         # what the prompt says about the map: Travelmap prompts name the "Scenic Area"

@@ -117,13 +117,13 @@ def load_gtfs_lines(folder: str | Path, routes: list[str] | None = None) -> list
         if row["trip_id"] not in trip_route:
             continue  # stop times of a trip not in trips.txt: not part of any route
         try:
-            seq = int(row["stop_sequence"])
+            position = int(row["stop_sequence"])
         except ValueError:
             raise GeoevalError(
                 f"GTFS stop_times.txt: trip {row['trip_id']!r} has stop_sequence "
                 f"{row['stop_sequence']!r}, not an integer"
             ) from None
-        by_trip[row["trip_id"]].append((seq, row["stop_id"]))
+        by_trip[row["trip_id"]].append((position, row["stop_id"]))
     trips_of_route: dict[str, dict[str, list[tuple[int, str]]]] = defaultdict(dict)
     for trip_id, route_id in trip_route.items():
         if trip_id in by_trip:

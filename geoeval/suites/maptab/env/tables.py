@@ -233,7 +233,7 @@ def format_table(rows: list[dict[str, Any]], fmt: TableFormat) -> str:
     if fmt == "json":
         out = []
         for row in rows:
-            item = {}
+            item: dict[str, Any] = {}
             for k, v in row.items():
                 if k in LIST_COLUMNS:
                     item[k] = list(v) if isinstance(v, (list, tuple)) else _split_lines(str(v))

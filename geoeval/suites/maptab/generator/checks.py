@@ -45,12 +45,12 @@ def run_quality_checks(m: MetroMap) -> list[str]:
 
     seen: dict[frozenset[str], str] = {}
     for e in m.edges:
-        key = frozenset((e.a, e.b))
+        edge_key = frozenset((e.a, e.b))
         if e.a == e.b:
             problems.append(f"edge {e.label!r} is a self-loop")
-        if key in seen:
-            problems.append(f"duplicate edge: {e.label!r} repeats {seen[key]!r}")
-        seen[key] = e.label
+        if edge_key in seen:
+            problems.append(f"duplicate edge: {e.label!r} repeats {seen[edge_key]!r}")
+        seen[edge_key] = e.label
         for end in (e.a, e.b):
             if end not in m.stations:
                 problems.append(f"edge {e.label!r}: endpoint {end!r} is not a station")
@@ -110,8 +110,8 @@ def run_quality_checks(m: MetroMap) -> list[str]:
         seq = list(line.stations)
         pairs = list(zip(seq, seq[1:])) + ([(seq[-1], seq[0])] if line.loop and len(seq) > 2 else [])
         for a, b in pairs:
-            e = m.edge_between(a, b)
-            if e is None or ln not in e.lines:
+            between = m.edge_between(a, b)
+            if between is None or ln not in between.lines:
                 problems.append(f"line {ln!r}: no edge {a}-{b} on that line")
         if ln in line_edges and len(pairs) != len(line_edges[ln]):
             problems.append(f"line {ln!r} lists {len(pairs)} consecutive pairs but {len(line_edges[ln])} edges")

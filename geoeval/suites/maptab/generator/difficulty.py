@@ -28,13 +28,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import networkx as nx
 
 from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import MetroMap
 
-GraphLike = MetroMap | nx.Graph
+GraphLike: TypeAlias = "MetroMap | nx.Graph"
 LEVELS = ("Easy", "Medium", "Hard")
 DEFAULT_MAX_SIMPLE_PATHS = 100_000
 
@@ -223,12 +224,12 @@ def allocate_queries(
         _take(q, [n for n, _v in groups[("Easy", "test")]], excess, q_min)
         half = excess // 2
         for d, amount in (("Medium", half), ("Hard", excess - half)):
-            train = [n for n, _v in groups[(d, "train")]]
-            if not train:
+            train_cities = [n for n, _v in groups[(d, "train")]]
+            if not train_cities:
                 raise GeoevalError(f"no {d} train city to receive {amount} compensated queries")
-            receiver = train[-1]
-            if q[receiver] + amount < q_min and len(train) > 1:
-                receiver = train[-2]
+            receiver = train_cities[-1]
+            if q[receiver] + amount < q_min and len(train_cities) > 1:
+                receiver = train_cities[-2]
             q[receiver] += amount
     return q
 

@@ -321,7 +321,7 @@ def cjk_font() -> tuple[str, int] | None:
     if os.environ.get(CJK_FONT_ENV):
         candidates.append(os.environ[CJK_FONT_ENV])
     try:
-        import noto_cjk_sans_otc  # type: ignore[import-not-found]
+        import noto_cjk_sans_otc
 
         candidates += [str(p) for p in sorted(Path(noto_cjk_sans_otc.__file__).parent.glob("*.tt[cf]"))]
     except ImportError:
@@ -345,6 +345,7 @@ def _simplified_face(path: str) -> int | None:
         except OSError:
             break
         family, _style = font.getname()
+        family = family or ""  # a font without a family name in its name table: None
         if font.getbbox("中")[2] <= 0:
             continue
         if fallback is None:

@@ -133,12 +133,12 @@ def generate_metro_map(
 
     stations: dict[str, Station] = {}
     for p in point_order:
-        lines = tuple(point_lines[p])
+        station_lines = tuple(point_lines[p])
         x, y = grid.xy(p)
-        is_transfer = len(lines) > 1
+        is_transfer = len(station_lines) > 1
         stations[point_name[p]] = Station(
             name=point_name[p],
-            lines=lines,
+            lines=station_lines,
             x=x,
             y=y,
             time=rng.randint(50, 200) / 100,

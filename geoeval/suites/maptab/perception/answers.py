@@ -158,7 +158,8 @@ def _colour_path(pm: PerceivedMap, a: str, b: str) -> list[str] | None:
                     prev[v] = u
                     queue.append(v)
         if b in prev:
-            path, cur = [], b
+            path: list[str] = []
+            cur: str | None = b
             while cur is not None:
                 path.append(cur)
                 cur = prev[cur]
@@ -245,13 +246,13 @@ def answer_from_image(pm: PerceivedMap, parsed: Any, tables: dict[str, list[dict
     if qa_type == "M-SR":
         return done(g.degree(a))
     if qa_type == "MM-SR":
-        prices = [_table_value(rows, v, "Price") for v in g.neighbors(a)]
-        prices = [x for x in prices if x is not None]
+        neighbour_prices = [_table_value(rows, v, "Price") for v in g.neighbors(a)]
+        prices = [x for x in neighbour_prices if x is not None]
         return done(min(prices)) if prices else None
     if qa_type == "MM-LP":
         b = station("b")
         if b is None or not nx.has_path(g, a, b):
             return None
-        times = [_table_value(rows, v, "Time") for path in nx.all_shortest_paths(g, a, b) for v in path]
-        return done(int(any(t is not None and t < p["n"] for t in times)))
+        path_times = [_table_value(rows, v, "Time") for path in nx.all_shortest_paths(g, a, b) for v in path]
+        return done(int(any(t is not None and t < p["n"] for t in path_times)))
     return None

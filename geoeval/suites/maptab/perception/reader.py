@@ -101,10 +101,12 @@ def perception_version() -> str:
     disk cache (`geoeval.core.cache.disk`) never reads another version's entries."""
     if not _VERSION_CACHE:
         from pathlib import Path
+        from typing import cast
 
         from geoeval.api import code_version
 
-        sources = [Path(__file__), *(Path(module.__file__) for module in _SOURCE_MODULES)]
+        # modules loaded from files: each has its __file__
+        sources = [Path(__file__), *(Path(cast(str, module.__file__)) for module in _SOURCE_MODULES)]
         _VERSION_CACHE.append(
             code_version(
                 f"v{PERCEPTION_VERSION}",

@@ -224,7 +224,7 @@ def _from_table(rows: list[Segment], stations: Stations | None) -> tuple[list[Fo
     station = _column(header, _STATION_HEADER)
     if station is not None and len(body) >= 2:
         transfer = _column(header, _TRANSFER_HEADER)
-        route = []
+        route: list[Stop] = []
         for r in body:
             cell = r.cells[station] if station < len(r.cells) else ""
             s = station_item(cell, stations)
@@ -240,9 +240,9 @@ def _from_table(rows: list[Segment], stations: Stations | None) -> tuple[list[Fo
     # a single-column table keeps its cell whole (its pipes are the cell's text)
     for r in rows if not _column(header, _ROUTE_HEADER) else body:
         for cell in r.cells:
-            route = read_line(cell, stations)
-            if route is not None:
-                found.append(_found(r, 0, 0, route))
+            line_route = read_line(cell, stations)
+            if line_route is not None:
+                found.append(_found(r, 0, 0, line_route))
     start, end = _column(header, _FROM_HEADER), _column(header, _TO_HEADER)
     if start is not None and end is not None and body:
         chain: list[Stop] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.render.network import _Marker, _Stroke
@@ -112,7 +113,7 @@ class _Obstacles:
         for mk in self.markers:
             d = box.distance_to_point(mk.x, mk.y) - mk.radius
             if own is not None and mk.name == own.name:
-                need = LABEL_GAP - 1
+                need: float = LABEL_GAP - 1
             else:
                 # Keep clear of foreign markers, and clearly nearer to its own one.
                 need = max(LABEL_CLEARANCE_MARKER, own_gap + LABEL_NEAREST_MARGIN)
@@ -189,12 +190,17 @@ def _place_labels(
     placed: dict[str, _Rect] = {}
     unplaced = {mk.name for mk in markers}
     while unplaced:
-        best_name, best_free = None, None
+        best_name: str | None = None
+        best_free: list[int] | None = None
         for name in unplaced:
             free = [i for i, (sc, dc) in enumerate(zip(static[name], dynamic[name])) if sc == 0 and dc == 0]
-            if free and (best_free is None or (len(free), tiebreak[name]) < (len(best_free), tiebreak[best_name])):
+            # best_name is set whenever best_free is
+            if free and (
+                best_free is None or (len(free), tiebreak[name]) < (len(best_free), tiebreak[cast(str, best_name)])
+            ):
                 best_name, best_free = name, free
         if best_name is not None:
+            assert best_free is not None  # set together with best_name
             choice = best_free[0]
         else:
             best_name = min(unplaced, key=lambda n: tiebreak[n])

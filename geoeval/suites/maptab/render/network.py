@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.render.style import (
@@ -47,7 +48,7 @@ def _segments_by_edge(m: MetroMap) -> dict[tuple[str, str], tuple[str, ...]]:
     runs: dict[tuple[str, str], set[str]] = {}
     for e in m.edges:
         if e.a in m.stations and e.b in m.stations and e.a != e.b:
-            runs.setdefault(tuple(sorted((e.a, e.b))), set()).update(e.lines)
+            runs.setdefault(cast("tuple[str, str]", tuple(sorted((e.a, e.b)))), set()).update(e.lines)
     for line in m.lines.values():
         seq = list(line.stations)
         pairs = list(zip(seq, seq[1:]))
@@ -55,7 +56,7 @@ def _segments_by_edge(m: MetroMap) -> dict[tuple[str, str], tuple[str, ...]]:
             pairs.append((seq[-1], seq[0]))
         for a, b in pairs:
             if a in m.stations and b in m.stations and a != b:
-                runs.setdefault(tuple(sorted((a, b))), set()).add(line.name)
+                runs.setdefault(cast("tuple[str, str]", tuple(sorted((a, b)))), set()).add(line.name)
     return {k: tuple(sorted(v)) for k, v in sorted(runs.items())}
 
 

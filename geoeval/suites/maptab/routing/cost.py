@@ -30,10 +30,10 @@ Cleveland, and the other Travelmap items) is reproduced by both objectives.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, cast
 
 from geoeval.api import GeoevalError
-from geoeval.suites.maptab.graph import MetroMap
+from geoeval.suites.maptab.graph import Edge, MetroMap, Station
 
 # (time scale, price scale, comfort scale): J uses T/ts, P/ps, (1 - C/cs), (1 - R)
 SCALES = {"metromap": (3.0, 1.5, 1.0), "travelmap": (180.0, 200.0, 5.0)}
@@ -143,7 +143,8 @@ def route_cost(
 
 def _values(m: MetroMap, path: Sequence[str]) -> tuple[list[float], list[float]]:
     """Comfort and reliability values of the route's edges and included stations."""
-    elements = [m.edge_between(a, b) for a, b in zip(path, path[1:])]
+    # adjacent pairs: `route_cost` has checked the path (`_raw_totals`) before calling this
+    elements: list[Edge | Station] = [cast("Edge", m.edge_between(a, b)) for a, b in zip(path, path[1:])]
     elements += [m.stations[v] for v in _included(m, path)]
     return [x.comfort for x in elements], [x.reliability for x in elements]
 

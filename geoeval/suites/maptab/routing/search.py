@@ -107,7 +107,7 @@ def optimal_routes_with_cost(
 
 
 def _optimal(
-    m: MetroMap, s: str, t: str, weights: Sequence[float], objective: str, max_expansions: int
+    m: MetroMap, s: str, t: str, weights: Sequence[float], objective: Objective, max_expansions: int
 ) -> list[tuple[str, float]]:
     _check_endpoints(m, s, t)
     _check_objective(objective)

@@ -16,6 +16,7 @@ stations, every distinct annotated string is a valid reference.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from geoeval.api import GeoevalError
 from geoeval.suites.maptab.graph import MetroMap
@@ -85,7 +86,8 @@ def transfer_sets(m: MetroMap, path: Sequence[str], time_weight: float = 0.0) ->
                     best_key, best_sets = cand_key, set(cand_sets)
                 elif _same(cand_key, best_key):
                     best_sets |= cand_sets
-            nxt[ln] = (best_key, best_sets)
+            # set: `states` is never empty (every edge has a line, `_edge_lines`)
+            nxt[ln] = (cast("tuple[float, int]", best_key), best_sets)
         states = nxt
     best_key = min((k for k, _ in states.values()), key=lambda k: (round(k[0], 9), k[1]))
     result: set[frozenset[str]] = set()

@@ -48,7 +48,7 @@ import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from geoeval.suites.maptab.graph import MetroMap
 from geoeval.suites.maptab.metrics import MATCH_THRESHOLD, extract_route, similarity, split_route
@@ -113,12 +113,13 @@ def answered_path(m: MetroMap, answer: str, source: str, target: str) -> list[st
     if not route:
         return None
     stations = list(m.stations)
-    path = [_station_of(part, stations) for part in split_route(route)]
-    if any(p is None for p in path) or path[0] != source or path[-1] != target:
+    parts = [_station_of(part, stations) for part in split_route(route)]
+    if any(p is None for p in parts) or parts[0] != source or parts[-1] != target:
         return None
+    path = cast("list[str]", parts)  # every part matched a station
     if len(set(path)) != len(path) or any(m.edge_between(a, b) is None for a, b in zip(path, path[1:])):
         return None
-    return path  # type: ignore[return-value]
+    return path
 
 
 def understanding(

@@ -63,6 +63,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 import networkx as nx
 
@@ -346,7 +347,7 @@ def build_rp_queries(
     for category in categories:
         for i, (s, t) in enumerate(chosen):
             weights = sample_weights(category, random.Random(f"{seed}/{category}/{i}"))
-            plan_on = mixed if category == "mix" else m
+            plan_on = cast(MetroMap, mixed) if category == "mix" else m  # built when "mix" is asked
             if weights is None:
                 routes = routing.reference_routes(m, s, t, None)
                 totals = None

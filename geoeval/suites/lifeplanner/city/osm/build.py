@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,7 +210,7 @@ def build_osm_city(
     nx = (lons - lon_sw) * mlon
     ny = (lats - lat_sw) * city_layout._M_PER_DEG_LAT
 
-    ways = {
+    ways: dict[str, list[Any]] = {
         k: []
         for k in (
             "gid",
@@ -265,6 +266,7 @@ def build_osm_city(
     hours_raw: list[tuple[str, str, str]] = []
     n_hours = n_converted = n_dropped = 0
     order = sorted(range(len(pois)), key=lambda i: (str(pois.at[i, "osm_type"]), int(pois.at[i, "id"])))
+    vals: Sequence[str]  # a template's tag values (a tuple) or a vocabulary group's (a list)
     for i in order:
         row = pois.iloc[i]
         name = str(row["name"]).strip()
@@ -314,7 +316,7 @@ def build_osm_city(
         if template is not None and template.cost is not None and rng.random() < 0.93:
             lo, hi = template.cost
             cost = float(int(rng.integers(lo, hi + 1)))
-        rating = round(float(np.clip(rng.normal(4.1, 0.45), 1.0, 5.0)), 1)
+        rating: float | None = round(float(np.clip(rng.normal(4.1, 0.45), 1.0, 5.0)), 1)
         if template is None and rng.random() < 0.3:
             rating = None
         alias = next(
