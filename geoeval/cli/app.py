@@ -25,16 +25,10 @@ from omegaconf import DictConfig, OmegaConf
 from geoeval.core.config.search_path import register as _register_experiments_path
 from geoeval.core.config.validate import validate_config
 from geoeval.core.errors import GeoevalError, JobExit
+from geoeval.core.run.sweep_job import SWEEP_POINTS, SweepJob, current_sweep_job, read_points
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
-from geoeval.core.sweep.points import (
-    SWEEP_POINTS,
-    JobPoint,
-    SweepJob,
-    current_sweep_job,
-    read_points,
-    sweep_run_name,
-)
+from geoeval.core.sweep.points import JobPoint, sweep_run_name
 
 _register_experiments_path()
 _register_launcher()

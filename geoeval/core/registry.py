@@ -224,13 +224,13 @@ class Suite(abc.ABC, Generic[ConfigT, EnvConfigT, EnvT]):
         self, spec: RunSpec[ConfigT, EnvConfigT], env: EnvT, samples: list[Sample]
     ) -> list[ScoredAnswer]:
         """Answers of known quality per sample, scored through the suite's real scorers
-        (`geoeval.core.analysis.meta_eval`): by default `meta_eval_tiers` of each sample, scored
+        (`geoeval.core.scoring.score_tiers`): by default `meta_eval_tiers` of each sample, scored
         by `score_answers`. Called on chunks of samples (progress is shown between them)."""
         if not _overrides(self, "meta_eval_tiers"):
             raise GeoevalError(
                 f"suite '{self.name}' has no meta-evaluation (it defines no `meta_eval_tiers` or `meta_eval_answers`)"
             )
-        from geoeval.core.analysis.meta_eval import score_tiers
+        from geoeval.core.scoring import score_tiers  # registry and scoring are one layer (see scoring.py)
 
         return score_tiers(self, spec, env, samples)
 

@@ -17,6 +17,9 @@ A suite's solver can flag a sample as an error the same way, by putting a one-li
 `state.metadata[SAMPLE_ERROR_KEY]` (LifePlanner and MapSatisfy do when every judge failed), and
 can keep per-sample facts for the warehouse (every judge vote and its raw reply) under
 `state.metadata[DETAILS_KEY]`.
+
+This module and `registry.py` are one layer of the core, the face a suite plugs into: `Suite`'s
+defaults score through this module, which finds the metrics in the registry.
 """
 
 from __future__ import annotations
@@ -29,12 +32,16 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
 from geoeval.core import registry
+from geoeval.core.records import AnswerToScore, ScoredAnswer, Tier
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 #: `state.metadata` key of a suite's reason to count the sample as an error (see module doc).
 SAMPLE_ERROR_KEY = "geoeval_error"
@@ -289,3 +296,22 @@ def scoring_code_hash(suite: Any, metric_modules: list[str]) -> str:
     for name in sorted(m for m in modules if m):
         digest.update(name.encode() + b"\0" + _source_of(name) + b"\0")
     return f"code-{digest.hexdigest()[:12]}"
+
+
+def score_tiers(suite: Any, spec: RunSpec[Any, Any], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
+    """`Suite.meta_eval_answers`' default: every sample's `suite.meta_eval_tiers`, scored through
+    the suite's public scoring entry point (`suite.score_answers`)."""
+    made = [(str(s.id), a) for s in samples for a in suite.meta_eval_tiers(spec, env, s)]
+    by_id = {str(s.id): s for s in samples}
+    scored = suite.score_answers(
+        spec, env, by_id, [AnswerToScore(sample_id=i, answer=a.answer, messages=a.messages) for i, a in made]
+    )
+    return [
+        ScoredAnswer(
+            sample_id=i,
+            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family, a.worst),
+            answer=a.answer,
+            scores=dict(result.scores),
+        )
+        for (i, a), result in zip(made, scored, strict=True)
+    ]

@@ -171,3 +171,108 @@ def test_the_api_check_sees_every_kind_of_import(tmp_path):
     found = _core_imports(root)
     assert {line.split(":")[1].split()[0] for line in found} == {"3", "4", "5", "7", "9", "11"}
     assert not any("geoeval.api" in line for line in found)
+
+
+#: The core's layers, lowest first: a module imports (at run time) only from its own layer or those
+#: below it. A layer is a folder or a top-level module of `geoeval/core`; `registry.py` and
+#: `scoring.py` are one layer, the face a suite plugs into (`Suite`'s defaults score through
+#: `scoring`, which finds the metrics in the registry). Type-only imports (under `TYPE_CHECKING`)
+#: may point up: they never run. docs/architecture.md, "The core's layers".
+CORE_LAYERS: list[tuple[str, ...]] = [
+    ("errors", "text", "timing", "stop", "processes", "private_api"),
+    ("records", "reading", "data", "cache"),
+    ("registry", "scoring"),
+    ("cost",),
+    ("config",),
+    ("warehouse",),
+    ("tracking",),
+    ("analysis",),
+    ("run",),
+    ("sweep",),
+    ("meta_eval",),  # deprecated names of the previous release (docs/plugins.md)
+]
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """Imports that run: everything `_imports` sees except the bodies of `if TYPE_CHECKING:`."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            if node.module == "geoeval.core":
+                found.extend((node.lineno, f"geoeval.core.{alias.name}") for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return found
+
+
+def _layer_violations(core: Path) -> list[str]:
+    rank = {unit: i for i, layer in enumerate(CORE_LAYERS) for unit in layer}
+    out = []
+    for path in sorted(core.rglob("*.py")):
+        unit = path.relative_to(core).parts[0].removesuffix(".py")
+        if unit == "__init__":
+            continue
+        for line, name in _runtime_imports(path):
+            parts = name.split(".")
+            if parts[:2] != ["geoeval", "core"] or len(parts) < 3 or parts[2] == unit:
+                continue
+            target = parts[2]
+            if unit not in rank or target not in rank:
+                out.append(f"{path.relative_to(core)}: {unit} or {target} is in no layer (CORE_LAYERS)")
+            elif rank[target] > rank[unit]:
+                out.append(f"{path.relative_to(core)}:{line} {unit} imports {name}, a layer above it")
+    return out
+
+
+def test_the_core_folders_point_one_way():
+    assert _layer_violations(CORE) == []
+    units = {p.name.removesuffix(".py") for p in CORE.iterdir() if p.suffix == ".py" or p.is_dir()}
+    units -= {"__init__", "__pycache__", "README.md"}
+    assert units == {u for layer in CORE_LAYERS for u in layer}  # every folder and module has its layer
+
+
+def test_the_layer_check_sees_an_upward_import_and_lets_a_type_only_one_pass(tmp_path):
+    core = tmp_path / "core"
+    (core / "warehouse").mkdir(parents=True)
+    (core / "warehouse" / "m.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from geoeval.core.records import SampleResult\n"  # below: fine
+        "if TYPE_CHECKING:\n"
+        "    from geoeval.core.run.job import run_job\n"  # a type only: fine
+        "def f():\n"
+        "    from geoeval.core.tracking import runs\n"  # above, inside a function: found
+    )
+    assert _layer_violations(core) == ["warehouse/m.py:6 warehouse imports geoeval.core.tracking, a layer above it"]
+
+
+def _private_imports(root: Path) -> list[str]:
+    """`from pkg.module import _name` where the importing module is in another folder than `module`."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if not node.module.startswith("geoeval."):
+                continue
+            target = PACKAGE.parent / Path(*node.module.split("."))
+            folder = target.parent if target.with_suffix(".py").exists() else target
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and folder != path.parent:
+                    out.append(f"{path.relative_to(root.parent)}:{node.lineno} imports {node.module}.{alias.name}")
+    return out
+
+
+def test_private_names_stay_in_their_folder():
+    """A name with a leading underscore is its folder's own: another folder asks for a public one."""
+    assert _private_imports(PACKAGE) == [] and _private_imports(PLUGINS) == []

@@ -11,8 +11,8 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 
+from geoeval.core.processes import process_is_gone, process_started_at
 from geoeval.core.run.invocation import KILLED, mark_killed
-from geoeval.core.tracking.owners import process_is_gone, process_started_at
 from geoeval.core.warehouse.invocations import invocations, start_invocation
 from geoeval.core.warehouse.store import Warehouse
 

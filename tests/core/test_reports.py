@@ -171,7 +171,7 @@ def test_not_applicable_values_show_as_a_dash():
 
 
 def test_the_sweep_report_reads_the_suites_declarations(tmp_path):
-    from geoeval.core.analysis.sweep_reports import write_sweep_reports
+    from geoeval.core.sweep.tables import write_sweep_reports
 
     points = [
         {

@@ -5,7 +5,7 @@ note, one row per point; and tables fitted to a 120-column console."""
 from __future__ import annotations
 
 from geoeval.core.analysis.console import TERMINAL_WIDTH, fit_tables, table_width
-from geoeval.core.analysis.sweep_reports import metric_grid, reused_from, write_sweep_reports
+from geoeval.core.sweep.tables import metric_grid, reused_from, write_sweep_reports
 
 RESOLUTIONS = ["1", "0.5", "0.25"]
 SETTINGS = ["map", "edge_tab"]

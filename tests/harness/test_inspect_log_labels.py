@@ -12,8 +12,7 @@ from inspect_ai.log import read_eval_log
 
 from geoeval.core import registry
 from geoeval.core.run.inspect_bridge import log_tags, run_shard
-from geoeval.core.sweep import points
-from geoeval.core.sweep.points import SweepJob
+from geoeval.core.run.sweep_job import SweepJob, running_sweep_job
 from tests.conftest import compose_spec
 
 POINT = "resolution=0.25 setting=map"
@@ -21,8 +20,9 @@ OVERRIDES = ("model=oracle", "suite.categories=[map_only]", "env.n_maps=1", "sui
 
 
 @pytest.fixture
-def in_sweep(tmp_path, monkeypatch):
-    monkeypatch.setattr(points, "_CURRENT", [SweepJob(3, str(tmp_path / "sweep"), POINT)])
+def in_sweep(tmp_path):
+    with running_sweep_job(SweepJob(3, str(tmp_path / "sweep"), POINT)):
+        yield
 
 
 def test_the_tags_lead_with_the_point_and_its_swept_values(tmp_path):

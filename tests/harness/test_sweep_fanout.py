@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from geoeval.core.run import sweep_job
 from geoeval.core.sweep import launcher
 from geoeval.core.sweep import points as sweep_points
 from geoeval.core.sweep import progress as sweep_progress
@@ -99,7 +100,7 @@ def test_a_job_whose_worker_dies_fails_the_sweep_and_the_others_finish(tmp_path)
     proc = run_sweep(tmp_path / "run", "runner.max_concurrent_jobs=2", f"+model.args.crash_once_marker={marker}")
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert marker.exists()
-    points = sweep_points.read_points(sweep_dir(tmp_path / "run") / "sweep_points.jsonl")
+    points = sweep_job.read_points(sweep_dir(tmp_path / "run") / "sweep_points.jsonl")
     assert [p["job"] for p in points] == [0, 1, 2, 3]
     crashed = [p for p in points if p.get("crashed")]
     assert len(crashed) == 1 and "worker process died" in crashed[0]["failed"]
@@ -159,8 +160,8 @@ def test_read_points_keeps_each_jobs_last_line_in_job_order(tmp_path):
     path = tmp_path / "sweep_points.jsonl"
     for point in ({"job": 2, "v": 1}, {"job": 0, "v": 1}, {"job": 2, "v": 2}):
         sweep_points.append_point(path, point)
-    assert sweep_points.read_points(path) == [{"job": 0, "v": 1}, {"job": 2, "v": 2}]
-    assert sweep_points.read_points(tmp_path / "missing.jsonl") == []
+    assert sweep_job.read_points(path) == [{"job": 0, "v": 1}, {"job": 2, "v": 2}]
+    assert sweep_job.read_points(tmp_path / "missing.jsonl") == []
 
 
 def test_progress_line_counts_jobs_and_estimates_the_rest(capsys):
@@ -232,7 +233,7 @@ def test_a_job_that_stops_with_an_error_fails_the_sweep_one_at_a_time_too(tmp_pa
         check=False,
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
-    points = sweep_points.read_points(sweep_dir(cwd) / "sweep_points.jsonl")
+    points = sweep_job.read_points(sweep_dir(cwd) / "sweep_points.jsonl")
     assert [(p["job"], bool(p.get("crashed"))) for p in points] == [(0, True), (1, False)]
     assert "keeps none of suite.categories" in points[0]["failed"]
     assert points[1]["counts"]["n_scored"] == points[1]["n"] > 0

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from geoeval.core.run.job import run_job
-from geoeval.core.sweep.points import JobPoint, read_points
+from geoeval.core.run.sweep_job import read_points
+from geoeval.core.sweep.points import JobPoint
 from geoeval.core.tracking import background_ends, delivery
 from tests.conftest import compose_spec
 

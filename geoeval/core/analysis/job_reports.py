@@ -17,7 +17,7 @@ from geoeval.core.registry import get_suite
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
-    from geoeval.core.run.outcome import JobOutcome
+    from geoeval.core.records import JobOutcome
 
 
 def plots_wanted(spec: RunSpec) -> bool:

@@ -235,27 +235,6 @@ def reference_on_same_samples(answers: list[ScoredAnswer]) -> dict[str, dict[str
     }
 
 
-def score_tiers(suite: Any, spec: RunSpec[Any, Any], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
-    """`Suite.meta_eval_answers`' default: every sample's `suite.meta_eval_tiers`, scored through
-    the suite's public scoring entry point (`suite.score_answers`)."""
-    from geoeval.core.records import AnswerToScore, Tier
-
-    made = [(str(s.id), a) for s in samples for a in suite.meta_eval_tiers(spec, env, s)]
-    by_id = {str(s.id): s for s in samples}
-    scored = suite.score_answers(
-        spec, env, by_id, [AnswerToScore(sample_id=i, answer=a.answer, messages=a.messages) for i, a in made]
-    )
-    return [
-        ScoredAnswer(
-            sample_id=i,
-            tier=Tier(a.tier, a.level, frozenset(a.lowers) if a.lowers is not None else None, a.family, a.worst),
-            answer=a.answer,
-            scores=dict(result.scores),
-        )
-        for (i, a), result in zip(made, scored, strict=True)
-    ]
-
-
 #: how many chunks a meta-evaluation's samples are scored in, with one progress line after each
 PROGRESS_CHUNKS = 20
 

@@ -366,7 +366,7 @@ def _suite_values(spec: RunSpec) -> dict[str, Any]:
 def sweep_point() -> str | None:
     """The name of the sweep point this process runs (its swept values), where it runs the job;
     the driver sends it to a Ray shard, which does not know it (`run_shard`'s `point`)."""
-    from geoeval.core.sweep.points import current_sweep_job
+    from geoeval.core.run.sweep_job import current_sweep_job
 
     job = current_sweep_job()
     return job.label if job is not None else None

@@ -11,7 +11,8 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from geoeval.core.tracking.owners import process_is_gone, researcher
+from geoeval.core.processes import process_is_gone
+from geoeval.core.tracking.owners import researcher
 from geoeval.core.warehouse.invocations import start_invocation
 from geoeval.core.warehouse.store import Warehouse
 

@@ -24,12 +24,11 @@ from geoeval.core.config.scrub import known_secrets, remember_secrets, scrub_kno
 from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact
 from geoeval.core.cost.budget import BUDGET_EXCEEDED, BudgetGuard, has_limit, stored_spending
 from geoeval.core.cost.pricing import price_result, run_costs
-from geoeval.core.records import SampleResult, error_counts
+from geoeval.core.records import JobOutcome, SampleResult, error_counts
 from geoeval.core.run import job_end
 from geoeval.core.run.inspect_bridge import undelivered_error
 from geoeval.core.run.invocation import begin_invocation, log_files, mark_killed, mlflow_run_key, stored_beyond
 from geoeval.core.run.journal import Journal, journal_dir, journaling, settle
-from geoeval.core.run.outcome import JobOutcome
 from geoeval.core.run.replay import NEVER_GENERATED, load_stored, stored_keys, stored_warnings
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.sample_claims import claimed_samples
@@ -76,7 +75,7 @@ def scrub_result(result: SampleResult) -> None:
 def sweep_spent() -> dict[str, float]:
     """What the finished jobs of the sweep this job belongs to spent ({"usd", "tokens"}), from the
     sweep's points file (empty outside a sweep)."""
-    from geoeval.core.sweep.points import current_sweep_job, read_points
+    from geoeval.core.run.sweep_job import current_sweep_job, read_points
 
     job = current_sweep_job()
     if job is None:

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis import provenance
 from geoeval.core.cost.budget import BUDGET_EXCEEDED
-from geoeval.core.records import SampleResult
-from geoeval.core.run.outcome import JobOutcome
+from geoeval.core.records import JobOutcome, SampleResult
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
 

@@ -25,14 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
-from geoeval.core.sweep.points import (
-    SWEEP_POINTS,
-    Job,
-    _completed,
-    append_point,
-    crash_point,
-    read_points,
-)
+from geoeval.core.run.sweep_job import SWEEP_POINTS, read_points
+from geoeval.core.sweep.points import Job, _completed, append_point, crash_point
 
 if TYPE_CHECKING:
     from geoeval.core.sweep.progress import SweepProgress

@@ -40,6 +40,7 @@ from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from geoeval.core.errors import JobExit
+from geoeval.core.run.sweep_job import SweepJob, read_points, running_sweep_job
 from geoeval.core.stop import raise_if_stopped
 
 # A sweep's points, its progress line and the fan-out to worker processes have modules of their
@@ -52,16 +53,7 @@ from geoeval.core.sweep.fanout import (
     _stopping,
     _worker_batch,
 )
-from geoeval.core.sweep.points import (
-    _CURRENT,
-    Job,
-    SweepJob,
-    _completed,
-    append_point,
-    crash_point,
-    job_labels,
-    read_points,
-)
+from geoeval.core.sweep.points import Job, _completed, append_point, crash_point, job_labels
 from geoeval.core.sweep.progress import SweepProgress
 
 JOB_LOG = "job.log"  # a fanned-out job's stdout and stderr, in its own folder
@@ -148,22 +140,21 @@ class GeoevalLauncher(Launcher):
         num, overrides, label = job
         sweep_config = self._job_config(num, overrides)
         context = SweepJob(num, str(sweep_dir), label, self.job_tables)
-        _CURRENT.append(context)
-        try:
-            ret = run_job(
-                hydra_context=self.hydra_context,
-                task_function=self.task_function,
-                config=sweep_config,
-                job_dir_key="hydra.sweep.dir",
-                job_subdir_key="hydra.sweep.subdir",
-            )
-            why = _failure(ret)
-        except SystemExit as exc:  # geoeval's own error for this job was printed; the others go on
-            why = (exc.reason if isinstance(exc, JobExit) else None) or f"exit code {exc.code}"
-        finally:
-            _CURRENT.remove(context)
-            assert self.config is not None
-            configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        with running_sweep_job(context):
+            try:
+                ret = run_job(
+                    hydra_context=self.hydra_context,
+                    task_function=self.task_function,
+                    config=sweep_config,
+                    job_dir_key="hydra.sweep.dir",
+                    job_subdir_key="hydra.sweep.subdir",
+                )
+                why = _failure(ret)
+            except SystemExit as exc:  # geoeval's own error for this job was printed; the others go on
+                why = (exc.reason if isinstance(exc, JobExit) else None) or f"exit code {exc.code}"
+            finally:
+                assert self.config is not None
+                configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         if why:
             append_point(context.points_path, crash_point(num, overrides, why))
         point = next((p for p in read_points(context.points_path) if p["job"] == num), None)

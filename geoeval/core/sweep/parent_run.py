@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from geoeval.core.analysis.sweep_reports import SweepReport
+from geoeval.core.sweep.tables import SweepReport
 
 #: the MLflow table of the points (an artifact the run page's table views read)
 POINTS_TABLE = "sweep_points.json"

@@ -1,4 +1,4 @@
-"""A sweep's jobs and their points: the job this process runs (`current_sweep_job`), each job's
+"""A sweep's jobs and their points: each job's
 run name (`job_labels`), the points file every job appends its result to
 (`<sweep dir>/sweep_points.jsonl`), and the Hydra `JobReturn` a job's point becomes.
 """
@@ -11,40 +11,13 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig
 
-SWEEP_POINTS = "sweep_points.jsonl"
-
 Job = tuple[int, list[str], str]  # number, overrides, label
-
-
-@dataclass(frozen=True)
-class SweepJob:
-    """What a job of a sweep needs to know about the sweep."""
-
-    num: int
-    sweep_dir: str
-    label: str  # its run name: the swept values, e.g. "resolution=0.25 setting=map"
-    job_tables: bool = False  # print the job's own summary tables (off: one line per job)
-
-    @property
-    def points_path(self) -> Path:
-        return Path(self.sweep_dir) / SWEEP_POINTS
-
-
-# the job this process runs now; a module global rather than an environment variable, which Ray
-# would copy into each job's runtime env (GEOEVAL_*), making every job's workers new ones
-_CURRENT: list[SweepJob] = []
-
-
-def current_sweep_job() -> SweepJob | None:
-    """The sweep job this process runs, as the launcher announced it (None outside a sweep)."""
-    return _CURRENT[-1] if _CURRENT else None
 
 
 # --- run names ----------------------------------------------------------------------------------
@@ -135,19 +108,6 @@ class JobPoint:
         if error is not None:
             point["failed"] = f"its MLflow end failed: {type(error).__name__}: {error}"
         return point
-
-
-def read_points(path: Path) -> list[dict]:
-    """The sweep's points by job number; a job that appears twice (a rerun into the same sweep
-    folder, a crash recorded after the job's own point) counts once, with its last line."""
-    if not path.exists():
-        return []
-    by_job: dict[int, dict] = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            point = json.loads(line)
-            by_job[int(point["job"])] = point
-    return [by_job[k] for k in sorted(by_job)]
 
 
 def crash_point(num: int, overrides: Sequence[str], why: str) -> dict:

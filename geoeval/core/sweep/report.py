@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 
 from geoeval.core.analysis.provenance import provenance
-from geoeval.core.analysis.sweep_reports import SweepReport, write_sweep_reports
 from geoeval.core.errors import GeoevalError
+from geoeval.core.sweep.tables import SweepReport, write_sweep_reports
 
 
 def _job_config(point: dict) -> dict[str, Any]:

@@ -9,7 +9,8 @@ import getpass
 import os
 import socket
 from collections.abc import Mapping
-from pathlib import Path
+
+from geoeval.core.processes import process_start
 
 TAG_HOST = "geoeval.host"
 TAG_PID = "geoeval.pid"
@@ -17,20 +18,6 @@ TAG_PID_START = "geoeval.pid_start"
 #: MLflow's own "who ran it" (the runs table's User column): geoeval's researcher, the name the
 #: warehouse records too (MLflow's default, the login name, is `root` for a whole lab in containers)
 TAG_USER = "mlflow.user"
-
-
-def _process_start(pid: int) -> str:
-    """The kernel's start time of `pid` (clock ticks since boot), which tells a live owner from an
-    unrelated process that reused its pid; "" where /proc is absent."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields and fields[0] == "Z":  # a zombie has exited
-        return "zombie"
-    return fields[19] if len(fields) > 19 else ""
 
 
 def researcher() -> str:
@@ -53,7 +40,7 @@ def owner_tags() -> dict[str, str]:
         TAG_USER: researcher(),
         TAG_HOST: socket.gethostname(),
         TAG_PID: str(pid),
-        TAG_PID_START: _process_start(pid),
+        TAG_PID_START: process_start(pid),
     }
 
 
@@ -77,41 +64,8 @@ def owner_is_dead(tags: Mapping[str, str]) -> bool:
         return False
     except OSError:
         return False
-    started = _process_start(pid)
+    started = process_start(pid)
     if started == "zombie":
         return True
     recorded = tags.get(TAG_PID_START, "")
     return bool(recorded and started and recorded != started)
-
-
-def process_started_at(pid: int) -> float | None:
-    """When `pid` started, in seconds since the epoch (the boot time in /proc/stat plus its start
-    in clock ticks); None where /proc cannot say."""
-    ticks = _process_start(pid)
-    if not ticks or ticks == "zombie":
-        return None
-    try:
-        lines = Path("/proc/stat").read_text().splitlines()
-        boot = next(int(line.split()[1]) for line in lines if line.startswith("btime "))
-        return boot + int(ticks) / os.sysconf("SC_CLK_TCK")
-    except (OSError, StopIteration, ValueError):
-        return None
-
-
-def process_is_gone(host: str, pid: int, alive_at: float) -> bool:
-    """True only when the process `pid` of `host`, known to be running at `alive_at` (seconds
-    since the epoch), is known to be gone: it ran on this host and its pid is not alive, is a
-    zombie, or is now a process that started after `alive_at` (the pid was reused; a second of
-    slack for the boot time's rounding). Another host's process counts as alive."""
-    if host != socket.gethostname() or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # PermissionError: alive, another user's
-        return False
-    if _process_start(pid) == "zombie":
-        return True
-    started = process_started_at(pid)
-    return started is not None and started > alive_at + 1.0

@@ -67,7 +67,7 @@ from geoeval.core.tracking.values import (
 )
 
 if TYPE_CHECKING:
-    from geoeval.core.run.outcome import JobOutcome
+    from geoeval.core.records import JobOutcome
 
 PARENT_RUN_ENV = "GEOEVAL_MLFLOW_PARENT_RUN_ID"
 

@@ -6,7 +6,7 @@ lock (`claim`); a sample another live process holds is not claimed but waited fo
 
 An owner is its host, pid and process start, with a heartbeat (`heartbeat`, every
 `HEARTBEAT_S` while the job runs). A claim is taken over when its owner is known to be gone: on
-this host, by its pid (`owners.process_is_gone`, as for killed invocations); on another host,
+this host, by its pid (`core.processes.process_is_gone`, as for killed invocations); on another host,
 by a heartbeat older than `LEASE_S`. A job lets its claims go when it ends (`release`), however
 it ends; a killed job's are taken over by the next process that wants them."""
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from geoeval.core.tracking.owners import process_is_gone, process_started_at
+from geoeval.core.processes import process_is_gone, process_started_at
 from geoeval.core.warehouse.store import Warehouse
 
 #: how often a job's claims say it is alive, and how old a heartbeat of another host may get
