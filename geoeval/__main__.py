@@ -7,21 +7,20 @@ stopped first by `core.run.ray_session.shutdown_ray` (~1.5 s quicker than Ray's 
 (a crash, Ctrl-C) takes Python's normal exit, traceback included.
 """
 
+import atexit
 import os
 import sys
 
 from geoeval.cli.main import main
+from geoeval.core.run.ray_session import shutdown_ray
 
 
 def _exit_now(code: int) -> None:
-    import atexit
 
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere, the normal exit
     if run_exit_handlers is None:
         sys.exit(code)
     if "ray" in sys.modules:  # geoeval's quicker stop of its Ray (Ray's exit handler then has nothing to do)
-        from geoeval.core.run.ray_session import shutdown_ray
-
         try:
             shutdown_ray()
         except Exception:  # noqa: BLE001 -- e.g. a moved private name: Ray's own exit handler stops it

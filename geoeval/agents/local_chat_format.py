@@ -40,6 +40,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from re import compile as compile_pattern
 from typing import Any
 
 FORMAT_NAME = "geoeval-chatml-tools"
@@ -392,7 +393,6 @@ def register(request_timeout_s: float | None, tools_first: bool, prompt_log: Pat
     """Registers this format under FORMAT_NAME in llama-cpp-python (in the server's process, before it
     starts), and has the server answer content it cannot read with HTTP 400, the request's own error,
     rather than 500, which clients retry."""
-    from re import compile as compile_pattern
 
     from llama_cpp.llama_chat_format import LlamaChatCompletionHandlerRegistry
     from llama_cpp.server.errors import ErrorResponse, RouteErrorHandler

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Literal
 
@@ -118,7 +119,6 @@ def smollm2_gguf_path() -> Path:
 
 
 def check_server_installed() -> None:
-    from importlib.util import find_spec
 
     missing = [
         name

@@ -33,6 +33,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall, ToolChoice, ToolInfo
 
 from geoeval.agents.policies import PolicyReply, answer_or_submit, get_policy, register_policy
+from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import sample_state
 
 
 def message_text(message: ChatMessage) -> str:
@@ -48,7 +50,6 @@ def approx_tokens(text: str) -> int:
 
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
-    from geoeval.core.private_api import sample_state
 
     state = sample_state()
     if state is None or not state.target.target:
@@ -77,8 +78,6 @@ class GeoevalAgentAPI(ModelAPI):
         load_plugins()  # suites and plugins register their agents' policies when the registry loads them
 
         if model_name not in agents():
-            from geoeval.core.errors import GeoevalError
-
             raise GeoevalError(
                 f"Invalid config: model.name: unknown offline agent 'geoeval/{model_name}' "
                 f"(available: {', '.join('geoeval/' + a for a in sorted(agents()))})"
@@ -100,7 +99,6 @@ class GeoevalAgentAPI(ModelAPI):
     async def generate(
         self, input: list[ChatMessage], tools: list[ToolInfo], tool_choice: ToolChoice, config: GenerateConfig
     ) -> ModelOutput:
-        from geoeval.core.private_api import sample_state
 
         self._crash_once()
         delay = float(self.model_args.get("delay_s", 0) or 0)

@@ -10,6 +10,7 @@ worker processes of a fanned-out sweep run this module (`python -m geoeval.cli.a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from functools import partial
@@ -22,13 +23,22 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from geoeval.core.config.scrub import scrub_file, scrub_tree
 from geoeval.core.config.search_path import register as _register_experiments_path
+from geoeval.core.config.secrets import collect_secret_values, env_secret_values, redact, redact_urls, scrub_text
 from geoeval.core.config.validate import validate_config
+from geoeval.core.cost.budget import EXIT_BUDGET_EXCEEDED
 from geoeval.core.errors import GeoevalError, JobExit
+from geoeval.core.private_api import basic_sweeper_batches
+from geoeval.core.run.preflight import endpoint_checks, preflight
+from geoeval.core.run.ray_session import job_without_root_warning
+from geoeval.core.run.startup import check_local, started
 from geoeval.core.run.sweep_job import SWEEP_POINTS, SweepJob, current_sweep_job, read_points
+from geoeval.core.sweep.compositions import share_compositions
 from geoeval.core.sweep.launcher import in_sweep_worker
 from geoeval.core.sweep.launcher import register as _register_launcher
 from geoeval.core.sweep.points import JobPoint, sweep_run_name
+from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING, keep_sweep_end
 
 _register_experiments_path()
 _register_launcher()
@@ -65,7 +75,6 @@ def _scrub_hydra_outputs(out_dir: Path, secrets: set[str], sweep_dir: Path | Non
     """Hydra saves the composed config and the overrides under `<out_dir>/.hydra/` before the job
     starts, and a sweep's config with every override as `<sweep dir>/multirun.yaml` before its
     first job: any secret given in the config is blanked there too."""
-    from geoeval.core.config.scrub import scrub_file, scrub_tree
 
     if secrets and (out_dir / ".hydra").is_dir():
         scrub_tree(out_dir / ".hydra", secrets)
@@ -77,7 +86,6 @@ def _say_where_results_go(spec: Any) -> None:
     """One line naming where the warehouse and the logs are (a job submitted from a laptop must
     say where it wrote), and inside a Ray job without `GEOEVAL_ROOT` a warning naming where its
     results really land (`ray_session.job_without_root_warning`)."""
-    from geoeval.core.run.ray_session import job_without_root_warning
     from geoeval.core.tracking.store import tracking_uri_for
 
     tracking = tracking_uri_for(spec.tracking) if spec.tracking.enabled else "off"
@@ -92,7 +100,6 @@ def _say_where_results_go(spec: Any) -> None:
 
 
 def redact_url_text(text: str) -> str:
-    from geoeval.core.config.secrets import redact_urls
 
     return redact_urls(text)
 
@@ -107,14 +114,7 @@ def _report_preflight(results: list) -> None:
 
 def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     from geoeval.core.analysis.job_reports import print_outcome
-    from geoeval.core.config.secrets import (
-        collect_secret_values,
-        env_secret_values,
-        redact,
-        scrub_text,
-    )
     from geoeval.core.run.job import run_job
-    from geoeval.core.run.startup import started
     from geoeval.core.tracking import runs as tracking
     from geoeval.core.tracking.store import import_mlflow
 
@@ -181,16 +181,12 @@ def run_hydra_job(cfg: DictConfig) -> dict[str, float]:
     if sweep is None or sweep.job_tables:  # in a sweep, the launcher prints one line per job
         print_outcome(outcome)
     if outcome.budget_exceeded is not None and sweep is None:
-        from geoeval.core.cost.budget import EXIT_BUDGET_EXCEEDED
-
         print(f"geoeval: error: run stopped: {outcome.failed}", file=sys.stderr)
         raise SystemExit(EXIT_BUDGET_EXCEEDED)
     if outcome.failed and sweep is None:
         print(f"geoeval: error: run FAILED: {outcome.failed}", file=sys.stderr)
         raise SystemExit(1)
     if outcome.tracking_pending is not None and sweep is None:
-        from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
-
         print(
             f"geoeval: error: the scores are stored, but the MLflow tracking server missed the run's end (kept in "
             f"{outcome.tracking_pending}; the next run or `geoeval runs --sync` sends it)",
@@ -205,8 +201,6 @@ def _sweep_combinations(config: DictConfig) -> list[list[str]]:
     sweeper (Optuna, Ax, ...), whose jobs are chosen as it runs, only the base config (the
     overrides that do not sweep) is checked here; each job is still validated as it starts."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from geoeval.core.private_api import basic_sweeper_batches
 
     overrides = list(config.hydra.overrides.task)
     sweeper = str(config.hydra.sweeper.get("_target_", ""))
@@ -267,8 +261,6 @@ class SweepCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from hydra.core.global_hydra import GlobalHydra
 
-        from geoeval.core.sweep.compositions import share_compositions
-
         loader = GlobalHydra.instance().config_loader()
         share_compositions(loader)  # the sweeper's check and the launcher compose the same configs again
         if in_sweep_worker():  # the sweep's own process has validated it and opened its run
@@ -300,11 +292,9 @@ class SweepCallback(Callback):
             raise SystemExit(2) from None
         spec = specs[0]
         print(f"[geoeval] sweep of {len(specs)} job(s) validated", file=sys.stderr)
-        from geoeval.core.run.preflight import endpoint_checks, preflight
 
         served = [s for s in specs if s.preflight and not s.model.serve]  # a served model starts per job
         try:
-            from geoeval.core.run.startup import check_local
             from geoeval.core.tracking.store import check_tracking_server, import_mlflow
 
             for local in {(s.results_db, s.log_dir, s.work_dir): s for s in specs}.values():
@@ -318,10 +308,6 @@ class SweepCallback(Callback):
         except GeoevalError as exc:
             _fail(exc)
         if spec.tracking.enabled:
-            import hashlib
-
-            from geoeval.core.config.secrets import collect_secret_values, scrub_text
-
             secrets = set().union(*(collect_secret_values(s.to_dict()) for s in specs))
             params = {
                 "sweep.jobs": str(len(specs)),
@@ -380,8 +366,6 @@ class SweepCallback(Callback):
                     tags=tags or None,
                 )
             except Exception as exc:  # a tracking server down at the sweep's end: kept for later
-                from geoeval.core.tracking.delivery import keep_sweep_end
-
                 kept = keep_sweep_end(
                     self._tracking,
                     run_id,
@@ -402,14 +386,10 @@ class SweepCallback(Callback):
                 print(f"geoeval: error: sweep job {p['job']} FAILED: {p['failed']}", file=sys.stderr)
             raise SystemExit(1)
         if stopped:
-            from geoeval.core.cost.budget import EXIT_BUDGET_EXCEEDED
-
             for p in stopped:
                 print(f"geoeval: error: sweep job {p['job']} stopped: {p['budget_exceeded']}", file=sys.stderr)
             raise SystemExit(EXIT_BUDGET_EXCEEDED)
         if pending:
-            from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
-
             print(
                 f"geoeval: error: the scores are stored, but the MLflow tracking server missed the end of "
                 f"{len(pending)} run(s); the next run or `geoeval runs --sync` sends it",

@@ -21,7 +21,11 @@ import sys
 from typing import Any
 
 from geoeval.cli.help import HelpWithExamples, examples
+from geoeval.core.cost.estimate import estimate_job
 from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import basic_sweeper_batches
+from geoeval.core.run.startup import started
+from geoeval.core.sweep.compositions import share_config_files
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,8 +49,6 @@ def job_specs(overrides: list[str]) -> list[tuple[str, Any]]:
 
     from geoeval.core.config.search_path import register
     from geoeval.core.config.validate import validate_config
-    from geoeval.core.private_api import basic_sweeper_batches
-    from geoeval.core.sweep.compositions import share_config_files
 
     register()
     parsed = OverridesParser.create().parse_overrides(overrides)
@@ -86,7 +88,6 @@ def _pilot(spec: Any, label: str) -> None:
     pilot that cannot run is one `GeoevalError` line. Samples that errored are said, since they
     measure nothing."""
     from geoeval.core.run.job import run_job
-    from geoeval.core.run.startup import started
 
     try:
         with started(spec) as (served, _notes):
@@ -110,7 +111,6 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         from geoeval.core.analysis.reports import markdown_table
-        from geoeval.core.cost.estimate import estimate_job
         from geoeval.core.registry import get_suite
         from geoeval.core.warehouse.store import Warehouse
 

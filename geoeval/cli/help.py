@@ -12,6 +12,8 @@ import argparse
 import textwrap
 from pathlib import Path
 
+import geoeval.conf
+
 #: The commands of `geoeval COMMAND`, in the order `geoeval --help` lists them, with one line each.
 COMMANDS: dict[str, str] = {
     "results": "leaderboards of the runs in the results warehouse, grouped, exported, or any SQL",
@@ -104,7 +106,6 @@ def wants_help(args: list[str]) -> bool:
 def config_groups() -> dict[str, list[str]]:
     """{config group: its options}: geoeval's `conf/`, the plugins' `conf/` folders and
     `./experiments/` (found without composing a config or importing a plugin)."""
-    import geoeval.conf
     from geoeval.core.config.search_path import experiments_dir, plugin_config_dirs
 
     groups: dict[str, set[str]] = {}

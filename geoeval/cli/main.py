@@ -28,15 +28,26 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
+import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+from geoeval.cli import help as cli_help
+from geoeval.cli import suite_commands
+from geoeval.cli.suite_commands import suites_with
+from geoeval.core.config.home import init_home, settle_home
+from geoeval.core.config.precheck import precheck
+from geoeval.core.errors import GeoevalError
+from geoeval.core.stop import request_stop, stop_requested
 
 
 def main(argv: list[str] | None = None) -> int | None:
     args = sys.argv[1:] if argv is None else argv
-    from geoeval.core.config.home import settle_home
 
     settle_home()  # a project marked by `geoeval init` is found from any of its subfolders
     if _help(args):
@@ -60,36 +71,31 @@ def main(argv: list[str] | None = None) -> int | None:
 
         return meta_eval_main(args[1:])
     if args and args[0] == "cache":
-        from geoeval.cli.cache import main as cache_main
+        from geoeval.cli.cache import main as cache_main  # a command's module, loaded when it runs
 
         return cache_main(args[1:])
     if args and args[0] == "score":
         return _score(args[1:])
     if args and args[0] == "runs":
-        from geoeval.cli.runs import main as runs_main
+        from geoeval.cli.runs import main as runs_main  # a command's module, loaded when it runs
 
         return runs_main(args[1:])
     if args and args[0] == "estimate":
-        from geoeval.cli.estimate import main as estimate_main
+        from geoeval.cli.estimate import main as estimate_main  # a command's module, loaded when it runs
 
         return estimate_main(args[1:])
     if args and args[0] == "env":
         return _env(args[1:])
-    if args and args[0] != "rescore":
-        from geoeval.cli import suite_commands
-
-        if suite_commands.is_suite_word(args[0]):
-            ran = suite_commands.main(args)  # `geoeval <suite> <command> ...`: a suite's own command
-            if ran is not None:
-                return ran
+    if args and args[0] != "rescore" and suite_commands.is_suite_word(args[0]):
+        ran = suite_commands.main(args)  # `geoeval <suite> <command> ...`: a suite's own command
+        if ran is not None:
+            return ran
     if args and args[0] == "rescore":
         # a rescore is a run whose evaluated model is never called (the last override wins)
         args = [*args[1:], "generation=replay_only"]
         argv = args
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
-    from geoeval.core.config.precheck import precheck
-    from geoeval.core.errors import GeoevalError
 
     try:
         sys.argv = [sys.argv[0], *precheck(args)]  # a bad key fails here, before Hydra creates outputs/
@@ -97,7 +103,6 @@ def main(argv: list[str] | None = None) -> int | None:
         print(f"geoeval: error: {exc}", file=sys.stderr)
         return 2
     from geoeval.cli.app import hydra_main
-    from geoeval.core.stop import stop_requested
 
     with _stop_signals():
         try:
@@ -119,8 +124,6 @@ def _help(args: list[str]) -> bool:
     """Prints the help of the commands that have no argparse parser of their own (`geoeval`
     itself, `rescore`, `score` and `env` without a suite, `init`); True when it did. The others
     print their parser's help (with examples) themselves."""
-    from geoeval.cli import help as cli_help
-    from geoeval.cli.suite_commands import suites_with
 
     if not cli_help.wants_help(args):
         return False
@@ -143,9 +146,6 @@ def _help(args: list[str]) -> bool:
 
 def _init(argv: list[str]) -> int:
     """`geoeval init [FOLDER]`: marks FOLDER (the current one) as the project home."""
-    from pathlib import Path
-
-    from geoeval.core.config.home import init_home
 
     if len(argv) > 1 or (argv and argv[0].startswith("-")):
         print("usage: geoeval init [FOLDER]  (marks FOLDER, by default the current one, as the project home)")
@@ -180,9 +180,6 @@ def _arm_stop_watchdog(signum: int) -> None:
     """After a stop signal, a daemon timer that ends the process with `128 + signum` if the stop
     has not finished within `STOP_GRACE_S` (a thread the unwinding waits on that never ends),
     printing one line and every thread's stack first: where it hung, for a bug report."""
-    import faulthandler
-    import os
-    import threading
 
     def give_up() -> None:
         print(
@@ -205,7 +202,6 @@ def _stop_signals() -> Iterator[None]:
     through the job, which stores what finished and marks its warehouse run and MLflow run, instead
     of the process vanishing with both left `running`. The stop is recorded (`core.stop`) for
     where the interrupt is turned into another error."""
-    from geoeval.core.stop import request_stop
 
     def stop(signum: int, frame: Any) -> None:
         request_stop(signal.Signals(signum).name)
@@ -230,7 +226,6 @@ def _env(args: list[str]) -> int:
     if len(args) < 2 or args[1].startswith("-"):
         print("usage: geoeval env build <suite> [options]", file=sys.stderr)
         return 2
-    from geoeval.cli import suite_commands
 
     return suite_commands.run(args[1], "env_build", args[2:], "geoeval env build <suite> [options]")
 
@@ -243,7 +238,6 @@ def _score(args: list[str]) -> int:
     if not args or args[0].startswith("-"):
         print("usage: geoeval score <suite> <results file> [options]", file=sys.stderr)
         return 2
-    from geoeval.cli import suite_commands
 
     return suite_commands.run(args[0], "score", args[1:], "geoeval score <suite> <results file> [options]")
 

@@ -53,6 +53,7 @@ from geoeval.cli.help import HelpWithExamples, examples
 from geoeval.core.analysis.aggregate import DEFAULT_SUM_METRICS, group_keys, group_table
 from geoeval.core.analysis.console import fit_tables
 from geoeval.core.analysis.reports import fraction_label, markdown_table
+from geoeval.core.config.home import project_home
 from geoeval.core.cost.pricing import run_costs
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import Dimensions, SampleResult
@@ -78,7 +79,6 @@ def default_db_path() -> Path:
     """`$GEOEVAL_DB` if set, else results/geoeval.duckdb under the project home (`$GEOEVAL_HOME`
     or `$GEOEVAL_ROOT`, a folder marked by `geoeval init`, else the current folder), where runs
     write it."""
-    from geoeval.core.config.home import project_home
 
     env = os.environ.get("GEOEVAL_DB")
     return Path(env) if env else project_home() / DEFAULT_DB

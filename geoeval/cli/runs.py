@@ -21,8 +21,11 @@ import time
 from types import SimpleNamespace
 
 from geoeval.cli.help import HelpWithExamples, examples
+from geoeval.core.config.secrets import redact_urls
 from geoeval.core.errors import GeoevalError
-from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING
+from geoeval.core.tracking.delivery import EXIT_TRACKING_PENDING, send_pending, shorten_mlflow_retries
+from geoeval.core.tracking.owners import TAG_HOST, TAG_PID
+from geoeval.core.tracking.stale import TAG_HEARTBEAT, end_stale_runs, running_runs, stale_reason
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,14 +56,11 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     from geoeval.core.analysis.reports import markdown_table
-    from geoeval.core.tracking.owners import TAG_HOST, TAG_PID
-    from geoeval.core.tracking.stale import TAG_HEARTBEAT, end_stale_runs, running_runs, stale_reason
     from geoeval.core.tracking.store import check_tracking_server, client_for
 
     tracking = SimpleNamespace(enabled=True, tracking_uri=args.tracking_uri, artifact_location=None)
     left = 0
     if args.sync:
-        from geoeval.core.tracking.delivery import send_pending, shorten_mlflow_retries
         from geoeval.core.tracking.store import geoeval_root
 
         shorten_mlflow_retries()
@@ -80,7 +80,6 @@ def main(argv: list[str]) -> int:
         names = {e.experiment_id: e.name for e in experiments}
         runs = running_runs(client, list(names))
     except Exception as exc:  # noqa: BLE001 - a store that fails mid-listing (MLflow's errors): one line too
-        from geoeval.core.config.secrets import redact_urls
         from geoeval.core.warehouse.lock import first_line
 
         said = str(exc) if isinstance(exc, GeoevalError) else f"the tracking store failed: {first_line(exc)}"

@@ -9,13 +9,13 @@ import elsewhere. Each function says why there is no public way.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from geoeval.core.errors import GeoevalError
 
 
 def _moved(name: str, exc: Exception) -> GeoevalError:
-    from importlib.metadata import version
 
     return GeoevalError(
         f"{name} is not where geoeval expects it in this version of its dependency "

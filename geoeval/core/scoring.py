@@ -38,6 +38,8 @@ from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
 from geoeval.core import registry
+from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import sample_model_usage
 from geoeval.core.records import AnswerToScore, ScoredAnswer, Tier
 
 if TYPE_CHECKING:
@@ -72,7 +74,6 @@ class MetricInput:
 def evaluated_model_tokens(state: TaskState) -> dict[str, int]:
     """Input and output tokens of the evaluated model over the whole sample (every turn of a
     multi-turn agent), not counting judges or simulated users that ran under other models."""
-    from geoeval.core.private_api import sample_model_usage
 
     usage_by_model = sample_model_usage()
     usage = usage_by_model.get(str(state.model))
@@ -202,7 +203,6 @@ def score_answers(spec: Any, answers: list[Any]) -> list[Any]:
     builds its environment and samples as a run does (cached), and its `score_answers` reads each
     answer. An unknown sample id is a `GeoevalError` naming it. Stable across refactors: the
     meta-evaluation, `geoeval score <suite> --answers` and plugins use it."""
-    from geoeval.core.errors import GeoevalError
 
     suite = registry.get_suite(spec.suite.name)
     if not suite.has_score_answers:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from geoeval.core.run.preflight import RETRY_DEFAULTS
 from geoeval.core.text import clean_text
 
 if TYPE_CHECKING:
@@ -153,7 +154,6 @@ class JudgeEnsemble:
         from inspect_ai.model import GenerateConfig
 
         from geoeval.core.run.models import build_role_model, clean_model_replies
-        from geoeval.core.run.preflight import RETRY_DEFAULTS
 
         # bounded retries: a dead judge endpoint becomes failed votes, never an endless wait
         config = GenerateConfig(temperature=self.temperature, **RETRY_DEFAULTS)

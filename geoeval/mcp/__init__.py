@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from geoeval.core.errors import GeoevalError
+
 
 def suite_servers() -> dict[str, dict[str, str]]:
     """{suite: {toolset: "module:function"}} of the registered suites that serve MCP."""
@@ -23,7 +25,6 @@ def suite_servers() -> dict[str, dict[str, str]]:
 def servers_of(suite: str) -> dict[str, str] | None:
     """`suite`'s MCP servers (empty when it serves none), importing only the plugins it needs;
     None when no registered suite has that name."""
-    from geoeval.core.errors import GeoevalError
     from geoeval.core.registry import get_suite
 
     try:

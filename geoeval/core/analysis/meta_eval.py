@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import install_offline_token_estimate
 from geoeval.core.records import ScoredAnswer
 
 if TYPE_CHECKING:
@@ -247,10 +249,7 @@ def run_meta_eval(
     are scored in chunks (a sample's answers depend on that sample alone) and `progress` gets
     one line per chunk: samples done, answers scored, time so far."""
     if not suite.has_meta_eval:
-        from geoeval.core.errors import GeoevalError
-
         raise GeoevalError(f"suite '{suite.name}' has no meta-evaluation (it defines no `meta_eval_answers`)")
-    from geoeval.core.private_api import install_offline_token_estimate
 
     install_offline_token_estimate()  # model judges (e.g. Inspect's mockllm) estimate tokens offline too
     started = time.monotonic()

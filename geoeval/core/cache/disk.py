@@ -28,6 +28,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,7 +67,6 @@ def content_key(*parts: bytes | str) -> str:
 def installed_versions(*dists: str) -> list[str]:
     """`"<dist>=<version>"` for each of `dists` that is installed, in order: the libraries a cached
     value depends on, for its cache version."""
-    from importlib import metadata
 
     found = []
     for dist in dists:

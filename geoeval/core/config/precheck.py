@@ -12,6 +12,7 @@ before that, is checked here for sweeps too (`hydra_section.check_hydra_section`
 
 from __future__ import annotations
 
+from geoeval.core.config.hydra_section import check_hydra_section
 from geoeval.core.errors import GeoevalError
 
 _MULTIRUN_FLAGS = ("-m", "--multirun")
@@ -70,7 +71,6 @@ def precheck(args: list[str]) -> list[str]:
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
     from geoeval.core.config.compose import compose_config
-    from geoeval.core.config.hydra_section import check_hydra_section
     from geoeval.core.config.search_path import register
     from geoeval.core.config.validate import validate_config
     from geoeval.core.config.yaml_bounds import YamlTooLarge

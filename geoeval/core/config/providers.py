@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from geoeval.core import registry
 from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import registered_model_apis
 
 
 def provider_names() -> set[str]:
     """The providers registered so far, read from Inspect's registry (Inspect's built-in ones,
     and those of the entry points imported so far)."""
-    from geoeval.core.private_api import registered_model_apis
 
     return {str(o.__registry_info__.name).split("/")[-1] for o in registered_model_apis()}
 

@@ -18,6 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from typing_extensions import TypeVar  # a default (PEP 696): `RunSpec` alone is what the core reads
 
+import geoeval
+from geoeval.core.config.secrets import strip_secrets
 from geoeval.core.errors import GeoevalError
 
 
@@ -351,8 +353,6 @@ class RunSpec(Strict, Generic[SuiteConfigT, EnvConfigT]):
         `resolution` when no image is shown, the folder of fingerprinted files), through the
         config's optional `identity_dict()`. `tests/core/test_identity_keys.py` lists every key of
         the generation identity and why it is there."""
-        import geoeval
-        from geoeval.core.config.secrets import strip_secrets
 
         if self._suite_declarations is None:
             raise RuntimeError("a RunSpec's identity needs its suite's declarations: build it with validate_config")

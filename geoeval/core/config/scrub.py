@@ -9,6 +9,7 @@ written (Hydra's outputs, Inspect's `.eval` logs) are rewritten in place (`scrub
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,6 @@ def scrub_zip(path: str | Path, secrets: Iterable[str]) -> bool:
     nothing), a second, when there is, writes the new archive. Holding every member and its
     scrubbed copy at once took ~4x the log's uncompressed size at the end of a run (a 10,000-sample
     log: most of the driver's peak memory)."""
-    import zipfile
 
     path = Path(path)
     secrets = list(secrets)

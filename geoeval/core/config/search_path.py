@@ -26,6 +26,9 @@ from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSou
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
+from geoeval.core.config.home import project_home
+from geoeval.core.private_api import bound_omegaconf_yaml, hydra_sources_registry
+
 GROUP = "experiment"
 
 
@@ -37,7 +40,6 @@ def experiments_dir() -> Path:
     here = Path.cwd() / "experiments"
     if here.is_dir():
         return here.resolve()
-    from geoeval.core.config.home import project_home
 
     return project_home() / "experiments"
 
@@ -152,7 +154,6 @@ def register() -> None:
     from hydra.core.plugins import Plugins
 
     from geoeval.core.config.yaml_bounds import bounded
-    from geoeval.core.private_api import bound_omegaconf_yaml, hydra_sources_registry
 
     bound_omegaconf_yaml(bounded)  # a YAML bomb fails in one line before OmegaConf expands it
     hydra_sources_registry().register(ExperimentsDirConfigSource)

@@ -27,6 +27,8 @@ from geoeval.core.config.schema import (
     format_errors,
     to_container,
 )
+from geoeval.core.config.secrets import is_secret_key, secrets_in_plain_fields
+from geoeval.core.cost.pricing import price_for
 from geoeval.core.errors import GeoevalError
 
 if TYPE_CHECKING:
@@ -120,8 +122,6 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
     spec._suite_declarations = (str(suite.scoring_version), dict(suite.agent_versions))
     spec._generation_version = str(suite.generation_version)
 
-    from geoeval.core.config.secrets import is_secret_key, secrets_in_plain_fields
-
     copied = secrets_in_plain_fields(data)
     if copied:
         raise GeoevalError(
@@ -141,8 +141,6 @@ def validate_config(cfg: DictConfig | dict) -> RunSpec:
             "provider's environment variable (e.g. OPENAI_API_KEY, LOCAL_API_KEY)"
         )
     if spec.budget.usd is not None or spec.budget.sweep_usd is not None:
-        from geoeval.core.cost.pricing import price_for
-
         called = [("model.name", spec.model.name)] + [("judge.models", j) for j in spec.judge.models if j != "rules"]
         for key, name in called:
             if price_for(spec.pricing, name) is None:

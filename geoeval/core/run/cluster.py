@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import io
 import os
+import shutil
 import tarfile
 import tempfile
+import time
+import uuid
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import geoeval
 from geoeval.core.errors import GeoevalError
 
 
@@ -36,7 +41,6 @@ from geoeval.core.errors import GeoevalError
 def code_digest() -> str:
     """geoeval's version and a hash of its Python sources: equal on two nodes iff they run the
     same geoeval."""
-    import geoeval
 
     root = Path(geoeval.__file__).resolve().parent
     digest = hashlib.sha256(geoeval.__version__.encode())
@@ -69,9 +73,7 @@ def shipped_modules() -> list[str]:
     """The folders Ray ships to a cluster's workers: geoeval's package and the top-level package
     of each plugin, both the `geoeval.plugins` entry points' (an installed plugin such as
     plugins/example) and the modules named in `GEOEVAL_PLUGINS`."""
-    import importlib.util
 
-    import geoeval
     from geoeval.core.registry import entry_point_modules
 
     folders = [str(Path(geoeval.__file__).resolve().parent)]
@@ -138,8 +140,6 @@ def evict_node_cache(
     `max_bytes`, never `keep` nor one used in the last `IN_USE_GRACE_S` seconds; also remove
     unpack folders abandoned by a killed worker. Returns the names removed. Each removal renames
     the entry first (atomic), so a concurrent shard sees it whole or not at all."""
-    import shutil
-    import time
 
     if not root.is_dir():
         return []
@@ -228,7 +228,6 @@ def driver_marker(log_dir: Path) -> str:
     """A file in the run's log folder that only the driver's filesystem has (a shard that cannot
     see it is on another machine, or in another mount namespace, and sends its logs back). By
     filesystem, not by Ray node: a driver outside the cluster (`ray://`) shares no node with it."""
-    import uuid
 
     log_dir.mkdir(parents=True, exist_ok=True)
     marker = log_dir / f".geoeval-driver-{uuid.uuid4().hex}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import re
+import tempfile
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -21,10 +22,12 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.hooks import Hooks, SampleEnd, hooks
 from inspect_ai.log import EvalSample
 
-from geoeval.core.private_api import install_offline_token_estimate
+from geoeval.core.analysis.provenance import offline_model
+from geoeval.core.private_api import install_offline_token_estimate, label_task
 from geoeval.core.records import Dimensions, SampleResult
 from geoeval.core.run.models import build_model, samples_in_flight
 from geoeval.core.run.preflight import sample_http_retries
+from geoeval.core.run.sweep_job import current_sweep_job
 from geoeval.core.text import clean_text, clean_value
 
 if TYPE_CHECKING:
@@ -324,7 +327,6 @@ def live_sample_buffer(spec: RunSpec) -> bool:
     0.8 s of a 256-sample eval of an offline agent, a quarter of it). `auto`: on for real models,
     whose samples take seconds and are worth watching; off for geoeval's offline agents, whose
     samples finish in milliseconds."""
-    from geoeval.core.analysis.provenance import offline_model
 
     wanted = spec.runner.log_realtime
     return not offline_model(spec) if wanted == "auto" else bool(wanted)
@@ -335,7 +337,6 @@ def warm_up() -> None:
     model, logged to a throwaway folder. A process's first `eval()` costs ~1.4 s more than the
     next ones (measured in a Ray worker); a worker that does this while the driver prepares the
     job starts its first shard at full speed. Never raises: it is only an optimisation."""
-    import tempfile
 
     try:
         from inspect_ai import Task
@@ -366,7 +367,6 @@ def _suite_values(spec: RunSpec) -> dict[str, Any]:
 def sweep_point() -> str | None:
     """The name of the sweep point this process runs (its swept values), where it runs the job;
     the driver sends it to a Ray shard, which does not know it (`run_shard`'s `point`)."""
-    from geoeval.core.run.sweep_job import current_sweep_job
 
     job = current_sweep_job()
     return job.label if job is not None else None
@@ -428,7 +428,6 @@ def run_shard(
     error Inspect cannot pin on one sample), each sample it did not deliver is sent as an error
     carrying the eval's message, so nothing vanishes and a rerun retries them."""
     from geoeval.core import registry
-    from geoeval.core.private_api import label_task
     from geoeval.core.run.replay import record_and_replay, replaying
 
     suite = registry.get_suite(spec.suite.name)

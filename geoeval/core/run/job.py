@@ -32,11 +32,13 @@ from geoeval.core.run.journal import Journal, journal_dir, journaling, settle
 from geoeval.core.run.replay import NEVER_GENERATED, load_stored, stored_keys, stored_warnings
 from geoeval.core.run.runner import replay_for, run_samples
 from geoeval.core.run.sample_claims import claimed_samples
+from geoeval.core.run.sweep_job import current_sweep_job, read_points
 from geoeval.core.run.writer import GroupCommitWriter
 from geoeval.core.scoring import PROTOCOL_DISAGREEMENT_KEY
 from geoeval.core.stop import clear_halt
 from geoeval.core.timing import stage
-from geoeval.core.tracking import background_ends
+from geoeval.core.tracking import background_ends, delivery
+from geoeval.core.tracking import values as tracking_values
 from geoeval.core.warehouse.claims import release as release_claims
 from geoeval.core.warehouse.invocations import end_invocation
 from geoeval.core.warehouse.store import Warehouse
@@ -75,7 +77,6 @@ def scrub_result(result: SampleResult) -> None:
 def sweep_spent() -> dict[str, float]:
     """What the finished jobs of the sweep this job belongs to spent ({"usd", "tokens"}), from the
     sweep's points file (empty outside a sweep)."""
-    from geoeval.core.run.sweep_job import current_sweep_job, read_points
 
     job = current_sweep_job()
     if job is None:
@@ -147,10 +148,8 @@ def run_job(
     (`tracking/background_ends.py`), and `end_in_background` is told how it went; otherwise it
     is sent before this returns."""
     from geoeval.core.analysis.job_reports import write_job_reports
-    from geoeval.core.tracking import delivery
     from geoeval.core.tracking import runs as tracking
     from geoeval.core.tracking import store as tracking_store
-    from geoeval.core.tracking import values as tracking_values
     from geoeval.core.tracking.traces import writer as traces
 
     started = time.time()

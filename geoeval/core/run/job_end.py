@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geoeval.core.analysis import provenance
+from geoeval.core.config.secrets import redact_urls
 from geoeval.core.cost.budget import BUDGET_EXCEEDED
 from geoeval.core.records import JobOutcome, SampleResult
 from geoeval.core.text import clean_text
 from geoeval.core.timing import stage
+from geoeval.core.tracking import delivery
+from geoeval.core.tracking import values as tracking_values
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -28,9 +31,7 @@ def job_end(
 ) -> JobEnd:
     """What the end of the job's run `run_id` sends. Its paths are absolute: an end sent in the
     background must not depend on where a later job of the sweep runs."""
-    from geoeval.core.tracking import delivery
     from geoeval.core.tracking import store as tracking_store
-    from geoeval.core.tracking import values as tracking_values
 
     resolved = outcome.out_dir / "resolved_config.yaml"
     description = tracking_values.run_description(
@@ -68,7 +69,6 @@ def send_end(
     """The run's dataset (`samples`), one trace per stored sample (those a kill, an outage or a
     resume left out, and a reused sample's), then the run's metrics, artifacts and status. A
     server that stays down gets the end later: returns where it was kept (None when sent)."""
-    from geoeval.core.tracking import delivery
     from geoeval.core.tracking.traces import writer as traces
 
     with stage("mlflow"):
@@ -82,8 +82,6 @@ def send_end(
                 digest=end.run_hash,
             )
         except Exception as exc:  # noqa: BLE001 - the dataset is a view of the run, not its record
-            from geoeval.core.config.secrets import redact_urls
-
             if not delivery.outage_explains(end.tracking_uri, [exc]):  # an outage is said once
                 print(
                     f"[geoeval] warning: MLflow dataset not logged: {clean_text(redact_urls(str(exc)), max_chars=200)}",
@@ -112,13 +110,10 @@ def failed_run_marked(mlflow_run: Any, send: Callable[[], Path | None]) -> Path 
 def end_run_after(mlflow_run: Any, exc: BaseException) -> None:
     """End the job's run as `exc` leaves it (FAILED, or KILLED for an interrupt); a run that
     cannot be ended is a warning, since `exc` is the error to report."""
-    from geoeval.core.tracking import values as tracking_values
 
     try:
         mlflow_run.finish(status=tracking_values.status_for_exception(exc))
     except Exception as tracking_exc:  # noqa: BLE001 - the error being raised is the one to report
-        from geoeval.core.config.secrets import redact_urls
-
         print(
             f"[geoeval] warning: MLflow run not ended: {clean_text(redact_urls(str(tracking_exc)), max_chars=200)}",
             file=sys.stderr,

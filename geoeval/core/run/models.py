@@ -16,7 +16,8 @@ from inspect_ai.model import GenerateConfig, Model, get_model
 from pydantic import BaseModel, ValidationError
 
 from geoeval.core.private_api import install_offline_token_estimate
-from geoeval.core.text import clean_fields, clean_text, clean_value
+from geoeval.core.run.preflight import OFFLINE_PROVIDERS, bounded_generate_settings
+from geoeval.core.text import clean_fields, clean_text, clean_value, nesting_depth
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -42,7 +43,6 @@ def clean_model_output(output: Any) -> Any:
     metadata, whatever a provider adds) and in the raw call record become U+FFFD, and over-deep
     argument nesting is cut. Without it one `"\\ud800"` anywhere in a reply fails Inspect's sample
     log (`PydanticSerializationError`) and with it every sample of the eval."""
-    from geoeval.core.text import nesting_depth
 
     result, call = output if isinstance(output, tuple) else (output, None)
     if getattr(result, "choices", None) == [] and not getattr(result, "error", None):
@@ -224,7 +224,6 @@ def build_model(spec: RunSpec, shard: int = 0) -> Model:
 
     A key given as `model.args.api_key` goes to Inspect as `api_key=`, which Inspect never
     writes to its log (its `model_args` are logged); validation refuses other secret-named args."""
-    from geoeval.core.run.preflight import OFFLINE_PROVIDERS, bounded_generate_settings
 
     # retries are bounded whatever the config says: a failing endpoint ends in counted errors
     settings = bounded_generate_settings({k: v for k, v in spec.model.config.model_dump().items() if v is not None})

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from geoeval.core.config.secrets import redact_url, scrub_text
 from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import http_retries_count
 from geoeval.core.text import clean_text
 
 if TYPE_CHECKING:
@@ -419,7 +420,6 @@ def http_retry_count() -> int:
     provider SDK or by Inspect's backoff loop counts once; a request that exhausts
     `max_retries` counts its last failure too (12 for 12 failed requests, 3 for three 429s
     followed by an answer)."""
-    from geoeval.core.private_api import http_retries_count
 
     return http_retries_count()
 

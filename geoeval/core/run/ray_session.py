@@ -5,18 +5,24 @@ environment (geoeval's, Inspect's and the providers' variables; secrets apart fr
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from geoeval.core.config.secrets import is_secret_key
 from geoeval.core.errors import GeoevalError
+from geoeval.core.private_api import ray_local_node_processes
+from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -61,8 +67,6 @@ def shutdown_ray() -> None:
     if not ray.is_initialized():
         return
     if _CONNECTED.get("address") == "local":
-        from geoeval.core.private_api import ray_local_node_processes
-
         for process in ray_local_node_processes().get("monitor", []):
             if process.poll() is None:
                 process.kill()
@@ -157,8 +161,6 @@ def start_local_ray_soon(spec: RunSpec, then: Callable[[], None] | None = None) 
 
     _STARTING.append((up, handler))
     if not _STOP_AT_EXIT:  # an exit while Ray starts (a config or preflight error) stops it too
-        import atexit
-
         atexit.register(shutdown_ray)
         _STOP_AT_EXIT.append(True)
     threading.Thread(target=start, name="geoeval-ray-start", daemon=True).start()
@@ -212,8 +214,6 @@ def ensure_ray(spec: RunSpec) -> None:
     runtime_env = worker_runtime_env(spec)
     _warn_about_loopback_endpoints(spec)
     if spec.runner.ship_code:
-        from geoeval.core.run.cluster import shipped_env_vars, shipped_modules
-
         runtime_env = dict(runtime_env or {})
         runtime_env["py_modules"] = shipped_modules()
         runtime_env["env_vars"] = {**runtime_env.get("env_vars", {}), **shipped_env_vars()}
@@ -263,7 +263,6 @@ def sigterm_handler_kept() -> Iterator[None]:
 
 def _warn_about_loopback_endpoints(spec: RunSpec) -> None:
     """On a cluster, 127.0.0.1 means each worker's own machine, not the driver's."""
-    from urllib.parse import urlsplit
 
     urls = [("model.base_url", spec.model.base_url)] + [
         (k, v) for k, v in worker_env().items() if k.endswith("_BASE_URL")
@@ -304,7 +303,6 @@ def without_job_runtime_env(runtime_env: dict[str, Any] | None) -> dict[str, Any
     submit`, Ray merges the job's runtime env with `ray.init`'s and refuses the driver when both
     set one key (an env var such as `GEOEVAL_ROOT` given with `--runtime-env-json`, even with the
     same value). The job's settings already reach every worker of the job."""
-    import json
 
     injected = os.environ.get(RAY_JOB_CONFIG_ENV)
     if not runtime_env or not injected:
@@ -341,7 +339,6 @@ def job_without_root_warning(results_db: str | Path) -> str | None:
     driver's working directory on the node that runs it: Ray's temporary copy of `--working-dir`
     (deleted with the job's runtime resources), or, for a job submitted without one, the directory
     the Ray head was started from. None outside a Ray job, or with a root set."""
-    import socket
 
     if not os.environ.get(RAY_JOB_CONFIG_ENV) or os.environ.get("GEOEVAL_ROOT"):
         return None

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.errors import GeoevalError
 from geoeval.core.private_api import sample_state
 from geoeval.core.run import journal
 from geoeval.core.run.journal import JOURNALED
@@ -320,7 +321,6 @@ def stored_warnings(found: StoredCalls | None) -> list[str]:
 
 def stored_keys(wh: Any, generation_hash: str) -> set[tuple[str, int]]:
     """The (sample_id, epoch) pairs whose trajectories `wh` holds under `generation_hash`."""
-    from geoeval.core.errors import GeoevalError
 
     try:
         _, rows = wh.query("SELECT sample_id, epoch FROM trajectories WHERE generation_hash = ?", [generation_hash])

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
+from geoeval.core.run import cluster
+from geoeval.core.run.cluster import receive_logs
 from geoeval.core.run.ray_session import cluster_address, ensure_ray, start_local_ray_soon, worker_secrets
 from geoeval.core.timing import stage
 
@@ -159,7 +161,6 @@ def _remote_shard_fn():
     ) -> list[Any]:
         # one CPU per shard: native thread pools (ONNX Runtime, OpenMP) must not oversubscribe
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-        from geoeval.core.run import cluster
 
         job = job or {}
         if job.get("code"):
@@ -206,7 +207,6 @@ def _job_context(spec: RunSpec, env: Any, log_dir: Path) -> dict[str, Any]:
     know, for its logs' tags and task args."""
     import ray
 
-    from geoeval.core.run import cluster
     from geoeval.core.run.inspect_bridge import sweep_point
 
     context: dict[str, Any] = {"driver_marker": cluster.driver_marker(log_dir), "sweep_point": sweep_point()}
@@ -306,7 +306,6 @@ def run_ray(
     import ray
     from ray.util.queue import Empty
 
-    from geoeval.core.run.cluster import receive_logs
     from geoeval.core.run.models import shard_count  # Inspect's model classes: a driver of local runs never needs them
 
     if not samples:

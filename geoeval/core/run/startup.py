@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from geoeval.core.errors import GeoevalError
+from geoeval.core.run.preflight import endpoint_checks, preflight
+from geoeval.core.run.serving import served_model
 
 if TYPE_CHECKING:
     from geoeval.core.config.schema import RunSpec
@@ -68,8 +70,6 @@ def started(
     `base_url` set) and the preflight's results (notes worth printing). `checked`: the tracking
     server and the endpoints were checked already (a sweep checks them once, before job 0).
     `meanwhile`: work for this thread while the probes wait (`preflight.preflight`)."""
-    from geoeval.core.run.preflight import endpoint_checks, preflight
-    from geoeval.core.run.serving import served_model
     from geoeval.core.tracking.store import check_tracking_server
 
     check_local(spec)

@@ -26,6 +26,7 @@ from hydra.core.utils import JobReturn
 from omegaconf import OmegaConf
 
 from geoeval.core.run.sweep_job import SWEEP_POINTS, read_points
+from geoeval.core.stop import request_stop
 from geoeval.core.sweep.points import Job, _completed, append_point, crash_point
 
 if TYPE_CHECKING:
@@ -251,7 +252,6 @@ def _sigterm_as_interrupt():
     """A SIGTERM to the sweep stops its workers as Ctrl-C does, instead of leaving them running."""
 
     def handler(signum: int, frame: Any) -> None:
-        from geoeval.core.stop import request_stop
 
         request_stop(signal.Signals(signum).name)
         raise KeyboardInterrupt

@@ -25,6 +25,7 @@ import contextlib
 import os
 import sys
 import traceback
+import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from hydra.core.utils import (
 from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from geoeval.core.errors import JobExit
+from geoeval.core.errors import GeoevalError, JobExit
 from geoeval.core.run.sweep_job import SweepJob, read_points, running_sweep_job
 from geoeval.core.stop import raise_if_stopped
 
@@ -55,6 +56,7 @@ from geoeval.core.sweep.fanout import (
 )
 from geoeval.core.sweep.points import Job, _completed, append_point, crash_point, job_labels
 from geoeval.core.sweep.progress import SweepProgress
+from geoeval.core.tracking import background_ends
 
 JOB_LOG = "job.log"  # a fanned-out job's stdout and stderr, in its own folder
 # Hydra instantiates launchers only from `hydra_plugins.*`; `register()` puts this one there
@@ -70,7 +72,6 @@ def _quote(value: str) -> str:
 
 
 def _headline(config: DictConfig) -> tuple[str, ...]:
-    from geoeval.core.errors import GeoevalError
     from geoeval.core.registry import get_suite
 
     try:
@@ -214,7 +215,6 @@ def _tracking_ends_sent() -> Iterator[None]:
     """The jobs run inside; at the end (an interrupt too) every job's MLflow end, sent in the
     background while the next job ran (`tracking/background_ends.py`), is sent before the sweep
     reports: its points then say which ends were kept for later or failed."""
-    from geoeval.core.tracking import background_ends
 
     try:
         yield
@@ -245,7 +245,6 @@ def register() -> None:
     in the `hydra_plugins` namespace (hydra.core.plugins.Plugins._instantiate), which an editable
     install of geoeval does not provide, so the class is registered under that name through
     Hydra's public `Plugins.register` instead of shipping a `hydra_plugins/` package."""
-    import types
 
     from hydra.core.plugins import Plugins
 

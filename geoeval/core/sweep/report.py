@@ -11,8 +11,10 @@ from typing import Any
 import yaml
 
 from geoeval.core.analysis.provenance import provenance
+from geoeval.core.config.secrets import redact_url
 from geoeval.core.errors import GeoevalError
 from geoeval.core.sweep.tables import SweepReport, write_sweep_reports
+from geoeval.core.tracking.view import ui_command, ui_url
 
 
 def _job_config(point: dict) -> dict[str, Any]:
@@ -71,9 +73,7 @@ def where_line(report: SweepReport | None, sweep_dir: Path, tracking_spec: Any, 
     if report is not None and report.plot is not None:
         parts.append(f"plot: {report.plot}")
     if run_id and tracking_spec is not None:
-        from geoeval.core.config.secrets import redact_url
         from geoeval.core.tracking.store import tracking_uri_for
-        from geoeval.core.tracking.view import ui_command
 
         uri = tracking_uri_for(tracking_spec)
         parts.append(f"MLflow parent run {run_id}, its description the table above:")
@@ -87,7 +87,6 @@ def where_line(report: SweepReport | None, sweep_dir: Path, tracking_spec: Any, 
 def _ui_links(tracking_spec: Any, uri: str, run_id: str) -> list[str]:
     """The parent run's page and the runs table (headline metrics shown) in the MLflow UI."""
     from geoeval.core.tracking.store import client_for
-    from geoeval.core.tracking.view import ui_url
 
     try:
         experiment_id = client_for(tracking_spec).get_run(run_id).info.experiment_id

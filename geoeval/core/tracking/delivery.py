@@ -31,6 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from geoeval.core.config.secrets import REDACTED, redact_url, redact_urls
 from geoeval.core.errors import GeoevalError
 from geoeval.core.text import clean_text
 
@@ -117,7 +118,6 @@ def note_outage(uri: str) -> None:
     """The one warning line of an outage of the tracking server at `uri`, printed by whatever
     meets it first (a trace, the progress, the job's end): the others stay silent until the
     server has answered again, so an outage is one line, not one per trace."""
-    from geoeval.core.config.secrets import redact_url
 
     if uri in _OUTAGES:
         return
@@ -209,7 +209,6 @@ def deliver(
     raises `TrackingUnavailable` after that. An error from a server that answers is raised as it
     is (a bug or a refusal is not waited out). `results`: the job's stored samples (read from the
     warehouse when None)."""
-    from geoeval.core.config.secrets import redact_url, redact_urls
 
     shorten_mlflow_retries()
     deadline = time.monotonic() + wait_s
@@ -236,7 +235,6 @@ def keep_for_later(end: JobEnd, work_dir: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{end.run_id}.json"
     tmp = path.with_suffix(".tmp")
-    from geoeval.core.config.secrets import redact_url
 
     # the file never holds the URI's credentials: `send_pending` takes them from the URI it runs on
     kept = {**asdict(end), "tracking_uri": redact_url(end.tracking_uri)}
@@ -312,7 +310,6 @@ def _credentialed(kept: str, tracking_uri: str | None) -> str | None:
     """The URI a kept end goes to: `kept` (written with its credentials redacted), with them
     back from the URI this process tracks to (`tracking_uri`, else `MLFLOW_TRACKING_URI`) when
     that is the same server; None when credentials were kept out and none is at hand."""
-    from geoeval.core.config.secrets import REDACTED, redact_url
 
     for candidate in (tracking_uri, os.environ.get("MLFLOW_TRACKING_URI")):
         if candidate and redact_url(candidate) == redact_url(kept):
@@ -324,7 +321,6 @@ def _credentialed(kept: str, tracking_uri: str | None) -> str | None:
 def send_pending(work_dir: str | Path, tracking_uri: str | None = None, *, quiet: bool = False) -> tuple[int, int]:
     """Sends what a tracking server missed (`keep_for_later`'s files under `work_dir`), for
     `tracking_uri` only when given; a server still down keeps its files. Returns (sent, left)."""
-    from geoeval.core.config.secrets import redact_url, redact_urls
 
     folder = Path(work_dir) / PENDING_DIR
     if not folder.is_dir():

@@ -42,14 +42,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geoeval.core.config.secrets import redact_urls
 from geoeval.core.text import clean_text
+from geoeval.core.tracking.delivery import outage_explains
 from geoeval.core.tracking.owners import (
     owner_is_dead,
     owner_tags,
 )
 
 # The store, the names and values, and the run owners have modules of their own.
-from geoeval.core.tracking.stale import TAG_KILLED_REASON
+from geoeval.core.tracking.stale import TAG_KILLED_REASON, Heartbeat, end_stale_runs, running_runs
 from geoeval.core.tracking.store import (
     client_for,
     ensure_experiment,
@@ -65,6 +67,7 @@ from geoeval.core.tracking.values import (
     status_for_exception,
     tag_value,
 )
+from geoeval.core.tracking.view import show_metrics, ui_url
 
 if TYPE_CHECKING:
     from geoeval.core.records import JobOutcome
@@ -257,7 +260,6 @@ class JobRun:
             parent_run_id=parent_run_id,
             statuses=statuses,
         )
-        from geoeval.core.tracking.stale import Heartbeat
 
         job_run._heartbeat = Heartbeat(job_run.client, job_run.run_id)  # how other hosts tell it is alive
         return job_run
@@ -336,7 +338,6 @@ class JobRun:
     def show_in_runs_table(self, metrics: Iterable[str]) -> None:
         """The experiment opens on its runs table, `metrics` among its columns (`tracking.view`);
         a view that cannot be set is a warning: the run is recorded either way."""
-        from geoeval.core.tracking.view import show_metrics
 
         try:
             show_metrics(self.client, self.experiment_id, list(metrics))
@@ -348,7 +349,6 @@ class JobRun:
 
     def ui_url(self) -> str:
         """This run's page in the MLflow UI."""
-        from geoeval.core.tracking.view import ui_url
 
         return ui_url(self.tracking_uri, self.experiment_id, self.run_id)
 
@@ -386,9 +386,6 @@ class JobRun:
         try:
             log_metrics(self.client, self.run_id, progress_metrics(done, errors, total), step=done)
         except Exception as exc:
-            from geoeval.core.config.secrets import redact_urls
-            from geoeval.core.tracking.delivery import outage_explains
-
             if not self._progress_failed and not outage_explains(self.tracking_uri, [exc]):  # said once
                 self._progress_failed = True
                 print(
@@ -476,7 +473,6 @@ class JobRun:
 def _end_dead_runs(client: Any, experiment_id: str) -> None:
     """Runs of the experiment left RUNNING by a process of this host that is gone: ended KILLED
     now, not left RUNNING until someone reruns them (`tracking/stale.py`). Never raises."""
-    from geoeval.core.tracking.stale import end_stale_runs, running_runs
 
     try:
         for run, reason in end_stale_runs(client, running_runs(client, [experiment_id]), lease_s=None):

@@ -6,17 +6,25 @@ creation and claiming a run (`store_lock`; see `geoeval.core.tracking.runs`, "Co
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import os
 import sqlite3
 import sys
+import tempfile
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from geoeval.core.cache.disk import DiskCache, installed_versions
+from geoeval.core.config.home import project_home
+from geoeval.core.config.secrets import redact_url, redact_urls
 from geoeval.core.errors import GeoevalError
 from geoeval.core.warehouse.lock import first_line
 
@@ -25,7 +33,6 @@ LOCK_FILE = ".geoeval.lock"
 
 def geoeval_root() -> Path:
     """Where everything a run writes lives: the project home (`geoeval.core.config.home`)."""
-    from geoeval.core.config.home import project_home
 
     return project_home()
 
@@ -49,9 +56,6 @@ def server_request(uri: str, path: str) -> Any:
     MLflow would: `MLFLOW_TRACKING_TOKEN` (bearer), else `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`,
     else the `user:password@` of the URI itself (basic auth, as `requests` sends it for MLflow).
     The URL requested never holds the credentials (`urllib` would read them as the host name)."""
-    import base64
-    import urllib.parse
-    import urllib.request
 
     parts = urllib.parse.urlsplit(uri)
     netloc = parts.netloc.rpartition("@")[2]
@@ -75,15 +79,12 @@ def check_tracking_server(tracking: Any, timeout_s: float = 5.0) -> None:
     (`MLFLOW_TRACKING_TOKEN`, `MLFLOW_TRACKING_USERNAME`/`_PASSWORD`), is one `GeoevalError`
     naming the key (the URI's credentials redacted), in seconds (MLflow's own retries take
     minutes). Other stores are checked when opened."""
-    import urllib.error
-    import urllib.request
 
     if not getattr(tracking, "enabled", True):
         return
     uri = tracking_uri_for(tracking)
     if not uri.startswith(("http://", "https://")):
         return
-    from geoeval.core.config.secrets import redact_url, redact_urls
 
     where = redact_url(uri)
     key = "tracking.tracking_uri" if getattr(tracking, "tracking_uri", None) else "MLFLOW_TRACKING_URI"
@@ -175,7 +176,7 @@ def store_lock(uri: str) -> Iterator[None]:
     re-entrant within a thread; a no-op for other stores or where `fcntl` is missing."""
     db = sqlite_path(uri)
     try:
-        import fcntl
+        import fcntl  # POSIX only: the lock is skipped where it is missing
     except ImportError:  # Windows: no flock; MLflow's own behaviour applies
         has_flock = False
     else:
@@ -219,9 +220,6 @@ def _schema_template() -> bytes | None:
     (about a second); it is built once per MLflow version and kept in geoeval's disk cache, so a run
     from a fresh directory copies it instead. None when it cannot be built (the store is then built
     in place, as MLflow would)."""
-    import tempfile
-
-    from geoeval.core.cache.disk import DiskCache, installed_versions
 
     cache = DiskCache(
         "mlflow-store-schema", "-".join(installed_versions("mlflow-skinny", "sqlalchemy", "alembic")) or "unknown"
@@ -301,7 +299,6 @@ def client_for(tracking: Any) -> Any:
 
 def _damaged_sqlite(error: BaseException) -> bool:
     """Whether `error` (or what it was raised from) is SQLite saying the file is not a database."""
-    import sqlite3
 
     current: BaseException | None = error
     while current is not None:

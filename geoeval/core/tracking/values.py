@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from geoeval.core.stop import stop_requested
 from geoeval.core.text import clean_text
 
 # MLflow's limits (mlflow.utils.validation): 100 params or tags per batch, 1000 metrics per
@@ -78,7 +79,6 @@ def tag_value(value: Any) -> str:
 def status_for_exception(exc: BaseException | None) -> str:
     """The MLflow status a job ends with: KILLED for an interrupt (Ctrl-C, a signal turned into
     KeyboardInterrupt or SystemExit), FAILED for any other exception, FINISHED for none."""
-    from geoeval.core.stop import stop_requested
 
     if exc is None:
         return "FINISHED"

@@ -20,6 +20,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from geoeval.core.config.secrets import redact_url
+
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 MODEL_DEVELOPMENT = "custom_model_development"  # MLflow's kind whose experiments open on the runs table
 VIEW_KEY = "geoeval"
@@ -59,7 +61,6 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
     """The MLflow UI's page of a run, or (no run) the experiment's runs table in geoeval's view:
     on the tracking server itself (credentials in its URI redacted), or where `mlflow ui`
     serves a local store."""
-    from geoeval.core.config.secrets import redact_url
 
     remote = tracking_uri.startswith(("http://", "https://"))
     base = redact_url(tracking_uri).rstrip("/") if remote else LOCAL_UI

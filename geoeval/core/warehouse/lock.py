@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,6 @@ MIN_FREE_BYTES = 64 * 2**20
 def check_free_space(path: Path, key: str, min_free: int = MIN_FREE_BYTES) -> None:
     """A `GeoevalError` naming the file and `key` when the disk that holds `path` has less than
     `min_free` bytes free: found before any work, not after the evaluation."""
-    import shutil
 
     folder = path.parent
     while not folder.exists() and folder != folder.parent:

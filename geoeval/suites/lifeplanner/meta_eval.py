@@ -42,6 +42,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolCall
 
 from geoeval.api import DEFECT, REFERENCE, WORTHLESS, ScoredAnswer, Tier, reading_family_targets
+from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner.answer_families import family_answers
 from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 from geoeval.suites.lifeplanner.scoring.judging import straight_distance
@@ -362,7 +363,6 @@ def answers_for_case(
 def meta_eval_answers(spec: RunSpec[LifePlannerSuiteConfig], env: Any, samples: list[Any]) -> list[ScoredAnswer]:
     """Every tier of every sample, scored with the run's judge ensemble (`spec.judge`) under the
     run's answer protocol (`spec.scoring.protocol`)."""
-    from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
     ensemble = JudgeEnsemble(spec.judge, rules=rules_judge)

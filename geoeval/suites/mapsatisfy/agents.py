@@ -26,6 +26,7 @@ from inspect_ai.tool import ToolInfo
 
 from geoeval.agents.policies import PolicyReply, register_policy
 from geoeval.agents.providers import message_text
+from geoeval.suites.mapsatisfy.generate.reference import reference_answer
 from geoeval.suites.mapsatisfy.user.simulator import SLOT_WORDS, is_request
 
 _SNIPPET_SPLIT = re.compile(r"[;；\"\[\]{}\n,，|]")
@@ -125,7 +126,6 @@ def served_calls(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 def _oracle(messages: list[ChatMessage], tools: list[ToolInfo], ctx: dict[str, Any]) -> PolicyReply:
     from geoeval.api import sample_state
-    from geoeval.suites.mapsatisfy.generate.reference import reference_answer
     from geoeval.suites.mapsatisfy.schema import parse_instance
 
     state = sample_state()

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from geoeval.api import SampleResult
+from geoeval.suites.mapsatisfy.generate.reference import reference_answer
+from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
 #: the keys of a sample's `details` the solver writes for these notes
 VERDICT_DETAILS = "verdicts"  # {"explicit_met": [...], "implicit_satisfied": [...]} under the run's protocol
@@ -78,9 +81,6 @@ def expected_calls_served(instance: Any, sandbox: Any) -> list[dict[str, Any]]:
 def grounded_lines(instance: Any, sandbox: Any, protocol: str, setting: str = "normal") -> Grounded:
     """Which of the case's rubric lines the `rules` judge finds met by the reference answer over
     the recorded responses to the case's expected calls (see the module docstring)."""
-    from geoeval.suites.mapsatisfy.generate.reference import reference_answer
-    from geoeval.suites.mapsatisfy.judging.rules_judge import rules_verdicts
-    from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
     calls = expected_calls_served(instance, sandbox)
     given = [instance.query, json.dumps(instance.context.model_dump(mode="json"), ensure_ascii=False)]

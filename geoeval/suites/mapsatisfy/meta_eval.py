@@ -44,10 +44,33 @@ from geoeval.api import (
     reading_family_answers,
     reading_family_targets,
 )
-from geoeval.suites.mapsatisfy.generate.reference import Segment, compose, implicit_segments, render
-from geoeval.suites.mapsatisfy.judging.answer_facts import evidence_of, norm, number_grounded
-from geoeval.suites.mapsatisfy.judging.rules_judge import MODES, constraint_checks, hours_of, price_of, topics_of
+from geoeval.suites.mapsatisfy.generate.reference import (
+    Segment,
+    choose_record,
+    compose,
+    implicit_segments,
+    lead_segments,
+    render,
+    route_segments,
+)
+from geoeval.suites.mapsatisfy.judging.answer_facts import (
+    PLACE_WORDS,
+    ROUTING_TOOLS,
+    evidence_of,
+    norm,
+    number_grounded,
+)
+from geoeval.suites.mapsatisfy.judging.rules_judge import (
+    MODES,
+    constraint_checks,
+    hours_of,
+    key_terms,
+    price_of,
+    topics_of,
+)
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES
+from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
 if TYPE_CHECKING:
     from geoeval.api import RunSpec
@@ -224,7 +247,6 @@ def _fake_number(sources: list[str], unit: str, start: float) -> str:
 
 
 def _place_word(instance: Any) -> str:
-    from geoeval.suites.mapsatisfy.judging.answer_facts import PLACE_WORDS
 
     text = instance.query + "".join(instance.ground_truth.explicit_intent)
     return next((w for w in PLACE_WORDS if len(w) > 1 and w in text), "店")
@@ -249,7 +271,6 @@ def refusal(instance: Any) -> str:
 
 
 def drop_one_call(instance: Any, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
     profile = [i for i, c in enumerate(calls) if c["name"] in PROFILE_TOOLS]
     drop = profile[0] if profile else len(calls) - 1
@@ -349,7 +370,6 @@ def surface_variants(reference: str) -> list[tuple[str, str]]:
 
 
 def _key_terms_of(instance: Any) -> list[str]:
-    from geoeval.suites.mapsatisfy.judging.rules_judge import key_terms
 
     texts = [instance.query, *instance.context.history]
     return [t for f in instance.ground_truth.explicit_intent for t in key_terms(f, texts)]
@@ -371,7 +391,6 @@ def _asks_beyond_a_name(instance: Any) -> bool:
 
 
 def _other_records(ev: Any, chosen: Any) -> list[Any]:
-    from geoeval.suites.mapsatisfy.judging.answer_facts import ROUTING_TOOLS
 
     if chosen is None:
         return []
@@ -401,7 +420,6 @@ def family_answers(
     instance: Any, calls: list[dict[str, Any]], given: list[str], segments: list[Segment], ev: Any
 ) -> list[tuple[str | Tier, dict[str, Any]]]:
     """(tier key, dialogue record) of every answer family this case can have (module docstring)."""
-    from geoeval.suites.mapsatisfy.generate.reference import choose_record, lead_segments, route_segments
 
     reference = render(segments)
     out: list[tuple[str | Tier, dict[str, Any]]] = [
@@ -466,7 +484,6 @@ def _not_applicable(scores: dict[str, float], record: dict[str, Any], reference:
 
 
 async def _judge_all(instance: Any, records: list[dict[str, Any]], judge: Callable[..., Any]) -> None:
-    from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 
     for record in records:
         record["verdicts"] = (await judge(instance, Trajectory.from_record(record))).to_record()

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES
+
 Verdict = bool | int | float | None
 
 METRIC_NAMES = ("ecr", "iisr", "ar", "ts", "ifs", "eff", "ses", "cei")
@@ -291,8 +293,6 @@ def case_scores(
                 f"case {instance.task_id}: {name} has {len(given)} entries for {len(expected)} rubric items"
             )
     if aliases is None:
-        from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES
-
         aliases = ARGUMENT_ALIASES
     e = ecr(explicit_met)
     i = iisr([f.evidence_confidence for f in gt.implicit_intent], implicit_satisfied)

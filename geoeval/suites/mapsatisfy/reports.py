@@ -9,6 +9,7 @@ Errored samples are left out (their scores are zeros by the core's convention, n
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -231,7 +232,6 @@ def leaderboard_frame(db_path: str | Path, *, experiment: str | None = None) -> 
     warehouse (or only those of `experiment`), with `n` the cases behind it. NaN values are skipped
     (undefined, as in `model_table`) and errored samples left out. Runs of one model in the same
     setting and thinking mode are pooled: select them with `experiment` when they differ otherwise."""
-    import json
 
     import pandas as pd
 

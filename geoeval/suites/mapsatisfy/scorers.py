@@ -15,7 +15,9 @@ import math
 from typing import Any
 
 from geoeval.api import MetricInput, register_metric
+from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
 from geoeval.suites.mapsatisfy.metrics import METRIC_NAMES, case_scores
+from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
 DESCRIPTIONS = {
     "ecr": "Explicit-factor Completion Rate: explicit factors met / explicit factors",
@@ -52,7 +54,6 @@ def scores_from_record(instance: Any, record: dict[str, Any], protocol: str | No
     with the judges' verdicts under the answer protocol `protocol` (`record["verdicts_by_protocol"]`,
     the judge step judged under each); None, or a record judged under one protocol only: its
     `verdicts`."""
-    from geoeval.suites.mapsatisfy.judging.verdicts import Verdicts
 
     by_protocol = record.get(VERDICTS_BY_PROTOCOL) or {}
     chosen = by_protocol.get(protocol) if protocol is not None else None
@@ -86,7 +87,6 @@ for _name in METRIC_NAMES:
 def profile_call_metric(inp: MetricInput) -> float:
     """1.0 when the agent called a profile tool (search_user_profile / search_user_action_summary)
     in the dialogue, else 0.0: the per-case input of the Figure 4 call rate (reports.py)."""
-    from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
 
     record = inp.metadata.get("mapsatisfy")
     if record is None:

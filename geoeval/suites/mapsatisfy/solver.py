@@ -18,6 +18,7 @@ The full transcript, tool messages included, stays in `state.messages`.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from inspect_ai.model import ChatMessageTool, ChatMessageUser, execute_tools, get_model
@@ -25,6 +26,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from geoeval.agents.providers import message_text
 from geoeval.suites.mapsatisfy.grounding import CALL_DETAILS, VERDICT_DETAILS
+from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
 from geoeval.suites.mapsatisfy.submit import SUBMIT_REPLY, submit_reply_tool, submitted
 from geoeval.suites.mapsatisfy.user.simulator import FINISH, LLMUser, RuleBasedUser, fill_user_prompt
 
@@ -196,7 +198,6 @@ async def judge_into_record(instance: Any, record: dict[str, Any], settings: dic
     under `protocol`. The solver, `MapSatisfySuite.score_answers` and the meta-evaluation judge
     with this one function."""
     from geoeval.suites.mapsatisfy.judging.ensemble import judge_protocols
-    from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory
     from geoeval.suites.mapsatisfy.scorers import VERDICTS_BY_PROTOCOL
 
     both = await judge_protocols(instance, Trajectory.from_record(record), **settings)
@@ -210,7 +211,6 @@ def protocol_disagreement_of(
 ) -> dict[str, dict[str, float]]:
     """{metric: {"robust": x, "paper": y}} for the metrics (of `metric_names`, None: all eight)
     that the two protocols' verdicts of a judged record score differently."""
-    import math
 
     from geoeval.api import PROTOCOLS, protocol_disagreement
     from geoeval.suites.mapsatisfy.scorers import scores_from_record

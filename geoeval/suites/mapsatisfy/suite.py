@@ -10,6 +10,7 @@ scorer's metric functions (scorers.py) compute ECR ... CEI from what the solver 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import threading
@@ -30,7 +31,8 @@ from geoeval.suites.mapsatisfy.config import (
     MapSatisfySuiteConfig,
 )
 from geoeval.suites.mapsatisfy.meta_eval import TARGETS as META_EVAL_TARGETS
-from geoeval.suites.mapsatisfy.replay.catalogue import PROFILE_TOOLS
+from geoeval.suites.mapsatisfy.metrics import _carried
+from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, PROFILE_TOOLS, TOOL_SPECS
 from geoeval.suites.mapsatisfy.submit import TOOL_LINE
 
 if TYPE_CHECKING:
@@ -86,7 +88,6 @@ def _fingerprint(paths: list[Path]) -> str:
 
 
 def tools_brief(names: list[str]) -> str:
-    from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 
     return "\n".join(f"- {n}: {TOOL_SPECS[n].description}" for n in names)
 
@@ -128,8 +129,6 @@ def oracle_plan(instance: Any, store: Any) -> list[dict[str, Any]]:
     carries every required parameter (aliases renamed to the catalogue's names), one whose
     response has results first (`_has_results`); without one, a call built from the context and
     the query."""
-    from geoeval.suites.mapsatisfy.metrics import _carried
-    from geoeval.suites.mapsatisfy.replay.catalogue import ARGUMENT_ALIASES, TOOL_SPECS
 
     plan = []
     for tool in instance.expected_tools:
@@ -339,7 +338,6 @@ class MapSatisfySuite(
         `spec.scoring.protocol`. `reading`: the rules judge's reading under that protocol (what it
         named, the recommended candidates, the rules that fired: negation, correction, echo, …) and
         every item's verdict."""
-        import asyncio
 
         from geoeval.api import SAMPLE_ERROR_KEY, AnswerScore, score_both_protocols
         from geoeval.suites.mapsatisfy.judging.ensemble import judge_settings
@@ -406,7 +404,6 @@ class MapSatisfySuite(
         )
 
     def build_samples(self, spec: MapSatisfySpec, env: MapSatisfyEnv) -> list[Sample]:
-        from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
         from geoeval.suites.mapsatisfy.schema import load_instances
 
         names = list(spec.suite.map_tools) if spec.suite.map_tools else sorted(TOOL_SPECS)

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, cast
 from inspect_ai.model import ChatMessage
 from inspect_ai.tool import ToolInfo
 
+from geoeval.suites.maptab.graph import MetroMap
+
 if TYPE_CHECKING:
     from inspect_ai.model import ContentImage, ContentText
 
@@ -172,7 +174,6 @@ def _name_ratios(perceived: str, table_names: frozenset[str]) -> dict[str, float
 def _restrict_to_perceived(g: Any, pm: Any) -> Any:
     """Keep only the table edges whose two stations were both read off the image and joined
     there: the perceived topology with the tables' attributes."""
-    from geoeval.suites.maptab.graph import MetroMap
 
     names = list(g.stations)
     universe = frozenset(names)

@@ -13,6 +13,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ContentImage, C
 from geoeval.api import Dimensions, GeoevalError
 from geoeval.suites.maptab.config import SETTING_OF, MapTabSuiteConfig, capabilities_of
 from geoeval.suites.maptab.submit import QA_TOOL_LINE, RP_TOOL_LINE
+from geoeval.suites.maptab.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from geoeval.suites.maptab.routing.cost import Objective
@@ -94,7 +95,6 @@ def rp_sample(
 def _token_counts(system: str, user: str, tables: dict[str, str]) -> dict[str, int]:
     """The prompt's estimated token count (text only; an image is not counted) and that of its
     tables alone (appendix G.3's Table 9), with `tokens.estimate_tokens`."""
-    from geoeval.suites.maptab.tokens import estimate_tokens
 
     return {
         "prompt_tokens": estimate_tokens(system) + estimate_tokens(user),

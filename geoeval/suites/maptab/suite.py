@@ -25,6 +25,7 @@ Three environments (`env=`):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -46,6 +47,7 @@ from geoeval.suites.maptab.config import (
     MapTabSuiteConfig,
 )
 from geoeval.suites.maptab.env.synthetic import generate_env_maps, maps_difficulty
+from geoeval.suites.maptab.generator.parallel import synthetic_rp_queries
 from geoeval.suites.maptab.samples import qa_sample, rp_sample
 
 if TYPE_CHECKING:
@@ -182,7 +184,6 @@ class MapTabSuite(Suite[MapTabSuiteConfig, MapTabEnvConfig | MapTabAuthorsEnvCon
         """(map, its RP queries) of a synthetic environment, as `build_samples` asks them (map i
         seeded `seed * 7919 + i`; large jobs are built in processes, identically)."""
         from geoeval.api import file_key
-        from geoeval.suites.maptab.generator.parallel import synthetic_rp_queries
 
         _need_generated_maps(env)
         suite_cfg: MapTabSuiteConfig = spec.suite
@@ -313,8 +314,6 @@ class MapTabSuite(Suite[MapTabSuiteConfig, MapTabEnvConfig | MapTabAuthorsEnvCon
     def rp_queries(self, spec: MapTabSpec, env: Any) -> dict[str, tuple[Any, Any]]:
         """{sample id: (map, RPQuery)} of the run's RP samples (rebuilt: they are deterministic)."""
         if env.source == "authors":
-            import json
-
             from geoeval.suites.maptab.authors.env import authors_query
             from geoeval.suites.maptab.env.environment import load_maps
 

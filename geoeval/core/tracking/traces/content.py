@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from geoeval.core.config.scrub import scrub_known
+from geoeval.core.config.secrets import redact_urls
 from geoeval.core.text import clean_text
 
 FIELD_CHARS = 20_000  # per text field of a span
@@ -20,7 +21,6 @@ MAX_LIST_ITEMS = 200  # of a tool argument or result list
 
 def _short(exc: BaseException) -> str:
     """An error in one line; a URL's credentials (MLflow names the tracking URI it called) redacted."""
-    from geoeval.core.config.secrets import redact_urls
 
     return clean_text(redact_urls(f"{type(exc).__name__}: {exc}"), max_chars=300)
 

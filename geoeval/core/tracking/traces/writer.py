@@ -35,8 +35,13 @@ returned `TraceCounts` (also logged as run metrics `traces_logged`, `traces_skip
 
 from __future__ import annotations
 
+import copy
+import queue
 import sys
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -45,6 +50,7 @@ from typing import Any
 from geoeval.core.text import clean_text, clean_value
 from geoeval.core.tracking import runs as tracking
 from geoeval.core.tracking import store as tracking_store
+from geoeval.core.tracking.delivery import outage_explains
 
 # Building a trace, its text and values, and the choice of samples have modules of their own.
 from geoeval.core.tracking.traces.build import (
@@ -106,8 +112,6 @@ def _start_in_one_transaction(tracing_client: Any, experiment_id: str, infos: li
     one by one through the public API. Nothing is tried (an empty set) where the store is not
     MLflow's SQL store or its internals are not the ones this expects; a tracking server
     (`http://`) takes the public path (its CPU is not the job's)."""
-    import copy
-    from contextlib import contextmanager
 
     store: Any = getattr(tracing_client, "store", None)
     start_once = getattr(type(store), "_start_trace_once", None)
@@ -267,7 +271,6 @@ class _Writer:
 def outage(uri: str, errors: list[BaseException]) -> bool:
     """Whether failures on `uri` are the tracking server's outage, said once for the whole outage
     (`delivery.outage_explains`): the job's end writes the traces it missed."""
-    from geoeval.core.tracking.delivery import outage_explains
 
     return outage_explains(uri, errors)
 
@@ -321,8 +324,6 @@ class TraceStream:
         model: str = "",
         window_s: float = 0.5,
     ) -> None:
-        import queue
-        import threading
 
         self._queue: queue.Queue = queue.Queue()
         self._mode, self._cap, self._window_s = mode, cap, window_s
@@ -350,8 +351,6 @@ class TraceStream:
         self._queue.put(sample)
 
     def _loop(self) -> None:
-        import queue
-        import time
 
         while True:
             item = self._queue.get()

@@ -8,14 +8,13 @@ from typing import Any, cast
 from geoeval.suites.lifeplanner.cases.case import Case, replay
 from geoeval.suites.lifeplanner.scoring.answers import parse_answer
 from geoeval.suites.lifeplanner.scoring.judging import attribute_accuracy_of, constraint_results, purity_checks
-from geoeval.suites.lifeplanner.scoring.trajectory import Trajectory, observed_items, route_legs
+from geoeval.suites.lifeplanner.scoring.trajectory import ToolCallRecord, Trajectory, observed_items, route_legs
 from geoeval.suites.lifeplanner.tools import arguments as tool_arguments
 from geoeval.suites.lifeplanner.tools import city as city_handle
 
 
 def trajectory_of(tau: list[dict[str, Any]], results: list[tool_arguments.ToolResult]) -> Trajectory:
     """The trajectory an agent that walks τ* would have (for checking the reference)."""
-    from geoeval.suites.lifeplanner.scoring.trajectory import ToolCallRecord
 
     traj = Trajectory()
     for step, res in zip(tau, results):

@@ -44,6 +44,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, cast
 
+import mcp_types as types
+
+from geoeval.mcp.hygiene import CleanJSONBodyMiddleware
+from geoeval.mcp.security import BearerTokenMiddleware, bind_refusal
+
 if sys.version_info >= (3, 11):
     from builtins import BaseExceptionGroup
 else:  # Python 3.10: the backport anyio (under mcp) installs there
@@ -73,7 +78,6 @@ def build_server(db_path: str | Path, *, toolset: str = "standard", seed: int = 
     publish Inspect's own JSON schema verbatim, so both transports declare identical parameters.
     `sample_place` (data engine) draws seed, seed+1, ... per call over the server's lifetime, as
     it does per tool list in process."""
-    import mcp_types as types
     from inspect_ai.tool import ToolDef, ToolError
     from mcp.server.lowlevel import Server
 
@@ -132,8 +136,6 @@ def http_app(server: Any, *, host: str = "127.0.0.1", token: str | None = None) 
     """The ASGI app of the streamable HTTP transport: bodies cleaned (`CleanJSONBodyMiddleware`)
     and, with a token, every request checked for `Authorization: Bearer <token>` first. Refuses
     (ValueError) a non-loopback `host` without a token."""
-    from geoeval.mcp.hygiene import CleanJSONBodyMiddleware
-    from geoeval.mcp.security import BearerTokenMiddleware, bind_refusal
 
     refusal = bind_refusal(host, token)
     if refusal:

@@ -64,6 +64,7 @@ from geoeval.suites.mapsatisfy.generate.poi_city import (
     City,
     synthetic_city,
 )
+from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 from geoeval.suites.mapsatisfy.schema import DOMAINS, MapSatisfyInstance, parse_instance
 from geoeval.suites.mapsatisfy.user.model import (
     generate_user,
@@ -92,7 +93,6 @@ def difficulty_of(factors: list[Factor]) -> str:
 def _instance(
     c: Candidate, city: City, kept: list[Factor], dropped: list[Factor], index: int, seed: int
 ) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any], dict[str, Any]]]]:
-    from geoeval.suites.mapsatisfy.replay.catalogue import TOOL_SPECS
 
     task_id = hashlib.sha1(f"mapsatisfy-gen:{seed}:{index}".encode()).hexdigest()[:32]
     needs_profile = any(f.source == "preference" for f in kept)

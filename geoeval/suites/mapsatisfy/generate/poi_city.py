@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from geoeval.suites.lifeplanner.city.opening_hours import is_open
+
 #: POIs a nearby search of the generator's city returns (one page, nearest first)
 SEARCH_PAGE = 10
 
@@ -134,8 +136,6 @@ def city_from_lifeplanner(
     if not lifeplanner_available():
         raise RuntimeError("the LifePlanner suite (geoeval/suites/lifeplanner/city/environment.py) is not present")
     import duckdb
-
-    from geoeval.suites.lifeplanner.city.opening_hours import is_open
 
     con = duckdb.connect(str(db_path), read_only=True)
     try:

@@ -31,6 +31,7 @@ from geoeval.suites.mapsatisfy.judging.rules_judge import (
     constraint_checks,
     distinctive_terms,
     hours_of,
+    key_terms,
     price_of,
 )
 
@@ -109,7 +110,6 @@ def choose_record(instance: Any, records: list[Record], exclude: Sequence[str] =
     ]
     words += [("停车", f.evidence_confidence) for f in gt.implicit_intent if "停车" in f.rubric_instruction]
     query = norm(instance.query)
-    from geoeval.suites.mapsatisfy.judging.rules_judge import key_terms
 
     asked = [t for f in gt.explicit_intent for t in key_terms(f, [instance.query, *instance.context.history])]
     pool = [r for r in records if r.tool not in ROUTING_TOOLS and norm(r.name) not in exclude]

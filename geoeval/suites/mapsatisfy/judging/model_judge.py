@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from geoeval.api import clean_text
+from geoeval.judges.ensemble import majority_vote, vote_cache
 from geoeval.suites.mapsatisfy.judging.verdicts import Trajectory, Verdicts
 from geoeval.suites.mapsatisfy.metrics import FactCheck
 
@@ -69,7 +70,6 @@ def parse_verdict(text: str) -> float | None:
 def majority(votes: Sequence[float | None]) -> float | None:
     """Majority of the parsed votes (`geoeval.judges.ensemble.majority_vote`; a tie is the mean of the tied
     values); None when no vote parsed."""
-    from geoeval.judges.ensemble import majority_vote
 
     parsed = [v for v in votes if v is not None]
     return majority_vote(parsed) if parsed else None
@@ -81,7 +81,6 @@ async def model_item_verdict(
     """A model judge's majority verdict on one item over `votes` votes. `cache` (`judge.cache`):
     Inspect's cache, one entry per vote and attempt, so that votes stay independent and an
     unparseable reply is asked again rather than read back from the cache."""
-    from geoeval.judges.ensemble import vote_cache
 
     replies: list[str] = []
     results: list[float | None] = []

@@ -18,7 +18,9 @@ from typing import Any
 
 import duckdb
 
+from geoeval import __version__
 from geoeval.api import CopyingMemo, file_key
+from geoeval.suites.maptab import SCORING_VERSION
 from geoeval.suites.maptab.graph import Edge, Line, MetroMap, Station
 
 SCHEMA = """
@@ -56,8 +58,6 @@ class MapTabEnv:
 def env_key(env_cfg: dict[str, Any], seed: int) -> str:
     """The cache key of an environment folder (maps, tables, rendered images): the config, the
     seed, and the code that builds them (geoeval's version and the suite's scoring version)."""
-    from geoeval import __version__
-    from geoeval.suites.maptab import SCORING_VERSION
 
     blob = json.dumps({"env": env_cfg, "seed": seed, "code": [__version__, SCORING_VERSION]}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

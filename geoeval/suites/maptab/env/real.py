@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from geoeval.api import GeoevalError
 from geoeval.suites.maptab.env.environment import MapTabEnv, env_key, load_maps, map_levels, save_maps
+from geoeval.suites.maptab.metrics import similarity
 
 QUALITY_FILE = "quality.json"
 NAME_SIMILARITY_LIMIT = 0.5
@@ -38,7 +40,6 @@ def source_lines(env_cfg: Any) -> tuple[list, str]:
     h = hashlib.sha256()
     if env_cfg.source == "tokyo":
         lines = tokyo_lines(env_cfg.lines)
-        from importlib import resources
 
         data = resources.files(TOKYO_PACKAGE) / "data"
         for f in sorted(data.iterdir(), key=lambda p: p.name):
@@ -58,7 +59,6 @@ def source_lines(env_cfg: Any) -> tuple[list, str]:
 
 def similar_name_pairs(names: list[str]) -> list[tuple[str, str]]:
     """Pairs the authors' fuzzy station match (ratio >= 0.5 either way) would confuse."""
-    from geoeval.suites.maptab.metrics import similarity
 
     names = sorted(names)
     return [

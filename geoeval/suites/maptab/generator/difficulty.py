@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections.abc import Sequence
 from typing import TypeAlias
 
@@ -250,7 +251,6 @@ def train_test_split(scores: Sequence[float], seed: int) -> list[str]:
     """Appendix C.2's map split: sort by difficulty score, group every three consecutive maps, and
     send one map of each group (drawn with `random.Random(seed)`) to the test set, the other two to
     training (a trailing group of one or two maps goes to training). Returns "train"/"test" per map."""
-    import random
 
     rng = random.Random(seed)
     order = sorted(range(len(scores)), key=lambda i: (scores[i], i))

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
+from typing import cast
 
 import cv2
 import numpy as np
@@ -100,9 +102,6 @@ def perception_version() -> str:
     versions of the OCR engine and the image libraries. Any change gives a new version, and the
     disk cache (`geoeval.core.cache.disk`) never reads another version's entries."""
     if not _VERSION_CACHE:
-        from pathlib import Path
-        from typing import cast
-
         from geoeval.api import code_version
 
         # modules loaded from files: each has its __file__
