@@ -192,6 +192,7 @@ def _arm_stop_watchdog(signum: int) -> None:
         os._exit(128 + signum)
 
     timer = threading.Timer(STOP_GRACE_S, give_up)
+    timer.name = "geoeval-stop-watchdog"
     timer.daemon = True
     timer.start()
 
