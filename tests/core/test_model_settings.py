@@ -43,7 +43,7 @@ def test_a_served_models_deadline_must_be_below_the_clients_attempt_timeout(tmp_
 def test_rays_split_of_the_connections_never_exceeds_the_total(tmp_path, total, workers):
     """Issue 45: C = 5 over 2 workers was 3 + 3 = 6 in flight. Every shard the runner makes holds
     at least one connection, all of them together exactly `model.config.max_connections`."""
-    from geoeval.core.run.job import batch_size
+    from geoeval.core.run.evaluate import batch_size
     from geoeval.core.run.models import connections_per_worker, shard_count
 
     spec = _compose(

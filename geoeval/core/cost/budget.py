@@ -18,9 +18,10 @@ its limit by at most what the samples in flight cost beyond their expectation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from geoeval.core.cost.pricing import live_tokens, paid_tokens
 
@@ -138,6 +139,32 @@ class BudgetGuard:
                 return 0
             admitted = min(admitted, n)
         return admitted
+
+
+T = TypeVar("T")
+
+
+def run_within_budget(
+    guard: BudgetGuard,
+    todo: Sequence[T],
+    size: int,
+    pending: Callable[[T], tuple[int, int]],
+    run_batch: Callable[[list[T]], list[str]],
+) -> tuple[list[str], str | None]:
+    """Run `todo` a start at a time: before each, `guard` says how many of the next `size` samples
+    fit in the budget with what they are expected to cost (`pending(sample)`: its runs the model
+    generates and its runs replayed), and those start together (`run_batch`, returning its log
+    paths). Returns the log paths and, when the budget stopped the run, why."""
+    log_paths: list[str] = []
+    left = list(todo)
+    while left:
+        n = guard.admit([pending(s) for s in left[:size]])
+        if n == 0:
+            print(f"[geoeval] budget: no new sample starts: {guard.reason}", file=sys.stderr)
+            return log_paths, guard.reason
+        batch, left = left[:n], left[n:]
+        log_paths += run_batch(batch)
+    return log_paths, None
 
 
 def fit(
