@@ -29,7 +29,7 @@ import importlib.util
 import inspect
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +40,11 @@ from inspect_ai.solver import TaskState
 from geoeval.core import registry
 from geoeval.core.errors import GeoevalError
 from geoeval.core.private_api import sample_model_usage
-from geoeval.core.records import AnswerToScore, ScoredAnswer, Tier
+from geoeval.core.records import AnswerScore, AnswerToScore, ScoredAnswer, Tier
 
 if TYPE_CHECKING:
+    from inspect_ai.dataset import Sample
+
     from geoeval.core.config.schema import RunSpec
 
 #: `state.metadata` key of a suite's reason to count the sample as an error (see module doc).
@@ -196,7 +198,7 @@ def geoeval_scorer(metric_names: list[str], extract_answer: Callable[..., tuple[
     return score
 
 
-def score_answers(spec: Any, answers: list[Any]) -> list[Any]:
+def score_answers(spec: RunSpec[Any, Any], answers: Sequence[AnswerToScore]) -> list[AnswerScore]:
     """The public scoring entry point: score `answers` (`records.AnswerToScore`) for the samples of
     the run config `spec` (a validated `RunSpec`) exactly as a run scores them, under
     `spec.scoring.protocol`; returns one `records.AnswerScore` per answer, in order. The suite
@@ -219,7 +221,7 @@ def score_answers(spec: Any, answers: list[Any]) -> list[Any]:
     return suite.score_answers(spec, env, samples, list(answers))
 
 
-def _final_text(answer: Any) -> str:
+def _final_text(answer: AnswerToScore) -> str:
     """The completion of an `AnswerToScore`: its answer, else the last assistant message's text."""
     if answer.answer or not answer.messages:
         return str(answer.answer)
@@ -233,13 +235,14 @@ def _final_text(answer: Any) -> str:
 
 
 def score_final_answers(
-    spec: Any, samples: Mapping[str, Any], answers: list[Any], extract_answer: Callable[..., tuple[str, str]]
-) -> list[Any]:
+    spec: RunSpec[Any, Any],
+    samples: Mapping[str, Sample],
+    answers: Sequence[AnswerToScore],
+    extract_answer: Callable[..., tuple[str, str]],
+) -> list[AnswerScore]:
     """`Suite.score_answers`' default: each answer's completion read by `extract_answer` and scored
     with `spec.metrics.metrics` under both protocols, as `geoeval_scorer` scores a run's sample
     (the trajectory is not read; a suite whose scores depend on it defines `score_answers`)."""
-    from geoeval.core.records import AnswerScore
-
     out = []
     for item in answers:
         sample = samples[item.sample_id]
