@@ -4,18 +4,23 @@ offline agents (`--model geoeval/oracle`).
 `inspect eval geoeval/maptab` and `inspect eval geoeval/lifeplanner` are the suites' own typed
 tasks; every other registered suite, a plugin's included, is `inspect eval geoeval/<suite>`
 (`-T overrides="env.n_maps=1 limit=4"`: Hydra overrides, as for `geoeval meta-eval <suite>`),
-composed exactly as `geoeval suite=<suite>` composes it, the plugin's own configs included.
+composed exactly as `geoeval suite=<suite> <overrides>` composes it, the plugin's own configs included.
+
+In a process that evaluates geoeval's tasks as objects (a run's driver or Ray worker,
+`inspect_bridge.evaluating_task_objects`), Inspect never looks them up by name: only the suites
+loaded so far are named, and no other suite or plugin is imported for it.
 """
+
+from importlib import import_module
 
 from inspect_ai import Task, task
 
 from geoeval.agents.providers import geoeval_agents  # noqa: F401
 from geoeval.core.registry import suite_names
-from geoeval.suites.lifeplanner.task import lifeplanner  # noqa: F401
-from geoeval.suites.maptab.task import maptab  # noqa: F401
+from geoeval.core.run.inspect_bridge import evaluating_task_objects
 
-#: suites whose task above has its own typed arguments
-TYPED_TASKS = frozenset({"maptab", "lifeplanner"})
+#: suites whose own module holds a task with typed arguments
+TYPED_TASKS = {"maptab": "geoeval.suites.maptab.task", "lifeplanner": "geoeval.suites.lifeplanner.task"}
 
 
 def suite_task(suite: str, overrides: str | list[str] = "") -> Task:
@@ -41,6 +46,8 @@ def _register_suite_task(name: str) -> None:
     task(name=name)(factory)
 
 
-for _name in suite_names():
-    if _name not in TYPED_TASKS:
+for _name in suite_names(loaded_only=evaluating_task_objects()):
+    if _name in TYPED_TASKS:
+        import_module(TYPED_TASKS[_name])  # its `@task` registers it
+    else:
         _register_suite_task(_name)

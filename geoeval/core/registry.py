@@ -397,8 +397,7 @@ def register_tool(name: str, *, suites: list[str] | tuple[str, ...] | None = Non
 #: Set by the driver in a cluster worker's environment: the driver's entry-point modules, which
 #: a worker running shipped code (no installed geoeval, so no entry-point metadata) imports instead
 SHIPPED_ENTRY_POINTS_ENV = "GEOEVAL_SHIPPED_ENTRY_POINTS"
-#: the built-in suites' entry points (pyproject.toml): an installation without them (not
-#: installed, or installed before they existed) must be (re)installed
+#: the built-in suites' entry points (pyproject.toml): an installation without them must be (re)installed
 BUILTIN_SUITE_ENTRY_POINTS = frozenset({"builtin_lifeplanner", "builtin_mapsatisfy", "builtin_maptab"})
 
 
@@ -486,14 +485,15 @@ def load_target(path: str) -> Any:
 def get_suite(name: str) -> SuiteSpec:
     load_suite_plugins(name)
     if name not in _REG.suites:
-        raise GeoevalError(
-            f"Invalid config: suite.name: unknown suite '{name}' (available: {', '.join(sorted(_REG.suites))})"
-        )
+        known = ", ".join(sorted(_REG.suites))
+        raise GeoevalError(f"Invalid config: suite.name: unknown suite '{name}' (available: {known})")
     return _REG.suites[name]
 
 
-def suite_names() -> list[str]:
-    load_plugins()
+def suite_names(*, loaded_only: bool = False) -> list[str]:
+    """Every suite (every plugin imported), or with `loaded_only` those registered so far."""
+    if not loaded_only:
+        load_plugins()
     return sorted(_REG.suites)
 
 

@@ -27,6 +27,7 @@ from geoeval.core.run.preflight import (
     preflight,
     resolve_endpoint,
     sample_http_retries,
+    send_early,
 )
 
 KEY = "sk-PREFLIGHTKEY123"
@@ -282,6 +283,40 @@ def test_meanwhile_waits_for_no_probe_that_is_back_at_once():
         [("judge", "mockllm/model", None, None)], timeout_s=FAST_S, environ={}, meanwhile=lambda: called.append(1)
     )
     assert called == []
+
+
+def test_a_probe_sent_early_is_taken_by_the_preflight_and_not_sent_again(server):
+    """`send_early` (a run's probes, sent once its config is valid) returns before the answer;
+    the run's `preflight` of the same endpoints takes it: one request, the same results."""
+    checks = [
+        ("evaluated model", "openai-api/local/m", server.url("hang"), KEY),
+        ("judge", "openai-api/local/m", server.url("429"), KEY),
+    ]
+    send_early(checks, timeout_s=FAST_S)  # returns at once: the hang's answer is awaited by `preflight`
+    with pytest.raises(GeoevalError, match=r"\(role: evaluated model\) did not answer within 1 s"):
+        preflight(checks, timeout_s=FAST_S)
+    assert sorted(path for path, _, _ in server.requests) == ["/429/v1/chat/completions", "/hang/v1/chat/completions"]
+    # each early answer is taken once: the next preflight asks again
+    results = preflight(checks[1:], timeout_s=FAST_S)
+    assert [(r.role, r.ok, r.status) for r in results] == [("judge", True, 429)]
+    assert len(server.requests) == 3
+
+
+def test_an_early_probe_is_not_taken_for_other_endpoints_or_another_environment(server):
+    ok = ("evaluated model", "openai-api/local/m", server.url("ok"), KEY)
+    send_early([ok], timeout_s=FAST_S)
+    preflight([ok], timeout_s=FAST_S, environ={})  # an environment of its own: probed again
+    preflight([ok], timeout_s=FAST_S * 2)  # another timeout: probed again
+    preflight([ok], timeout_s=FAST_S)  # the early one
+    assert len(server.requests) == 3
+
+
+def test_nothing_is_sent_early_when_a_key_is_missing(server, monkeypatch):
+    monkeypatch.delenv("LOCAL_API_KEY", raising=False)
+    send_early([("evaluated model", "openai-api/local/m", server.url("ok"), None)], timeout_s=FAST_S)
+    with pytest.raises(GeoevalError, match="needs an API key: set the environment variable LOCAL_API_KEY"):
+        preflight([("evaluated model", "openai-api/local/m", server.url("ok"), None)], timeout_s=FAST_S)
+    assert server.requests == []
 
 
 def test_import_mlflow_imports_the_store_it_will_open_and_opens_nothing(tmp_path):

@@ -12,8 +12,14 @@ before that, is checked here for sweeps too (`hydra_section.check_hydra_section`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from geoeval.core.config.hydra_section import check_hydra_section
 from geoeval.core.errors import GeoevalError
+
+if TYPE_CHECKING:
+    from geoeval.core.config.schema import RunSpec
 
 _MULTIRUN_FLAGS = ("-m", "--multirun")
 
@@ -52,13 +58,14 @@ def _command_lines(overrides: list[str]) -> tuple[list[list[str]], bool] | None:
     return lines, True
 
 
-def precheck(args: list[str]) -> list[str]:
+def precheck(args: list[str], validated: Callable[[RunSpec], None] | None = None) -> list[str]:
     """Compose and validate `args` as one job would; raise GeoevalError naming the bad key.
     The `hydra:` section is checked for every call, sweeps included (`check_hydra_section`: Hydra
     instantiates what it names before any job starts); a sweep's jobs are validated by
     `SweepCallback` before the first runs. Hydra's other flags (`--help`, `--cfg`, ...) pass.
     Returns `args` with the overrides of keys that the schema has and the YAML lacks written
-    `++key=value` (the sweep's values kept), for Hydra to run."""
+    `++key=value` (the sweep's values kept), for Hydra to run. `validated` is given a single
+    run's spec once it is valid (the run's start: its endpoint probes go out then)."""
     flags = [a for a in args if a.startswith("-")]
     if any(f not in _MULTIRUN_FLAGS for f in flags):
         return args
@@ -93,7 +100,9 @@ def precheck(args: list[str]) -> list[str]:
             check_hydra_section(cfg.hydra)
             if sweep or bool(flags) or str(cfg.hydra.get("mode", "RUN")).endswith("MULTIRUN"):
                 continue  # a sweep (or an experiment that is one): SweepCallback validates its jobs
-            validate_config(cfg)
+            spec = validate_config(cfg)
+            if validated is not None:
+                validated(spec)
     return _forcing(args, forced)
 
 

@@ -332,12 +332,25 @@ def live_sample_buffer(spec: RunSpec) -> bool:
     return not offline_model(spec) if wanted == "auto" else bool(wanted)
 
 
+#: Set once this process hands Inspect geoeval's tasks as objects (a run's driver, a Ray worker).
+_TASK_OBJECTS = threading.Event()
+
+
+def evaluating_task_objects() -> bool:
+    """Whether this process evaluates geoeval's tasks as objects (`run_shard`, `warm_up`): Inspect
+    then never looks a geoeval task up by name, and its entry point for geoeval
+    (`geoeval/_inspect_registry.py`) names the suites loaded so far instead of importing every
+    suite and plugin to name them all (~0.45 s of CPU in each process: the driver, each Ray worker)."""
+    return _TASK_OBJECTS.is_set()
+
+
 def warm_up() -> None:
     """Pay Inspect's one-time set-up in this process now: a one-sample eval of Inspect's mock
     model, logged to a throwaway folder. A process's first `eval()` costs ~1.4 s more than the
     next ones (measured in a Ray worker); a worker that does this while the driver prepares the
     job starts its first shard at full speed. Never raises: it is only an optimisation."""
 
+    _TASK_OBJECTS.set()
     try:
         from inspect_ai import Task
         from inspect_ai.dataset import Sample
@@ -430,6 +443,7 @@ def run_shard(
     from geoeval.core import registry
     from geoeval.core.run.replay import record_and_replay, replaying
 
+    _TASK_OBJECTS.set()  # before Inspect loads its entry points (`build_model`)
     suite = registry.get_suite(spec.suite.name)
     task = suite.build_task(spec, env, samples)
     point = point if point is not None else sweep_point()

@@ -33,11 +33,12 @@ import http.client
 import json
 import os
 import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -362,6 +363,42 @@ def missing_keys(checks: Sequence[Check], environ: Mapping[str, str] | None = No
     return lines
 
 
+#: Probes `send_early` sent ahead of the run, by (model, base URL, key, timeout): the `preflight` of
+#: the same endpoint takes the answer instead of asking again (each is taken once).
+_EARLY: dict[tuple[str, str | None, str | None, float], Future[_Outcome]] = {}
+
+
+def send_early(checks: Sequence[Check], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """Send the probes of `checks` now, each on a daemon thread, and return at once: the run's
+    `preflight` later takes their answers. A probe waits one model request (a remote model's
+    latency, ~1 s) with the GIL free, so sent before the run's imports and Hydra's composition
+    instead of after them, its wait is hidden behind them. What `preflight` reports and when
+    (after the local checks and the tracking server's) is unchanged; nothing is sent when a key
+    is missing (`preflight` says which). Probes with an `environ` of their own are not taken."""
+    if missing_keys(checks):
+        return
+    for model_name, base_url, api_key in dict.fromkeys((m, b, k) for _, m, b, k in checks):
+        key = (model_name, base_url, api_key, timeout_s)
+        if key in _EARLY:
+            continue
+        answer: Future[_Outcome] = Future()
+        _EARLY[key] = answer
+
+        def probe(m: str = model_name, b: str | None = base_url, k: str | None = api_key, f=answer) -> None:
+            try:
+                f.set_result(_probe(m, b, k, timeout_s, None))
+            except BaseException as exc:  # noqa: BLE001 -- raised again where `preflight` takes it
+                f.set_exception(exc)
+
+        threading.Thread(target=probe, name="geoeval-preflight-early", daemon=True).start()
+
+
+def _early_answer(
+    model_name: str, base_url: str | None, api_key: str | None, timeout_s: float, environ: Mapping[str, str] | None
+) -> Future[_Outcome] | None:
+    return _EARLY.pop((model_name, base_url, api_key, timeout_s), None) if environ is None else None
+
+
 def preflight(
     checks: Sequence[Check],
     *,
@@ -382,7 +419,10 @@ def preflight(
         raise GeoevalError("\n".join(missing))
     unique = list(dict.fromkeys((m, b, k) for _, m, b, k in checks))
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
-        probes = [pool.submit(_probe, m, b, k, timeout_s, environ) for m, b, k in unique]
+        probes = [
+            _early_answer(m, b, k, timeout_s, environ) or pool.submit(_probe, m, b, k, timeout_s, environ)
+            for m, b, k in unique
+        ]
         if meanwhile is not None and wait(probes, timeout=MEANWHILE_AFTER_S).not_done:
             meanwhile()
         outcomes = dict(zip(unique, (probe.result() for probe in probes)))

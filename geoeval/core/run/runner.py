@@ -258,8 +258,7 @@ def _warm_workers(spec: RunSpec) -> None:
         from geoeval.core import registry
         from geoeval.core.run import inspect_bridge
 
-        registry.load_plugins()
-        registry.get_suite(suite_name)
+        registry.get_suite(suite_name)  # the suite's own plugins, not every suite's
         inspect_bridge.warm_up()
         return os.getpid()
 

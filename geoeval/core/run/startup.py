@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from geoeval.core.errors import GeoevalError
-from geoeval.core.run.preflight import endpoint_checks, preflight
+from geoeval.core.run.preflight import endpoint_checks, preflight, send_early
 from geoeval.core.run.serving import served_model
 
 if TYPE_CHECKING:
@@ -60,6 +60,21 @@ def check_local(spec: RunSpec) -> None:
         check_free_space(results_db, "results_db=")
     check_writable_folder(Path(spec.log_dir), "log_dir=")
     check_writable_folder(Path(spec.work_dir), "work_dir=")
+
+
+def probe_early(spec: RunSpec) -> None:
+    """Send the run's endpoint probes now, as soon as its config is valid (`preflight.send_early`):
+    their wait (one model request) passes while Hydra composes the job and the run imports what it
+    needs, and `started` takes their answers. Not for a model the run serves itself (its server
+    starts later) or a run that fails its local checks (it stops before any probe, as it would
+    have)."""
+    if not spec.preflight or spec.model.serve:
+        return
+    try:
+        check_local(spec)
+    except GeoevalError:
+        return  # the run says so in its place, before any probe
+    send_early(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s)
 
 
 @contextmanager
