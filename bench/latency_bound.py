@@ -15,14 +15,20 @@ with no setting the user would not type (no `runner.max_samples`):
 - `geoeval`: `python -m geoeval model=openai_api ... model.config.max_connections=C tracking=none`;
 - `mlflow`: the same with `tracking=mlflow tracking.traces=none` (MLflow, no traces);
 - `traces`: the same with `tracking=mlflow` (its default: every sample a trace, up to 500);
-- `ray`: `geoeval` with `runner=ray runner.num_workers=W` (the C connections split among them);
+- `ray`: `geoeval` with `runner=ray runner.num_workers=W` (the C connections split among them), at
+  every point: issue 45's "Ray as fast as one process" compares it with `geoeval`;
 - `sweep`: the main command, `python -m geoeval +experiment=maptab_resolution_sweep` (30 jobs of 24
   samples, Ray, MLflow with traces) with the model swapped for the latency server: its first
   request is the sweep's start-up (at the first L and C only; its wall and CPU are of 720 samples
   and compare with nothing here).
 
-The MLflow variants find the store a first run of theirs created (copied into the fresh folder
-before the clock starts): what a user's second run in a project finds. Variants run interleaved,
+Every variant finds the environment a first run built (`results/work`, copied into its fresh
+folder before the clock starts; bare Inspect's task builds its own there too) and the MLflow
+variants the store it created: what a user's second run in a project finds ("warm").
+
+Besides the latency-bound points, a CPU-bound pair (`--offline-samples`, default 4,096; 0 leaves
+it out): the offline table baseline (`model=table_baseline`, `tracking=none`) on one process
+(`offline`) and on Ray's W workers (`offline-ray`), its environment warm as well. Variants run interleaved,
 `--repeats` times; medians are printed, with wall seconds, CPU seconds of the process and its
 reaped children (`getrusage(RUSAGE_CHILDREN)`: Ray's workers are counted when the driver reaps
 them, so a Ray run's CPU is a lower bound), the most requests in flight the server saw, and the
@@ -34,6 +40,13 @@ seconds from the command's start to the first model request (start-up). Targets,
 - `mlflow` <= 1.05 x `geoeval`, and `traces` <= 1.05 x `mlflow`;
 - start-up: the first model request of `geoeval`, `mlflow` and `traces` (geoeval as typed) within
   1 s of `inspect`'s, and the sweep's within 5 s of it (medians).
+
+Issue 45's goals, printed last as ratios of medians measured in this one run:
+
+- Ray (W workers) >= 0.9 x the throughput of one process (`geoeval`), each latency-bound point;
+- Ray >= 1.5 x one process where the work is CPU-bound (`offline-ray` against `offline`);
+- MLflow without traces <= 1.05 x `tracking=none`, and traces <= 1.05 x without, in CPU;
+- start to first request (warm) <= 5 s, for `geoeval` and `ray`, beside bare Inspect's.
 
 The harness's overhead like for like (<= 1.10) is `bench/harness_overhead.py`'s. `--quick` (a few
 minutes): 128 samples, C = 32 at L = 200 and 1000 ms, and `inspect` against `ray` at C = 128.
@@ -65,8 +78,10 @@ TRACKING = {
 }
 
 
-def command(variant: str, url: str, n: int, c: int, workers: int) -> list[str]:
+def command(variant: str, url: str, n: int, c: int, workers: int, limit: int | None = None) -> list[str]:
+    """The command line of `variant` for `n` samples (`limit`: run only that many of them)."""
     maps = math.ceil(n / PER_MAP)
+    n = limit or n
     if variant == "inspect":
         inspect = shutil.which("inspect", path=str(Path(sys.executable).parent)) or "inspect"
         return [
@@ -90,7 +105,20 @@ def command(variant: str, url: str, n: int, c: int, workers: int) -> list[str]:
             "--display",
             "none",
         ]
-    runner = ["runner=ray", f"runner.num_workers={workers}"] if variant == "ray" else []
+    runner = ["runner=ray", f"runner.num_workers={workers}"] if variant in ("ray", "offline-ray") else []
+    if variant.startswith("offline"):  # CPU-bound: the offline table baseline, nothing to wait on
+        return [
+            sys.executable,
+            "-m",
+            "geoeval",
+            "model=table_baseline",
+            "suite.categories=[edge_only]",
+            f"env.n_maps={maps}",
+            f"suite.n_per_category={PER_MAP}",
+            f"limit={n}",
+            "tracking=none",
+            *runner,
+        ]
     if variant == "sweep":  # the main command as typed, the model swapped for the server
         return [
             sys.executable,
@@ -138,15 +166,21 @@ class Runs:
         return statistics.median(values) if values else float("nan")
 
 
-def run_once(variant: str, server: LatencyServer, args, n: int, c: int, root: Path, seed_store: Path | None) -> tuple:
+def run_once(
+    variant: str, server: LatencyServer, args, n: int, c: int, root: Path, seed: Path | None, limit: int | None = None
+) -> tuple:
+    """One run of `variant` in a fresh folder; `seed`: a first run's folder, whose environment (and
+    MLflow store, for the MLflow variants) the run finds; `limit`: a first run's few samples."""
     folder = Path(tempfile.mkdtemp(prefix=f"{variant}-", dir=root))
-    if seed_store is not None and variant in ("mlflow", "traces", "sweep"):
-        shutil.copytree(seed_store, folder / "mlruns")  # the store a first run created
+    if seed is not None and (seed / "results" / "work").is_dir():
+        shutil.copytree(seed / "results" / "work", folder / "results" / "work")  # the environment built
+    if seed is not None and (seed / "mlruns").is_dir() and variant in ("mlflow", "traces", "sweep"):
+        shutil.copytree(seed / "mlruns", folder / "mlruns")  # the store a first run created
     env = {**os.environ, "LOCAL_API_KEY": "bench", "PYTHONUNBUFFERED": "1"}
     server.reset()
     cpu0, started, wall0 = children_cpu(), time.time(), time.perf_counter()
     proc = subprocess.run(
-        command(variant, server.url, n, c, args.workers), cwd=folder, env=env, capture_output=True, text=True
+        command(variant, server.url, n, c, args.workers, limit), cwd=folder, env=env, capture_output=True, text=True
     )
     wall, cpu = time.perf_counter() - wall0, children_cpu() - cpu0
     if proc.returncode != 0:
@@ -173,6 +207,7 @@ def main() -> None:
     ap.add_argument("--no-tracking", action="store_true", help="leave out the mlflow and traces variants")
     ap.add_argument("--no-sweep", action="store_true", help="leave out the main command's start-up")
     ap.add_argument("--keep", action="store_true", help="keep the run folders")
+    ap.add_argument("--offline-samples", type=int, default=4096, help="samples of the CPU-bound pair (0: leave it out)")
     args = ap.parse_args()
     n = 128 if args.quick else args.samples
     points = []  # (L, C, variants)
@@ -181,13 +216,14 @@ def main() -> None:
             if args.quick and c != 32:
                 continue
             variants = ["inspect", "geoeval"] + ([] if args.no_tracking else ["mlflow", "traces"])
-            if not args.no_ray and c >= 128:
+            if not args.no_ray:
                 variants.append("ray")
             points.append((latency, c, variants))
     if not args.no_sweep and points:  # the main command's start-up, at the first point
         points[0][2].append("sweep")
     if args.quick and not args.no_ray:
         points.append((1000.0, 128, ["inspect", "ray"]))
+    offline = args.offline_samples
 
     root = Path(tempfile.mkdtemp(prefix="geoeval-latency-"))
     results: dict[tuple, Runs] = {}
@@ -195,17 +231,14 @@ def main() -> None:
         for latency in dict.fromkeys(p[0] for p in points):
             server = LatencyServer(latency)
             try:
-                seed_store = None
-                if any({"mlflow", "traces", "sweep"} & set(v) for lat, _, v in points if lat == latency):
-                    # the MLflow store as a project has it after its first run (schema created)
-                    folder = run_once("mlflow", server, args, PER_MAP, 32, root, None)[0]
-                    seed_store = folder / "mlruns"
+                # the environment and the MLflow store as a project has them after its first run
+                seed = run_once("mlflow", server, args, n, 32, root, None, limit=PER_MAP)[0]
                 for rep in range(args.repeats):
                     for lat, c, variants in points:
                         if lat != latency:
                             continue
                         for variant in variants:  # interleaved: each repeat runs every variant once
-                            _, wall, cpu, peak, start_up = run_once(variant, server, args, n, c, root, seed_store)
+                            _, wall, cpu, peak, start_up = run_once(variant, server, args, n, c, root, seed)
                             runs = results.setdefault((lat, c, variant), Runs())
                             runs.wall.append(wall)
                             runs.cpu.append(cpu)
@@ -216,12 +249,25 @@ def main() -> None:
                                 f"  in flight {peak:4d}  first request after {start_up:5.1f} s",
                                 flush=True,
                             )
+                    if offline and latency == args.latency_ms[-1]:  # the CPU-bound pair, once a repeat
+                        if rep == 0:
+                            offline_seed = run_once("offline", server, args, offline, 1, root, None, limit=PER_MAP)[0]
+                        for variant in ["offline"] + ([] if args.no_ray else ["offline-ray"]):
+                            _, wall, cpu, _, _ = run_once(variant, server, args, offline, 1, root, offline_seed)
+                            runs = results.setdefault((0.0, 0, variant), Runs())
+                            runs.wall.append(wall)
+                            runs.cpu.append(cpu)
+                            print(
+                                f"  offline {variant:<11} run {rep + 1}: wall {wall:6.1f} s  cpu {cpu:6.1f} s",
+                                flush=True,
+                            )
             finally:
                 server.stop()
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     report(results, points, n, args)
+    goals(results, points, n, args)
 
 
 def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
@@ -288,6 +334,45 @@ def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
                 f" {verdict(late <= bound):<8} (<= +{bound:.0f} s)"
             )
     print("  harness overhead like for like (<= 1.10): bench/harness_overhead.py")
+
+
+def goals(results: dict[tuple, Runs], points: list, n: int, args) -> None:
+    """Issue 45's goals, as ratios of medians of this run."""
+    print(f"\nissue 45 (ratios of medians of this run, {args.workers} Ray workers):")
+
+    def line(label: str, value: float, ok: bool, goal: str) -> None:
+        print(f"  {label:<66} {value:6.2f} {verdict(ok):<8} ({goal})")
+
+    for latency, c, _ in points:
+        at = lambda v: results.get((latency, c, v))  # noqa: E731
+        local, ray, none, mlflow, traces = at("geoeval"), at("ray"), at("geoeval"), at("mlflow"), at("traces")
+        where = f"L={latency:.0f} C={c}, {n} samples:"
+        if local and ray:
+            ratio = local.med("wall") / ray.med("wall")
+            line(f"{where} ray throughput / one process", ratio, ratio >= 0.9, ">= 0.90")
+        if none and mlflow:
+            ratio = mlflow.med("cpu") / none.med("cpu")
+            line(f"{where} MLflow (traces off) CPU / tracking=none", ratio, ratio <= 1.05, "<= 1.05")
+        if mlflow and traces:
+            ratio = traces.med("cpu") / mlflow.med("cpu")
+            line(f"{where} traces all CPU / traces off", ratio, ratio <= 1.05, "<= 1.05")
+        for variant in ("geoeval", "mlflow", "traces", "ray"):
+            r = at(variant)
+            if r is not None:
+                base = at("inspect")
+                beside = f"; inspect {base.med('start_up'):.1f} s" if base else ""
+                first = r.med("start_up")
+                line(f"{where} start to first request, {variant} (warm{beside}) s", first, first <= 5.0, "<= 5 s")
+    local, ray = results.get((0.0, 0, "offline")), results.get((0.0, 0, "offline-ray"))
+    if local and ray:
+        ratio = local.med("wall") / ray.med("wall")
+        line(
+            f"offline (CPU-bound), {args.offline_samples} samples: ray throughput / one process",
+            ratio,
+            ratio >= 1.5,
+            ">= 1.50",
+        )
+        print(f"  (offline wall: one process {local.med('wall'):.1f} s, ray {ray.med('wall'):.1f} s)")
 
 
 if __name__ == "__main__":

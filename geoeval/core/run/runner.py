@@ -266,12 +266,14 @@ def _warm_workers(spec: RunSpec) -> None:
         import_shard_code.remote(spec.suite.name)
     _WARMED.clear()
     _WARMED.add(session)
+    _results_queue()  # its actor's process starts now too, not when the first shards are sent
 
 
 #: The results queue of this process's Ray session, kept from job to job: the queue is an actor,
 #: and each actor is a process of its own (a new one per job cost a Python start-up in every job
 #: of a sweep, while the shards were running).
 _RESULT_QUEUES: dict[str, Any] = {}
+_RESULT_QUEUE_LOCK = threading.Lock()
 
 
 def _results_queue() -> Any:
@@ -279,23 +281,26 @@ def _results_queue() -> Any:
     CPU: losing another node must not lose the queue, and a busy cluster must not keep it from
     being scheduled. Items carry their run hash, so a job ignores what an interrupted earlier
     job of this process left in it."""
+    key = _ray_session()
+    with _RESULT_QUEUE_LOCK:  # the warm-up's thread and the job's may ask at once
+        return _RESULT_QUEUES.get(key) or _new_results_queue(key)
+
+
+def _new_results_queue(key: str) -> Any:
     import ray
     from ray.util.queue import Queue
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    key = _ray_session()
-    queue = _RESULT_QUEUES.get(key)
-    if queue is None:
-        _RESULT_QUEUES.clear()
-        queue = Queue(
-            actor_options={
-                "num_cpus": 0,
-                "scheduling_strategy": NodeAffinitySchedulingStrategy(
-                    node_id=ray.get_runtime_context().get_node_id(), soft=False
-                ),
-            }
-        )
-        _RESULT_QUEUES[key] = queue
+    _RESULT_QUEUES.clear()
+    queue = Queue(
+        actor_options={
+            "num_cpus": 0,
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(
+                node_id=ray.get_runtime_context().get_node_id(), soft=False
+            ),
+        }
+    )
+    _RESULT_QUEUES[key] = queue
     return queue
 
 
