@@ -98,10 +98,10 @@ def main(argv: list[str] | None = None) -> int | None:
         sys.argv = [sys.argv[0], *args]
 
     try:
-        from geoeval.core.run.startup import probe_early  # the run's start: loaded when a run starts
+        from geoeval.core.run.startup import start_soon  # the run's start: loaded when a run starts
 
-        # a bad key fails here, before Hydra creates outputs/; a valid run's probes go out now
-        sys.argv = [sys.argv[0], *precheck(args, validated=probe_early)]
+        # a bad key fails here, before Hydra creates outputs/; a valid run's probes (and Ray) start now
+        sys.argv = [sys.argv[0], *precheck(args, validated=start_soon)]
     except GeoevalError as exc:
         print(f"geoeval: error: {exc}", file=sys.stderr)
         return 2

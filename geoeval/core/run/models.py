@@ -9,6 +9,7 @@ a worker runs at once follows the model (`samples_in_flight`).
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +133,24 @@ def clean_model_replies(model: Any) -> Any:
 
 #: Inspect providers that talk through the OpenAI SDK client, whose own retries `build_model` turns off
 OPENAI_SDK_PROVIDERS = frozenset({"openai", "openai-api", "ollama"})
+
+#: The client library each provider imports when its first model is built (~1.2 s for the OpenAI
+#: SDK on 2 cores): a Ray worker's warm-up imports it before its first shard (`import_provider_sdk`)
+PROVIDER_SDKS = {
+    **dict.fromkeys(OPENAI_SDK_PROVIDERS | {"vllm", "openai-api-completions"}, "openai"),
+    "anthropic": "anthropic",
+}
+
+
+def import_provider_sdk(model_name: str) -> None:
+    """Import the client library of `model_name`'s provider, if it has one and it is installed."""
+    module = PROVIDER_SDKS.get(model_name.split("/", 1)[0])
+    if module is not None:
+        try:
+            importlib.import_module(module)
+        except ImportError:  # the provider says so when the model is built
+            pass
+
 
 #: Where a rescore's evaluated model points (`.invalid` never resolves), and the key it is given:
 #: it is never called, but a provider wants both to be built

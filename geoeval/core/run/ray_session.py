@@ -167,15 +167,24 @@ def start_local_ray_soon(spec: RunSpec, then: Callable[[], None] | None = None) 
     return True
 
 
+def local_ray_starting() -> bool:
+    """Whether `start_local_ray_soon`'s thread is starting this process's local Ray (or has, and
+    nothing has waited for it yet)."""
+    return bool(_STARTING)
+
+
 def _wait_for_early_start() -> None:
     """Wait for `start_local_ray_soon`'s Ray, and put back the SIGTERM handler its core worker
-    replaced (`sigterm_handler_kept`)."""
+    replaced (`sigterm_handler_kept`): the Python handler in force now, which may have been set
+    after the start (a run's Ray starts before the command line's stop handler is installed:
+    `cli.main`'s precheck). Ray's core worker replaced it in C only, so Python still knows it."""
     while _STARTING:
         up, handler = _STARTING[0]
         up.wait()
         _STARTING.pop(0)
         if handler is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, handler)
+            current = signal.getsignal(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, current if current is not None else handler)
 
 
 def _release_starter() -> None:

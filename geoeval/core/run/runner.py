@@ -25,7 +25,13 @@ from geoeval.core.errors import GeoevalError
 from geoeval.core.records import SampleResult
 from geoeval.core.run import cluster
 from geoeval.core.run.cluster import receive_logs
-from geoeval.core.run.ray_session import cluster_address, ensure_ray, start_local_ray_soon, worker_secrets
+from geoeval.core.run.ray_session import (
+    cluster_address,
+    ensure_ray,
+    local_ray_starting,
+    start_local_ray_soon,
+    worker_secrets,
+)
 from geoeval.core.timing import stage
 
 if TYPE_CHECKING:
@@ -237,9 +243,9 @@ def start_early(spec: RunSpec) -> None:
     environment, the samples). The first shards then start on warm workers instead of paying
     that start-up in the job. Does nothing for `runner=local` or a cluster (`runner.address`),
     whose workers are not this machine's spare cores; idempotent."""
-    if spec.runner.name != "ray" or cluster_address(spec) is not None:
-        return
-    if not start_local_ray_soon(spec, then=partial(_warm_workers, spec)):  # Ray is up, or starting
+    if spec.runner.name != "ray" or cluster_address(spec) is not None or local_ray_starting():
+        return  # (a local Ray already starting warms its workers when it is up)
+    if not start_local_ray_soon(spec, then=partial(_warm_workers, spec)):  # Ray is up
         with stage("ray_start"):
             ensure_ray(spec)
         _warm_workers(spec)
@@ -253,17 +259,19 @@ def _warm_workers(spec: RunSpec) -> None:
         return
 
     @ray.remote(num_cpus=1, max_retries=0)
-    def import_shard_code(suite_name: str) -> int:
+    def import_shard_code(suite_name: str, model_name: str) -> int:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # as a shard sets it
         from geoeval.core import registry
         from geoeval.core.run import inspect_bridge
+        from geoeval.core.run.models import import_provider_sdk
 
         registry.get_suite(suite_name)  # the suite's own plugins, not every suite's
+        import_provider_sdk(model_name)  # what the shard's first model would import
         inspect_bridge.warm_up()
         return os.getpid()
 
     for _ in range(spec.runner.num_workers):
-        import_shard_code.remote(spec.suite.name)
+        import_shard_code.remote(spec.suite.name, spec.model.name)
     _WARMED.clear()
     _WARMED.add(session)
     _results_queue()  # its actor's process starts now too, not when the first shards are sent

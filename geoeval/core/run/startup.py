@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from geoeval.core.errors import GeoevalError
 from geoeval.core.run.preflight import endpoint_checks, preflight, send_early
+from geoeval.core.run.runner import start_early
 from geoeval.core.run.serving import served_model
 
 if TYPE_CHECKING:
@@ -62,19 +63,20 @@ def check_local(spec: RunSpec) -> None:
     check_writable_folder(Path(spec.work_dir), "work_dir=")
 
 
-def probe_early(spec: RunSpec) -> None:
-    """Send the run's endpoint probes now, as soon as its config is valid (`preflight.send_early`):
-    their wait (one model request) passes while Hydra composes the job and the run imports what it
-    needs, and `started` takes their answers. Not for a model the run serves itself (its server
-    starts later) or a run that fails its local checks (it stops before any probe, as it would
-    have)."""
-    if not spec.preflight or spec.model.serve:
-        return
+def start_soon(spec: RunSpec) -> None:
+    """What a single run starts as soon as its config is valid, before Hydra composes its job and
+    the run imports what it needs: its endpoint probes (`preflight.send_early`; `started` takes
+    their answers), and for `runner=ray` its local Ray and the workers' warm-up
+    (`runner.start_early`), each on a thread of its own. Nothing for a run that fails its local
+    checks (it stops before any probe, as it would have); no probe for a model the run serves
+    itself (its server starts later)."""
     try:
         check_local(spec)
     except GeoevalError:
         return  # the run says so in its place, before any probe
-    send_early(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s)
+    if spec.preflight and not spec.model.serve:
+        send_early(endpoint_checks(spec), timeout_s=spec.preflight_timeout_s)
+    start_early(spec)
 
 
 @contextmanager
