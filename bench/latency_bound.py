@@ -345,13 +345,13 @@ def goals(results: dict[tuple, Runs], points: list, n: int, args) -> None:
 
     for latency, c, _ in points:
         at = lambda v: results.get((latency, c, v))  # noqa: E731
-        local, ray, none, mlflow, traces = at("geoeval"), at("ray"), at("geoeval"), at("mlflow"), at("traces")
+        local, ray, mlflow, traces = at("geoeval"), at("ray"), at("mlflow"), at("traces")  # local: tracking=none
         where = f"L={latency:.0f} C={c}, {n} samples:"
         if local and ray:
             ratio = local.med("wall") / ray.med("wall")
             line(f"{where} ray throughput / one process", ratio, ratio >= 0.9, ">= 0.90")
-        if none and mlflow:
-            ratio = mlflow.med("cpu") / none.med("cpu")
+        if local and mlflow:
+            ratio = mlflow.med("cpu") / local.med("cpu")
             line(f"{where} MLflow (traces off) CPU / tracking=none", ratio, ratio <= 1.05, "<= 1.05")
         if mlflow and traces:
             ratio = traces.med("cpu") / mlflow.med("cpu")
