@@ -21,7 +21,7 @@ SUITES = {
     ],
     "maptab_qa": [],
     "maptab_authors": ["env=maptab_authors", "env.root={peers}/maptab"],
-    "lifeplanner": [],
+    "lifeplanner": ["suite.n_cases=55"],  # 5 cases of each of the 11 (task, level) combinations
     "mapsatisfy": ["env.n=8", "env.embedder=hashing"],  # its generated env is chosen before env.* apply
     "mapsatisfy_demo": ["env=mapsatisfy_demo", "env.root={peers}/mapsatisfy"],
 }

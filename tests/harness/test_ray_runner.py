@@ -133,10 +133,16 @@ def test_a_ray_started_in_a_thread_outlives_the_threads_work_and_stops_with_it(t
     assert not start_local_ray_soon(spec_for(tmp_path, "runner=local"))  # nothing to start for a local runner
 
 
-def _ray_node_pids(agents_only: bool = False) -> set[int]:
-    """Live processes of a local Ray node: its services and the raylet's agents."""
+#: The environment variable that marks the Ray processes one test started (its services inherit
+#: the driver's environment): other tests may run Ray on this machine at the same time (pytest-xdist).
+RAY_TAG = "GEOEVAL_TEST_RAY_TAG"
+
+
+def _ray_node_pids(tag: str, agents_only: bool = False) -> set[int]:
+    """Live processes of the local Ray nodes started with `RAY_TAG=tag`: services and agents."""
     from pathlib import Path
 
+    marker = f"{RAY_TAG}={tag}".encode()
     found = set()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -144,32 +150,35 @@ def _ray_node_pids(agents_only: bool = False) -> set[int]:
         try:
             cmdline = (proc / "cmdline").read_bytes()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = (proc / "environ").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue
         agents = (b"dashboard/agent.py", b"runtime_env/agent", b"ray::DashboardAgent", b"ray::RuntimeEnvAgent")
-        if state != "Z" and any(
-            part in cmdline for part in agents + (() if agents_only else (b"raylet", b"gcs_server"))
+        if (
+            state != "Z"
+            and marker in environ
+            and any(part in cmdline for part in agents + (() if agents_only else (b"raylet", b"gcs_server")))
         ):
             found.add(int(proc.name))
     return found
 
 
 @pytest.mark.slow
-def test_a_ray_stopped_while_it_starts_leaves_no_process_behind(tmp_path, ray_session):
+def test_a_ray_stopped_while_it_starts_leaves_no_process_behind(tmp_path, ray_session, monkeypatch):
     # stopped half-way (a run with nothing left to evaluate exits at once), the raylet's agents
     # outlived it; the stop now waits for the start
     import time
 
     from geoeval.core.run.ray_session import shutdown_ray, start_local_ray_soon
 
-    before = _ray_node_pids()
+    monkeypatch.setenv(RAY_TAG, str(tmp_path))
     assert start_local_ray_soon(spec_for(tmp_path, "runner=ray", "runner.num_cpus=2"))
     time.sleep(0.5)  # in the middle of Ray's start
     shutdown_ray()
     deadline = time.monotonic() + 20
-    while _ray_node_pids() - before and time.monotonic() < deadline:
+    while _ray_node_pids(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _ray_node_pids() - before
+    assert not _ray_node_pids(str(tmp_path))
 
 
 @pytest.mark.slow
@@ -189,26 +198,27 @@ def test_a_process_that_exits_while_its_ray_starts_leaves_no_process_behind(tmp_
         from tests.conftest import compose_spec
         from tests.harness.test_ray_runner import _ray_node_pids
 
-        before = _ray_node_pids(agents_only=True)
+        tag = {str(tmp_path)!r}
         assert start_local_ray_soon(compose_spec(Path({str(tmp_path)!r}), "runner=ray", "runner.num_cpus=2"))
         deadline = time.monotonic() + 60
-        while not _ray_node_pids(agents_only=True) - before and time.monotonic() < deadline:
+        while not _ray_node_pids(tag, agents_only=True) and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert _ray_node_pids(tag, agents_only=True), "the tag finds this Ray's agents"
         time.sleep(float(sys.argv[1]))
         sys.exit(2)  # as the node's agents start
         """
     )
-    before = _ray_node_pids()
     root = Path(__file__).resolve().parents[2]
+    environ = {**os.environ, RAY_TAG: str(tmp_path)}
     for delay in ("0", "0.3", "0.6"):  # the window is narrow: three moments of the agents' start
         done = subprocess.run(
-            [sys.executable, "-c", script, delay], cwd=root, capture_output=True, text=True, timeout=180
+            [sys.executable, "-c", script, delay], cwd=root, env=environ, capture_output=True, text=True, timeout=180
         )
         assert done.returncode == 2, done.stderr[-2000:]
     deadline = time.monotonic() + 20
-    while _ray_node_pids() - before and time.monotonic() < deadline:
+    while _ray_node_pids(str(tmp_path)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _ray_node_pids() - before
+    assert not _ray_node_pids(str(tmp_path))
 
 
 @pytest.mark.slow
