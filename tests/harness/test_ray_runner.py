@@ -192,13 +192,13 @@ def test_a_process_that_exits_while_its_ray_starts_leaves_no_process_behind(tmp_
 
     script = textwrap.dedent(
         f"""
-        import sys, time
+        import os, sys, time
         from pathlib import Path
         from geoeval.core.run.ray_session import start_local_ray_soon
         from tests.conftest import compose_spec
-        from tests.harness.test_ray_runner import _ray_node_pids
+        from tests.harness.test_ray_runner import RAY_TAG, _ray_node_pids
 
-        tag = {str(tmp_path)!r}
+        tag = os.environ[RAY_TAG]  # the tag this process's Ray inherits
         assert start_local_ray_soon(compose_spec(Path({str(tmp_path)!r}), "runner=ray", "runner.num_cpus=2"))
         deadline = time.monotonic() + 60
         while not _ray_node_pids(tag, agents_only=True) and time.monotonic() < deadline:
