@@ -2,7 +2,7 @@
 in CI):
 
     .venv/bin/python bench/latency_bound.py [--quick] [--samples 256] [--latency-ms 200 1000]
-        [--connections 32 128] [--repeats 3] [--workers 2] [--no-ray] [--no-tracking] [--no-sweep]
+        [--connections 32 128] [--repeats 3] [--workers 2] [--no-ray] [--no-tracking] [--no-sweep] [--warm]
 
 The model is `bench/latency_server.py` in its own process: an OpenAI-compatible server that answers
 MapTab correctly (the table baseline) and takes L ms per request. At C connections N samples cannot
@@ -41,7 +41,13 @@ seconds from the command's start to the first model request (start-up). Targets,
 - start-up: the first model request of `geoeval`, `mlflow` and `traces` (geoeval as typed) within
   1 s of `inspect`'s, and the sweep's within 5 s of it (medians).
 
-Issue 45's goals, printed last as ratios of medians measured in this one run:
+`--warm` adds each geoeval variant started from a warm server (`geoeval warm`, one the bench
+starts for itself): `geoeval+warm`, `mlflow+warm`, `traces+warm`, `ray+warm`. A warm run's CPU
+adds the server's own and that of the runs it reaped (from /proc), since its runs are not the
+bench's children.
+
+Issue 45's goals, printed last as ratios of medians measured in this one run (cold, and with
+`--warm` from the warm server as well):
 
 - Ray (W workers) >= 0.9 x the throughput of one process (`geoeval`), each latency-bound point;
 - Ray >= 1.5 x one process where the work is CPU-bound (`offline-ray` against `offline`);
@@ -79,7 +85,9 @@ TRACKING = {
 
 
 def command(variant: str, url: str, n: int, c: int, workers: int, limit: int | None = None) -> list[str]:
-    """The command line of `variant` for `n` samples (`limit`: run only that many of them)."""
+    """The command line of `variant` for `n` samples (`limit`: run only that many of them); a
+    `+warm` variant is the same command, started from the warm server (`run_once`)."""
+    variant = variant.removesuffix(WARM)
     maps = math.ceil(n / PER_MAP)
     n = limit or n
     if variant == "inspect":
@@ -152,6 +160,43 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+WARM = "+warm"
+
+
+class WarmServer:
+    """`geoeval warm start --foreground`, a child of the bench with a socket folder of its own: the
+    `+warm` variants are its forks. Its CPU (its own and its reaped runs', from /proc) is added to
+    a warm run's: a run it starts is not the bench's child, and the server is reaped only at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.env = {**os.environ, "GEOEVAL_WARM_DIR": str(root / "warm"), "GEOEVAL_WARM": "1"}
+        self.log = (root / "warm-server.log").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "geoeval", "warm", "start", "--foreground", "--idle-minutes", "600"],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        status = [sys.executable, "-m", "geoeval", "warm", "status"]
+        while subprocess.run(status, env=self.env, capture_output=True).returncode != 0:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the warm server did not start: {root / 'warm-server.log'}")
+            time.sleep(0.5)
+
+    def cpu(self) -> float:
+        """CPU seconds of the server and of the runs it has reaped (utime, stime, cutime, cstime)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        self.log.close()
+
+
+_WARM: list[WarmServer] = []
+
+
 class Runs:
     """The measured runs of one variant at one (L, C)."""
 
@@ -174,15 +219,19 @@ def run_once(
     folder = Path(tempfile.mkdtemp(prefix=f"{variant}-", dir=root))
     if seed is not None and (seed / "results" / "work").is_dir():
         shutil.copytree(seed / "results" / "work", folder / "results" / "work")  # the environment built
-    if seed is not None and (seed / "mlruns").is_dir() and variant in ("mlflow", "traces", "sweep"):
+    if seed is not None and (seed / "mlruns").is_dir() and variant.removesuffix(WARM) in ("mlflow", "traces", "sweep"):
         shutil.copytree(seed / "mlruns", folder / "mlruns")  # the store a first run created
-    env = {**os.environ, "LOCAL_API_KEY": "bench", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "LOCAL_API_KEY": "bench", "PYTHONUNBUFFERED": "1", "GEOEVAL_WARM": "0"}
+    warm = _WARM[0] if variant.endswith(WARM) and _WARM else None
+    if warm is not None:
+        env = {**env, **warm.env}
     server.reset()
+    warm_cpu0 = warm.cpu() if warm else 0.0
     cpu0, started, wall0 = children_cpu(), time.time(), time.perf_counter()
     proc = subprocess.run(
         command(variant, server.url, n, c, args.workers, limit), cwd=folder, env=env, capture_output=True, text=True
     )
-    wall, cpu = time.perf_counter() - wall0, children_cpu() - cpu0
+    wall, cpu = time.perf_counter() - wall0, children_cpu() - cpu0 + (warm.cpu() - warm_cpu0 if warm else 0.0)
     if proc.returncode != 0:
         raise SystemExit(f"{variant} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     stats = server.stats()
@@ -208,6 +257,7 @@ def main() -> None:
     ap.add_argument("--no-sweep", action="store_true", help="leave out the main command's start-up")
     ap.add_argument("--keep", action="store_true", help="keep the run folders")
     ap.add_argument("--offline-samples", type=int, default=4096, help="samples of the CPU-bound pair (0: leave it out)")
+    ap.add_argument("--warm", action="store_true", help="each geoeval variant also started from a warm server (+warm)")
     args = ap.parse_args()
     n = 128 if args.quick else args.samples
     points = []  # (L, C, variants)
@@ -218,6 +268,8 @@ def main() -> None:
             variants = ["inspect", "geoeval"] + ([] if args.no_tracking else ["mlflow", "traces"])
             if not args.no_ray:
                 variants.append("ray")
+            if args.warm:
+                variants += [v + WARM for v in variants if v != "inspect"]
             points.append((latency, c, variants))
     if not args.no_sweep and points:  # the main command's start-up, at the first point
         points[0][2].append("sweep")
@@ -227,6 +279,8 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="geoeval-latency-"))
     results: dict[tuple, Runs] = {}
+    if args.warm:
+        _WARM.append(WarmServer(root))
     try:
         for latency in dict.fromkeys(p[0] for p in points):
             server = LatencyServer(latency)
@@ -245,7 +299,7 @@ def main() -> None:
                             runs.peak.append(peak)
                             runs.start_up.append(start_up)
                             print(
-                                f"  L={lat:.0f} C={c} {variant:<8} run {rep + 1}: wall {wall:6.1f} s  cpu {cpu:6.1f} s"
+                                f"  L={lat:.0f} C={c} {variant:<13} run {rep + 1}: wall {wall:6.1f} s  cpu {cpu:6.1f} s"
                                 f"  in flight {peak:4d}  first request after {start_up:5.1f} s",
                                 flush=True,
                             )
@@ -264,6 +318,8 @@ def main() -> None:
             finally:
                 server.stop()
     finally:
+        for warm in _WARM:
+            warm.stop()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     report(results, points, n, args)
@@ -272,7 +328,7 @@ def main() -> None:
 
 def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
     print(f"\n{n} samples, medians of {args.repeats} interleaved runs (wall and CPU in s; ratios of medians)")
-    print(f"{'L ms':>5} {'C':>4} {'variant':<8} {'wall':>6} {'cpu':>6} {'floor':>6} {'/floor':>6} "
+    print(f"{'L ms':>5} {'C':>4} {'variant':<13} {'wall':>6} {'cpu':>6} {'floor':>6} {'/floor':>6} "
           f"{'flight':>6} {'1st req':>7} {'wall/insp':>9} {'cpu/insp':>8}")  # fmt: skip
     for latency, c, variants in points:
         floor = math.ceil(n / c) * latency / 1000
@@ -281,12 +337,12 @@ def report(results: dict[tuple, Runs], points: list, n: int, args) -> None:
             r = results[(latency, c, variant)]
             wall, cpu = r.med("wall"), r.med("cpu")
             if variant == "sweep":  # 720 samples in 30 jobs: only its start-up compares
-                print(f"{latency:5.0f} {c:4d} {variant:<8} {wall:6.1f} {cpu:6.1f} {'':>6} {'':>6} "
+                print(f"{latency:5.0f} {c:4d} {variant:<13} {wall:6.1f} {cpu:6.1f} {'':>6} {'':>6} "
                       f"{max(r.peak):6d} {r.med('start_up'):7.1f}")  # fmt: skip
                 continue
             rel = f"{wall / base.med('wall'):9.2f} {cpu / base.med('cpu'):8.2f}" if base else ""
             print(
-                f"{latency:5.0f} {c:4d} {variant:<8} {wall:6.1f} {cpu:6.1f} {floor:6.1f} {wall / floor:6.2f} "
+                f"{latency:5.0f} {c:4d} {variant:<13} {wall:6.1f} {cpu:6.1f} {floor:6.1f} {wall / floor:6.2f} "
                 f"{max(r.peak):6d} {r.med('start_up'):7.1f} {rel}"
             )
     print("\ntargets (wall, CPU):")
@@ -341,29 +397,30 @@ def goals(results: dict[tuple, Runs], points: list, n: int, args) -> None:
     print(f"\nissue 45 (ratios of medians of this run, {args.workers} Ray workers):")
 
     def line(label: str, value: float, ok: bool, goal: str) -> None:
-        print(f"  {label:<66} {value:6.2f} {verdict(ok):<8} ({goal})")
+        print(f"  {label:<78} {value:6.2f} {verdict(ok):<8} ({goal})")
 
     for latency, c, _ in points:
-        at = lambda v: results.get((latency, c, v))  # noqa: E731
-        local, ray, mlflow, traces = at("geoeval"), at("ray"), at("mlflow"), at("traces")  # local: tracking=none
-        where = f"L={latency:.0f} C={c}, {n} samples:"
-        if local and ray:
-            ratio = local.med("wall") / ray.med("wall")
-            line(f"{where} ray throughput / one process", ratio, ratio >= 0.9, ">= 0.90")
-        if local and mlflow:
-            ratio = mlflow.med("cpu") / local.med("cpu")
-            line(f"{where} MLflow (traces off) CPU / tracking=none", ratio, ratio <= 1.05, "<= 1.05")
-        if mlflow and traces:
-            ratio = traces.med("cpu") / mlflow.med("cpu")
-            line(f"{where} traces all CPU / traces off", ratio, ratio <= 1.05, "<= 1.05")
-        base = at("inspect")
-        if base is not None:
-            print(f"  {where} bare inspect's first request after {base.med('start_up'):.1f} s (warm)")
-        for variant in ("geoeval", "mlflow", "traces", "ray"):
-            r = at(variant)
-            if r is not None:
-                first = r.med("start_up")
-                line(f"{where} start to first request (warm), {variant}, s", first, first <= 5.0, "<= 5 s")
+        for suffix, how in (("", "cold"), (WARM, "warm server")):
+            at = lambda v: results.get((latency, c, v + suffix))  # noqa: E731
+            local, ray, mlflow, traces = at("geoeval"), at("ray"), at("mlflow"), at("traces")  # local: tracking=none
+            where = f"L={latency:.0f} C={c}, {n} samples, {how}:"
+            if local and ray:
+                ratio = local.med("wall") / ray.med("wall")
+                line(f"{where} ray throughput / one process", ratio, ratio >= 0.9, ">= 0.90")
+            if local and mlflow:
+                ratio = mlflow.med("cpu") / local.med("cpu")
+                line(f"{where} MLflow (traces off) CPU / tracking=none", ratio, ratio <= 1.05, "<= 1.05")
+            if mlflow and traces:
+                ratio = traces.med("cpu") / mlflow.med("cpu")
+                line(f"{where} traces all CPU / traces off", ratio, ratio <= 1.05, "<= 1.05")
+            base = results.get((latency, c, "inspect"))
+            if base is not None and not suffix:
+                print(f"  {where} bare inspect's first request after {base.med('start_up'):.1f} s (warm)")
+            for variant in ("geoeval", "mlflow", "traces", "ray"):
+                r = at(variant)
+                if r is not None:
+                    first = r.med("start_up")
+                    line(f"{where} start to first request, {variant}, s", first, first <= 5.0, "<= 5 s")
     local, ray = results.get((0.0, 0, "offline")), results.get((0.0, 0, "offline-ray"))
     if local and ray:
         ratio = local.med("wall") / ray.med("wall")

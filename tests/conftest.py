@@ -25,6 +25,9 @@ def pytest_configure(config):
     os.environ.setdefault("INSPECT_DISPLAY", "none")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # a warm server the developer left running would start the tests' runs (`geoeval warm`):
+    # each test runs cold unless it starts a server of its own (tests/harness/test_warm_server.py)
+    os.environ["GEOEVAL_WARM"] = "0"
     # the offline agents' disk cache (perception readings) of this test session only, so that
     # tests never read or fill the user's ~/.cache/geoeval
     if "GEOEVAL_CACHE_DIR" not in os.environ:

@@ -8,6 +8,8 @@
 - `geoeval data list|fetch|path ...` fetches the benchmark authors' public data into a verified cache;
 - `geoeval meta-eval <suite> ...` checks that the suite's scores order answers of known quality;
 - `geoeval cache info|path|clear` shows or clears the on-disk cache of offline agents' work (perception);
+- `geoeval warm start|stop|status` keeps a server with everything imported, from which runs start
+  (`geoeval.cli.warm`);
 - `geoeval runs [--clean]` lists the MLflow runs still RUNNING and ends the stale ones
   (`geoeval.cli.runs`);
 - `geoeval rescore [hydra overrides]` runs the config as `geoeval` does, but every sample's model
@@ -80,6 +82,10 @@ def main(argv: list[str] | None = None) -> int | None:
         from geoeval.cli.runs import main as runs_main  # a command's module, loaded when it runs
 
         return runs_main(args[1:])
+    if args and args[0] == "warm":
+        from geoeval.cli.warm import main as warm_main  # a command's module, loaded when it runs
+
+        return warm_main(args[1:])
     if args and args[0] == "estimate":
         from geoeval.cli.estimate import main as estimate_main  # a command's module, loaded when it runs
 

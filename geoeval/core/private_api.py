@@ -201,3 +201,17 @@ def bound_omegaconf_yaml(bounded: Any) -> None:
 
     get_yaml_loader._geoeval_bounded = True  # type: ignore[attr-defined]
     _utils.get_yaml_loader = get_yaml_loader
+
+
+def inspect_first_sample_modules() -> tuple[str, ...]:
+    """The modules Inspect imports inside its first `eval()` and first sample rather than at
+    `import inspect_ai`, by name: its Agent Client Protocol server and the live transport every
+    sample opens (`acp_session`; `acp.schema`'s pydantic models, ~1.3 s of CPU on 2 cores). The
+    warm server (`geoeval.cli.warm_server`) imports them once for every run it starts. Private
+    names, so listed here; `tests/core/test_private_api.py` imports each."""
+    return (
+        "inspect_ai.agent._acp.server",
+        "inspect_ai.agent._acp.transport_live",
+        "inspect_ai.agent._acp.event_mapping",
+        "inspect_ai.log._recorders.buffer.database",
+    )

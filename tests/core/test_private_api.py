@@ -20,6 +20,10 @@ def test_every_private_name_resolves_here():
     assert isinstance(private_api.mcp_tool_source_local(), type)
     assert hasattr(private_api.hydra_sources_registry(), "register")
     assert isinstance(private_api.ray_local_node_processes(), dict)  # {} unless this process started a Ray
+    import importlib
+
+    for name in private_api.inspect_first_sample_modules():  # what the warm server imports for its runs
+        importlib.import_module(name)
     from omegaconf import _utils
 
     from geoeval.core.config.yaml_bounds import bounded

@@ -42,6 +42,7 @@ HELP_COMMANDS = [
     ["cache", "path"],
     ["cache", "clear"],
     ["init"],
+    ["warm"],
 ]
 
 
@@ -100,7 +101,7 @@ def test_every_example_names_a_command_geoeval_has():
 
 def _parsers() -> dict[str, object]:
     """The argparse parser of each command that has one."""
-    from geoeval.cli import cache, compare, data, estimate, meta_eval, results, runs, score
+    from geoeval.cli import cache, compare, data, estimate, meta_eval, results, runs, score, warm
 
     return {
         "results": results.build_parser(),
@@ -110,6 +111,7 @@ def _parsers() -> dict[str, object]:
         "meta-eval": meta_eval._parser(),
         "runs": runs._parser(),
         "cache": cache._parser(),
+        "warm": warm._parser(),
         "score --answers": score._parser(),
     }
 
