@@ -160,7 +160,9 @@ def test_sigterm_reaches_the_warm_run_which_stops_as_a_cold_one_does(warm_env, t
         proc = subprocess.Popen(geoeval_cmd(*args), cwd=tmp_path, env=warm_env, stdout=subprocess.DEVNULL, stderr=sink)
         deadline = time.monotonic() + 300
         while not re.search(r"\| *([5-9]|\d\d+)/512 \[", err.read_text(errors="replace")) and proc.poll() is None:
-            assert time.monotonic() < deadline, err.read_text()[-3000:]
+            if time.monotonic() > deadline:  # a bound on the wait, not an assertion on speed
+                proc.kill()
+                pytest.fail(f"no progress: {err.read_text()[-3000:]}")
             time.sleep(0.2)
         assert proc.poll() is None, err.read_text()[-3000:]  # still running when the signal comes
         proc.send_signal(signal.SIGTERM)
