@@ -14,7 +14,7 @@ run changes but its start. `geoeval warm` is the dmypy pattern (mypy's daemon) f
 What the client does not send to the server, and runs as it always did: the commands other than
 a run (`results`, `runs`, ...: they import little), a Python started with flags or `PYTHON*`
 variables the server's lacks (`-X importtime`, `-W`, `PYTHONPATH`, ...), and `GEOEVAL_WARM=0`.
-A server whose code is out of date (a module it imported, or a folder on its `sys.path`, changed
+A server whose code is out of date (a module file it imported, or a site-packages folder, changed
 since it started: an edit, a `pip install`) says so, stops, and the run starts cold with one line
 saying why. A server stops by itself after `--idle-minutes` (60) without a run.
 
@@ -36,10 +36,6 @@ import sys
 import time
 from pathlib import Path
 
-#: the commands a warm server never runs (they import little, or manage the server itself)
-NOT_RUNS = frozenset(
-    {"init", "results", "compare", "data", "meta-eval", "cache", "score", "runs", "estimate", "env", "warm"}
-)
 #: the signals the client passes on to the run it started (what a terminal or `kill` sends)
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 HEADER = struct.Struct("!I")
@@ -83,14 +79,14 @@ def interpreter() -> dict[str, object]:
 
 
 def is_run(args: list[str]) -> bool:
-    """Whether `geoeval ARGS` is an evaluation run (what a warm server starts): no command word,
-    or `rescore`; help is printed cold."""
+    """Whether `geoeval ARGS` is an evaluation run (what a warm server starts): nothing, `rescore`,
+    or a first word that is an override or a flag (`key=value`, `+key=...`, `~key`, `-m`), which
+    no command's name is; help is printed cold."""
     if any(a in ("-h", "--help", "--hydra-help") for a in args):
         return False
     if not args or args[0] == "rescore":
         return True
-    first = args[0]
-    return first not in NOT_RUNS and ("=" in first or first.startswith(("-", "+", "~")))
+    return "=" in args[0] or args[0].startswith(("-", "+", "~"))
 
 
 def send_message(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
@@ -180,14 +176,8 @@ def _wait_for_run(sock: socket.socket, pid: int) -> int:
     """Passes signals on to the run and returns its exit status; a run killed by a signal makes
     this process die of the same one, as the run in place of it would have."""
 
-    def forward(signum: int, frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
     for signum in FORWARDED:
-        signal.signal(signum, forward)
+        signal.signal(signum, lambda received, frame: signal_run(pid, received))
     try:
         reply, _ = receive_message(sock)
     except OSError:
@@ -206,6 +196,14 @@ def _wait_for_run(sock: socket.socket, pid: int) -> int:
         os.kill(os.getpid(), killed_by)
         return 128 + killed_by
     return os.waitstatus_to_exitcode(status)
+
+
+def signal_run(pid: int, signum: int) -> None:
+    """Send `signum` to the run `pid`, which may have ended already."""
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _alive(pid: int) -> bool:
@@ -274,7 +272,7 @@ def main(args: list[str]) -> int:
     if ns.foreground:
         from geoeval.cli.warm_server import serve  # the server's imports: everything a run needs
 
-        return serve(socket_path(), log_path(), idle_s=ns.idle_minutes * 60)
+        return serve(socket_path(), idle_s=ns.idle_minutes * 60)
     return _start_background(ns.idle_minutes)
 
 

@@ -13,7 +13,7 @@ own. Each child reseeds what Python does not reseed by itself at a fork (NumPy's
 generator; `random` and `tempfile` reseed themselves).
 
 Before each run the server checks that its imports are still the code on disk (`CodeSnapshot`):
-every module file it imported, and every folder on `sys.path` (an install adds a folder there),
+every module file it imported, and the site-packages folders (an install adds a folder there),
 unchanged since `preload`. If not, it refuses the run (the client then runs cold and says why) and
 stops; the next `geoeval warm start` imports the new code.
 """
@@ -36,10 +36,11 @@ from pathlib import Path
 
 from geoeval.cli.exit import exit_now
 from geoeval.cli.main import main
-from geoeval.cli.warm import interpreter, receive_message, send_message
+from geoeval.cli.warm import interpreter, receive_message, send_message, signal_run
 
 #: what a run imports before its first model request, beyond `geoeval.cli.main` (the modules that
-#: are slow to import: Inspect, the providers' SDKs, MLflow and its SQL store, the suites)
+#: are slow to import: Inspect, the providers' SDKs, Ray; MLflow and its SQL store come from
+#: `import_mlflow`, which sets MLflow's settings first; the suites from `SUITES`)
 PRELOADED = (
     "geoeval.cli.main",
     "geoeval.cli.app",
@@ -52,8 +53,6 @@ PRELOADED = (
     "inspect_ai.model",
     "openai",
     "anthropic",
-    "mlflow",
-    "mlflow.store.tracking.sqlalchemy_store",
     "geoeval.core.tracking.runs",
     "geoeval.core.tracking.traces.writer",
     "fastapi",
@@ -146,7 +145,7 @@ class Server:
         }
 
 
-def serve(socket_path: Path, log_path: Path, idle_s: float) -> int:
+def serve(socket_path: Path, idle_s: float) -> int:
     """Preload, then serve runs until stopped, stale, or idle for `idle_s` seconds."""
     started = time.monotonic()
     notes: list[str] = []
@@ -196,7 +195,7 @@ def _loop(server: Server, listener: socket.socket) -> None:
             else:  # a waiting client closed its end (it was killed): stop its run as `kill` would
                 pid = next(p for p, c in server.children.items() if c is sock)
                 _log(f"the client of run {pid} went away: SIGTERM to the run")
-                _signal(pid, signal.SIGTERM)
+                signal_run(pid, signal.SIGTERM)
                 sock.close()
                 server.children[pid] = None
 
@@ -218,13 +217,6 @@ def _reap(server: Server) -> None:
         except OSError:
             pass
         conn.close()
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _answer(server: Server, conn: socket.socket, listener: socket.socket) -> None:
@@ -273,7 +265,7 @@ def _answer(server: Server, conn: socket.socket, listener: socket.socket) -> Non
         send_message(conn, {"pid": pid})
         conn.settimeout(None)
     except OSError:
-        _signal(pid, signal.SIGTERM)
+        signal_run(pid, signal.SIGTERM)
 
 
 def _other_interpreter(theirs: dict) -> str | None:
